@@ -1,0 +1,227 @@
+"""The JSON dialect of RocketMQ 4.x (fastjson 1.2.69), read and written.
+
+Java brokers and name servers write map keys that are not strings in two non-standard
+ways: integer keys bare (``{0:5}``) and MessageQueue keys as whole objects
+(``{{"brokerName":"b","queueId":0,"topic":"t"}:{...}}``). :func:`loads` accepts both; it
+tries orjson first, so strict JSON costs nothing extra.
+
+:func:`dumps_pretty` writes the byte-identical pretty form of the broker's config files
+(tabs, ``"key":value``, bare integer keys on one line, no trailing newline);
+:func:`dumps` writes the strict compact JSON every client accepts.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Hashable, Mapping
+from json.decoder import scanstring  # type: ignore[attr-defined]
+from typing import Any
+
+import orjson
+
+from mqcore.errors import MQError
+
+__all__ = ["FastjsonError", "dumps", "dumps_pretty", "loads"]
+
+
+class FastjsonError(MQError, ValueError):
+    """Text that is not JSON even in fastjson's dialect."""
+
+
+ObjectKeyHook = Callable[[dict[Any, Any]], Hashable]
+
+
+def _default_object_key(obj: dict[Any, Any]) -> Hashable:
+    return tuple(sorted(obj.items(), key=lambda kv: str(kv[0])))
+
+
+_NUMBER = re.compile(r"-?(?:0|[1-9]\d*)(\.\d+)?([eE][-+]?\d+)?")
+_WS = re.compile(r"[ \t\n\r]*")
+
+
+class _Parser:
+    __slots__ = ("object_key", "pos", "text")
+
+    def __init__(self, text: str, object_key: ObjectKeyHook):
+        self.text = text
+        self.pos = 0
+        self.object_key = object_key
+
+    def fail(self, what: str) -> FastjsonError:
+        return FastjsonError(f"invalid JSON at char {self.pos}: {what}")
+
+    def ws(self) -> None:
+        m = _WS.match(self.text, self.pos)
+        assert m is not None
+        self.pos = m.end()
+
+    def value(self) -> Any:
+        self.ws()
+        text, pos = self.text, self.pos
+        if pos >= len(text):
+            raise self.fail("unexpected end")
+        ch = text[pos]
+        if ch == "{":
+            return self.obj()
+        if ch == "[":
+            return self.arr()
+        if ch == '"':
+            try:
+                s, self.pos = scanstring(text, pos + 1, True)
+            except ValueError as exc:
+                raise self.fail(str(exc)) from None
+            return s
+        for word, val in (("true", True), ("false", False), ("null", None)):
+            if text.startswith(word, pos):
+                self.pos = pos + len(word)
+                return val
+        m = _NUMBER.match(text, pos)
+        if m is None:
+            raise self.fail(f"unexpected {ch!r}")
+        self.pos = m.end()
+        if m.group(1) or m.group(2):
+            return float(m.group(0))
+        return int(m.group(0))
+
+    def key(self) -> Hashable:
+        self.ws()
+        text, pos = self.text, self.pos
+        if pos < len(text) and text[pos] == "{":
+            return self.object_key(self.obj())
+        value = self.value()
+        if isinstance(value, (str, int, float, bool)) or value is None:
+            return value
+        raise self.fail("unhashable object key")
+
+    def obj(self) -> dict[Any, Any]:
+        self.pos += 1
+        out: dict[Any, Any] = {}
+        self.ws()
+        if self.text.startswith("}", self.pos):
+            self.pos += 1
+            return out
+        while True:
+            k = self.key()
+            self.ws()
+            if not self.text.startswith(":", self.pos):
+                raise self.fail("expected ':'")
+            self.pos += 1
+            out[k] = self.value()
+            self.ws()
+            if self.text.startswith(",", self.pos):
+                self.pos += 1
+                continue
+            if self.text.startswith("}", self.pos):
+                self.pos += 1
+                return out
+            raise self.fail("expected ',' or '}'")
+
+    def arr(self) -> list[Any]:
+        self.pos += 1
+        out: list[Any] = []
+        self.ws()
+        if self.text.startswith("]", self.pos):
+            self.pos += 1
+            return out
+        while True:
+            out.append(self.value())
+            self.ws()
+            if self.text.startswith(",", self.pos):
+                self.pos += 1
+                continue
+            if self.text.startswith("]", self.pos):
+                self.pos += 1
+                return out
+            raise self.fail("expected ',' or ']'")
+
+
+def loads(
+    data: bytes | bytearray | memoryview | str, *, object_key: ObjectKeyHook | None = None
+) -> Any:
+    """Parse strict JSON or fastjson's dialect (bare integer keys, object keys).
+
+    Bare integer keys become ``int``; object keys go through ``object_key`` (default: a
+    sorted tuple of the key object's items). Raises :class:`FastjsonError`.
+    """
+    try:
+        return orjson.loads(data)
+    except orjson.JSONDecodeError:
+        pass
+    if isinstance(data, str):
+        text = data
+    else:
+        try:
+            text = bytes(data).decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise FastjsonError(f"not UTF-8: {exc}") from None
+    parser = _Parser(text, object_key or _default_object_key)
+    try:
+        result = parser.value()
+    except RecursionError:
+        raise FastjsonError("JSON nested too deeply") from None
+    parser.ws()
+    if parser.pos != len(text):
+        raise parser.fail("trailing data")
+    return result
+
+
+def _default(obj: Any) -> Any:
+    if isinstance(obj, (set, frozenset, tuple)):
+        return list(obj)
+    raise TypeError(f"cannot serialize {type(obj).__name__}")
+
+
+def dumps(obj: Any) -> bytes:
+    """Strict compact JSON (keys as strings), the form both Java and ali-ons accept."""
+    return orjson.dumps(obj, option=orjson.OPT_NON_STR_KEYS, default=_default)
+
+
+def _scalar(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False)
+
+
+def _pretty(value: Any, level: int, out: list[str]) -> None:
+    if isinstance(value, Mapping):
+        if not value:
+            out.append("{}")
+            return
+        if all(isinstance(k, int) and not isinstance(k, bool) for k in value):
+            out.append("{")
+            parts: list[str] = []
+            for k, v in value.items():
+                sub: list[str] = []
+                _pretty(v, level + 1, sub)
+                parts.append(f"{k}:{''.join(sub)}")
+            out.append(",".join(parts))
+            out.append("\n" + "\t" * level + "}")
+            return
+        out.append("{")
+        first = True
+        for k, v in value.items():
+            out.append("\n" if first else ",\n")
+            first = False
+            out.append("\t" * (level + 1) + _scalar(str(k)) + ":")
+            _pretty(v, level + 1, out)
+        out.append("\n" + "\t" * level + "}")
+        return
+    if isinstance(value, (list, tuple, set, frozenset)):
+        items = list(value)
+        if not items:
+            out.append("[]")
+            return
+        out.append("[")
+        for i, item in enumerate(items):
+            out.append("\n" if i == 0 else ",\n")
+            out.append("\t" * (level + 1))
+            _pretty(item, level + 1, out)
+        out.append("\n" + "\t" * level + "]")
+        return
+    out.append(_scalar(value))
+
+
+def dumps_pretty(obj: Any) -> str:
+    """fastjson's ``prettyFormat`` output, as the broker writes ``config/*.json``."""
+    out: list[str] = []
+    _pretty(obj, 0, out)
+    return "".join(out)
