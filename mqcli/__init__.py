@@ -1,0 +1,1 @@
+"""The `mq` command line and the Textual dashboard."""

@@ -1,0 +1,1 @@
+"""One module per `mq` subcommand; each exposes ``register(app)``."""

@@ -1,0 +1,45 @@
+"""Shared rendering helpers: one console each for stdout and stderr, JSON lines, errors."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any, NoReturn
+
+import orjson
+from rich.console import Console
+
+console = Console(highlight=False)
+err_console = Console(stderr=True, highlight=False)
+
+_debug = False
+
+
+def set_debug(flag: bool) -> None:
+    global _debug
+    _debug = flag
+
+
+def debug_enabled() -> bool:
+    return _debug
+
+
+def print_json_line(obj: Any) -> None:
+    """One compact JSON object per line on stdout (for `--json`)."""
+    sys.stdout.buffer.write(orjson.dumps(obj, option=orjson.OPT_NON_STR_KEYS) + b"\n")
+    sys.stdout.flush()
+
+
+def print_json(obj: Any) -> None:
+    """One indented JSON document on stdout."""
+    sys.stdout.buffer.write(
+        orjson.dumps(obj, option=orjson.OPT_NON_STR_KEYS | orjson.OPT_INDENT_2) + b"\n"
+    )
+    sys.stdout.flush()
+
+
+def fail(message: str, code: int = 1, hint: str | None = None) -> NoReturn:
+    """Print one clear error line (and an optional hint) on stderr and exit."""
+    err_console.print(f"[bold red]error:[/] {message}", markup=True, soft_wrap=True)
+    if hint:
+        err_console.print(f"[dim]hint: {hint}[/]", soft_wrap=True)
+    raise SystemExit(code)
