@@ -101,3 +101,7 @@ class MQBrokerError(MQClientError):
         self.code = code
         self.remark = remark or ""
         super().__init__(f"broker error {code}: {self.remark}" if self.remark else f"code {code}")
+
+
+class MessageIdError(MQError, ValueError):
+    """A message id (offset msg id or unique key) that cannot be decoded."""

@@ -1,0 +1,36 @@
+"""Shared fixtures: where the read-only `shared/` material lives.
+
+CI clones the repository into some folder with a copy of `shared/` beside it, so the
+path is always `<repo>/../shared`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+SHARED_DIR = (REPO_ROOT / ".." / "shared").resolve()
+FIXTURE_STORE = SHARED_DIR / "fixtures" / "rocketmq-store"
+FIXTURE_MESSAGES = SHARED_DIR / "fixtures" / "rocketmq"
+
+
+@pytest.fixture(scope="session")
+def shared_dir() -> Path:
+    assert SHARED_DIR.is_dir(), f"shared/ not found at {SHARED_DIR}"
+    return SHARED_DIR
+
+
+@pytest.fixture(scope="session")
+def fixture_store() -> Path:
+    """The real RocketMQ 4.9.8 store (read-only on disk)."""
+    assert FIXTURE_STORE.is_dir(), f"fixture store not found at {FIXTURE_STORE}"
+    return FIXTURE_STORE
+
+
+@pytest.fixture(scope="session")
+def fixture_messages() -> Path:
+    """Pull-response bodies captured from a real broker."""
+    assert FIXTURE_MESSAGES.is_dir(), f"message fixtures not found at {FIXTURE_MESSAGES}"
+    return FIXTURE_MESSAGES
