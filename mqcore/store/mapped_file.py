@@ -1,0 +1,187 @@
+"""MappedFile: one preallocated store file mapped into memory.
+
+Byte layout: a file of exactly ``file_size`` bytes named by the 20-digit decimal logical
+offset of its byte 0 (``00000000001073741824``). Bytes ``[0, wrote_position)`` hold data;
+the rest is zeros (the file is created sparse with ``truncate``). What the data *means*
+belongs to the owner (commit log records, 20-byte consume queue entries).
+
+Why mmap: appends are a single memcpy into the page cache and readers get zero-copy
+``memoryview`` slices; durability comes from ``msync`` (``mmap.flush``) on the dirty range.
+A readonly MappedFile maps with ``ACCESS_READ``, never creates, truncates or writes.
+"""
+
+from __future__ import annotations
+
+import mmap
+import os
+from pathlib import Path
+
+from mqcore.errors import CorruptRecordError, StoreError
+
+OS_PAGE_SIZE = 4096
+FILE_NAME_DIGITS = 20
+
+
+def offset_to_file_name(offset: int) -> str:
+    """``UtilAll.offset2FileName``: 20-digit zero-padded decimal."""
+    return f"{offset:0{FILE_NAME_DIGITS}d}"
+
+
+class MappedFile:
+    """A fixed-size file mapped read-write (or read-only) with append bookkeeping.
+
+    ``wrote_position`` is the end of written data; ``flushed_position`` the end of data
+    known durable. Positions are set by the owner after recovery.
+    """
+
+    __slots__ = (
+        "_closed",
+        "_mm",
+        "file_from_offset",
+        "file_size",
+        "flushed_position",
+        "path",
+        "readonly",
+        "store_timestamp",
+        "view",
+        "wrote_position",
+    )
+
+    def __init__(
+        self, path: Path, file_size: int, *, readonly: bool = False, create: bool = False
+    ) -> None:
+        self.path = path
+        self.file_size = file_size
+        self.readonly = readonly
+        try:
+            self.file_from_offset = int(path.name)
+        except ValueError:
+            raise CorruptRecordError(
+                "store file name is not a 20-digit offset", path=str(path)
+            ) from None
+        self.store_timestamp = 0
+        self._closed = False
+        flags = os.O_RDONLY if readonly else os.O_RDWR | (os.O_CREAT if create else 0)
+        try:
+            fd = os.open(path, flags, 0o644)
+        except OSError as exc:
+            raise StoreError(f"cannot open {path}: {exc.strerror}") from None
+        try:
+            actual = os.fstat(fd).st_size
+            if create and not readonly and actual == 0:
+                os.ftruncate(fd, file_size)
+                actual = file_size
+            if actual != file_size:
+                raise CorruptRecordError(
+                    f"file is {actual} bytes, expected {file_size}", path=str(path), offset=actual
+                )
+            access = mmap.ACCESS_READ if readonly else mmap.ACCESS_WRITE
+            self._mm = mmap.mmap(fd, file_size, access=access)
+        finally:
+            os.close(fd)
+        self.view = memoryview(self._mm)
+        self.wrote_position = 0 if create else file_size
+        self.flushed_position = self.wrote_position
+
+    # -- geometry ----------------------------------------------------------------------
+    @property
+    def file_end_offset(self) -> int:
+        return self.file_from_offset + self.file_size
+
+    @property
+    def is_full(self) -> bool:
+        return self.wrote_position >= self.file_size
+
+    @property
+    def remaining(self) -> int:
+        return self.file_size - self.wrote_position
+
+    @property
+    def max_offset(self) -> int:
+        """Logical offset just past the written data."""
+        return self.file_from_offset + self.wrote_position
+
+    # -- writing -----------------------------------------------------------------------
+    def append(self, data: bytes | bytearray | memoryview) -> int:
+        """Copy ``data`` at the write position (one memcpy); returns the in-file position."""
+        pos = self.wrote_position
+        end = pos + len(data)
+        if end > self.file_size:
+            raise StoreError(f"{self.path}: append of {len(data)} bytes past the file end")
+        self._mm[pos:end] = data
+        self.wrote_position = end
+        return pos
+
+    def write_at(self, pos: int, data: bytes | bytearray | memoryview) -> None:
+        """Overwrite bytes below the file size (used to repair or fill)."""
+        self._mm[pos : pos + len(data)] = data
+
+    @property
+    def mm(self) -> mmap.mmap:
+        """The raw map, for ``struct.pack_into`` by owners."""
+        return self._mm
+
+    def flush(self, least_pages: int = 0) -> int:
+        """msync the dirty range if at least ``least_pages`` pages are dirty.
+
+        Returns the new flushed position. ``least_pages == 0`` flushes whatever is dirty.
+        """
+        if self.readonly or self._closed:
+            return self.flushed_position
+        write = self.wrote_position
+        flushed = self.flushed_position
+        if write <= flushed:
+            return flushed
+        if least_pages > 0 and (write // OS_PAGE_SIZE - flushed // OS_PAGE_SIZE) < least_pages:
+            return flushed
+        start = flushed - flushed % mmap.PAGESIZE
+        self._mm.flush(start, write - start)
+        self.flushed_position = write
+        return write
+
+    def zero_from(self, pos: int) -> None:
+        """Zero bytes from ``pos`` to the end (truncate a torn tail in place)."""
+        if pos < self.file_size:
+            chunk = bytes(min(self.file_size - pos, 1 << 20))
+            p = pos
+            while p < self.file_size:
+                n = min(len(chunk), self.file_size - p)
+                self._mm[p : p + n] = chunk[:n]
+                p += n
+        self.wrote_position = min(self.wrote_position, pos)
+        self.flushed_position = min(self.flushed_position, pos)
+
+    # -- reading -----------------------------------------------------------------------
+    def slice(self, pos: int, size: int) -> memoryview:
+        """Zero-copy view of ``size`` bytes at in-file ``pos``."""
+        return self.view[pos : pos + size]
+
+    # -- lifecycle ---------------------------------------------------------------------
+    def close(self) -> None:
+        """Unmap. If readers still hold views, the map lives on until they drop them."""
+        if self._closed:
+            return
+        self._closed = True
+        self.view.release()
+        try:
+            self._mm.close()
+        except BufferError:
+            pass  # views handed to readers keep the mapping alive; GC unmaps later
+
+    def destroy(self) -> None:
+        """Close and delete the file (cleanup of expired files)."""
+        self.close()
+        try:
+            self.path.unlink()
+        except FileNotFoundError:
+            pass
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def __repr__(self) -> str:
+        return (
+            f"MappedFile({self.path.name}, wrote={self.wrote_position}, "
+            f"flushed={self.flushed_position})"
+        )

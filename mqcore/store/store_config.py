@@ -1,0 +1,306 @@
+"""MessageStoreConfig: the store's settings, keyed by RocketMQ's own property names.
+
+Byte layout: none (this module owns no file). It maps ``broker.conf`` keys such as
+``storePathRootDir`` or ``mappedFileSizeCommitLog`` onto typed dataclass fields, so a
+RocketMQ user's configuration keeps working. Unknown keys are left to the caller (the
+broker's own config owns the rest of ``broker.conf``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from mqcore.errors import ConfigError
+
+CQ_STORE_UNIT_SIZE = 20
+DEFAULT_DELAY_LEVELS = "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h"
+_TIME_UNITS_MS = {"s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
+
+
+class FlushDiskType(enum.Enum):
+    ASYNC_FLUSH = "ASYNC_FLUSH"
+    SYNC_FLUSH = "SYNC_FLUSH"
+
+
+class BrokerRole(enum.Enum):
+    ASYNC_MASTER = "ASYNC_MASTER"
+    SYNC_MASTER = "SYNC_MASTER"
+    SLAVE = "SLAVE"
+
+
+def _key(name: str) -> dict[str, str]:
+    return {"key": name}
+
+
+@dataclass
+class MessageStoreConfig:
+    """Store settings; field metadata ``key`` is the RocketMQ property name."""
+
+    store_path_root_dir: str = field(
+        default_factory=lambda: os.path.join(os.path.expanduser("~"), "store"),
+        metadata=_key("storePathRootDir"),
+    )
+    store_path_commit_log: str | None = field(default=None, metadata=_key("storePathCommitLog"))
+    mapped_file_size_commit_log: int = field(
+        default=1024 * 1024 * 1024, metadata=_key("mappedFileSizeCommitLog")
+    )
+    mapped_file_size_consume_queue: int = field(
+        default=300_000 * CQ_STORE_UNIT_SIZE, metadata=_key("mappedFileSizeConsumeQueue")
+    )
+    flush_disk_type: FlushDiskType = field(
+        default=FlushDiskType.ASYNC_FLUSH, metadata=_key("flushDiskType")
+    )
+    broker_role: BrokerRole = field(default=BrokerRole.ASYNC_MASTER, metadata=_key("brokerRole"))
+    flush_interval_commit_log: int = field(default=500, metadata=_key("flushIntervalCommitLog"))
+    flush_commit_log_least_pages: int = field(default=4, metadata=_key("flushCommitLogLeastPages"))
+    flush_commit_log_thorough_interval: int = field(
+        default=10_000, metadata=_key("flushCommitLogThoroughInterval")
+    )
+    flush_interval_consume_queue: int = field(
+        default=1000, metadata=_key("flushIntervalConsumeQueue")
+    )
+    flush_consume_queue_least_pages: int = field(
+        default=2, metadata=_key("flushConsumeQueueLeastPages")
+    )
+    flush_consume_queue_thorough_interval: int = field(
+        default=60_000, metadata=_key("flushConsumeQueueThoroughInterval")
+    )
+    sync_flush_timeout: int = field(default=5000, metadata=_key("syncFlushTimeout"))
+    file_reserved_time: int = field(default=72, metadata=_key("fileReservedTime"))
+    delete_when: str = field(default="04", metadata=_key("deleteWhen"))
+    disk_max_used_space_ratio: int = field(default=75, metadata=_key("diskMaxUsedSpaceRatio"))
+    clean_resource_interval: int = field(default=10_000, metadata=_key("cleanResourceInterval"))
+    delete_commit_log_files_interval: int = field(
+        default=100, metadata=_key("deleteCommitLogFilesInterval")
+    )
+    delete_consume_queue_files_interval: int = field(
+        default=100, metadata=_key("deleteConsumeQueueFilesInterval")
+    )
+    destroy_mapped_file_interval_forcibly: int = field(
+        default=120_000, metadata=_key("destroyMapedFileIntervalForcibly")
+    )
+    clean_file_forcibly_enable: bool = field(default=True, metadata=_key("cleanFileForciblyEnable"))
+    max_message_size: int = field(default=4 * 1024 * 1024, metadata=_key("maxMessageSize"))
+    max_hash_slot_num: int = field(default=5_000_000, metadata=_key("maxHashSlotNum"))
+    max_index_num: int = field(default=20_000_000, metadata=_key("maxIndexNum"))
+    max_msgs_num_batch: int = field(default=64, metadata=_key("maxMsgsNumBatch"))
+    default_query_max_num: int = field(default=32, metadata=_key("defaultQueryMaxNum"))
+    message_index_enable: bool = field(default=True, metadata=_key("messageIndexEnable"))
+    message_index_safe: bool = field(default=False, metadata=_key("messageIndexSafe"))
+    check_crc_on_recover: bool = field(default=True, metadata=_key("checkCRCOnRecover"))
+    message_delay_level: str = field(
+        default=DEFAULT_DELAY_LEVELS, metadata=_key("messageDelayLevel")
+    )
+    max_transfer_bytes_on_message_in_memory: int = field(
+        default=256 * 1024, metadata=_key("maxTransferBytesOnMessageInMemory")
+    )
+    max_transfer_count_on_message_in_memory: int = field(
+        default=32, metadata=_key("maxTransferCountOnMessageInMemory")
+    )
+    transient_store_pool_enable: bool = field(
+        default=False, metadata=_key("transientStorePoolEnable")
+    )
+    # RocketMQ reads these two from system properties; exposed here as plain settings.
+    disk_space_warning_level_ratio: float = field(
+        default=0.90, metadata=_key("diskSpaceWarningLevelRatio")
+    )
+    disk_space_clean_forcibly_ratio: float = field(
+        default=0.85, metadata=_key("diskSpaceCleanForciblyRatio")
+    )
+
+    def __post_init__(self) -> None:
+        self.validate()
+
+    # -- derived paths ---------------------------------------------------------------
+    @property
+    def root(self) -> Path:
+        return Path(os.path.expanduser(self.store_path_root_dir))
+
+    @property
+    def commit_log_path(self) -> Path:
+        if self.store_path_commit_log:
+            return Path(os.path.expanduser(self.store_path_commit_log))
+        return self.root / "commitlog"
+
+    @property
+    def consume_queue_path(self) -> Path:
+        return self.root / "consumequeue"
+
+    @property
+    def index_path(self) -> Path:
+        return self.root / "index"
+
+    @property
+    def checkpoint_path(self) -> Path:
+        return self.root / "checkpoint"
+
+    @property
+    def abort_path(self) -> Path:
+        return self.root / "abort"
+
+    @property
+    def lock_path(self) -> Path:
+        return self.root / "lock"
+
+    @property
+    def config_path(self) -> Path:
+        return self.root / "config"
+
+    # -- delay levels ----------------------------------------------------------------
+    def delay_level_table(self) -> dict[int, int]:
+        """Delay level (1-based) -> delay in ms, parsed from ``messageDelayLevel``."""
+        return parse_delay_levels(self.message_delay_level)
+
+    # -- validation and parsing ------------------------------------------------------
+    def validate(self) -> None:
+        """Reject values the store cannot work with; round the CQ file size up to 20."""
+        if self.mapped_file_size_commit_log < 4096:
+            raise ConfigError(
+                f"mappedFileSizeCommitLog must be >= 4096, got {self.mapped_file_size_commit_log}"
+            )
+        if self.mapped_file_size_consume_queue < CQ_STORE_UNIT_SIZE:
+            raise ConfigError(
+                "mappedFileSizeConsumeQueue must be >= 20, "
+                f"got {self.mapped_file_size_consume_queue}"
+            )
+        rem = self.mapped_file_size_consume_queue % CQ_STORE_UNIT_SIZE
+        if rem:
+            self.mapped_file_size_consume_queue += CQ_STORE_UNIT_SIZE - rem
+        for name in (
+            "flush_interval_commit_log",
+            "flush_interval_consume_queue",
+            "sync_flush_timeout",
+            "max_message_size",
+            "max_hash_slot_num",
+            "max_index_num",
+            "clean_resource_interval",
+        ):
+            if getattr(self, name) <= 0:
+                raise ConfigError(f"{_field_key(name)} must be > 0, got {getattr(self, name)}")
+        for name in ("flush_commit_log_least_pages", "file_reserved_time"):
+            if getattr(self, name) < 0:
+                raise ConfigError(f"{_field_key(name)} must be >= 0, got {getattr(self, name)}")
+        if not 10 <= self.disk_max_used_space_ratio <= 95:
+            raise ConfigError(
+                f"diskMaxUsedSpaceRatio must be in 10..95, got {self.disk_max_used_space_ratio}"
+            )
+        for hour in self.delete_when.split(";"):
+            if not hour.strip().isdigit() or not 0 <= int(hour) <= 23:
+                raise ConfigError(f"deleteWhen must be hours 00..23 separated by ';': {hour!r}")
+        parse_delay_levels(self.message_delay_level)
+
+    @classmethod
+    def from_properties(cls, props: Mapping[str, Any] | str | Path) -> MessageStoreConfig:
+        """Build a config from a properties mapping or a java-properties file path.
+
+        Keys this class does not know (broker settings) are ignored; bad values raise
+        :class:`ConfigError` naming the key.
+        """
+        if isinstance(props, (str, Path)):
+            props = read_properties_file(Path(props))
+        by_key = {f.metadata["key"]: f for f in dataclasses.fields(cls)}
+        by_key["mapedFileSizeCommitLog"] = by_key["mappedFileSizeCommitLog"]
+        by_key["mapedFileSizeConsumeQueue"] = by_key["mappedFileSizeConsumeQueue"]
+        kwargs: dict[str, Any] = {}
+        for key, raw in props.items():
+            f = by_key.get(key)
+            if f is None:
+                continue
+            kwargs[f.name] = _convert(key, f, raw)
+        try:
+            return cls(**kwargs)
+        except ConfigError:
+            raise
+        except (TypeError, ValueError) as exc:  # pragma: no cover - defensive
+            raise ConfigError(str(exc)) from exc
+
+    def to_properties(self) -> dict[str, str]:
+        """The effective settings as RocketMQ property strings (for ``-p`` printing)."""
+        out: dict[str, str] = {}
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            if value is None:
+                continue
+            if isinstance(value, enum.Enum):
+                value = value.value
+            elif isinstance(value, bool):
+                value = "true" if value else "false"
+            out[f.metadata["key"]] = str(value)
+        return out
+
+
+def _field_key(name: str) -> str:
+    for f in dataclasses.fields(MessageStoreConfig):
+        if f.name == name:
+            return str(f.metadata["key"])
+    return name
+
+
+def _convert(key: str, f: dataclasses.Field[Any], raw: Any) -> Any:
+    ftype = str(f.type)
+    text = str(raw).strip() if not isinstance(raw, (bool, int, float)) else raw
+    try:
+        if ftype == "bool":
+            if isinstance(text, bool):
+                return text
+            low = str(text).lower()
+            if low not in ("true", "false"):
+                raise ValueError("expected true or false")
+            return low == "true"
+        if ftype == "int":
+            if isinstance(text, bool):
+                raise ValueError("expected an integer")
+            return int(text)
+        if ftype == "float":
+            return float(text)
+        if ftype == "FlushDiskType":
+            return FlushDiskType(str(text))
+        if ftype == "BrokerRole":
+            return BrokerRole(str(text))
+        return str(text)
+    except ValueError as exc:
+        raise ConfigError(f"bad value for {key}: {raw!r} ({exc})") from None
+
+
+def parse_delay_levels(text: str) -> dict[int, int]:
+    """Parse ``"1s 5s 10s ..."`` into {level: ms}; raises ConfigError on a bad token."""
+    table: dict[int, int] = {}
+    for i, token in enumerate(text.split(), start=1):
+        m = re.fullmatch(r"(\d+)([smhd])", token)
+        if not m:
+            raise ConfigError(f"bad messageDelayLevel entry {token!r}")
+        table[i] = int(m.group(1)) * _TIME_UNITS_MS[m.group(2)]
+    if not table:
+        raise ConfigError("messageDelayLevel is empty")
+    return table
+
+
+def read_properties_file(path: Path) -> dict[str, str]:
+    """Minimal java-properties reader: ``key=value`` / ``key: value``, ``#``/``!`` comments."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"cannot read {path}: {exc.strerror}") from None
+    out: dict[str, str] = {}
+    pending = ""
+    for raw_line in text.splitlines():
+        line = pending + raw_line.lstrip()
+        pending = ""
+        if not line or line[0] in "#!":
+            continue
+        if line.endswith("\\") and not line.endswith("\\\\"):
+            pending = line[:-1]
+            continue
+        m = re.match(r"([^=:\s]+)\s*[=:\s]\s*(.*)$", line)
+        if m:
+            out[m.group(1)] = m.group(2).strip()
+        else:
+            out[line.strip()] = ""
+    return out
