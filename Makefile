@@ -5,7 +5,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 PYTEST_ARGS ?=
 
-.PHONY: run test lint typecheck unit dev clean
+.PHONY: run test lint typecheck unit dev clean docs
 
 $(BIN)/mq: pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -38,3 +38,6 @@ test: lint typecheck unit
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache
+
+docs: $(BIN)/mq
+	$(BIN)/python -m mqcli.docgen .
