@@ -1,0 +1,161 @@
+"""IndexService: keys per record, rolling, queries across files, recovery, expiry."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from mqcore.errors import StoreError
+from mqcore.store.index_service import IndexService
+
+T0 = 1_795_977_722_000
+RECORD = 100  # bytes between commit log offsets of the fake records
+
+
+def build(svc: IndexService, n: int, *, start: int = 0) -> None:
+    """Record i: store time T0 + i s, keys `k<i>` and `hot` (+ `even` on even i)."""
+    for i in range(start, n):
+        keys = f"k{i} hot" + (" even" if i % 2 == 0 else "")
+        svc.build_index("T", keys, f"U{i:04d}", i * RECORD, T0 + i * 1000, 0)
+
+
+@pytest.fixture
+def svc(tmp_path: Path) -> IndexService:
+    s = IndexService(tmp_path, 7, 5)  # 4 keys per file: records straddle files
+    s.load(True, 0)
+    return s
+
+
+def test_every_key_and_uniq_key_is_found_across_files(svc: IndexService) -> None:
+    build(svc, 120)
+    files = svc.files
+    assert len(files) > 50
+    names = [f.name for f in files]
+    assert names == sorted(names) and len(set(names)) == len(names)
+    for i in range(120):
+        want = [i * RECORD]
+        assert svc.query("T", f"k{i}", 64, 0, 2**62).phy_offsets == want
+        assert svc.query("T", f"U{i:04d}", 64, 0, 2**62).phy_offsets == want
+    assert svc.query("T", "nope", 64, 0, 2**62).phy_offsets == []
+    assert svc.query("Other", "k1", 64, 0, 2**62).phy_offsets == []
+
+
+def test_time_range_and_max_num(svc: IndexService) -> None:
+    build(svc, 120)
+    got = svc.query("T", "hot", 64, T0 + 10_000, T0 + 20_000).phy_offsets
+    assert got == [i * RECORD for i in range(20, 9, -1)]  # exactly, newest first
+    got = svc.query("T", "even", 64, T0 + 10_000, T0 + 20_000).phy_offsets
+    assert got == [i * RECORD for i in range(20, 9, -2)]
+    assert svc.query("T", "hot", 5, 0, 2**62).phy_offsets == [
+        i * RECORD for i in (119, 118, 117, 116, 115)
+    ]
+    assert svc.query("T", "k5", 64, T0 + 6000, T0 + 9000).phy_offsets == []
+    res = svc.query("T", "hot", 64, 0, 2**62)
+    assert len(res.phy_offsets) == 64
+    last = svc.files[-1]
+    assert res.index_last_update_timestamp == last.end_timestamp == T0 + 119_000
+    assert res.index_last_update_phyoffset == last.end_phy_offset == 119 * RECORD
+
+
+def test_roll_presets_and_flushes(svc: IndexService) -> None:
+    build(svc, 3)
+    first, second = svc.files[:2]
+    assert first.is_write_full and not second.closed
+    assert second.begin_phy_offset >= first.end_phy_offset
+    full = [f for f in svc.files if f.is_write_full]
+    assert svc.last_index_timestamp == full[-1].end_timestamp
+
+
+def test_rollback_not_indexed_prepared_is(svc: IndexService) -> None:
+    svc.build_index("T", "rb", None, 0, T0, 0x0C)
+    svc.build_index("T", "pr", None, 100, T0, 0x04)
+    svc.build_index("T", "cm", None, 200, T0, 0x08)
+    assert svc.query("T", "rb", 64, 0, 2**62).phy_offsets == []
+    assert svc.query("T", "pr", 64, 0, 2**62).phy_offsets == [100]
+    assert svc.query("T", "cm", 64, 0, 2**62).phy_offsets == [200]
+
+
+def test_empty_keys_and_double_spaces(svc: IndexService) -> None:
+    svc.build_index("T", "  a  b ", None, 0, T0, 0)
+    svc.build_index("T", "", None, 100, T0, 0)
+    svc.build_index("T", None, None, 200, T0, 0)
+    assert sum(f.index_count - 1 for f in svc.files) == 2
+
+
+def test_rebuild_is_idempotent(svc: IndexService) -> None:
+    build(svc, 40)
+    counts = sum(f.index_count for f in svc.files)
+    build(svc, 40)  # replay: everything below the last endPhyOffset is skipped
+    assert sum(f.index_count for f in svc.files) - counts <= 4  # only the boundary record
+    for i in range(40):
+        assert svc.query("T", f"k{i}", 64, 0, 2**62).phy_offsets == [i * RECORD]
+
+
+def test_reload_after_clean_and_abnormal_exit(tmp_path: Path) -> None:
+    svc = IndexService(tmp_path, 7, 5)
+    svc.load(True, 0)
+    build(svc, 21)  # 63 keys: 15 full files + 1 partial
+    ckpt = svc.last_index_timestamp
+    svc.shutdown()
+    n_files = len(list((tmp_path / "index").iterdir()))
+
+    clean = IndexService(tmp_path, 7, 5)
+    clean.load(True, ckpt)
+    assert len(clean.files) == n_files
+    assert clean.query("T", "k20", 64, 0, 2**62).phy_offsets == [20 * RECORD]
+    build(clean, 25, start=21)
+    assert clean.query("T", "k24", 64, 0, 2**62).phy_offsets == [24 * RECORD]
+    ckpt = clean.last_index_timestamp
+    clean.shutdown()
+
+    crashed = IndexService(tmp_path, 7, 5)
+    crashed.load(False, ckpt)
+    assert all(f.end_timestamp <= ckpt for f in crashed.files)
+    assert crashed.files[-1].is_write_full
+    # recovery re-dispatches from the checkpoint; the index comes back whole
+    build(crashed, 25)
+    for i in range(25):
+        assert crashed.query("T", f"k{i}", 64, 0, 2**62).phy_offsets == [i * RECORD]
+    crashed.shutdown()
+
+
+def test_delete_expired_keeps_last(svc: IndexService) -> None:
+    build(svc, 30)
+    files = svc.files
+    cut = 15 * RECORD
+    svc.delete_expired(cut)
+    assert all(f.end_phy_offset >= cut for f in svc.files)
+    gone = [f for f in files if f not in svc.files]
+    assert gone and all(not f.path.exists() for f in gone)
+    svc.delete_expired(10**12)
+    assert len(svc.files) == 1 and svc.files[0] is files[-1]
+
+
+def test_readonly_never_writes(tmp_path: Path, fixture_store: Path) -> None:
+    ro = IndexService(tmp_path, 7, 5, readonly=True)
+    ro.load(False, 0)
+    assert not (tmp_path / "index").exists()
+    with pytest.raises(StoreError):
+        ro.build_index("T", "k", None, 0, T0, 0)
+
+    fixture = IndexService(fixture_store, 100, 1000, readonly=True)
+    fixture.load(False, 0)  # abnormal + zero checkpoint would delete; readonly keeps it
+    assert [f.name for f in fixture.files] == ["20261129184202721"]
+    res = fixture.query("FixtureTopic", "k42", 64, 0, 2**62)
+    assert res.phy_offsets == [8370]
+    assert fixture.query("FixtureTopic", "dk3", 64, 0, 2**62).phy_offsets == [23446]
+    assert res.index_last_update_phyoffset == 25018
+    fixture.delete_expired(10**12)
+    fixture.shutdown()
+    assert (fixture_store / "index" / "20261129184202721").exists()
+
+
+def test_geometry_mismatch_is_reported(tmp_path: Path) -> None:
+    svc = IndexService(tmp_path, 7, 5)
+    svc.load(True, 0)
+    build(svc, 1)
+    svc.shutdown()
+    other = IndexService(tmp_path, 8, 5)
+    with pytest.raises(StoreError, match="expected"):
+        other.load(True, 0)
