@@ -1,0 +1,112 @@
+"""The JSON header form (serialize type 0), as fastjson writes and ali-ons sends it.
+
+Reading is lenient where real peers differ (spec §2): ``extFields`` values may be JSON
+numbers, booleans or null (ali-ons); they become the text Java would hold (``"4"``,
+``"true"``; null = absent). Unknown top-level fields and ``language`` names are ignored.
+Writing is strict: every ext value must already be text.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+
+from mqcore.errors import LocalProtocolError, RemoteProtocolError
+from mqcore.protocol.codes import LanguageCode, SerializeType
+from mqcore.protocol.command import Body, RemotingCommand
+
+__all__ = ["decode_json_header", "encode_json_header"]
+
+_LANGUAGE_BY_NAME = {lang.name: lang for lang in LanguageCode}
+
+
+def _ext_text(value: Any) -> str | None:
+    # Convert as Java/JS would: str(True) is "True" in Python but "true" on the wire.
+    if isinstance(value, str):
+        return value
+    if value is None:
+        return None
+    if value is True:
+        return "true"
+    if value is False:
+        return "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        return str(int(value)) if value.is_integer() else repr(value)
+    return orjson.dumps(value).decode()
+
+
+def _int_field(obj: dict[str, Any], name: str, default: int | None = None) -> int:
+    value = obj.get(name, default)
+    if value is None:
+        raise RemoteProtocolError(f"JSON header lacks {name!r}")
+    if type(value) is not int:
+        raise RemoteProtocolError(f"JSON header field {name!r} is not an integer: {value!r}")
+    return value
+
+
+def decode_json_header(data: bytes | bytearray | memoryview, body: Body) -> RemotingCommand:
+    """Parse a JSON header (``body`` is attached as is). Raises RemoteProtocolError."""
+    try:
+        obj = orjson.loads(data)
+    except orjson.JSONDecodeError as exc:
+        raise RemoteProtocolError(f"header is not JSON: {exc}") from None
+    if not isinstance(obj, dict):
+        raise RemoteProtocolError("JSON header is not an object")
+    raw_ext = obj.get("extFields")
+    ext: dict[str, str]
+    if raw_ext is None:
+        ext = {}
+    elif isinstance(raw_ext, dict):
+        ext = raw_ext
+        for value in raw_ext.values():
+            if type(value) is not str:  # only ali-ons gets here; Java always sends text
+                ext = {}
+                for k, v in raw_ext.items():
+                    text = _ext_text(v)
+                    if text is not None:
+                        ext[k] = text
+                break
+    else:
+        raise RemoteProtocolError("JSON header extFields is not an object")
+    remark = obj.get("remark")
+    if remark is not None and not isinstance(remark, str):
+        remark = _ext_text(remark)
+    language = obj.get("language")
+    return RemotingCommand(
+        code=_int_field(obj, "code"),
+        opaque=_int_field(obj, "opaque", 0),
+        flag=_int_field(obj, "flag", 0),
+        remark=remark,
+        ext_fields=ext,
+        body=body,
+        language=_LANGUAGE_BY_NAME.get(language, LanguageCode.OTHER)
+        if isinstance(language, str)
+        else LanguageCode.OTHER,
+        version=_int_field(obj, "version", 0),
+        serialize_type=SerializeType.JSON,
+    )
+
+
+def encode_json_header(cmd: RemotingCommand) -> bytes:
+    """Compact JSON with fastjson's alphabetical field order; null fields omitted."""
+    obj: dict[str, Any] = {"code": cmd.code}
+    ext = cmd.ext_fields
+    if ext:
+        for key, value in ext.items():
+            if type(value) is not str or type(key) is not str:
+                raise LocalProtocolError(
+                    f"extFields must map text to text, got {key!r}: {value!r}"
+                    " (use a header's to_ext_fields())"
+                )
+        obj["extFields"] = ext if type(ext) is dict else dict(ext)
+    obj["flag"] = cmd.flag
+    obj["language"] = cmd.language.name
+    obj["opaque"] = cmd.opaque
+    if cmd.remark is not None:
+        obj["remark"] = cmd.remark
+    obj["serializeTypeCurrentRPC"] = "JSON"
+    obj["version"] = cmd.version
+    return orjson.dumps(obj)

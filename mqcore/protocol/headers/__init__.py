@@ -1,0 +1,19 @@
+"""Typed custom headers (``extFields``) of every request the name server and broker handle.
+
+Each class is a frozen dataclass with ``from_ext_fields`` / ``from_command`` and
+``to_ext_fields``; see :mod:`mqcore.protocol.headers.base` for the conversion rules.
+"""
+
+from __future__ import annotations
+
+from mqcore.protocol.headers.admin import *  # noqa: F403
+from mqcore.protocol.headers.admin import __all__ as _admin
+from mqcore.protocol.headers.base import CommandHeader, HeaderError, camel, wire
+from mqcore.protocol.headers.consume import *  # noqa: F403
+from mqcore.protocol.headers.consume import __all__ as _consume
+from mqcore.protocol.headers.namesrv import *  # noqa: F403
+from mqcore.protocol.headers.namesrv import __all__ as _namesrv
+from mqcore.protocol.headers.send import *  # noqa: F403
+from mqcore.protocol.headers.send import __all__ as _send
+
+__all__ = ["CommandHeader", "HeaderError", "camel", "wire", *_admin, *_consume, *_namesrv, *_send]
