@@ -1,0 +1,274 @@
+"""Offline consistency check of a store (`mq store verify`).
+
+The commit log is the truth; everything derived from it must agree:
+
+1. every record parses, its BODYCRC matches and PHYSICALOFFSET is where it lies;
+2. every dispatchable record (NOT/COMMIT) has its consume queue entry at its QUEUEOFFSET;
+3. every consume queue entry points at a record of its topic and queue with the same
+   queue offset, size and tag slot (tag hash, or deliver time for delayed messages);
+4. every index entry points at a record carrying a key with that hash;
+5. the checkpoint is not ahead of the data;
+6. the config files parse.
+
+Records and entries that point below the commit log's first file were cleaned up and are
+skipped, as the broker does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+from mqcore.common import fastjson
+from mqcore.common.javahash import index_key_hash
+from mqcore.errors import CorruptRecordError
+from mqcore.message.const import SysFlag
+from mqcore.store.commitlog import DispatchRequest
+from mqcore.store.consume_queue import is_filler
+from mqcore.store.offline import OfflineStore
+
+CONFIG_FILES = (
+    "topics.json",
+    "consumerOffset.json",
+    "delayOffset.json",
+    "subscriptionGroup.json",
+    "consumerFilter.json",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Problem:
+    """One inconsistency, located precisely enough to look at with `mq store dump`."""
+
+    kind: str
+    path: str
+    offset: int | None
+    message: str
+
+    def __str__(self) -> str:
+        where = self.path + (f" at offset {self.offset}" if self.offset is not None else "")
+        return f"{where}: {self.message}"
+
+
+Progress = Callable[[str, int, int], None]
+"""``progress(stage, done, total)``; totals are bytes or entries of the stage."""
+
+
+def _dispatchable(req: DispatchRequest) -> bool:
+    return req.sys_flag & SysFlag.TRANSACTION_MASK in (
+        SysFlag.TRANSACTION_NOT_TYPE,
+        SysFlag.TRANSACTION_COMMIT_TYPE,
+    )
+
+
+def _corrupt(kind: str, exc: CorruptRecordError) -> Problem:
+    return Problem(kind, exc.path or "?", exc.offset, exc.detail)
+
+
+def verify_store(store: OfflineStore, progress: Progress | None = None) -> Iterator[Problem]:
+    """Yield every problem found; nothing means the store is consistent."""
+    yield from _verify_commit_log(store, progress)
+    yield from _verify_consume_queues(store, progress)
+    yield from _verify_index(store, progress)
+    yield from _verify_checkpoint(store)
+    yield from _verify_config(store)
+
+
+def _verify_commit_log(store: OfflineStore, progress: Progress | None) -> Iterator[Problem]:
+    min_offset = store.min_offset
+    total = sum(mf.file_size for mf in store.commit_log_files)
+    last_file_end = 0
+    for offset, res in store.walk_commit_log(check_crc=True):
+        mf = store.commitlog.queue.find_by_offset(offset)
+        path = str(mf.path) if mf else str(store.commit_log_path)
+        if isinstance(res, CorruptRecordError):
+            yield _corrupt("commitlog", res)
+            continue
+        if progress and mf is not None and mf.file_from_offset != last_file_end:
+            last_file_end = mf.file_from_offset
+            progress("commitlog", offset - min_offset, total)
+        if res.commit_log_offset != offset:
+            yield Problem(
+                "commitlog",
+                path,
+                offset,
+                f"PHYSICALOFFSET field says {res.commit_log_offset}, record lies at {offset}",
+            )
+        if not _dispatchable(res):
+            continue
+        try:
+            cq = store.consume_queue(res.topic, res.queue_id)
+        except CorruptRecordError as exc:
+            yield _corrupt("consumequeue", exc)
+            continue
+        if res.queue_offset < cq.min_offset:
+            continue
+        entry = cq.entry(res.queue_offset)
+        if entry is None:
+            yield Problem(
+                "commitlog",
+                path,
+                offset,
+                f"record of {res.topic}:{res.queue_id} at queue offset {res.queue_offset} "
+                f"has no consume queue entry (queue ends at {cq.max_offset})",
+            )
+        elif entry[0] != offset:
+            yield Problem(
+                "commitlog",
+                path,
+                offset,
+                f"consume queue {res.topic}:{res.queue_id} entry {res.queue_offset} points at "
+                f"{entry[0]}, not at this record",
+            )
+    if progress:
+        progress("commitlog", total, total)
+
+
+def _verify_consume_queues(store: OfflineStore, progress: Progress | None) -> Iterator[Problem]:
+    end = store.scan().end_offset
+    min_offset = store.min_offset
+    for topic, ids in store.queue_ids().items():
+        for queue_id in ids:
+            try:
+                cq = store.consume_queue(topic, queue_id)
+                entries = list(cq.iter_entries())
+            except CorruptRecordError as exc:
+                yield _corrupt("consumequeue", exc)
+                continue
+            if progress:
+                progress(f"consumequeue {topic}:{queue_id}", 0, len(entries))
+            for index, phy, size, tags in entries:
+                if is_filler(phy, size) or phy < min_offset:
+                    continue
+                mf = cq.queue.find_by_offset(index * 20)
+                path = str(mf.path) if mf else str(cq.path)
+                at = index * 20 - (mf.file_from_offset if mf else 0)
+                where = f"entry {index}"
+                if phy + size > end:
+                    yield Problem(
+                        "consumequeue",
+                        path,
+                        at,
+                        f"{where} points at {phy}+{size}, past the commit log end {end}",
+                    )
+                    continue
+                try:
+                    rec = store.check_at(phy)
+                except CorruptRecordError as exc:
+                    yield Problem("consumequeue", path, at, f"{where}: {exc}")
+                    continue
+                if rec is None:
+                    yield Problem("consumequeue", path, at, f"{where}: no record at {phy}")
+                    continue
+                wrong = []
+                if (rec.topic, rec.queue_id) != (topic, queue_id):
+                    wrong.append(f"record belongs to {rec.topic}:{rec.queue_id}")
+                if rec.queue_offset != index:
+                    wrong.append(f"record's queue offset is {rec.queue_offset}")
+                if rec.size != size:
+                    wrong.append(f"size {size} but record is {rec.size} bytes")
+                if rec.tags_code != tags:
+                    wrong.append(f"tag slot {tags} but the record's is {rec.tags_code}")
+                if wrong:
+                    yield Problem("consumequeue", path, at, f"{where}: " + "; ".join(wrong))
+
+
+def _verify_index(store: OfflineStore, progress: Progress | None) -> Iterator[Problem]:
+    end = store.scan().end_offset
+    min_offset = store.min_offset
+    try:
+        files = store.index_files()
+    except CorruptRecordError as exc:
+        yield _corrupt("index", exc)
+        return
+    for f in files:
+        if progress:
+            progress(f"index {f.name}", 0, f.index_count)
+        base = f.max_hash_slot_num * 4 + 40
+        for entry in f.iter_entries():
+            phy = entry.phy_offset
+            at = base + entry.index_no * 20
+            if phy < min_offset:
+                continue
+            if phy >= end:
+                yield Problem(
+                    "index",
+                    str(f.path),
+                    at,
+                    f"entry {entry.index_no} points at {phy}, past the commit log end {end}",
+                )
+                continue
+            try:
+                rec = store.check_at(phy)
+            except CorruptRecordError as exc:
+                yield Problem("index", str(f.path), at, f"entry {entry.index_no}: {exc}")
+                continue
+            if rec is None:
+                yield Problem(
+                    "index", str(f.path), at, f"entry {entry.index_no}: no record at {phy}"
+                )
+                continue
+            keys = [k for k in (rec.keys or "").split(" ") if k]
+            if rec.uniq_key:
+                keys.append(rec.uniq_key)
+            hashes = {index_key_hash(f"{rec.topic}#{k}") for k in keys}
+            if entry.key_hash not in hashes:
+                yield Problem(
+                    "index",
+                    str(f.path),
+                    at,
+                    f"entry {entry.index_no} (hash {entry.key_hash}) points at {phy}, a record "
+                    f"of {rec.topic} with no key of that hash",
+                )
+
+
+def _verify_checkpoint(store: OfflineStore) -> Iterator[Problem]:
+    try:
+        cp = store.checkpoint()
+    except CorruptRecordError as exc:
+        yield _corrupt("checkpoint", exc)
+        return
+    if cp is None:
+        return
+    scan = store.scan()
+    last = scan.last_store_timestamp
+    path = str(cp.path)
+    if scan.records and cp.physic_msg_timestamp > last:
+        yield Problem(
+            "checkpoint",
+            path,
+            0,
+            f"physicMsgTimestamp {cp.physic_msg_timestamp} is "
+            f"ahead of the last record's store time {last}",
+        )
+    if scan.records and cp.logics_msg_timestamp > last:
+        yield Problem(
+            "checkpoint",
+            path,
+            8,
+            f"logicsMsgTimestamp {cp.logics_msg_timestamp} is "
+            f"ahead of the last record's store time {last}",
+        )
+    ends = [f.end_timestamp for f in store.index_files()]
+    if cp.index_msg_timestamp and ends and cp.index_msg_timestamp > max(ends):
+        yield Problem(
+            "checkpoint",
+            path,
+            16,
+            f"indexMsgTimestamp {cp.index_msg_timestamp} is "
+            f"ahead of the newest index file's end {max(ends)}",
+        )
+
+
+def _verify_config(store: OfflineStore) -> Iterator[Problem]:
+    cfg = store.root / "config"
+    for name in CONFIG_FILES:
+        path = cfg / name
+        if not path.exists():
+            continue
+        try:
+            text = path.read_bytes()
+            if text.strip():
+                fastjson.loads(text)
+        except (OSError, fastjson.FastjsonError) as exc:
+            yield Problem("config", str(path), None, f"does not parse: {exc}")
