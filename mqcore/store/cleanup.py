@@ -1,0 +1,111 @@
+"""Cleanup: delete expired commit log files and what only points into them.
+
+Byte layout: none of its own; whole files go (commit log files, consume queue files,
+index files), never bytes inside a file.
+
+RocketMQ's ``CleanCommitLogService`` / ``CleanConsumeQueueService``:
+
+* commit log files older than ``fileReservedTime`` hours (by modification time) are
+  deleted when the hour is one of ``deleteWhen`` (``"04"``, or ``"04;16"``), or when the
+  disk holding the commit log is fuller than ``diskMaxUsedSpaceRatio`` percent, or on a
+  manual request. Above ``diskSpaceCleanForciblyRatio`` (and with
+  ``cleanFileForciblyEnable``) the oldest files go regardless of age. The file being
+  written is never deleted.
+* then consume queue files whose last entry points below the commit log's new min
+  offset, and index files whose endPhyOffset is below it, are deleted, and every queue's
+  min offset is corrected at once.
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+from mqcore.store.commitlog import CommitLog
+from mqcore.store.dispatcher import ConsumeQueueTable
+from mqcore.store.store_config import MessageStoreConfig
+
+log = logging.getLogger(__name__)
+
+
+class ExpiringIndex(Protocol):
+    def delete_expired(self, min_commit_log_offset: int) -> None: ...
+
+
+def disk_used_ratio(path: Path) -> float:
+    """Fraction of the filesystem holding ``path`` that is used (0..1)."""
+    probe = path
+    while not probe.exists() and probe != probe.parent:
+        probe = probe.parent
+    usage = shutil.disk_usage(probe)
+    return (usage.total - usage.free) / usage.total if usage.total else 0.0
+
+
+@dataclass
+class CleanupReport:
+    commit_log_files_deleted: int = 0
+    consume_queue_files_deleted: int = 0
+    commit_log_min_offset: int = 0
+    disk_ratio: float = 0.0
+    forced: bool = False
+
+
+class CleanupService:
+    """Runs one cleanup pass on demand (the store calls it periodically)."""
+
+    def __init__(
+        self,
+        config: MessageStoreConfig,
+        commit_log: CommitLog,
+        queues: ConsumeQueueTable,
+        index: ExpiringIndex | None,
+        *,
+        disk_ratio: Callable[[Path], float] = disk_used_ratio,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.config = config
+        self.commit_log = commit_log
+        self.queues = queues
+        self.index = index
+        self.disk_ratio = disk_ratio
+        self.clock = clock
+        self.disk_full = False
+        """True above ``diskSpaceWarningLevelRatio``: the broker should refuse writes."""
+
+    def is_time_to_delete(self) -> bool:
+        hour = time.localtime(self.clock()).tm_hour
+        return any(int(h) == hour for h in self.config.delete_when.split(";") if h.strip())
+
+    def run(self, *, manual: bool = False) -> CleanupReport:
+        cfg = self.config
+        report = CleanupReport()
+        ratio = self.disk_ratio(self.commit_log.path)
+        report.disk_ratio = ratio
+        self.disk_full = ratio > cfg.disk_space_warning_level_ratio
+        clean_immediately = ratio > cfg.disk_space_clean_forcibly_ratio
+        space_to_delete = ratio > cfg.disk_max_used_space_ratio / 100
+        if self.is_time_to_delete() or space_to_delete or manual:
+            force = cfg.clean_file_forcibly_enable and clean_immediately
+            report.forced = force
+            now_ms = int(self.clock() * 1000)
+            report.commit_log_files_deleted = self.commit_log.queue.delete_expired_by_time(
+                cfg.file_reserved_time * 3_600_000, force=force, now_ms=lambda: now_ms
+            )
+            if report.commit_log_files_deleted:
+                log.info(
+                    "deleted %d expired commit log files (disk %.0f%%)",
+                    report.commit_log_files_deleted,
+                    ratio * 100,
+                )
+        min_phy = self.commit_log.min_offset
+        report.commit_log_min_offset = min_phy
+        for cq in self.queues.all():
+            report.consume_queue_files_deleted += cq.delete_expired(min_phy)
+        if self.index is not None:
+            self.index.delete_expired(min_phy)
+        return report

@@ -1,0 +1,720 @@
+"""MessageStore: the facade the broker and the offline tools use (DefaultMessageStore).
+
+Byte layout of the store root (RocketMQ 4.x, spec §1)::
+
+    <root>/lock                          "lock" + POSIX record lock on byte 0
+    <root>/abort                         empty; present while a writer runs
+    <root>/checkpoint                    4096 B, see checkpoint.py
+    <root>/commitlog/<20-digit offset>   mappedFileSizeCommitLog each, see commitlog.py
+    <root>/consumequeue/<topic>/<qid>/<20-digit offset>   see consume_queue.py
+    <root>/index/<yyyyMMddHHmmssSSS>     see index_file.py
+    <root>/config/*.json                 owned by mqcore.store.metadata
+
+Appends are synchronous and serialised by one put lock: encode, assign queue offsets
+and the store timestamp, copy the whole batch into the mapped commit log once, then
+write consume queue and index entries at once, so a pull right after a put sees the
+message. Durability is the flush services' job (see flush.py); SYNC_FLUSH callers get a
+future from the group commit. Reads hand out memoryviews of the mapped files.
+"""
+
+from __future__ import annotations
+
+import enum
+import logging
+import struct
+import threading
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future
+from concurrent.futures import TimeoutError as FutureTimeout
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from mqcore.common.javahash import tags_hash_code
+from mqcore.errors import CorruptRecordError, StoreError
+from mqcore.message.const import (
+    PROPERTY_DELAY_TIME_LEVEL,
+    PROPERTY_KEYS,
+    PROPERTY_TAGS,
+    PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX,
+    SCHEDULE_TOPIC,
+)
+from mqcore.message.model import MessageExt
+from mqcore.message.properties import encode_properties
+from mqcore.message.record import decode_record, encode_record, store_timestamp_pos
+from mqcore.store.checkpoint import StoreCheckpoint
+from mqcore.store.cleanup import CleanupReport, CleanupService
+from mqcore.store.commitlog import (
+    QUEUE_AND_PHY_OFFSET,
+    TRANSACTION_MASK,
+    TRANSACTION_PREPARED,
+    TRANSACTION_ROLLBACK,
+    CommitLog,
+    DispatchRequest,
+    deliver_timestamp,
+)
+from mqcore.store.consume_queue import CQ_STORE_UNIT_SIZE, ENTRY, ConsumeQueue, is_filler
+from mqcore.store.dispatcher import ConsumeQueueTable, Dispatcher
+from mqcore.store.flush import (
+    CommitLogFlusher,
+    FlushConsumeQueueService,
+    FlushRealTimeService,
+    GroupCommitService,
+)
+from mqcore.store.index_service import IndexService
+from mqcore.store.lock import StoreLock, abort_file_exists, create_abort_file, remove_abort_file
+from mqcore.store.recovery import RecoveryReport, recover
+from mqcore.store.store_config import FlushDiskType, MessageStoreConfig
+
+log = logging.getLogger(__name__)
+_Q = struct.Struct(">q")
+_MAX_TOPIC_BYTES = 127
+_MAX_PROPERTIES_BYTES = 32767
+
+
+class PutStatus(enum.Enum):
+    """``PutMessageStatus`` of RocketMQ."""
+
+    PUT_OK = "PUT_OK"
+    FLUSH_DISK_TIMEOUT = "FLUSH_DISK_TIMEOUT"
+    FLUSH_SLAVE_TIMEOUT = "FLUSH_SLAVE_TIMEOUT"
+    SLAVE_NOT_AVAILABLE = "SLAVE_NOT_AVAILABLE"
+    SERVICE_NOT_AVAILABLE = "SERVICE_NOT_AVAILABLE"
+    CREATE_MAPPED_FILE_FAILED = "CREATE_MAPPED_FILE_FAILED"
+    MESSAGE_ILLEGAL = "MESSAGE_ILLEGAL"
+    PROPERTIES_SIZE_EXCEEDED = "PROPERTIES_SIZE_EXCEEDED"
+    OS_PAGECACHE_BUSY = "OS_PAGECACHE_BUSY"
+    UNKNOWN_ERROR = "UNKNOWN_ERROR"
+
+
+class GetStatus(enum.Enum):
+    """``GetMessageStatus`` of RocketMQ."""
+
+    FOUND = "FOUND"
+    NO_MATCHED_MESSAGE = "NO_MATCHED_MESSAGE"
+    MESSAGE_WAS_REMOVING = "MESSAGE_WAS_REMOVING"
+    OFFSET_FOUND_NULL = "OFFSET_FOUND_NULL"
+    OFFSET_OVERFLOW_BADLY = "OFFSET_OVERFLOW_BADLY"
+    OFFSET_OVERFLOW_ONE = "OFFSET_OVERFLOW_ONE"
+    OFFSET_TOO_SMALL = "OFFSET_TOO_SMALL"
+    NO_MATCHED_LOGIC_QUEUE = "NO_MATCHED_LOGIC_QUEUE"
+    NO_MESSAGE_IN_QUEUE = "NO_MESSAGE_IN_QUEUE"
+
+
+@dataclass(slots=True)
+class PutResult:
+    """Outcome of an append. ``flush_future`` (SYNC_FLUSH) resolves once durable."""
+
+    status: PutStatus
+    wrote_offset: int = 0
+    """Commit log offset of the first record."""
+    wrote_bytes: int = 0
+    queue_offset: int = 0
+    """Queue offset of the first record (0 for PREPARED/ROLLBACK records)."""
+    msg_count: int = 0
+    store_timestamp: int = 0
+    record_offsets: list[int] = field(default_factory=list)
+    """Commit log offset of every record (offset message ids)."""
+    flush_future: Future[bool] | None = None
+    remark: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return self.status is PutStatus.PUT_OK
+
+    def wait(self, timeout: float | None = None) -> PutStatus:
+        """Block until durable (SYNC_FLUSH); FLUSH_DISK_TIMEOUT when it takes too long."""
+        if self.flush_future is None or self.status is not PutStatus.PUT_OK:
+            return self.status
+        try:
+            ok = self.flush_future.result(timeout)
+        except FutureTimeout:
+            return PutStatus.FLUSH_DISK_TIMEOUT
+        return PutStatus.PUT_OK if ok else PutStatus.FLUSH_DISK_TIMEOUT
+
+
+@dataclass(slots=True)
+class GetResult:
+    """Raw records for a pull: memoryviews into the mapped commit log, no copies."""
+
+    status: GetStatus
+    next_begin_offset: int
+    min_offset: int
+    max_offset: int
+    buffers: list[memoryview] = field(default_factory=list)
+    queue_offsets: list[int] = field(default_factory=list)
+    buffer_total_size: int = 0
+    suggest_pulling_from_slave: bool = False
+
+    @property
+    def message_count(self) -> int:
+        return len(self.buffers)
+
+
+@dataclass(slots=True)
+class QueryResult:
+    """Records found through the index (callers re-check keys: only hashes are stored)."""
+
+    buffers: list[memoryview]
+    phy_offsets: list[int]
+    index_last_update_timestamp: int
+    index_last_update_phyoffset: int
+
+
+TagFilter = Callable[[int], bool]
+"""Decides on the consume queue tag slot (low 32 bits hold the tag hash)."""
+RecordFilter = Callable[[memoryview], bool]
+"""Decides on the raw record (SQL92 on properties)."""
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+class MessageStore:
+    """RocketMQ's DefaultMessageStore: load, start, put, get, query, shut down."""
+
+    def __init__(self, config: MessageStoreConfig, *, readonly: bool = False) -> None:
+        self.config = config
+        self.readonly = readonly
+        self.root = config.root
+        self._delay_table = config.delay_level_table()
+        self.commit_log = CommitLog(
+            config.commit_log_path,
+            config.mapped_file_size_commit_log,
+            readonly=readonly,
+            delay_table=self._delay_table,
+        )
+        self.queues = ConsumeQueueTable(
+            config.consume_queue_path, config.mapped_file_size_consume_queue, readonly=readonly
+        )
+        self.index: IndexService | None = None
+        if config.message_index_enable or readonly:
+            self.index = IndexService(
+                self.root, config.max_hash_slot_num, config.max_index_num, readonly=readonly
+            )
+        self.checkpoint: StoreCheckpoint | None = None
+        self.dispatcher = Dispatcher(
+            self.commit_log, self.queues, self.index if config.message_index_enable else None
+        )
+        self.topic_queue_table: dict[tuple[str, int], int] = {}
+        """Next queue offset per (topic, queue id)."""
+        self.recovery_report: RecoveryReport | None = None
+        self.last_exit_ok = True
+        self._lock = StoreLock(self.root)
+        self._put_lock = threading.Lock()
+        self._flusher: CommitLogFlusher | None = None
+        self._cq_flusher: FlushConsumeQueueService | None = None
+        self.cleanup = CleanupService(config, self.commit_log, self.queues, self.index)
+        self._loaded = False
+        self._running = False
+
+    # -- construction helpers ------------------------------------------------------------
+    @classmethod
+    def open_readonly(
+        cls, root: str | Path, config: MessageStoreConfig | None = None
+    ) -> MessageStore:
+        """Open a store for offline tools: no lock, no abort file, no writes at all.
+
+        File sizes (commit log, each consume queue, index geometry) are taken from the
+        files themselves, so a store written with any settings can be read.
+        """
+        root = Path(root)
+        cfg = config or MessageStoreConfig(store_path_root_dir=str(root))
+        commit_dir = cfg.commit_log_path
+        files = (
+            sorted(p for p in commit_dir.glob("*") if p.name.isdigit())
+            if commit_dir.is_dir()
+            else []
+        )
+        if files:
+            size = files[0].stat().st_size
+            if size >= 4096:
+                cfg.mapped_file_size_commit_log = size
+        index_dir = root / "index"
+        index_files = (
+            sorted(p for p in index_dir.glob("*") if p.name.isdigit()) if index_dir.is_dir() else []
+        )
+        if index_files:
+            from mqcore.store.index_file import IndexFile
+
+            probe = IndexFile.open(index_files[0], readonly=True)
+            cfg.max_hash_slot_num, cfg.max_index_num = probe.max_hash_slot_num, probe.max_index_num
+            probe.close()
+        store = cls(cfg, readonly=True)
+        store.load()
+        return store
+
+    # -- lifecycle -----------------------------------------------------------------------
+    def load(self) -> RecoveryReport | None:
+        """Map files and recover; writable stores take the lock first."""
+        if self._loaded:
+            return self.recovery_report
+        try:
+            if not self.readonly:
+                self._lock.acquire()
+                self.last_exit_ok = not abort_file_exists(self.root)
+            self.checkpoint = StoreCheckpoint(self.config.checkpoint_path, readonly=self.readonly)
+            self.commit_log.load()
+            self.queues.load(infer_size=self.readonly)
+            if self.index is not None:
+                self.index.load(self.last_exit_ok, self.checkpoint.index_msg_timestamp)
+            if self.readonly:
+                self._recover_readonly()
+            else:
+                report = recover(
+                    self.commit_log,
+                    self.queues,
+                    self.dispatcher,
+                    self.checkpoint,
+                    last_exit_ok=self.last_exit_ok,
+                    check_crc=self.config.check_crc_on_recover,
+                    index_enable=self.config.message_index_enable,
+                    index_safe=self.config.message_index_safe,
+                )
+                self.recovery_report = report
+                self.topic_queue_table = dict(report.topic_queue_table)
+                # Persist the recovered state so a crash right now needs no deep rescan.
+                self.commit_log.queue.flush_all()
+                for cq in self.queues.all():
+                    cq.queue.flush_all()
+        except BaseException:
+            self._close_files()
+            self._lock.release()
+            raise
+        self._loaded = True
+        return self.recovery_report
+
+    def _recover_readonly(self) -> None:
+        """Find ends without writing: commit log from its third-to-last file, queues."""
+        for cq in self.queues.all():
+            cq.recover()
+            cq.correct_min_offset(self.commit_log.min_offset)
+            self.topic_queue_table[(cq.topic, cq.queue_id)] = cq.max_offset
+        files = self.commit_log.queue.files
+        if files:
+            start = files[max(0, len(files) - 3)].file_from_offset
+            for _ in self.commit_log.scan(start, strict=False):
+                pass
+            self.commit_log.queue.set_write_end(max(self.commit_log.last_scan_end, start))
+
+    def start(self) -> None:
+        """Create the abort marker and start the flush threads."""
+        if self.readonly:
+            raise StoreError("a read-only store cannot be started")
+        if not self._loaded:
+            self.load()
+        if self._running:
+            return
+        create_abort_file(self.root)
+        cfg = self.config
+        if cfg.flush_disk_type is FlushDiskType.SYNC_FLUSH:
+            self._flusher = GroupCommitService(self.commit_log)
+        else:
+            self._flusher = FlushRealTimeService(
+                self.commit_log,
+                cfg.flush_interval_commit_log,
+                cfg.flush_commit_log_least_pages,
+                cfg.flush_commit_log_thorough_interval,
+            )
+        self._cq_flusher = FlushConsumeQueueService(
+            cfg.flush_interval_consume_queue,
+            self.flush_consume_queues,
+            self._housekeeping,
+            cfg.clean_resource_interval,
+        )
+        self._flusher.start()
+        self._cq_flusher.start()
+        self._running = True
+
+    def shutdown(self) -> None:
+        """Stop threads, flush everything, remove the abort marker, release the lock."""
+        if self._running:
+            self._running = False
+            if self._flusher is not None:
+                self._flusher.shutdown()
+            if self._cq_flusher is not None:
+                self._cq_flusher.shutdown()
+            self.flush_consume_queues()
+            remove_abort_file(self.root)
+        self._close_files()
+        self._lock.release()
+        self._loaded = False
+
+    def _close_files(self) -> None:
+        if self.index is not None:
+            self.index.shutdown()
+        self.queues.close()
+        self.commit_log.close()
+        if self.checkpoint is not None:
+            self.checkpoint.close()
+
+    def __enter__(self) -> MessageStore:
+        if self.readonly:
+            self.load()
+        else:
+            self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.shutdown()
+
+    @property
+    def running(self) -> bool:
+        return self._running
+
+    # -- flushing ------------------------------------------------------------------------
+    def flush_consume_queues(self) -> None:
+        """Flush queues and index, then write the checkpoint naming what is durable."""
+        if self.readonly or self.checkpoint is None:
+            return
+        logics_ts = self.dispatcher.last_dispatched_timestamp
+        for cq in self.queues.all():
+            cq.queue.flush_all()
+        if self.index is not None and self.config.message_index_enable:
+            self.index.flush()
+            self.checkpoint.index_msg_timestamp = self.index.last_index_timestamp
+        if logics_ts:
+            self.checkpoint.logics_msg_timestamp = logics_ts
+        if self._flusher is not None and self._flusher.flushed_store_timestamp:
+            self.checkpoint.physic_msg_timestamp = self._flusher.flushed_store_timestamp
+        self.checkpoint.flush()
+
+    def flush(self) -> None:
+        """Make everything appended so far durable (tests, tools, shutdown)."""
+        if self._flusher is not None:
+            self._flusher.flush_all()
+        else:
+            self.commit_log.queue.flush_all()
+        self.flush_consume_queues()
+
+    def _housekeeping(self) -> None:
+        self.cleanup.run()
+
+    def clean_expired(self, *, manual: bool = True) -> CleanupReport:
+        """One cleanup pass now (``deleteExpiredCommitLog``)."""
+        with self._put_lock:
+            return self.cleanup.run(manual=manual)
+
+    # -- appending -----------------------------------------------------------------------
+    def _check_writable(self) -> PutResult | None:
+        if self.readonly or not self._running:
+            return PutResult(PutStatus.SERVICE_NOT_AVAILABLE, remark="store is not running")
+        if self.cleanup.disk_full:
+            return PutResult(PutStatus.SERVICE_NOT_AVAILABLE, remark="disk is full")
+        return None
+
+    def _validate(self, msg: MessageExt, props: bytes) -> PutResult | None:
+        if len(msg.topic.encode("utf-8")) > _MAX_TOPIC_BYTES or not msg.topic:
+            return PutResult(PutStatus.MESSAGE_ILLEGAL, remark="topic length")
+        if len(msg.body) > self.config.max_message_size:
+            return PutResult(PutStatus.MESSAGE_ILLEGAL, remark="body exceeds maxMessageSize")
+        if len(props) > _MAX_PROPERTIES_BYTES:
+            return PutResult(PutStatus.PROPERTIES_SIZE_EXCEEDED, remark="properties too long")
+        return None
+
+    def put_message(self, msg: MessageExt) -> PutResult:
+        """Append one message (``putMessage``); the broker has done delay/tx rewrites."""
+        return self.put_messages([msg])
+
+    def put_messages(self, batch: Sequence[MessageExt]) -> PutResult:
+        """Append messages of one topic and queue in one copy (``putMessages``).
+
+        Fields used: topic, queue_id, body, flag, properties, sys_flag, born_timestamp,
+        born_host, store_host, reconsume_times, prepared_transaction_offset. All records
+        land in the same commit log file with consecutive queue offsets.
+        """
+        bad = self._check_writable()
+        if bad is not None:
+            return bad
+        if not batch:
+            return PutResult(PutStatus.MESSAGE_ILLEGAL, remark="empty batch")
+        first = batch[0]
+        topic, queue_id = first.topic, first.queue_id
+        parts: list[bytearray] = []
+        meta: list[tuple[int, int, int, int, str | None, str | None, str | None]] = []
+        start = 0
+        for msg in batch:
+            if msg.topic != topic or msg.queue_id != queue_id:
+                return PutResult(PutStatus.MESSAGE_ILLEGAL, remark="batch mixes queues")
+            props = encode_properties(msg.properties)
+            bad = self._validate(msg, props)
+            if bad is not None:
+                return bad
+            rec = encode_record(
+                topic=topic,
+                body=msg.body,
+                properties=props,
+                queue_id=queue_id,
+                flag=msg.flag,
+                sys_flag=msg.sys_flag,
+                born_timestamp=msg.born_timestamp,
+                born_host=msg.born_host,
+                store_host=msg.store_host,
+                reconsume_times=msg.reconsume_times,
+                prepared_transaction_offset=msg.prepared_transaction_offset,
+            )
+            sys_flag = struct.unpack_from(">i", rec, 36)[0]
+            p = msg.properties
+            meta.append(
+                (
+                    start,
+                    len(rec),
+                    sys_flag,
+                    store_timestamp_pos(sys_flag),
+                    p.get(PROPERTY_TAGS),
+                    p.get(PROPERTY_KEYS),
+                    p.get(PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX),
+                )
+            )
+            parts.append(rec)
+            start += len(rec)
+        data = parts[0] if len(parts) == 1 else bytearray().join(parts)
+        delay_level = (
+            first.properties.get(PROPERTY_DELAY_TIME_LEVEL) if topic == SCHEDULE_TOPIC else None
+        )
+        return self._append(topic, queue_id, data, meta, delay_level)
+
+    def _append(
+        self,
+        topic: str,
+        queue_id: int,
+        data: bytearray,
+        meta: list[tuple[int, int, int, int, str | None, str | None, str | None]],
+        delay_level: str | None,
+    ) -> PutResult:
+        key = (topic, queue_id)
+        n = len(meta)
+        with self._put_lock:
+            store_ts = _now_ms()
+            try:
+                mf, phy = self.commit_log.append(data, [m[0] for m in meta])
+            except StoreError as exc:
+                return PutResult(PutStatus.MESSAGE_ILLEGAL, remark=str(exc))
+            next_qo = self.topic_queue_table.get(key, 0)
+            first_qo = next_qo
+            requests: list[DispatchRequest] = []
+            for rel, size, sys_flag, ts_pos, tags, keys, uniq in meta:
+                tran = sys_flag & TRANSACTION_MASK
+                assign = tran != TRANSACTION_PREPARED and tran != TRANSACTION_ROLLBACK
+                qo = next_qo if assign else 0
+                QUEUE_AND_PHY_OFFSET.pack_into(data, rel + 20, qo, phy + rel)
+                _Q.pack_into(data, rel + ts_pos, store_ts)
+                tags_code = tags_hash_code(tags)
+                if delay_level and self._delay_table:
+                    tags_code = deliver_timestamp(
+                        store_ts, delay_level, self._delay_table, tags_code
+                    )
+                requests.append(
+                    DispatchRequest(
+                        topic,
+                        queue_id,
+                        phy + rel,
+                        size,
+                        tags_code,
+                        store_ts,
+                        qo,
+                        keys,
+                        uniq,
+                        sys_flag,
+                    )
+                )
+                if assign:
+                    next_qo += 1
+            end = self.commit_log.commit(mf, data, store_ts)
+            self.topic_queue_table[key] = next_qo
+            dispatch = self.dispatcher.dispatch
+            for req in requests:
+                dispatch(req)
+        future = None
+        if self.config.flush_disk_type is FlushDiskType.SYNC_FLUSH and self._flusher is not None:
+            future = self._flusher.submit(end)
+        return PutResult(
+            PutStatus.PUT_OK,
+            wrote_offset=phy,
+            wrote_bytes=len(data),
+            queue_offset=first_qo,
+            msg_count=n,
+            store_timestamp=store_ts,
+            record_offsets=[phy + m[0] for m in meta],
+            flush_future=future,
+        )
+
+    def append_replicated(self, offset: int, data: bytes | bytearray | memoryview) -> int:
+        """HA slave: append raw commit log bytes from the master, then dispatch them."""
+        with self._put_lock:
+            end = self.commit_log.append_raw(offset, data)
+            self.dispatcher.reput(self.dispatcher.reput_from_offset)
+            for cq in self.queues.all():
+                self.topic_queue_table[(cq.topic, cq.queue_id)] = cq.max_offset
+        return end
+
+    # -- reading -------------------------------------------------------------------------
+    def get_message(self, phy_offset: int) -> memoryview:
+        """Raw record at a commit log offset (``VIEW_MESSAGE_BY_ID``)."""
+        return self.commit_log.get_message(phy_offset)
+
+    def look_message(self, phy_offset: int, *, read_body: bool = True) -> MessageExt:
+        """Decoded record at a commit log offset."""
+        view = self.commit_log.get_message(phy_offset)
+        try:
+            return decode_record(view, 0, strict=True, read_body=read_body)
+        except CorruptRecordError as exc:
+            raise CorruptRecordError(
+                exc.detail, path=str(self.commit_log.path), offset=phy_offset
+            ) from None
+
+    def consume_queue(self, topic: str, queue_id: int) -> ConsumeQueue | None:
+        return self.queues.find(topic, queue_id, create=False)
+
+    def get_messages(
+        self,
+        topic: str,
+        queue_id: int,
+        offset: int,
+        max_count: int,
+        max_bytes: int | None = None,
+        tag_filter: TagFilter | None = None,
+        record_filter: RecordFilter | None = None,
+    ) -> GetResult:
+        """Up to ``max_count`` records from queue ``offset`` (``getMessage``).
+
+        Scans one consume queue file per call (like RocketMQ); ``next_begin_offset`` says
+        where the next pull starts. Always returns at least one record when one matches.
+        """
+        cq = self.queues.find(topic, queue_id, create=False)
+        if cq is None:
+            return GetResult(GetStatus.NO_MATCHED_LOGIC_QUEUE, 0, 0, 0)
+        min_off, max_off = cq.min_offset, cq.max_offset
+        if max_off == 0:
+            return GetResult(GetStatus.NO_MESSAGE_IN_QUEUE, 0, min_off, max_off)
+        if offset < min_off:
+            return GetResult(GetStatus.OFFSET_TOO_SMALL, min_off, min_off, max_off)
+        if offset == max_off:
+            return GetResult(GetStatus.OFFSET_OVERFLOW_ONE, offset, min_off, max_off)
+        if offset > max_off:
+            nxt = min_off if min_off == 0 else max_off
+            return GetResult(GetStatus.OFFSET_OVERFLOW_BADLY, nxt, min_off, max_off)
+        view = cq.entries_view(offset)
+        if view is None:
+            return GetResult(GetStatus.OFFSET_FOUND_NULL, offset + 1, min_off, max_off)
+        limit_bytes = max_bytes or self.config.max_transfer_bytes_on_message_in_memory
+        scan_limit = max(16000, max_count * CQ_STORE_UNIT_SIZE)
+        view = view[: min(len(view), scan_limit) // CQ_STORE_UNIT_SIZE * CQ_STORE_UNIT_SIZE]
+        result = GetResult(GetStatus.NO_MATCHED_MESSAGE, offset, min_off, max_off)
+        buffers, qoffsets = result.buffers, result.queue_offsets
+        get_data = self.commit_log.get_data
+        min_phy = self.commit_log.min_offset
+        total = 0
+        index = offset
+        removing = False
+        for phy, size, tags in ENTRY.iter_unpack(view):
+            if len(buffers) >= max_count or (buffers and total + size > limit_bytes):
+                break
+            index += 1
+            if is_filler(phy, size):
+                continue
+            if phy < min_phy:
+                removing = True
+                continue
+            if tag_filter is not None and not tag_filter(tags):
+                continue
+            data = get_data(phy, size)
+            if data is None:
+                removing = True
+                continue
+            if record_filter is not None and not record_filter(data):
+                continue
+            buffers.append(data)
+            qoffsets.append(index - 1)
+            total += size
+        result.next_begin_offset = index
+        result.buffer_total_size = total
+        if buffers:
+            result.status = GetStatus.FOUND
+        elif removing:
+            result.status = GetStatus.MESSAGE_WAS_REMOVING
+        return result
+
+    # -- offsets and lookups -------------------------------------------------------------
+    def get_max_offset_in_queue(self, topic: str, queue_id: int) -> int:
+        cq = self.queues.find(topic, queue_id, create=False)
+        return cq.max_offset if cq is not None else 0
+
+    def get_min_offset_in_queue(self, topic: str, queue_id: int) -> int:
+        cq = self.queues.find(topic, queue_id, create=False)
+        return cq.min_offset if cq is not None else 0
+
+    def get_commit_log_offset_in_queue(self, topic: str, queue_id: int, offset: int) -> int:
+        """Commit log offset of a queue entry, or -1."""
+        cq = self.queues.find(topic, queue_id, create=False)
+        ent = cq.entry(offset) if cq is not None else None
+        return ent[0] if ent is not None else -1
+
+    def get_store_time(self, phy_offset: int, size: int = 0) -> int | None:
+        """STORETIMESTAMP of the record at ``phy_offset`` (None when it is gone)."""
+        mf = self.commit_log.queue.find_by_offset(phy_offset)
+        if mf is None:
+            return None
+        pos = phy_offset - mf.file_from_offset
+        if pos + 64 > mf.wrote_position:
+            return None
+        (sys_flag,) = struct.unpack_from(">i", mf.view, pos + 36)
+        (ts,) = _Q.unpack_from(mf.view, pos + store_timestamp_pos(sys_flag))
+        return int(ts)
+
+    def get_message_store_timestamp(self, topic: str, queue_id: int, offset: int) -> int:
+        cq = self.queues.find(topic, queue_id, create=False)
+        ent = cq.entry(offset) if cq is not None else None
+        if ent is None:
+            return -1
+        ts = self.get_store_time(ent[0])
+        return ts if ts is not None else -1
+
+    def get_earliest_message_time(self, topic: str, queue_id: int) -> int:
+        cq = self.queues.find(topic, queue_id, create=False)
+        if cq is None:
+            return -1
+        return self.get_message_store_timestamp(topic, queue_id, cq.min_offset)
+
+    def lookup_by_time(self, topic: str, queue_id: int, timestamp: int) -> int:
+        """First queue offset stored at or after ``timestamp`` (max offset if none)."""
+        cq = self.queues.find(topic, queue_id, create=False)
+        if cq is None:
+            return 0
+        return cq.offset_by_time(timestamp, self.get_store_time)
+
+    def query_by_key(
+        self, topic: str, key: str, max_num: int = 32, begin: int = 0, end: int = 2**63 - 1
+    ) -> QueryResult:
+        """Records indexed under ``topic#key`` stored in ``[begin, end]`` (``queryMessage``)."""
+        if self.index is None:
+            return QueryResult([], [], 0, 0)
+        max_num = min(max_num, self.config.max_msgs_num_batch)
+        res = self.index.query(topic, key, max_num, begin, end)
+        buffers: list[memoryview] = []
+        offsets: list[int] = []
+        for phy in res.phy_offsets:
+            try:
+                buffers.append(self.commit_log.get_message(phy))
+                offsets.append(phy)
+            except CorruptRecordError:
+                continue  # deleted by cleanup since it was indexed
+        return QueryResult(
+            buffers, offsets, res.index_last_update_timestamp, res.index_last_update_phyoffset
+        )
+
+    @property
+    def min_phy_offset(self) -> int:
+        return self.commit_log.min_offset
+
+    @property
+    def max_phy_offset(self) -> int:
+        return self.commit_log.max_offset
+
+    def topics(self) -> dict[str, list[int]]:
+        """Topic -> queue ids that have a consume queue."""
+        return {t: sorted(q) for t, q in sorted(self.queues.queues.items())}
+
+    def dispatch_behind_bytes(self) -> int:
+        return max(0, self.commit_log.max_offset - self.dispatcher.reput_from_offset)
