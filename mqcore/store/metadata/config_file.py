@@ -1,0 +1,289 @@
+"""Safe load/persist of the broker's ``config/*.json`` files (RocketMQ ``ConfigManager``).
+
+Files are UTF-8 text in fastjson's pretty dialect (spec §10.1), read with
+:func:`mqcore.common.fastjson.loads` and written with :func:`dumps_pretty`, so a file we
+write is byte-identical to what a 4.x broker writes for the same content.
+
+Persisting is crash-safe: the new text goes to ``<file>.tmp`` and is fsynced; the previous
+content of ``<file>`` is copied to ``<file>.bak``; ``.tmp`` is renamed over ``<file>``
+(atomic) and the directory fsynced. A crash at any point leaves a complete old or new
+``<file>``, and a failed write never replaces it.
+
+Loading (what a corrupt or missing file does):
+
+============================  ==================================================
+``<file>``                    result
+============================  ==================================================
+parses                        loaded
+missing or empty              ``.bak`` loaded (warning); both missing/empty: empty
+                              defaults (a fresh broker)
+corrupt (not the JSON shape)  ``.bak`` loaded (warning); ``.bak`` missing, empty or
+                              corrupt too: :class:`ConfigError` naming both files —
+                              never silently empty, since the next persist would
+                              overwrite the only copy of the data
+============================  ==================================================
+
+After a fall-back to ``.bak`` the next persist leaves ``.bak`` alone instead of copying a
+broken ``<file>`` over it. Read-only managers (offline tools) never write anything.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar
+
+from mqcore.common.fastjson import FastjsonError, dumps_pretty, loads
+from mqcore.errors import ConfigError
+
+__all__ = [
+    "ConfigFileManager",
+    "DataVersion",
+    "get_bool",
+    "get_int",
+    "get_mapping",
+    "get_str",
+    "now_ms",
+]
+
+log = logging.getLogger(__name__)
+
+
+def now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+# -- typed field access: wrong shapes become ConfigError, never KeyError/TypeError --------
+
+
+def get_mapping(obj: Any, name: str | None = None, *, required: bool = False) -> dict[Any, Any]:
+    """``obj[name]`` (or ``obj`` itself) as a dict; a missing optional field gives ``{}``."""
+    value = obj if name is None else _field(obj, name, None, required)
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise ConfigError(f"{name or 'document'}: expected an object, got {_kind(value)}")
+    return value
+
+
+def get_int(obj: Mapping[str, Any], name: str, default: int | None = None) -> int:
+    value = _field(obj, name, default, default is None)
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ConfigError(f"{name}: expected an integer, got {_kind(value)}")
+    return value
+
+
+def get_bool(obj: Mapping[str, Any], name: str, default: bool) -> bool:
+    value = _field(obj, name, default, False)
+    if not isinstance(value, bool):
+        raise ConfigError(f"{name}: expected true/false, got {_kind(value)}")
+    return value
+
+
+def get_str(obj: Mapping[str, Any], name: str, default: str | None = None) -> str:
+    value = _field(obj, name, default, default is None)
+    if not isinstance(value, str):
+        raise ConfigError(f"{name}: expected a string, got {_kind(value)}")
+    return value
+
+
+def int_key(key: Any, what: str) -> int:
+    """A map key that Java holds as Integer/Long: bare (fastjson) or quoted (strict JSON)."""
+    if isinstance(key, int) and not isinstance(key, bool):
+        return key
+    if isinstance(key, str):
+        try:
+            return int(key)
+        except ValueError:
+            pass
+    raise ConfigError(f"{what}: expected an integer key, got {key!r}")
+
+
+def _field(obj: Mapping[str, Any], name: str, default: Any, required: bool) -> Any:
+    if not isinstance(obj, dict):
+        raise ConfigError(f"expected an object holding {name!r}, got {_kind(obj)}")
+    if name in obj and obj[name] is not None:
+        return obj[name]
+    if required:
+        raise ConfigError(f"missing field {name!r}")
+    return default
+
+
+def _kind(value: Any) -> str:
+    return "null" if value is None else type(value).__name__
+
+
+@dataclass
+class DataVersion:
+    """Version stamp of topics/subscription groups; brokers compare it to skip re-sending
+    unchanged metadata. ``counter`` grows on every change."""
+
+    timestamp: int = field(default_factory=now_ms)
+    counter: int = 0
+
+    def next_version(self) -> None:
+        self.timestamp = now_ms()
+        self.counter += 1
+
+    def to_json(self) -> dict[str, Any]:
+        return {"counter": self.counter, "timestamp": self.timestamp}
+
+    @classmethod
+    def from_json(cls, obj: Any) -> DataVersion:
+        """Reads 4.x and 5.x stamps (5.x's ``stateVersion`` is ignored)."""
+        obj = get_mapping(obj)
+        return cls(timestamp=get_int(obj, "timestamp", 0), counter=get_int(obj, "counter", 0))
+
+
+class ConfigFileManager(ABC):
+    """Base of the five managers: one JSON file, the table it holds, safe persistence.
+
+    Subclasses implement :meth:`to_json`, :meth:`_decode` (build the whole state from a
+    parsed document, raising :class:`ConfigError` on a wrong shape, and only then assign
+    it) and :meth:`_reset` (empty defaults). Mutations and :meth:`persist` share ``_lock``.
+    """
+
+    FILE_NAME: ClassVar[str]
+
+    def __init__(
+        self, store_path_root: Path, *, readonly: bool = False, path: Path | None = None
+    ) -> None:
+        self.path = (
+            Path(path) if path is not None else Path(store_path_root) / "config" / self.FILE_NAME
+        )
+        self.readonly = readonly
+        self._lock = threading.RLock()
+        self._keep_bak = False
+        self._reset()
+
+    @property
+    def bak_path(self) -> Path:
+        return self.path.with_name(self.path.name + ".bak")
+
+    @property
+    def tmp_path(self) -> Path:
+        return self.path.with_name(self.path.name + ".tmp")
+
+    @abstractmethod
+    def to_json(self) -> dict[str, Any]:
+        """The document, shaped exactly as RocketMQ writes it (bean fields alphabetical)."""
+
+    @abstractmethod
+    def _decode(self, obj: Any) -> None: ...
+
+    @abstractmethod
+    def _reset(self) -> None: ...
+
+    def encode(self) -> str:
+        """The file's text: fastjson's pretty form, no trailing newline."""
+        with self._lock:
+            return dumps_pretty(self.to_json())
+
+    def decode(self, text: str | bytes) -> None:
+        """Replace the state with a parsed document; :class:`ConfigError` if it is not one."""
+        try:
+            obj = loads(text)
+        except FastjsonError as exc:
+            raise ConfigError(f"not JSON: {exc}") from None
+        with self._lock:
+            self._decode(obj)
+
+    # -- load ---------------------------------------------------------------------------
+
+    def load(self) -> None:
+        """Load ``<file>``, falling back to ``.bak`` as the module docstring's table says."""
+        with self._lock:
+            self._keep_bak = False
+            main_error: ConfigError | None = None
+            main = self._read(self.path)
+            if main:
+                try:
+                    self.decode(main)
+                    return
+                except ConfigError as exc:
+                    main_error = exc
+                    log.warning("%s is corrupt (%s); trying %s", self.path, exc, self.bak_path)
+            bak = self._read(self.bak_path)
+            if bak:
+                try:
+                    self.decode(bak)
+                except ConfigError as exc:
+                    why = f"corrupt ({main_error})" if main_error else "missing or empty"
+                    raise ConfigError(
+                        f"{self.path} is {why} and its backup {self.bak_path} is corrupt too: {exc}"
+                    ) from None
+                if main_error is None:
+                    log.warning("%s is missing or empty; loaded %s", self.path, self.bak_path)
+                self._keep_bak = True
+                return
+            if main_error is not None:
+                raise ConfigError(
+                    f"{self.path} is corrupt ({main_error}) and there is no backup {self.bak_path}"
+                )
+            self._reset()
+
+    @staticmethod
+    def _read(path: Path) -> bytes:
+        """The file's bytes; b'' when missing or blank (bad UTF-8 is left to decode)."""
+        try:
+            data = path.read_bytes()
+        except FileNotFoundError:
+            return b""
+        except OSError as exc:
+            raise ConfigError(f"cannot read {path}: {exc}") from exc
+        return data if data.strip() else b""
+
+    # -- persist ------------------------------------------------------------------------
+
+    def persist(self) -> None:
+        """Write the current state safely (module docstring); :class:`ConfigError` on failure
+        or when read-only. The previous ``<file>`` is left untouched if anything fails."""
+        if self.readonly:
+            raise ConfigError(f"{self.path}: opened read-only, not writing")
+        with self._lock:
+            data = self.encode().encode("utf-8")
+            tmp = self.tmp_path
+            try:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                _write_synced(tmp, data)
+                if not self._keep_bak:
+                    try:
+                        previous = self.path.read_bytes()
+                    except FileNotFoundError:
+                        previous = b""
+                    if previous.strip():
+                        _write_synced(self.bak_path, previous)
+                os.replace(tmp, self.path)
+                _fsync_dir(self.path.parent)
+            except OSError as exc:
+                try:
+                    tmp.unlink(missing_ok=True)
+                except OSError:
+                    pass
+                raise ConfigError(f"cannot write {self.path}: {exc}") from exc
+            self._keep_bak = False
+
+
+def _write_synced(path: Path, data: bytes) -> None:
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)

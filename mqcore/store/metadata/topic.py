@@ -1,0 +1,294 @@
+"""Topics: ``TopicConfig``, name rules, system topics, and ``config/topics.json``.
+
+File shape (RocketMQ ``TopicConfigSerializeWrapper``)::
+
+    {"dataVersion":{"counter":N,"timestamp":ms},
+     "topicConfigTable":{"<topic>":{"order":false,"perm":6,"readQueueNums":4,
+         "topicFilterType":"SINGLE_TAG","topicName":"<topic>","topicSysFlag":0,
+         "writeQueueNums":4}, ...}}
+
+Name rules and the system-topic sets follow RocketMQ's ``TopicValidator`` so the broker can
+reuse :func:`validate_topic_name` for requests.
+"""
+
+from __future__ import annotations
+
+import enum
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from mqcore.errors import ConfigError
+from mqcore.store.metadata.config_file import (
+    ConfigFileManager,
+    DataVersion,
+    get_bool,
+    get_int,
+    get_mapping,
+    get_str,
+)
+
+__all__ = [
+    "AUTO_CREATE_TOPIC_KEY_TOPIC",
+    "DLQ_GROUP_TOPIC_PREFIX",
+    "PERM_INHERIT",
+    "PERM_PRIORITY",
+    "PERM_READ",
+    "PERM_WRITE",
+    "RETRY_GROUP_TOPIC_PREFIX",
+    "TOPIC_MAX_LENGTH",
+    "TopicConfig",
+    "TopicConfigManager",
+    "TopicFilterType",
+    "TopicNameError",
+    "is_not_allowed_send_topic",
+    "is_system_topic",
+    "perm_to_string",
+    "system_topic_configs",
+    "validate_topic_name",
+]
+
+# PermName
+PERM_PRIORITY = 0x8
+PERM_READ = 0x4
+PERM_WRITE = 0x2
+PERM_INHERIT = 0x1
+
+# TopicValidator / MixAll names
+AUTO_CREATE_TOPIC_KEY_TOPIC = "TBW102"
+RMQ_SYS_SCHEDULE_TOPIC = "SCHEDULE_TOPIC_XXXX"
+RMQ_SYS_BENCHMARK_TOPIC = "BenchmarkTest"
+RMQ_SYS_TRANS_HALF_TOPIC = "RMQ_SYS_TRANS_HALF_TOPIC"
+RMQ_SYS_TRACE_TOPIC = "RMQ_SYS_TRACE_TOPIC"
+RMQ_SYS_TRANS_OP_HALF_TOPIC = "RMQ_SYS_TRANS_OP_HALF_TOPIC"
+RMQ_SYS_TRANS_CHECK_MAX_TIME_TOPIC = "TRANS_CHECK_MAX_TIME_TOPIC"
+RMQ_SYS_SELF_TEST_TOPIC = "SELF_TEST_TOPIC"
+RMQ_SYS_OFFSET_MOVED_EVENT = "OFFSET_MOVED_EVENT"
+SYSTEM_TOPIC_PREFIX = "rmq_sys_"
+RETRY_GROUP_TOPIC_PREFIX = "%RETRY%"
+DLQ_GROUP_TOPIC_PREFIX = "%DLQ%"
+REPLY_TOPIC_POSTFIX = "REPLY_TOPIC"
+TOPIC_MAX_LENGTH = 127
+SCHEDULE_QUEUE_NUMS = 18
+
+SYSTEM_TOPICS = frozenset(
+    {
+        AUTO_CREATE_TOPIC_KEY_TOPIC,
+        RMQ_SYS_SCHEDULE_TOPIC,
+        RMQ_SYS_BENCHMARK_TOPIC,
+        RMQ_SYS_TRANS_HALF_TOPIC,
+        RMQ_SYS_TRACE_TOPIC,
+        RMQ_SYS_TRANS_OP_HALF_TOPIC,
+        RMQ_SYS_TRANS_CHECK_MAX_TIME_TOPIC,
+        RMQ_SYS_SELF_TEST_TOPIC,
+        RMQ_SYS_OFFSET_MOVED_EVENT,
+    }
+)
+NOT_ALLOWED_SEND_TOPICS = frozenset(
+    {
+        RMQ_SYS_SCHEDULE_TOPIC,
+        RMQ_SYS_TRANS_HALF_TOPIC,
+        RMQ_SYS_TRANS_OP_HALF_TOPIC,
+        RMQ_SYS_TRANS_CHECK_MAX_TIME_TOPIC,
+        RMQ_SYS_SELF_TEST_TOPIC,
+        RMQ_SYS_OFFSET_MOVED_EVENT,
+    }
+)
+
+_VALID_TOPIC = re.compile(r"[%|a-zA-Z0-9_-]+")
+
+
+class TopicNameError(ConfigError):
+    """A topic name RocketMQ would refuse (the message is the one to show the user)."""
+
+
+def validate_topic_name(topic: str) -> None:
+    """RocketMQ's topic rules: not blank, only ``[%|a-zA-Z0-9_-]``, at most 127 chars.
+
+    Reserved names are a separate question (:func:`is_not_allowed_send_topic`, and the
+    broker refusing to create a topic named like its cluster), as in RocketMQ.
+    """
+    if not topic or not topic.strip():
+        raise TopicNameError("the specified topic is blank")
+    if not _VALID_TOPIC.fullmatch(topic):
+        raise TopicNameError(
+            f"the specified topic[{topic}] contains illegal characters, "
+            "allowing only ^[%|a-zA-Z0-9_-]+$"
+        )
+    if len(topic) > TOPIC_MAX_LENGTH:
+        raise TopicNameError(
+            f"the specified topic is longer than topic max length {TOPIC_MAX_LENGTH}"
+        )
+
+
+def is_system_topic(topic: str) -> bool:
+    """Built-in topics and the ``rmq_sys_`` prefix (``TopicValidator.isSystemTopic``)."""
+    return topic in SYSTEM_TOPICS or topic.startswith(SYSTEM_TOPIC_PREFIX)
+
+
+def is_not_allowed_send_topic(topic: str) -> bool:
+    """Topics producers may not send to directly (schedule, transaction, self-test ...)."""
+    return topic in NOT_ALLOWED_SEND_TOPICS
+
+
+def perm_to_string(perm: int) -> str:
+    """``PermName.perm2String``: ``RWX`` with ``-`` for missing read/write/inherit."""
+    return (
+        ("R" if perm & PERM_READ else "-")
+        + ("W" if perm & PERM_WRITE else "-")
+        + ("X" if perm & PERM_INHERIT else "-")
+    )
+
+
+class TopicFilterType(enum.StrEnum):
+    SINGLE_TAG = "SINGLE_TAG"
+    MULTI_TAG = "MULTI_TAG"
+
+
+@dataclass
+class TopicConfig:
+    """One topic (RocketMQ ``TopicConfig``); defaults are Java's no-arg defaults."""
+
+    topic_name: str
+    read_queue_nums: int = 16
+    write_queue_nums: int = 16
+    perm: int = PERM_READ | PERM_WRITE
+    topic_filter_type: TopicFilterType = TopicFilterType.SINGLE_TAG
+    topic_sys_flag: int = 0
+    order: bool = False
+
+    @property
+    def readable(self) -> bool:
+        return bool(self.perm & PERM_READ)
+
+    @property
+    def writeable(self) -> bool:
+        return bool(self.perm & PERM_WRITE)
+
+    @property
+    def inherited(self) -> bool:
+        return bool(self.perm & PERM_INHERIT)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "order": self.order,
+            "perm": self.perm,
+            "readQueueNums": self.read_queue_nums,
+            "topicFilterType": self.topic_filter_type.value,
+            "topicName": self.topic_name,
+            "topicSysFlag": self.topic_sys_flag,
+            "writeQueueNums": self.write_queue_nums,
+        }
+
+    @classmethod
+    def from_json(cls, obj: Any, name: str | None = None) -> TopicConfig:
+        """Parse one entry; ``name`` (the table key) stands in for a missing topicName.
+        Unknown fields (5.x ``attributes`` ...) are ignored."""
+        obj = get_mapping(obj)
+        filter_type = get_str(obj, "topicFilterType", TopicFilterType.SINGLE_TAG.value)
+        try:
+            topic_filter_type = TopicFilterType(filter_type)
+        except ValueError:
+            raise ConfigError(f"topicFilterType: unknown value {filter_type!r}") from None
+        return cls(
+            topic_name=get_str(obj, "topicName", name),
+            read_queue_nums=get_int(obj, "readQueueNums", 16),
+            write_queue_nums=get_int(obj, "writeQueueNums", 16),
+            perm=get_int(obj, "perm", PERM_READ | PERM_WRITE),
+            topic_filter_type=topic_filter_type,
+            topic_sys_flag=get_int(obj, "topicSysFlag", 0),
+            order=get_bool(obj, "order", False),
+        )
+
+
+def system_topic_configs(
+    cluster_name: str,
+    broker_name: str,
+    *,
+    auto_create_topic_enable: bool = True,
+    default_topic_queue_nums: int = 8,
+    cluster_topic_enable: bool = True,
+    broker_topic_enable: bool = True,
+    trace_topic_enable: bool = False,
+    trace_topic_name: str = RMQ_SYS_TRACE_TOPIC,
+) -> list[TopicConfig]:
+    """The topics a 4.9.8 broker always creates at start (spec §10.2), in its order."""
+    rw = PERM_READ | PERM_WRITE
+    out = [TopicConfig(RMQ_SYS_SELF_TEST_TOPIC, 1, 1)]
+    if auto_create_topic_enable:
+        out.append(
+            TopicConfig(
+                AUTO_CREATE_TOPIC_KEY_TOPIC,
+                default_topic_queue_nums,
+                default_topic_queue_nums,
+                PERM_INHERIT | rw,
+            )
+        )
+    out.append(TopicConfig(RMQ_SYS_BENCHMARK_TOPIC, 1024, 1024))
+    out.append(TopicConfig(cluster_name, perm=PERM_INHERIT | (rw if cluster_topic_enable else 0)))
+    out.append(TopicConfig(broker_name, 1, 1, PERM_INHERIT | (rw if broker_topic_enable else 0)))
+    out.append(TopicConfig(RMQ_SYS_OFFSET_MOVED_EVENT, 1, 1))
+    out.append(TopicConfig(RMQ_SYS_SCHEDULE_TOPIC, SCHEDULE_QUEUE_NUMS, SCHEDULE_QUEUE_NUMS))
+    if trace_topic_enable:
+        out.append(TopicConfig(trace_topic_name, 1, 1))
+    out.append(TopicConfig(f"{cluster_name}_{REPLY_TOPIC_POSTFIX}", 1, 1))
+    return out
+
+
+@dataclass
+class _State:
+    data_version: DataVersion = field(default_factory=DataVersion)
+    table: dict[str, TopicConfig] = field(default_factory=dict)
+
+
+class TopicConfigManager(ConfigFileManager):
+    """``config/topics.json``. Mutators bump :attr:`data_version`; call :meth:`persist`."""
+
+    FILE_NAME = "topics.json"
+
+    data_version: DataVersion
+    table: dict[str, TopicConfig]
+
+    def _reset(self) -> None:
+        self.data_version = DataVersion()
+        self.table = {}
+
+    def _decode(self, obj: Any) -> None:
+        doc = get_mapping(obj)
+        version = DataVersion.from_json(get_mapping(doc, "dataVersion"))
+        table: dict[str, TopicConfig] = {}
+        for name, entry in get_mapping(doc, "topicConfigTable").items():
+            if not isinstance(name, str):
+                raise ConfigError(f"topicConfigTable: topic name {name!r} is not a string")
+            table[name] = TopicConfig.from_json(entry, name)
+        self.data_version, self.table = version, table
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "dataVersion": self.data_version.to_json(),
+            "topicConfigTable": {name: tc.to_json() for name, tc in self.table.items()},
+        }
+
+    def select(self, topic: str) -> TopicConfig | None:
+        return self.table.get(topic)
+
+    def update(self, config: TopicConfig) -> None:
+        """Add or replace a topic (``updateTopicConfig`` minus the persist)."""
+        with self._lock:
+            self.table[config.topic_name] = config
+            self.data_version.next_version()
+
+    def delete(self, topic: str) -> TopicConfig | None:
+        with self._lock:
+            old = self.table.pop(topic, None)
+            if old is not None:
+                self.data_version.next_version()
+            return old
+
+    def ensure_topics(self, configs: Iterable[TopicConfig]) -> None:
+        """Add the given topics where absent, without bumping the version: the broker's
+        built-in topics, which a 4.x broker creates in memory before loading the file."""
+        with self._lock:
+            for tc in configs:
+                self.table.setdefault(tc.topic_name, tc)
