@@ -1,0 +1,89 @@
+"""Routing of incoming requests to processors by request code.
+
+A processor is ``fn(channel, request) -> response | None`` or a coroutine function with
+that shape. Synchronous processors (the name server's) answer without a task switch;
+coroutines (the broker's, long polling) run as tasks. Whatever a processor does, the
+dispatcher turns it into a proper answer (spec §4): unknown code -> 3 with Java's remark,
+bad header/body -> SYSTEM_ERROR with the reason, a bug -> SYSTEM_ERROR (logged), and a
+oneway request is never answered.
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, TypeAlias
+
+from mqcore.errors import MQError
+from mqcore.protocol import RemotingCommand, ResponseCode
+
+if TYPE_CHECKING:
+    from mqcore.remoting.channel import Channel
+
+__all__ = ["Processor", "ProcessorResult", "RequestDispatcher"]
+
+log = logging.getLogger("mq.remoting")
+
+ProcessorResult: TypeAlias = RemotingCommand | None
+Processor: TypeAlias = Callable[
+    ["Channel", RemotingCommand], ProcessorResult | Awaitable[ProcessorResult]
+]
+
+
+class RequestDispatcher:
+    """Request code -> processor table, shared by servers, clients and in-memory peers."""
+
+    def __init__(self) -> None:
+        self._processors: dict[int, Processor] = {}
+        self._default: Processor | None = None
+
+    def register(self, code: int, processor: Processor) -> None:
+        self._processors[int(code)] = processor
+
+    def register_default(self, processor: Processor) -> None:
+        """Called for codes without a processor of their own (instead of answering 3)."""
+        self._default = processor
+
+    def processor_for(self, code: int) -> Processor | None:
+        return self._processors.get(code, self._default)
+
+    def unsupported(self, request: RemotingCommand) -> RemotingCommand:
+        return RemotingCommand.response_to(
+            request,
+            ResponseCode.REQUEST_CODE_NOT_SUPPORTED,
+            f" request type {request.code} not supported",
+        )
+
+    def failure(self, request: RemotingCommand, exc: BaseException) -> RemotingCommand:
+        if isinstance(exc, (MQError, ValueError)):
+            log.info("request code %d failed: %s", request.code, exc)
+            remark = str(exc)
+        else:
+            log.exception("processor for code %d raised", request.code, exc_info=exc)
+            remark = f"{type(exc).__name__}: {exc}"
+        return RemotingCommand.response_to(request, ResponseCode.SYSTEM_ERROR, remark)
+
+    def dispatch(
+        self, channel: Channel, request: RemotingCommand
+    ) -> ProcessorResult | Awaitable[ProcessorResult]:
+        """The answer, or an awaitable of it (for coroutine processors). Never raises."""
+        processor = self.processor_for(request.code)
+        if processor is None:
+            return None if request.is_oneway else self.unsupported(request)
+        try:
+            result = processor(channel, request)
+        except Exception as exc:
+            return None if request.is_oneway else self.failure(request, exc)
+        if inspect.isawaitable(result):
+            return self._finish(request, result)
+        return None if request.is_oneway else result
+
+    async def _finish(
+        self, request: RemotingCommand, pending: Awaitable[ProcessorResult]
+    ) -> ProcessorResult:
+        try:
+            result = await pending
+        except Exception as exc:
+            return None if request.is_oneway else self.failure(request, exc)
+        return None if request.is_oneway else result
