@@ -9,7 +9,7 @@ import orjson
 from rich.console import Console
 
 console = Console(highlight=False)
-err_console = Console(stderr=True, highlight=False)
+err_console = Console(stderr=True, highlight=False, soft_wrap=True)
 
 _debug = False
 

@@ -268,6 +268,33 @@ def verify(
         raise typer.Exit(1)
 
 
+# -- query -----------------------------------------------------------------------------
+
+
+@store_app.command()
+def query(
+    topic: str = typer.Argument(..., help="Topic of the message."),
+    key: str = typer.Argument(..., help="A message key (KEYS) or unique key (UNIQ_KEY)."),
+    store: Path | None = StoreOpt,
+    begin: int = typer.Option(0, "--begin", help="Earliest store time, ms since the epoch."),
+    end: int = typer.Option(2**63 - 1, "--end", help="Latest store time, ms since the epoch."),
+    max_num: int = typer.Option(64, "--max", help="At most this many results.", min=1),
+    as_json: bool = JsonOpt,
+) -> None:
+    """Find messages by key through the index files, offline (exit 1 when none)."""
+    with _open(_root(None, store)) as st:
+        found = st.query_key(topic, key, max_num=max_num, begin=begin, end=end)
+    for msg in found:
+        if as_json:
+            print_json_line(message_json(msg))
+        else:
+            console.print(message_line(msg), soft_wrap=True)
+    if not as_json:
+        output.err_console.print(f"[dim]{len(found)} message(s)[/]")
+    if not found:
+        raise typer.Exit(1)
+
+
 # -- dump ------------------------------------------------------------------------------
 
 

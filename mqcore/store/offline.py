@@ -22,6 +22,7 @@ from mqcore.store.checkpoint import StoreCheckpoint
 from mqcore.store.commitlog import CommitLog, DispatchRequest, check_message
 from mqcore.store.consume_queue import ConsumeQueue
 from mqcore.store.index_file import IndexFile
+from mqcore.store.index_service import IndexService
 from mqcore.store.mapped_file import MappedFile
 from mqcore.store.store_config import MessageStoreConfig, parse_delay_levels
 
@@ -227,6 +228,32 @@ class OfflineStore:
                         files.append(IndexFile.open(p, readonly=True))
             self._index_files = files
         return self._index_files
+
+    def query_key(
+        self, topic: str, key: str, *, max_num: int = 64, begin: int = 0, end: int = 2**63 - 1
+    ) -> list[MessageExt]:
+        """Messages of ``topic`` carrying ``key`` (a key or unique key) stored in
+        ``[begin, end]``, oldest first. Index entries hold only hashes, so every hit is
+        re-checked against the record's real keys."""
+        files = self.index_files()
+        if not files:
+            return []
+        service = IndexService(
+            self.root, files[0].max_hash_slot_num, files[0].max_index_num, readonly=True
+        )
+        try:
+            service.load(True, 0)
+            result = service.query(topic, key, max_num, begin, end)
+        finally:
+            service.shutdown()
+        found = []
+        for phy in result.phy_offsets:
+            if phy < self.min_offset:
+                continue
+            msg = self.read_message(phy)
+            if msg.topic == topic and (key in msg.keys or msg.unique_key == key):
+                found.append(msg)
+        return sorted(found, key=lambda m: (m.store_timestamp, m.commit_log_offset))
 
     def checkpoint(self) -> StoreCheckpoint | None:
         path = self.root / "checkpoint"
