@@ -513,4 +513,7 @@ def dump_config(
 
 
 def register(app: typer.Typer) -> None:
+    from mqcli.commands import store_generate
+
+    store_generate.register(store_app)
     app.add_typer(store_app, name="store")
