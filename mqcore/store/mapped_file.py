@@ -104,6 +104,8 @@ class MappedFile:
     # -- writing -----------------------------------------------------------------------
     def append(self, data: bytes | bytearray | memoryview) -> int:
         """Copy ``data`` at the write position (one memcpy); returns the in-file position."""
+        if self.readonly:
+            raise StoreError(f"{self.path} is open read-only")
         pos = self.wrote_position
         end = pos + len(data)
         if end > self.file_size:
