@@ -245,15 +245,14 @@ class CommitLog:
         return offset + self.mapped_file_size - offset % self.mapped_file_size
 
     # -- appending ---------------------------------------------------------------------
-    def append(self, data: bytearray, record_starts: list[int]) -> tuple[MappedFile, int]:
-        """Reserve room for ``data`` (whole batch in one file) and return (file, offset).
+    def reserve(self, size: int) -> tuple[MappedFile, int]:
+        """Find room for ``size`` bytes (a whole batch in one file); returns (file, offset).
 
-        Writes the BLANK filler and rolls to a new file when ``len(data) + 8`` does not
-        fit. The caller patches offsets into ``data`` for the returned physical offset
-        and then calls :meth:`commit` - one copy into the map for the whole batch.
+        Writes the BLANK filler and rolls to a new file when ``size + 8`` does not fit
+        (RocketMQ's ``L + 8 > R`` rule). The caller encodes the records for the returned
+        physical offset and calls :meth:`commit` - one copy into the map per batch.
         """
         self.queue.check_writable()
-        size = len(data)
         if size + BLANK_HEADER_SIZE > self.mapped_file_size:
             raise StoreError(f"{size} bytes cannot fit in a commit log file")
         mf = self.queue.get_last_file(0)
@@ -266,7 +265,7 @@ class CommitLog:
             assert mf is not None
         return mf, mf.max_offset
 
-    def commit(self, mf: MappedFile, data: bytearray, store_timestamp: int) -> int:
+    def commit(self, mf: MappedFile, data: bytes | bytearray, store_timestamp: int) -> int:
         """Copy the patched ``data`` into ``mf``; returns the end offset."""
         mf.append(data)
         mf.store_timestamp = store_timestamp

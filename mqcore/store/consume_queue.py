@@ -174,6 +174,27 @@ class ConsumeQueue:
         self.max_physic_offset = phy + size
         return True
 
+    def put_many(self, entries: bytes, first_cq_offset: int, last_end: int) -> None:
+        """Append packed entries for consecutive queue offsets in as few copies as files.
+
+        ``last_end`` is the end (offset + size) of the last entry's record. Falls back to
+        :meth:`put` per entry when the queue is not exactly at ``first_cq_offset``.
+        """
+        expect = first_cq_offset * CQ_STORE_UNIT_SIZE
+        last = self.queue.last_file
+        if last is None or last.max_offset != expect:
+            for i, (phy, size, tags) in enumerate(ENTRY.iter_unpack(entries)):
+                self.put(phy, size, tags, first_cq_offset + i)
+            return
+        view = memoryview(entries)
+        while view:
+            mf = self.queue.get_last_file(expect)
+            assert mf is not None
+            n = min(len(view), mf.remaining)
+            mf.append(view[:n])
+            view = view[n:]
+        self.max_physic_offset = last_end
+
     def _fill_blank(self, mf: MappedFile, until: int) -> None:
         while mf.max_offset < until:
             n = min(

@@ -30,25 +30,17 @@ from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from mqcore.common.javahash import tags_hash_code
 from mqcore.errors import CorruptRecordError, StoreError
 from mqcore.message.const import (
     PROPERTY_DELAY_TIME_LEVEL,
-    PROPERTY_KEYS,
-    PROPERTY_TAGS,
-    PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX,
     SCHEDULE_TOPIC,
 )
 from mqcore.message.model import MessageExt
-from mqcore.message.properties import encode_properties
-from mqcore.message.record import decode_record, encode_record, store_timestamp_pos
+from mqcore.message.record import decode_record, store_timestamp_pos
+from mqcore.store import batch_encoder
 from mqcore.store.checkpoint import StoreCheckpoint
 from mqcore.store.cleanup import CleanupReport, CleanupService
 from mqcore.store.commitlog import (
-    QUEUE_AND_PHY_OFFSET,
-    TRANSACTION_MASK,
-    TRANSACTION_PREPARED,
-    TRANSACTION_ROLLBACK,
     CommitLog,
     DispatchRequest,
     deliver_timestamp,
@@ -404,141 +396,110 @@ class MessageStore:
             return PutResult(PutStatus.SERVICE_NOT_AVAILABLE, remark="disk is full")
         return None
 
-    def _validate(self, msg: MessageExt, props: bytes) -> PutResult | None:
-        if len(msg.topic.encode("utf-8")) > _MAX_TOPIC_BYTES or not msg.topic:
-            return PutResult(PutStatus.MESSAGE_ILLEGAL, remark="topic length")
-        if len(msg.body) > self.config.max_message_size:
-            return PutResult(PutStatus.MESSAGE_ILLEGAL, remark="body exceeds maxMessageSize")
-        if len(props) > _MAX_PROPERTIES_BYTES:
-            return PutResult(PutStatus.PROPERTIES_SIZE_EXCEEDED, remark="properties too long")
-        return None
-
     def put_message(self, msg: MessageExt) -> PutResult:
         """Append one message (``putMessage``); the broker has done delay/tx rewrites."""
-        return self.put_messages([msg])
+        return self.put_messages((msg,))
 
     def put_messages(self, batch: Sequence[MessageExt]) -> PutResult:
         """Append messages of one topic and queue in one copy (``putMessages``).
 
         Fields used: topic, queue_id, body, flag, properties, sys_flag, born_timestamp,
         born_host, store_host, reconsume_times, prepared_transaction_offset. All records
-        land in the same commit log file with consecutive queue offsets.
+        land in the same commit log file with consecutive queue offsets; consume queue
+        and index entries are written before this returns.
         """
         bad = self._check_writable()
         if bad is not None:
             return bad
         if not batch:
             return PutResult(PutStatus.MESSAGE_ILLEGAL, remark="empty batch")
-        first = batch[0]
-        topic, queue_id = first.topic, first.queue_id
-        parts: list[bytearray] = []
-        meta: list[tuple[int, int, int, int, str | None, str | None, str | None]] = []
-        start = 0
-        for msg in batch:
-            if msg.topic != topic or msg.queue_id != queue_id:
-                return PutResult(PutStatus.MESSAGE_ILLEGAL, remark="batch mixes queues")
-            props = encode_properties(msg.properties)
-            bad = self._validate(msg, props)
-            if bad is not None:
-                return bad
-            rec = encode_record(
-                topic=topic,
-                body=msg.body,
-                properties=props,
-                queue_id=queue_id,
-                flag=msg.flag,
-                sys_flag=msg.sys_flag,
-                born_timestamp=msg.born_timestamp,
-                born_host=msg.born_host,
-                store_host=msg.store_host,
-                reconsume_times=msg.reconsume_times,
-                prepared_transaction_offset=msg.prepared_transaction_offset,
-            )
-            sys_flag = struct.unpack_from(">i", rec, 36)[0]
-            p = msg.properties
-            meta.append(
-                (
-                    start,
-                    len(rec),
-                    sys_flag,
-                    store_timestamp_pos(sys_flag),
-                    p.get(PROPERTY_TAGS),
-                    p.get(PROPERTY_KEYS),
-                    p.get(PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX),
-                )
-            )
-            parts.append(rec)
-            start += len(rec)
-        data = parts[0] if len(parts) == 1 else bytearray().join(parts)
-        delay_level = (
-            first.properties.get(PROPERTY_DELAY_TIME_LEVEL) if topic == SCHEDULE_TOPIC else None
-        )
-        return self._append(topic, queue_id, data, meta, delay_level)
-
-    def _append(
-        self,
-        topic: str,
-        queue_id: int,
-        data: bytearray,
-        meta: list[tuple[int, int, int, int, str | None, str | None, str | None]],
-        delay_level: str | None,
-    ) -> PutResult:
-        key = (topic, queue_id)
-        n = len(meta)
+        try:
+            prepared = batch_encoder.prepare(batch, self.config.max_message_size)
+        except batch_encoder.IllegalMessage as exc:
+            return PutResult(PutStatus[exc.status], remark=str(exc))
+        codes = batch_encoder.tags_codes(prepared)
+        delay_level = None
+        if prepared.topic == SCHEDULE_TOPIC:
+            delay_level = batch[0].properties.get(PROPERTY_DELAY_TIME_LEVEL)
+        key = (prepared.topic, prepared.queue_id)
         with self._put_lock:
             store_ts = _now_ms()
             try:
-                mf, phy = self.commit_log.append(data, [m[0] for m in meta])
+                mf, phy = self.commit_log.reserve(prepared.total)
             except StoreError as exc:
                 return PutResult(PutStatus.MESSAGE_ILLEGAL, remark=str(exc))
-            next_qo = self.topic_queue_table.get(key, 0)
-            first_qo = next_qo
-            requests: list[DispatchRequest] = []
-            for rel, size, sys_flag, ts_pos, tags, keys, uniq in meta:
-                tran = sys_flag & TRANSACTION_MASK
-                assign = tran != TRANSACTION_PREPARED and tran != TRANSACTION_ROLLBACK
-                qo = next_qo if assign else 0
-                QUEUE_AND_PHY_OFFSET.pack_into(data, rel + 20, qo, phy + rel)
-                _Q.pack_into(data, rel + ts_pos, store_ts)
-                tags_code = tags_hash_code(tags)
-                if delay_level and self._delay_table:
-                    tags_code = deliver_timestamp(
-                        store_ts, delay_level, self._delay_table, tags_code
-                    )
-                requests.append(
-                    DispatchRequest(
-                        topic,
-                        queue_id,
-                        phy + rel,
-                        size,
-                        tags_code,
-                        store_ts,
-                        qo,
-                        keys,
-                        uniq,
-                        sys_flag,
-                    )
-                )
-                if assign:
-                    next_qo += 1
+            first_qo = self.topic_queue_table.get(key, 0)
+            data, offsets, qoffsets, next_qo = batch_encoder.encode(
+                prepared, phy, first_qo, store_ts
+            )
             end = self.commit_log.commit(mf, data, store_ts)
             self.topic_queue_table[key] = next_qo
-            dispatch = self.dispatcher.dispatch
-            for req in requests:
-                dispatch(req)
+            if delay_level and self._delay_table:
+                codes = [
+                    deliver_timestamp(store_ts, delay_level, self._delay_table, c) for c in codes
+                ]
+            self._dispatch_appended(prepared, offsets, qoffsets, codes, store_ts)
         future = None
         if self.config.flush_disk_type is FlushDiskType.SYNC_FLUSH and self._flusher is not None:
             future = self._flusher.submit(end)
         return PutResult(
             PutStatus.PUT_OK,
             wrote_offset=phy,
-            wrote_bytes=len(data),
-            queue_offset=first_qo,
-            msg_count=n,
+            wrote_bytes=prepared.total,
+            queue_offset=first_qo if next_qo > first_qo else 0,
+            msg_count=prepared.count,
             store_timestamp=store_ts,
-            record_offsets=[phy + m[0] for m in meta],
+            record_offsets=offsets,
             flush_future=future,
         )
+
+    def _dispatch_appended(
+        self,
+        batch: batch_encoder.PreparedBatch,
+        offsets: list[int],
+        qoffsets: list[int],
+        codes: list[int],
+        store_ts: int,
+    ) -> None:
+        """Consume queue entries (one packed write) and index entries for a fresh append."""
+        sizes = [h[0] for h in batch.heads]
+        dispatcher = self.dispatcher
+        if qoffsets[0] >= 0 and qoffsets[-1] - qoffsets[0] == len(qoffsets) - 1:
+            cq = self.queues.find(batch.topic, batch.queue_id)
+            assert cq is not None
+            flat: list[int] = []
+            for phy, size, code in zip(offsets, sizes, codes, strict=True):
+                flat += (phy, size, code)
+            entries = struct.pack(">" + "qiq" * len(offsets), *flat)
+            cq.put_many(entries, qoffsets[0], offsets[-1] + sizes[-1])
+            dispatcher.last_dispatched_timestamp = store_ts
+            cq_done = True
+        else:
+            cq_done = False
+        index = dispatcher.index
+        for i, phy in enumerate(offsets):
+            sys_flag = batch.heads[i][3]
+            if not cq_done:
+                req = DispatchRequest(
+                    batch.topic,
+                    batch.queue_id,
+                    phy,
+                    sizes[i],
+                    codes[i],
+                    store_ts,
+                    max(qoffsets[i], 0),
+                    batch.keys[i],
+                    batch.uniq_keys[i],
+                    sys_flag,
+                )
+                dispatcher.dispatch(req)
+            elif index is not None and (batch.keys[i] or batch.uniq_keys[i]):
+                index.build_index(
+                    batch.topic, batch.keys[i], batch.uniq_keys[i], phy, store_ts, sys_flag
+                )
+        end = offsets[-1] + sizes[-1]
+        if end > dispatcher.reput_from_offset:
+            dispatcher.reput_from_offset = end
 
     def append_replicated(self, offset: int, data: bytes | bytearray | memoryview) -> int:
         """HA slave: append raw commit log bytes from the master, then dispatch them."""

@@ -20,7 +20,7 @@ def _record(body: bytes, topic: str = "T", tags: str = "TagA") -> bytearray:
 
 
 def _append(cl: CommitLog, rec: bytearray, ts: int = 1000) -> int:
-    mf, phy = cl.append(rec, [0])
+    mf, phy = cl.reserve(len(rec))
     struct.pack_into(">qq", rec, 20, 0, phy)
     cl.commit(mf, rec, ts)
     return phy
@@ -96,7 +96,7 @@ def test_batch_goes_whole_to_next_file(tmp_path: Path) -> None:
     cl = CommitLog(tmp_path, FILE)
     _append(cl, _record(b"a" * 3000))
     batch = bytearray(_record(b"b" * 400)) + bytearray(_record(b"c" * 400))
-    mf, phy = cl.append(batch, [0])
+    mf, phy = cl.reserve(len(batch))
     assert phy == FILE  # 3000 + 2 * ~450 + 8 > 4096: the whole batch rolls
     cl.commit(mf, batch, 1)
     cl.close()
