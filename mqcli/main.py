@@ -38,9 +38,10 @@ def _root(
 
 def _register() -> None:
     # Each subcommand lives in its own module under mqcli.commands and exposes `register`.
-    from mqcli.commands import completion, store
+    from mqcli.commands import completion, namesrv, store
 
     store.register(app)
+    namesrv.register(app)
     completion.register(app)
 
 

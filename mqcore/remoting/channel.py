@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import logging
+import typing
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -68,7 +69,8 @@ class Channel(asyncio.Protocol):
     # -- asyncio.Protocol -------------------------------------------------------------
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
+        # uvloop's transports are not asyncio.Transport subclasses, only look-alikes.
+        transport = typing.cast(asyncio.Transport, transport)
         self._transport = transport
         transport.set_write_buffer_limits(self._high_water, self._low_water)
         peer = transport.get_extra_info("peername")

@@ -48,6 +48,8 @@ class RemotingClient:
         high_water: int = DEFAULT_HIGH_WATER,
         low_water: int = DEFAULT_LOW_WATER,
     ) -> None:
+        if not 0 <= low_water <= high_water:
+            raise ValueError(f"need 0 <= low_water ({low_water}) <= high_water ({high_water})")
         self.dispatcher = dispatcher or RequestDispatcher()
         self.connect_timeout = connect_timeout
         self.max_frame = max_frame

@@ -39,6 +39,8 @@ class RemotingServer:
         high_water: int = DEFAULT_HIGH_WATER,
         low_water: int = DEFAULT_LOW_WATER,
     ) -> None:
+        if not 0 <= low_water <= high_water:
+            raise ValueError(f"need 0 <= low_water ({low_water}) <= high_water ({high_water})")
         self.dispatcher = dispatcher or RequestDispatcher()
         self.host = host
         self.port = port

@@ -1,0 +1,82 @@
+"""`NamesrvController`: wires config, registries, the remoting server and the liveness scan.
+
+Usage (in-process, e.g. tests)::
+
+    controller = NamesrvController(NamesrvConfig(listen_port=0, bind_address="127.0.0.1"))
+    await controller.start()
+    addr = controller.listen_address        # "127.0.0.1:<bound port>"
+    ...
+    await controller.shutdown()
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from pathlib import Path
+
+from mqcore.namesrv.config import NamesrvConfig
+from mqcore.namesrv.kvconfig import KVConfigManager
+from mqcore.namesrv.processor import NamesrvProcessor
+from mqcore.namesrv.routeinfo import RouteInfoManager
+from mqcore.remoting import Channel, RemotingServer
+
+__all__ = ["NamesrvController"]
+
+log = logging.getLogger("mq.namesrv")
+
+
+class NamesrvController:
+    """One name server. Several can run side by side; nothing syncs them (as RocketMQ)."""
+
+    def __init__(self, config: NamesrvConfig) -> None:
+        self.config = config
+        self.routes = RouteInfoManager(time.monotonic, config.broker_channel_expired_time / 1000)
+        self.kv = KVConfigManager(Path(config.kv_config_path).expanduser())
+        self.processor = NamesrvProcessor(config, self.routes, self.kv)
+        self.server = RemotingServer(
+            host=config.bind_address, port=config.listen_port, max_frame=config.frame_max_length
+        )
+        self.processor.register_to(self.server.dispatcher)
+        self.server.add_close_listener(self._channel_closed)
+        self._scan_task: asyncio.Task[None] | None = None
+
+    @property
+    def port(self) -> int:
+        return self.server.port
+
+    @property
+    def listen_address(self) -> str:
+        return self.server.listen_address
+
+    def _channel_closed(self, channel: Channel) -> None:
+        self.routes.on_channel_destroy(channel)
+
+    async def start(self) -> None:
+        """Load the KV file, listen, start the scan. Raises ConfigError / OSError."""
+        self.kv.load()
+        await self.server.start()
+        self._scan_task = asyncio.create_task(self._scan_loop(), name="namesrv-scan")
+
+    async def _scan_loop(self) -> None:
+        interval = self.config.scan_not_active_broker_interval / 1000
+        while True:
+            await asyncio.sleep(interval)
+            self.scan_not_active_brokers()
+
+    def scan_not_active_brokers(self) -> None:
+        """Remove expired brokers and close their connections."""
+        for channel in self.routes.scan_not_active_brokers():
+            if isinstance(channel, Channel):
+                channel.close()
+
+    async def shutdown(self) -> None:
+        if self._scan_task is not None:
+            self._scan_task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._scan_task
+            self._scan_task = None
+        await self.server.close()
+        log.info("name server on %s stopped", self.listen_address)

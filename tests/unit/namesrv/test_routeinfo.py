@@ -1,0 +1,127 @@
+"""RouteInfoManager rules with a fake clock; config parsing; KV persistence."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from mqcore.errors import ConfigError
+from mqcore.namesrv import KVConfigManager, NamesrvConfig, RouteInfoManager, parse_properties
+from mqcore.protocol.bodies import DataVersion, TopicConfig, TopicConfigSerializeWrapper
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def wrapper(counter: int, **topics: int) -> TopicConfigSerializeWrapper:
+    return TopicConfigSerializeWrapper(
+        {t: TopicConfig(t, n, n) for t, n in topics.items()}, DataVersion(1, counter)
+    )
+
+
+@pytest.fixture
+def clock() -> Clock:
+    return Clock()
+
+
+@pytest.fixture
+def routes(clock: Clock) -> RouteInfoManager:
+    return RouteInfoManager(clock, expired=120)
+
+
+def test_slave_topics_do_not_change_queue_data(routes: RouteInfoManager) -> None:
+    routes.register_broker("c", "m:1", "a", 0, "m:2", wrapper(1, T=4), channel="chm")
+    result = routes.register_broker("c", "s:1", "a", 1, "s:2", wrapper(1, T=8, X=1))
+    assert (result.master_addr, result.ha_server_addr) == ("m:1", "m:2")
+    route = routes.pick_topic_route_data("T")
+    assert route is not None and route.queue_datas[0].write_queue_nums == 4
+    assert route.broker_datas[0].broker_addrs == {0: "m:1", 1: "s:1"}
+    assert routes.pick_topic_route_data("X") is None
+
+
+def test_queue_data_only_updates_on_new_data_version(routes: RouteInfoManager) -> None:
+    routes.register_broker("c", "m:1", "a", 0, "m:2", wrapper(1, T=4))
+    changed = wrapper(1, T=16)  # same version: ignored
+    routes.register_broker("c", "m:1", "a", 0, "m:2", changed)
+    assert routes.pick_topic_route_data("T").queue_datas[0].write_queue_nums == 4  # type: ignore[union-attr]
+    routes.register_broker("c", "m:1", "a", 0, "m:2", wrapper(2, T=16))
+    assert routes.pick_topic_route_data("T").queue_datas[0].write_queue_nums == 16  # type: ignore[union-attr]
+
+
+def test_slave_promoted_to_master_moves_address(routes: RouteInfoManager) -> None:
+    routes.register_broker("c", "s:1", "a", 1, "s:2", wrapper(1, T=4))
+    routes.register_broker("c", "s:1", "a", 0, "s:2", wrapper(1, T=4))
+    info = routes.get_all_cluster_info()
+    assert info.broker_addr_table["a"].broker_addrs == {0: "s:1"}
+
+
+def test_expiry_and_channel_close(routes: RouteInfoManager, clock: Clock) -> None:
+    routes.register_broker("c", "a:1", "a", 0, "", wrapper(1, T=4), channel="ch-a")
+    routes.register_broker("c", "b:1", "b", 0, "", wrapper(1, T=4, U=2), channel="ch-b")
+    clock.now += 100
+    routes.register_broker("c", "b:1", "b", 0, "", wrapper(1, T=4, U=2), channel="ch-b")
+    clock.now += 21
+    assert routes.scan_not_active_brokers() == ["ch-a"]
+    route = routes.pick_topic_route_data("T")
+    assert route is not None and [b.broker_name for b in route.broker_datas] == ["b"]
+    routes.on_channel_destroy("ch-b")
+    assert routes.pick_topic_route_data("T") is None
+    assert routes.get_all_cluster_info().cluster_addr_table == {}
+    assert routes.get_all_topic_list().topic_list == set()
+
+
+def test_reregistration_on_new_channel_survives_old_close(routes: RouteInfoManager) -> None:
+    routes.register_broker("c", "a:1", "a", 0, "", wrapper(1, T=4), channel="old")
+    routes.register_broker("c", "a:1", "a", 0, "", wrapper(1, T=4), channel="new")
+    routes.on_channel_destroy("old")
+    assert routes.pick_topic_route_data("T") is not None
+
+
+def test_wipe_and_add_write_perm(routes: RouteInfoManager) -> None:
+    routes.register_broker("c", "a:1", "a", 0, "", wrapper(1, T=4, U=4))
+    assert routes.wipe_write_perm_of_broker("a") == 2
+    assert routes.pick_topic_route_data("T").queue_datas[0].perm == 4  # type: ignore[union-attr]
+    assert routes.add_write_perm_of_broker("a") == 2
+    assert routes.pick_topic_route_data("T").queue_datas[0].perm == 6  # type: ignore[union-attr]
+
+
+def test_properties_and_config(tmp_path: Path) -> None:
+    props = parse_properties(
+        "# c\n! c\nlistenPort = 1\nkvConfigPath: /x\nlogLevel DEBUG\na=b\\\n c\n"
+    )
+    assert props == {"listenPort": "1", "kvConfigPath": "/x", "logLevel": "DEBUG", "a": "bc"}
+    config = NamesrvConfig()
+    config.update({"listenPort": "10", "orderMessageEnable": "false", "unknown": "1"})
+    assert config.listen_port == 10 and config.order_message_enable is False
+    with pytest.raises(ConfigError):
+        config.update({"orderMessageEnable": "yes"})
+    assert "listenPort=10\n" in config.to_properties_text()
+
+
+def test_kv_persistence(tmp_path: Path) -> None:
+    path = tmp_path / "ns" / "kvConfig.json"
+    kv = KVConfigManager(path)
+    kv.load()
+    kv.put("ns", "k", "v")
+    kv.put("ns", "k2", "v2")
+    kv.delete("ns", "k")
+    assert json.loads(path.read_bytes()) == {"configTable": {"ns": {"k2": "v2"}}}
+    assert list(path.parent.iterdir()) == [path]  # no temporary files left behind
+    again = KVConfigManager(path)
+    again.load()
+    assert again.get("ns", "k2") == "v2" and again.get("ns", "k") is None
+    path.write_text("{not json")
+    with pytest.raises(ConfigError):
+        KVConfigManager(path).load()
+    # Java writes bare integer keys sometimes; the loader must accept fastjson's dialect.
+    path.write_text('{"configTable":{"ns":{1:"x"}}}')
+    fastjson_kv = KVConfigManager(path)
+    fastjson_kv.load()
+    assert fastjson_kv.get("ns", "1") == "x"
