@@ -1,0 +1,31 @@
+"""Interop fixtures: third-party clients installed into a test-local folder."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+NODE_DIR = Path(os.environ.get("MQ_INTEROP_NODE_DIR", Path(__file__).parent / ".node"))
+ALI_ONS = "ali-ons@3"
+
+
+@pytest.fixture(scope="session")
+def alions_dir() -> Path:
+    """A folder whose node_modules holds ali-ons (npm install once, then reused)."""
+    if shutil.which("node") is None or shutil.which("npm") is None:
+        pytest.skip("node/npm not installed: the ali-ons interop test needs Node.js >= 16")
+    if not (NODE_DIR / "node_modules" / "ali-ons" / "package.json").is_file():
+        NODE_DIR.mkdir(parents=True, exist_ok=True)
+        done = subprocess.run(
+            ["npm", "install", "--prefix", str(NODE_DIR), "--no-audit", "--no-fund", ALI_ONS],
+            capture_output=True,
+            text=True,
+            timeout=300,
+            check=False,
+        )
+        assert done.returncode == 0, f"npm install {ALI_ONS} failed:\n{done.stderr[-2000:]}"
+    return NODE_DIR
