@@ -15,9 +15,18 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import ClassVar
 
+from mqcore.common.properties import PropertiesConfig, read_properties_file
 from mqcore.errors import ConfigError
+
+__all__ = [
+    "BrokerRole",
+    "FlushDiskType",
+    "MessageStoreConfig",
+    "parse_delay_levels",
+    "read_properties_file",
+]
 
 CQ_STORE_UNIT_SIZE = 20
 DEFAULT_DELAY_LEVELS = "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h"
@@ -40,8 +49,13 @@ def _key(name: str) -> dict[str, str]:
 
 
 @dataclass
-class MessageStoreConfig:
+class MessageStoreConfig(PropertiesConfig):
     """Store settings; field metadata ``key`` is the RocketMQ property name."""
+
+    ALIASES: ClassVar[Mapping[str, str]] = {
+        "mapedFileSizeCommitLog": "mappedFileSizeCommitLog",
+        "mapedFileSizeConsumeQueue": "mappedFileSizeConsumeQueue",
+    }
 
     store_path_root_dir: str = field(
         default_factory=lambda: os.path.join(os.path.expanduser("~"), "store"),
@@ -196,77 +210,12 @@ class MessageStoreConfig:
                 raise ConfigError(f"deleteWhen must be hours 00..23 separated by ';': {hour!r}")
         parse_delay_levels(self.message_delay_level)
 
-    @classmethod
-    def from_properties(cls, props: Mapping[str, Any] | str | Path) -> MessageStoreConfig:
-        """Build a config from a properties mapping or a java-properties file path.
-
-        Keys this class does not know (broker settings) are ignored; bad values raise
-        :class:`ConfigError` naming the key.
-        """
-        if isinstance(props, (str, Path)):
-            props = read_properties_file(Path(props))
-        by_key = {f.metadata["key"]: f for f in dataclasses.fields(cls)}
-        by_key["mapedFileSizeCommitLog"] = by_key["mappedFileSizeCommitLog"]
-        by_key["mapedFileSizeConsumeQueue"] = by_key["mappedFileSizeConsumeQueue"]
-        kwargs: dict[str, Any] = {}
-        for key, raw in props.items():
-            f = by_key.get(key)
-            if f is None:
-                continue
-            kwargs[f.name] = _convert(key, f, raw)
-        try:
-            return cls(**kwargs)
-        except ConfigError:
-            raise
-        except (TypeError, ValueError) as exc:  # pragma: no cover - defensive
-            raise ConfigError(str(exc)) from exc
-
-    def to_properties(self) -> dict[str, str]:
-        """The effective settings as RocketMQ property strings (for ``-p`` printing)."""
-        out: dict[str, str] = {}
-        for f in dataclasses.fields(self):
-            value = getattr(self, f.name)
-            if value is None:
-                continue
-            if isinstance(value, enum.Enum):
-                value = value.value
-            elif isinstance(value, bool):
-                value = "true" if value else "false"
-            out[f.metadata["key"]] = str(value)
-        return out
-
 
 def _field_key(name: str) -> str:
     for f in dataclasses.fields(MessageStoreConfig):
         if f.name == name:
             return str(f.metadata["key"])
     return name
-
-
-def _convert(key: str, f: dataclasses.Field[Any], raw: Any) -> Any:
-    ftype = str(f.type)
-    text = str(raw).strip() if not isinstance(raw, (bool, int, float)) else raw
-    try:
-        if ftype == "bool":
-            if isinstance(text, bool):
-                return text
-            low = str(text).lower()
-            if low not in ("true", "false"):
-                raise ValueError("expected true or false")
-            return low == "true"
-        if ftype == "int":
-            if isinstance(text, bool):
-                raise ValueError("expected an integer")
-            return int(text)
-        if ftype == "float":
-            return float(text)
-        if ftype == "FlushDiskType":
-            return FlushDiskType(str(text))
-        if ftype == "BrokerRole":
-            return BrokerRole(str(text))
-        return str(text)
-    except ValueError as exc:
-        raise ConfigError(f"bad value for {key}: {raw!r} ({exc})") from None
 
 
 def parse_delay_levels(text: str) -> dict[int, int]:
@@ -280,27 +229,3 @@ def parse_delay_levels(text: str) -> dict[int, int]:
     if not table:
         raise ConfigError("messageDelayLevel is empty")
     return table
-
-
-def read_properties_file(path: Path) -> dict[str, str]:
-    """Minimal java-properties reader: ``key=value`` / ``key: value``, ``#``/``!`` comments."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ConfigError(f"cannot read {path}: {exc.strerror}") from None
-    out: dict[str, str] = {}
-    pending = ""
-    for raw_line in text.splitlines():
-        line = pending + raw_line.lstrip()
-        pending = ""
-        if not line or line[0] in "#!":
-            continue
-        if line.endswith("\\") and not line.endswith("\\\\"):
-            pending = line[:-1]
-            continue
-        m = re.match(r"([^=:\s]+)\s*[=:\s]\s*(.*)$", line)
-        if m:
-            out[m.group(1)] = m.group(2).strip()
-        else:
-            out[line.strip()] = ""
-    return out
