@@ -72,21 +72,34 @@ def decode_json_header(data: bytes | bytearray | memoryview, body: Body) -> Remo
     else:
         raise RemoteProtocolError("JSON header extFields is not an object")
     remark = obj.get("remark")
-    if remark is not None and not isinstance(remark, str):
+    if remark is not None and type(remark) is not str:
         remark = _ext_text(remark)
+    code: Any = obj.get("code")
+    opaque = obj.get("opaque", 0)
+    flag = obj.get("flag", 0)
+    version = obj.get("version", 0)
+    # One combined type check on the hot path; the helper names the culprit on failure.
+    if (
+        type(code) is not int
+        or type(opaque) is not int
+        or type(flag) is not int
+        or type(version) is not int
+    ):
+        for name in ("code", "opaque", "flag", "version"):
+            _int_field(obj, name, None if name == "code" else 0)
     language = obj.get("language")
     return RemotingCommand(
-        code=_int_field(obj, "code"),
-        opaque=_int_field(obj, "opaque", 0),
-        flag=_int_field(obj, "flag", 0),
-        remark=remark,
-        ext_fields=ext,
-        body=body,
-        language=_LANGUAGE_BY_NAME.get(language, LanguageCode.OTHER)
-        if isinstance(language, str)
+        code,
+        opaque,
+        flag,
+        remark,
+        ext,
+        body,
+        _LANGUAGE_BY_NAME.get(language, LanguageCode.OTHER)
+        if type(language) is str
         else LanguageCode.OTHER,
-        version=_int_field(obj, "version", 0),
-        serialize_type=SerializeType.JSON,
+        version,
+        SerializeType.JSON,
     )
 
 

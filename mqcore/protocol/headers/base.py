@@ -102,15 +102,22 @@ class CommandHeader:
     @classmethod
     def from_ext_fields(cls, ext: Mapping[str, str]) -> Self:
         """Build from a command's extFields. Raises HeaderError; unknown keys are ignored."""
+        return cls._build(ext, cls._fields_spec())
+
+    @classmethod
+    def _build(cls, ext: Mapping[str, str], spec: _Spec) -> Self:
+        # ``spec`` may come from a sibling class with the same attributes under other wire
+        # names (SEND_MESSAGE_V2's letters -> SendMessageRequestHeader), saving a copy.
         kwargs: dict[str, Any] = {}
-        for attr, key, parse, _, required in cls._fields_spec():
-            text = ext.get(key)
+        get = ext.get
+        for attr, key, parse, _, required in spec:
+            text = get(key)
             if text is None:
                 if required:
                     raise HeaderError(f"the custom field <{key}> is null")
                 continue
             try:
-                kwargs[attr] = parse(text)
+                kwargs[attr] = text if parse is str else parse(text)
             except ValueError:
                 raise HeaderError(f"the custom field <{key}> is not valid: {text!r}") from None
         return cls(**kwargs)

@@ -83,7 +83,9 @@ _V2_CODES = (
 def decode_send_message_header(cmd: Any) -> SendMessageRequestHeader:
     """The send header of a SEND_MESSAGE / _V2 / SEND_BATCH_MESSAGE request, in one form."""
     if cmd.code in _V2_CODES:
-        return SendMessageRequestHeaderV2.from_ext_fields(cmd.ext_fields).to_v1()
+        return SendMessageRequestHeader._build(
+            cmd.ext_fields, SendMessageRequestHeaderV2._fields_spec()
+        )
     return SendMessageRequestHeader.from_ext_fields(cmd.ext_fields)
 
 
