@@ -1,0 +1,1 @@
+"""The broker: request processors, client and offset management, long polling."""

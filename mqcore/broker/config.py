@@ -1,0 +1,96 @@
+"""`BrokerConfig`: the broker's own settings under RocketMQ's property names.
+
+One ``broker.conf`` holds broker and store keys side by side (as in RocketMQ); each
+config class takes the keys it knows. Durations are milliseconds, as in RocketMQ.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from dataclasses import dataclass, field
+
+from mqcore.common.properties import PropertiesConfig, prop
+from mqcore.errors import ConfigError
+
+__all__ = ["BrokerConfig", "local_ip"]
+
+
+def local_ip() -> str:
+    """The address other hosts would reach us at (RocketMQ's ``brokerIP1`` default)."""
+    try:
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+            s.connect(("10.255.255.255", 1))  # no packet is sent; picks the route's address
+            return str(s.getsockname()[0])
+    except OSError:
+        return "127.0.0.1"
+
+
+@dataclass
+class BrokerConfig(PropertiesConfig):
+    """Broker settings; field names map to RocketMQ's camelCase keys."""
+
+    broker_cluster_name: str = "DefaultCluster"
+    broker_name: str = field(default_factory=socket.gethostname)
+    broker_id: int = 0
+    """0 is the master; any other id is a slave of the master with the same name."""
+    broker_ip1: str = prop("brokerIP1", default_factory=local_ip)
+    broker_ip2: str | None = prop("brokerIP2", None)
+    listen_port: int = 10911
+    bind_address: str = "0.0.0.0"
+    """Interface to listen on (RocketMQ always binds every interface)."""
+    namesrv_addr: str | None = field(default_factory=lambda: os.environ.get("NAMESRV_ADDR"))
+    """Name servers, ``host:port`` separated by ``;``."""
+    broker_permission: int = 6
+    auto_create_topic_enable: bool = True
+    auto_create_subscription_group: bool = True
+    default_topic_queue_nums: int = 8
+    cluster_topic_enable: bool = True
+    broker_topic_enable: bool = True
+    flush_consumer_offset_interval: int = 5000
+    register_name_server_period: int = 30_000
+    register_broker_timeout_mills: int = 6000
+    channel_expired_timeout: int = 120_000
+    """A client silent this long (no heartbeat) is dropped."""
+    client_scan_interval: int = 10_000
+    long_polling_enable: bool = True
+    short_polling_time_mills: int = 1000
+    max_batch_body_size: int = 4 * 1024 * 1024
+    enable_property_filter: bool = False
+    filter_support_retry: bool = False
+    transaction_time_out: int = 6000
+    transaction_check_max: int = 15
+    transaction_check_interval: int = 60_000
+    region_id: str = "DefaultRegion"
+    trace_on: bool = True
+    max_reconsume_times: int = 16
+    rebalance_lock_max_live_time: int = 60_000
+    log_dir: str = field(
+        default_factory=lambda: os.path.join(os.path.expanduser("~"), "logs", "mqlogs")
+    )
+    log_level: str = "INFO"
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.listen_port <= 65535:
+            raise ConfigError(f"listenPort must be 0..65535, got {self.listen_port}")
+        if self.broker_id < 0:
+            raise ConfigError(f"brokerId must be >= 0, got {self.broker_id}")
+        if self.broker_permission & ~0xF:
+            raise ConfigError(
+                f"brokerPermission must be a 0..15 bit set, got {self.broker_permission}"
+            )
+        if self.default_topic_queue_nums <= 0:
+            raise ConfigError("defaultTopicQueueNums must be > 0")
+
+    @property
+    def broker_addr(self) -> str:
+        """``brokerIP1:listenPort``, what the broker registers and stores as store host."""
+        return f"{self.broker_ip1}:{self.listen_port}"
+
+    @property
+    def ha_server_addr(self) -> str:
+        return f"{self.broker_ip2 or self.broker_ip1}:{self.listen_port + 1}"
+
+    @property
+    def namesrv_addrs(self) -> list[str]:
+        return [a.strip() for a in (self.namesrv_addr or "").split(";") if a.strip()]
