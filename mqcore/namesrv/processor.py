@@ -10,7 +10,8 @@ from __future__ import annotations
 import logging
 import zlib
 
-from mqcore.namesrv.config import NamesrvConfig, parse_properties
+from mqcore.common.properties import parse_properties
+from mqcore.namesrv.config import NamesrvConfig
 from mqcore.namesrv.kvconfig import NAMESPACE_ORDER_TOPIC_CONFIG, KVConfigManager
 from mqcore.namesrv.routeinfo import RouteInfoManager
 from mqcore.protocol import RemotingCommand, RequestCode, ResponseCode
