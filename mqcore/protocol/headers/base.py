@@ -17,6 +17,7 @@ import typing
 from collections.abc import Callable, Mapping
 from typing import Any, ClassVar, Self
 
+from mqcore.common.properties import camel
 from mqcore.errors import MQError
 
 __all__ = ["CommandHeader", "HeaderError", "camel", "wire"]
@@ -27,12 +28,6 @@ class HeaderError(MQError, ValueError):
 
     Servers answer it with SYSTEM_ERROR and this message as remark (the connection stays).
     """
-
-
-def camel(name: str) -> str:
-    """``broker_addr`` -> ``brokerAddr``."""
-    head, *rest = name.split("_")
-    return head + "".join(part[:1].upper() + part[1:] for part in rest)
 
 
 def wire(name: str, default: Any = dataclasses.MISSING) -> Any:
