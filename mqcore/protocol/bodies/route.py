@@ -10,9 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from mqcore.common.metadata import DataVersion, PermName, TopicConfig
 from mqcore.protocol.bodies.base import (
     RemotingBody,
-    as_bool,
     as_dict,
     as_int,
     as_list,
@@ -38,68 +38,6 @@ __all__ = [
 
 MASTER_ID = 0
 """``MixAll.MASTER_ID``: broker id of a master."""
-
-
-class PermName:
-    """Permission bits of a topic / queue data (``PermName.java``)."""
-
-    PRIORITY = 0x8
-    READ = 0x4
-    WRITE = 0x2
-    INHERIT = 0x1
-
-
-@dataclass(slots=True)
-class DataVersion(RemotingBody):
-    """Version of a broker's topic table: changes whenever a topic changes."""
-
-    timestamp: int = 0
-    counter: int = 0
-
-    def to_json(self) -> dict[str, Any]:
-        return {"counter": self.counter, "timestamp": self.timestamp}
-
-    @classmethod
-    def from_json(cls, obj: Any) -> DataVersion:
-        obj = as_dict(obj)
-        return cls(as_int(obj.get("timestamp")), as_int(obj.get("counter")))
-
-
-@dataclass(slots=True)
-class TopicConfig(RemotingBody):
-    """A broker's configuration of one topic (defaults are Java's)."""
-
-    topic_name: str
-    read_queue_nums: int = 16
-    write_queue_nums: int = 16
-    perm: int = PermName.READ | PermName.WRITE
-    topic_filter_type: str = "SINGLE_TAG"
-    topic_sys_flag: int = 0
-    order: bool = False
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "order": self.order,
-            "perm": self.perm,
-            "readQueueNums": self.read_queue_nums,
-            "topicFilterType": self.topic_filter_type,
-            "topicName": self.topic_name,
-            "topicSysFlag": self.topic_sys_flag,
-            "writeQueueNums": self.write_queue_nums,
-        }
-
-    @classmethod
-    def from_json(cls, obj: Any) -> TopicConfig:
-        obj = as_dict(obj)
-        return cls(
-            topic_name=as_str(obj.get("topicName")),
-            read_queue_nums=as_int(obj.get("readQueueNums"), 16),
-            write_queue_nums=as_int(obj.get("writeQueueNums"), 16),
-            perm=as_int(obj.get("perm"), 6),
-            topic_filter_type=as_str(obj.get("topicFilterType"), "SINGLE_TAG"),
-            topic_sys_flag=as_int(obj.get("topicSysFlag")),
-            order=as_bool(obj.get("order")),
-        )
 
 
 @dataclass(slots=True)

@@ -10,19 +10,17 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from mqcore.common.metadata import DataVersion, SubscriptionGroupConfig
 from mqcore.protocol.bodies.base import (
     MessageQueue,
     RemotingBody,
-    as_bool,
     as_dict,
     as_int,
     as_list,
-    as_str,
     int_key_map,
     mq_key,
     mq_key_text,
 )
-from mqcore.protocol.bodies.route import DataVersion
 
 __all__ = [
     "ConsumeStats",
@@ -188,51 +186,6 @@ class DelayOffsetSerializeWrapper(RemotingBody):
     def from_json(cls, obj: Any) -> DelayOffsetSerializeWrapper:
         table = int_key_map(as_dict(as_dict(obj).get("offsetTable")))
         return cls({k: as_int(v) for k, v in table.items()})
-
-
-@dataclass(slots=True)
-class SubscriptionGroupConfig(RemotingBody):
-    """A consumer group's broker-side settings (defaults are Java's)."""
-
-    group_name: str
-    consume_enable: bool = True
-    consume_from_min_enable: bool = True
-    consume_broadcast_enable: bool = True
-    retry_queue_nums: int = 1
-    retry_max_times: int = 16
-    broker_id: int = 0
-    which_broker_when_consume_slowly: int = 1
-    notify_consumer_ids_changed_enable: bool = True
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "brokerId": self.broker_id,
-            "consumeBroadcastEnable": self.consume_broadcast_enable,
-            "consumeEnable": self.consume_enable,
-            "consumeFromMinEnable": self.consume_from_min_enable,
-            "groupName": self.group_name,
-            "notifyConsumerIdsChangedEnable": self.notify_consumer_ids_changed_enable,
-            "retryMaxTimes": self.retry_max_times,
-            "retryQueueNums": self.retry_queue_nums,
-            "whichBrokerWhenConsumeSlowly": self.which_broker_when_consume_slowly,
-        }
-
-    @classmethod
-    def from_json(cls, obj: Any) -> SubscriptionGroupConfig:
-        obj = as_dict(obj)
-        return cls(
-            group_name=as_str(obj.get("groupName")),
-            consume_enable=as_bool(obj.get("consumeEnable"), True),
-            consume_from_min_enable=as_bool(obj.get("consumeFromMinEnable"), True),
-            consume_broadcast_enable=as_bool(obj.get("consumeBroadcastEnable"), True),
-            retry_queue_nums=as_int(obj.get("retryQueueNums"), 1),
-            retry_max_times=as_int(obj.get("retryMaxTimes"), 16),
-            broker_id=as_int(obj.get("brokerId")),
-            which_broker_when_consume_slowly=as_int(obj.get("whichBrokerWhenConsumeSlowly"), 1),
-            notify_consumer_ids_changed_enable=as_bool(
-                obj.get("notifyConsumerIdsChangedEnable"), True
-            ),
-        )
 
 
 @dataclass(slots=True)

@@ -8,7 +8,8 @@ fastjson dialect and writes it back byte-identically, crash-safely (see
 
 from __future__ import annotations
 
-from mqcore.store.metadata.config_file import ConfigFileManager, DataVersion
+from mqcore.common.metadata import DataVersion
+from mqcore.store.metadata.config_file import ConfigFileManager
 from mqcore.store.metadata.consumer_filter import (
     BloomFilterData,
     ConsumerFilterData,

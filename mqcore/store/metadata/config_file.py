@@ -32,14 +32,19 @@ from __future__ import annotations
 import logging
 import os
 import threading
-import time
 from abc import ABC, abstractmethod
-from collections.abc import Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
 from mqcore.common.fastjson import FastjsonError, dumps_pretty, loads
+from mqcore.common.jsonfields import (
+    get_bool,
+    get_int,
+    get_mapping,
+    get_str,
+    now_ms,
+)
+from mqcore.common.metadata import DataVersion
 from mqcore.errors import ConfigError
 
 __all__ = [
@@ -53,92 +58,6 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
-
-
-def now_ms() -> int:
-    return time.time_ns() // 1_000_000
-
-
-# -- typed field access: wrong shapes become ConfigError, never KeyError/TypeError --------
-
-
-def get_mapping(obj: Any, name: str | None = None, *, required: bool = False) -> dict[Any, Any]:
-    """``obj[name]`` (or ``obj`` itself) as a dict; a missing optional field gives ``{}``."""
-    value = obj if name is None else _field(obj, name, None, required)
-    if value is None:
-        return {}
-    if not isinstance(value, dict):
-        raise ConfigError(f"{name or 'document'}: expected an object, got {_kind(value)}")
-    return value
-
-
-def get_int(obj: Mapping[str, Any], name: str, default: int | None = None) -> int:
-    value = _field(obj, name, default, default is None)
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise ConfigError(f"{name}: expected an integer, got {_kind(value)}")
-    return value
-
-
-def get_bool(obj: Mapping[str, Any], name: str, default: bool) -> bool:
-    value = _field(obj, name, default, False)
-    if not isinstance(value, bool):
-        raise ConfigError(f"{name}: expected true/false, got {_kind(value)}")
-    return value
-
-
-def get_str(obj: Mapping[str, Any], name: str, default: str | None = None) -> str:
-    value = _field(obj, name, default, default is None)
-    if not isinstance(value, str):
-        raise ConfigError(f"{name}: expected a string, got {_kind(value)}")
-    return value
-
-
-def int_key(key: Any, what: str) -> int:
-    """A map key that Java holds as Integer/Long: bare (fastjson) or quoted (strict JSON)."""
-    if isinstance(key, int) and not isinstance(key, bool):
-        return key
-    if isinstance(key, str):
-        try:
-            return int(key)
-        except ValueError:
-            pass
-    raise ConfigError(f"{what}: expected an integer key, got {key!r}")
-
-
-def _field(obj: Mapping[str, Any], name: str, default: Any, required: bool) -> Any:
-    if not isinstance(obj, dict):
-        raise ConfigError(f"expected an object holding {name!r}, got {_kind(obj)}")
-    if name in obj and obj[name] is not None:
-        return obj[name]
-    if required:
-        raise ConfigError(f"missing field {name!r}")
-    return default
-
-
-def _kind(value: Any) -> str:
-    return "null" if value is None else type(value).__name__
-
-
-@dataclass
-class DataVersion:
-    """Version stamp of topics/subscription groups; brokers compare it to skip re-sending
-    unchanged metadata. ``counter`` grows on every change."""
-
-    timestamp: int = field(default_factory=now_ms)
-    counter: int = 0
-
-    def next_version(self) -> None:
-        self.timestamp = now_ms()
-        self.counter += 1
-
-    def to_json(self) -> dict[str, Any]:
-        return {"counter": self.counter, "timestamp": self.timestamp}
-
-    @classmethod
-    def from_json(cls, obj: Any) -> DataVersion:
-        """Reads 4.x and 5.x stamps (5.x's ``stateVersion`` is ignored)."""
-        obj = get_mapping(obj)
-        return cls(timestamp=get_int(obj, "timestamp", 0), counter=get_int(obj, "counter", 0))
 
 
 class ConfigFileManager(ABC):

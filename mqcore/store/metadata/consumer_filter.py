@@ -15,13 +15,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from mqcore.common.jsonfields import get_int, get_mapping, get_str
 from mqcore.errors import ConfigError
-from mqcore.store.metadata.config_file import (
-    ConfigFileManager,
-    get_int,
-    get_mapping,
-    get_str,
-)
+from mqcore.store.metadata.config_file import ConfigFileManager
 
 __all__ = ["BloomFilterData", "ConsumerFilterData", "ConsumerFilterManager"]
 

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from mqcore.common.jsonfields import get_mapping, int_key
 from mqcore.errors import ConfigError
-from mqcore.store.metadata.config_file import ConfigFileManager, get_mapping, int_key
+from mqcore.store.metadata.config_file import ConfigFileManager
 
 __all__ = ["TOPIC_GROUP_SEPARATOR", "ConsumerOffsetManager"]
 

@@ -6,18 +6,12 @@ bean fields in alphabetical order (spec §10.5).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
+from mqcore.common.jsonfields import get_mapping
+from mqcore.common.metadata import DataVersion, SubscriptionGroupConfig
 from mqcore.errors import ConfigError
-from mqcore.store.metadata.config_file import (
-    ConfigFileManager,
-    DataVersion,
-    get_bool,
-    get_int,
-    get_mapping,
-    get_str,
-)
+from mqcore.store.metadata.config_file import ConfigFileManager
 
 __all__ = ["SYSTEM_GROUPS", "SubscriptionGroupConfig", "SubscriptionGroupManager"]
 
@@ -31,52 +25,6 @@ SYSTEM_GROUPS = (
     "CID_ONSAPI_PERMISSION",
     "CID_ONSAPI_OWNER",
 )
-
-
-@dataclass
-class SubscriptionGroupConfig:
-    """One consumer group's server-side settings; defaults are RocketMQ's."""
-
-    group_name: str
-    consume_enable: bool = True
-    consume_from_min_enable: bool = True
-    consume_broadcast_enable: bool = True
-    retry_queue_nums: int = 1
-    retry_max_times: int = 16
-    broker_id: int = 0
-    which_broker_when_consume_slowly: int = 1
-    notify_consumer_ids_changed_enable: bool = True
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "brokerId": self.broker_id,
-            "consumeBroadcastEnable": self.consume_broadcast_enable,
-            "consumeEnable": self.consume_enable,
-            "consumeFromMinEnable": self.consume_from_min_enable,
-            "groupName": self.group_name,
-            "notifyConsumerIdsChangedEnable": self.notify_consumer_ids_changed_enable,
-            "retryMaxTimes": self.retry_max_times,
-            "retryQueueNums": self.retry_queue_nums,
-            "whichBrokerWhenConsumeSlowly": self.which_broker_when_consume_slowly,
-        }
-
-    @classmethod
-    def from_json(cls, obj: Any, name: str | None = None) -> SubscriptionGroupConfig:
-        """Parse one entry; unknown (5.x) fields are ignored."""
-        obj = get_mapping(obj)
-        return cls(
-            group_name=get_str(obj, "groupName", name),
-            consume_enable=get_bool(obj, "consumeEnable", True),
-            consume_from_min_enable=get_bool(obj, "consumeFromMinEnable", True),
-            consume_broadcast_enable=get_bool(obj, "consumeBroadcastEnable", True),
-            retry_queue_nums=get_int(obj, "retryQueueNums", 1),
-            retry_max_times=get_int(obj, "retryMaxTimes", 16),
-            broker_id=get_int(obj, "brokerId", 0),
-            which_broker_when_consume_slowly=get_int(obj, "whichBrokerWhenConsumeSlowly", 1),
-            notify_consumer_ids_changed_enable=get_bool(
-                obj, "notifyConsumerIdsChangedEnable", True
-            ),
-        )
 
 
 class SubscriptionGroupManager(ConfigFileManager):

@@ -13,21 +13,23 @@ reuse :func:`validate_topic_name` for requests.
 
 from __future__ import annotations
 
-import enum
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from mqcore.errors import ConfigError
-from mqcore.store.metadata.config_file import (
-    ConfigFileManager,
+from mqcore.common.jsonfields import get_mapping
+from mqcore.common.metadata import (
+    PERM_INHERIT,
+    PERM_PRIORITY,
+    PERM_READ,
+    PERM_WRITE,
     DataVersion,
-    get_bool,
-    get_int,
-    get_mapping,
-    get_str,
+    TopicConfig,
+    TopicFilterType,
 )
+from mqcore.errors import ConfigError
+from mqcore.store.metadata.config_file import ConfigFileManager
 
 __all__ = [
     "AUTO_CREATE_TOPIC_KEY_TOPIC",
@@ -50,10 +52,6 @@ __all__ = [
 ]
 
 # PermName
-PERM_PRIORITY = 0x8
-PERM_READ = 0x4
-PERM_WRITE = 0x2
-PERM_INHERIT = 0x1
 
 # TopicValidator / MixAll names
 AUTO_CREATE_TOPIC_KEY_TOPIC = "TBW102"
@@ -139,67 +137,6 @@ def perm_to_string(perm: int) -> str:
         + ("W" if perm & PERM_WRITE else "-")
         + ("X" if perm & PERM_INHERIT else "-")
     )
-
-
-class TopicFilterType(enum.StrEnum):
-    SINGLE_TAG = "SINGLE_TAG"
-    MULTI_TAG = "MULTI_TAG"
-
-
-@dataclass
-class TopicConfig:
-    """One topic (RocketMQ ``TopicConfig``); defaults are Java's no-arg defaults."""
-
-    topic_name: str
-    read_queue_nums: int = 16
-    write_queue_nums: int = 16
-    perm: int = PERM_READ | PERM_WRITE
-    topic_filter_type: TopicFilterType = TopicFilterType.SINGLE_TAG
-    topic_sys_flag: int = 0
-    order: bool = False
-
-    @property
-    def readable(self) -> bool:
-        return bool(self.perm & PERM_READ)
-
-    @property
-    def writeable(self) -> bool:
-        return bool(self.perm & PERM_WRITE)
-
-    @property
-    def inherited(self) -> bool:
-        return bool(self.perm & PERM_INHERIT)
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "order": self.order,
-            "perm": self.perm,
-            "readQueueNums": self.read_queue_nums,
-            "topicFilterType": self.topic_filter_type.value,
-            "topicName": self.topic_name,
-            "topicSysFlag": self.topic_sys_flag,
-            "writeQueueNums": self.write_queue_nums,
-        }
-
-    @classmethod
-    def from_json(cls, obj: Any, name: str | None = None) -> TopicConfig:
-        """Parse one entry; ``name`` (the table key) stands in for a missing topicName.
-        Unknown fields (5.x ``attributes`` ...) are ignored."""
-        obj = get_mapping(obj)
-        filter_type = get_str(obj, "topicFilterType", TopicFilterType.SINGLE_TAG.value)
-        try:
-            topic_filter_type = TopicFilterType(filter_type)
-        except ValueError:
-            raise ConfigError(f"topicFilterType: unknown value {filter_type!r}") from None
-        return cls(
-            topic_name=get_str(obj, "topicName", name),
-            read_queue_nums=get_int(obj, "readQueueNums", 16),
-            write_queue_nums=get_int(obj, "writeQueueNums", 16),
-            perm=get_int(obj, "perm", PERM_READ | PERM_WRITE),
-            topic_filter_type=topic_filter_type,
-            topic_sys_flag=get_int(obj, "topicSysFlag", 0),
-            order=get_bool(obj, "order", False),
-        )
 
 
 def system_topic_configs(
