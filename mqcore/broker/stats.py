@@ -1,0 +1,253 @@
+"""`BrokerStatsManager`: in-memory put/get statistics (RocketMQ's BrokerStatsManager and
+the store's StoreStatsService rolled into one).
+
+The hot path (``on_put`` / ``on_get``, called once per send or pull) only adds integers
+to two counter objects: the broker-wide one and the topic's (or ``topic@group``'s).
+Rates come from snapshots a periodic :meth:`sample` (every second, driven by the
+controller or by :meth:`run`) takes of every counter into a bounded ring, so reading a
+rate is one subtraction and nothing is allocated per message.
+
+What it answers:
+
+* totals (messages, bytes, calls) broker-wide, per topic, per ``topic@group``;
+* rates over the last 10 s / 60 s / 600 s broker-wide (``putTps`` in runtime info is
+  ``"<10s> <60s> <600s>"`` as RocketMQ prints it; tools read the first number) and over
+  up to 60 s per topic or group (``consumeTps`` of GET_CONSUME_STATS, the dashboard);
+* "messages today / yesterday": totals at the last two local midnights
+  (``msgPutTotalTodayMorning``, ``msgPutTotalYesterdayMorning``, ...).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime
+import time
+from collections import deque
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+__all__ = ["BrokerStatsManager", "StatsItem", "StatsSnapshot"]
+
+_GLOBAL_SAMPLES = 601  # 10 minutes of one-second samples, as StoreStatsService keeps
+_KEY_SAMPLES = 61  # one minute per topic / group
+
+
+class StatsItem:
+    """Counters of one key; ``samples`` holds ``(t, msgs, bytes, calls)`` snapshots."""
+
+    __slots__ = ("bytes", "calls", "msgs", "samples")
+
+    def __init__(self, max_samples: int = _KEY_SAMPLES) -> None:
+        self.msgs = 0
+        self.bytes = 0
+        self.calls = 0
+        self.samples: deque[tuple[float, int, int, int]] = deque(maxlen=max_samples)
+
+    def sample(self, now: float) -> None:
+        self.samples.append((now, self.msgs, self.bytes, self.calls))
+
+    def rates(self, window: int) -> tuple[float, float, float]:
+        """(msgs/s, bytes/s, calls/s) over the last ``window`` seconds of samples (or
+        what there is of them, so a young broker still shows a rate)."""
+        samples = self.samples
+        if len(samples) < 2:
+            return 0.0, 0.0, 0.0
+        last = samples[-1]
+        first = samples[max(0, len(samples) - 1 - window)]
+        dt = last[0] - first[0]
+        if dt <= 0:
+            return 0.0, 0.0, 0.0
+        return (last[1] - first[1]) / dt, (last[2] - first[2]) / dt, (last[3] - first[3]) / dt
+
+
+@dataclass(frozen=True, slots=True)
+class StatsSnapshot:
+    """Totals and one-minute rates of one key, for admin answers and the dashboard."""
+
+    key: str
+    msgs: int
+    bytes: int
+    calls: int
+    tps: float
+    bytes_per_second: float
+
+
+def _local_date(wall: float) -> datetime.date:
+    return datetime.datetime.fromtimestamp(wall).date()
+
+
+def _fmt(value: float) -> str:
+    return repr(round(value, 2))
+
+
+class BrokerStatsManager:
+    """Put/get statistics of one broker. Single-threaded (the event loop), as the
+    processors that feed it."""
+
+    def __init__(
+        self,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+        wall_clock: Callable[[], float] = time.time,
+    ) -> None:
+        self._clock = clock
+        self._wall = wall_clock
+        self.put_total = StatsItem(_GLOBAL_SAMPLES)
+        self.get_total = StatsItem(_GLOBAL_SAMPLES)
+        self.get_found = 0
+        """Pulls that returned messages (``getFoundTps`` is derived from samples)."""
+        self._get_found_samples: deque[tuple[float, int]] = deque(maxlen=_GLOBAL_SAMPLES)
+        self.topic_put: dict[str, StatsItem] = {}
+        self.group_get: dict[str, StatsItem] = {}
+        """Keyed ``topic@group`` as RocketMQ's GROUP_GET_NUMS."""
+        self.boot_wall_ms = int(self._wall() * 1000)
+        self._today = _local_date(self._wall())
+        self.put_today_morning = 0
+        self.get_today_morning = 0
+        self.put_yesterday_morning = 0
+        self.get_yesterday_morning = 0
+        self.sample()
+
+    # -- hot path -----------------------------------------------------------------------
+
+    def on_put(self, topic: str, msgs: int, size: int) -> None:
+        """``msgs`` messages of ``size`` bytes in total were stored to ``topic``."""
+        item = self.topic_put.get(topic)
+        if item is None:
+            item = self.topic_put[topic] = StatsItem()
+        item.msgs += msgs
+        item.bytes += size
+        item.calls += 1
+        total = self.put_total
+        total.msgs += msgs
+        total.bytes += size
+        total.calls += 1
+
+    def on_get(self, group: str, topic: str, msgs: int, size: int) -> None:
+        """A pull of ``group`` on ``topic`` returned ``msgs`` messages, ``size`` bytes
+        (call it with 0 for a pull that found nothing: it counts as a get call)."""
+        key = f"{topic}@{group}"
+        item = self.group_get.get(key)
+        if item is None:
+            item = self.group_get[key] = StatsItem()
+        item.msgs += msgs
+        item.bytes += size
+        item.calls += 1
+        total = self.get_total
+        total.msgs += msgs
+        total.bytes += size
+        total.calls += 1
+        if msgs:
+            self.get_found += 1
+
+    # -- sampling -----------------------------------------------------------------------
+
+    def sample(self) -> None:
+        """Snapshot every counter (call once a second) and roll the day totals at local
+        midnight."""
+        now = self._clock()
+        self.put_total.sample(now)
+        self.get_total.sample(now)
+        self._get_found_samples.append((now, self.get_found))
+        for item in self.topic_put.values():
+            item.sample(now)
+        for item in self.group_get.values():
+            item.sample(now)
+        today = _local_date(self._wall())
+        if today != self._today:
+            self._today = today
+            self.put_yesterday_morning = self.put_today_morning
+            self.get_yesterday_morning = self.get_today_morning
+            self.put_today_morning = self.put_total.msgs
+            self.get_today_morning = self.get_total.msgs
+
+    async def run(self, interval: float = 1.0) -> None:
+        """Sample every ``interval`` seconds until cancelled."""
+        while True:
+            await asyncio.sleep(interval)
+            self.sample()
+
+    def remove_topic(self, topic: str) -> None:
+        """Forget a deleted topic's statistics (and its groups')."""
+        self.topic_put.pop(topic, None)
+        prefix = f"{topic}@"
+        for key in [k for k in self.group_get if k.startswith(prefix)]:
+            del self.group_get[key]
+
+    def remove_group(self, group: str) -> None:
+        suffix = f"@{group}"
+        for key in [k for k in self.group_get if k.endswith(suffix)]:
+            del self.group_get[key]
+
+    # -- reads --------------------------------------------------------------------------
+
+    def put_tps(self, window: int = 10) -> float:
+        return self.put_total.rates(window)[0]
+
+    def get_transferred_tps(self, window: int = 10) -> float:
+        """Messages handed to consumers per second."""
+        return self.get_total.rates(window)[0]
+
+    def get_total_tps(self, window: int = 10) -> float:
+        """Pull calls per second."""
+        return self.get_total.rates(window)[2]
+
+    def get_found_tps(self, window: int = 10) -> float:
+        samples = self._get_found_samples
+        if len(samples) < 2:
+            return 0.0
+        last, first = samples[-1], samples[max(0, len(samples) - 1 - window)]
+        dt = last[0] - first[0]
+        return (last[1] - first[1]) / dt if dt > 0 else 0.0
+
+    def topic_put_snapshot(self, topic: str) -> StatsSnapshot:
+        return self._snapshot(topic, self.topic_put.get(topic))
+
+    def group_get_snapshot(self, group: str, topic: str) -> StatsSnapshot:
+        key = f"{topic}@{group}"
+        return self._snapshot(key, self.group_get.get(key))
+
+    def group_get_tps(self, group: str, topic: str, window: int = 60) -> float:
+        """Messages/s ``group`` pulled from ``topic`` (GET_CONSUME_STATS ``consumeTps``)."""
+        item = self.group_get.get(f"{topic}@{group}")
+        return item.rates(window)[0] if item is not None else 0.0
+
+    def topic_snapshots(self) -> Iterator[StatsSnapshot]:
+        for key, item in list(self.topic_put.items()):
+            yield self._snapshot(key, item)
+
+    def group_snapshots(self) -> Iterator[StatsSnapshot]:
+        """Per ``topic@group`` get statistics."""
+        for key, item in list(self.group_get.items()):
+            yield self._snapshot(key, item)
+
+    @staticmethod
+    def _snapshot(key: str, item: StatsItem | None) -> StatsSnapshot:
+        if item is None:
+            return StatsSnapshot(key, 0, 0, 0, 0.0, 0.0)
+        tps, bps, _ = item.rates(60)
+        return StatsSnapshot(key, item.msgs, item.bytes, item.calls, tps, bps)
+
+    def runtime_info(self) -> dict[str, str]:
+        """The statistics keys of GET_BROKER_RUNTIME_INFO, as RocketMQ spells them."""
+        put, get = self.put_total, self.get_total
+        windows = (10, 60, 600)
+        return {
+            "msgPutTotalTodayNow": str(put.msgs),
+            "msgGetTotalTodayNow": str(get.msgs),
+            "msgPutTotalTodayMorning": str(self.put_today_morning),
+            "msgGetTotalTodayMorning": str(self.get_today_morning),
+            "msgPutTotalYesterdayMorning": str(self.put_yesterday_morning),
+            "msgGetTotalYesterdayMorning": str(self.get_yesterday_morning),
+            "putTps": " ".join(_fmt(self.put_tps(w)) for w in windows),
+            "getTransferedTps": " ".join(_fmt(self.get_transferred_tps(w)) for w in windows),
+            "getTotalTps": " ".join(_fmt(self.get_total_tps(w)) for w in windows),
+            "getFoundTps": " ".join(_fmt(self.get_found_tps(w)) for w in windows),
+            "getMissTps": " ".join(
+                _fmt(max(0.0, self.get_total_tps(w) - self.get_found_tps(w))) for w in windows
+            ),
+            "putMessageTimesTotal": str(put.calls),
+            "putMessageSizeTotal": str(put.bytes),
+            "putMessageEntireTimeMax": "0",
+            "bootTimestamp": str(self.boot_wall_ms),
+        }
