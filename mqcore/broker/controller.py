@@ -1,0 +1,304 @@
+"""`BrokerController`: wires the store, metadata, client services, processors and servers.
+
+Usage (in-process, e.g. tests)::
+
+    controller = BrokerController(
+        BrokerConfig(listen_port=0, broker_ip1="127.0.0.1", namesrv_addr="127.0.0.1:9876"),
+        MessageStoreConfig(store_path_root_dir=str(tmp_path)),
+    )
+    await controller.start()        # lock + recover the store, listen, register
+    controller.broker_addr          # "127.0.0.1:<real port>"
+    ...
+    await controller.shutdown()     # unregister, stop listening, flush, persist, unlock
+
+Two servers run with the same processors, as in RocketMQ: ``server`` on ``listenPort``
+and ``fast_server`` (the "VIP channel" Java 4.x producers use by default) on
+``listenPort - 2``, which does not serve PULL_MESSAGE. With ``listenPort`` 0 a free pair
+of ports is picked and ``config.listen_port`` becomes the real one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import inspect
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from mqcore.broker.config import BrokerConfig
+from mqcore.broker.long_polling import LongPollingService
+from mqcore.broker.outer_api import BrokerOuterAPI
+from mqcore.broker.topics import TopicService
+from mqcore.remoting import RemotingServer
+from mqcore.store.message_store import MessageStore
+from mqcore.store.metadata import (
+    ConsumerFilterManager,
+    ConsumerOffsetManager,
+    DelayOffsetManager,
+    SubscriptionGroupManager,
+    TopicConfigManager,
+)
+from mqcore.store.store_config import MessageStoreConfig
+
+__all__ = ["BrokerController"]
+
+log = logging.getLogger("mq.broker")
+
+FAST_PORT_DISTANCE = 2
+"""RocketMQ's VIP channel listens on ``listenPort - 2``."""
+_PORT_PAIR_ATTEMPTS = 50
+
+
+class BrokerController:
+    """One broker (master). Construct, ``await start()``, ``await shutdown()``."""
+
+    def __init__(self, config: BrokerConfig, store_config: MessageStoreConfig) -> None:
+        self.config = config
+        self.store_config = store_config
+        self.store = MessageStore(store_config)
+        root = store_config.root
+        self.topic_config_manager = TopicConfigManager(root)
+        self.consumer_offset_manager = ConsumerOffsetManager(root)
+        self.subscription_group_manager = SubscriptionGroupManager(root)
+        self.delay_offset_manager = DelayOffsetManager(root)
+        self.consumer_filter_manager = ConsumerFilterManager(root)
+        self.topics = TopicService(self)
+        self._init_client_services()
+        self.long_polling = LongPollingService(self)
+        self.server = RemotingServer(
+            host=config.bind_address, port=config.listen_port, max_frame=_max_frame(store_config)
+        )
+        self.fast_server = RemotingServer(
+            host=config.bind_address,
+            port=max(0, config.listen_port - FAST_PORT_DISTANCE),
+            max_frame=_max_frame(store_config),
+        )
+        self.outer_api = BrokerOuterAPI(self)
+        self._tasks: list[asyncio.Task[None]] = []
+        self._register_wanted: asyncio.Event | None = None
+        self._register_force = False
+        self._started = False
+        self._start_hooks: list[Callable[[], object]] = []
+        self._stop_hooks: list[Callable[[], object]] = []
+        self._register_processors()
+
+    def _init_client_services(self) -> None:
+        """Producer/consumer managers, the rebalance lock table and statistics."""
+        from mqcore.broker._pending import (
+            PendingBrokerStatsManager,
+            PendingConsumerManager,
+            PendingProducerManager,
+            PendingRebalanceLockManager,
+        )
+
+        self.producer_manager: Any = PendingProducerManager()
+        self.consumer_manager: Any = PendingConsumerManager()
+        self.rebalance_lock_manager: Any = PendingRebalanceLockManager()
+        self.stats: Any = PendingBrokerStatsManager()
+
+    def _register_processors(self) -> None:
+        """Every request processor, on ``server`` and (minus PULL_MESSAGE) ``fast_server``."""
+        from mqcore.broker.processor import offsets, pull, send
+
+        send.register(self)
+        pull.register(self)
+        offsets.register(self)
+        # -- client, query and admin processors --
+
+    # -- addresses ------------------------------------------------------------------------
+    @property
+    def broker_addr(self) -> str:
+        """``brokerIP1:<real listen port>``: what is registered and stored as store host."""
+        return f"{self.config.broker_ip1}:{self.server.port}"
+
+    @property
+    def fast_addr(self) -> str:
+        return f"{self.config.broker_ip1}:{self.fast_server.port}"
+
+    # -- lifecycle ------------------------------------------------------------------------
+    async def start(self) -> None:
+        """Lock and recover the store, load metadata, listen, register, start timers.
+
+        Raises StoreError/ConfigError (bad store or config files) or OSError (ports)."""
+        loop = asyncio.get_running_loop()
+        await loop.run_in_executor(None, self.store.load)
+        try:
+            self._load_metadata()
+            self.store.start()
+            await self._listen()
+        except BaseException:
+            self.store.shutdown()
+            raise
+        self.config.listen_port = self.server.port
+        self._started = True
+        self._register_wanted = asyncio.Event()
+        self._register_force = True
+        self._register_wanted.set()
+        self._tasks.append(asyncio.create_task(self._register_loop(), name="broker-register"))
+        self.schedule(
+            self.config.flush_consumer_offset_interval,
+            self.persist_consumer_offsets,
+            name="persist-consumer-offsets",
+        )
+        self.schedule(60_000, self.persist_configs, name="persist-configs")
+        for hook in self._start_hooks:
+            await _maybe_await(hook())
+        log.info(
+            "broker %s (%s, cluster %s) started on %s, fast port %d",
+            self.config.broker_name,
+            self.config.broker_id,
+            self.config.broker_cluster_name,
+            self.broker_addr,
+            self.fast_server.port,
+        )
+
+    def _load_metadata(self) -> None:
+        self.topic_config_manager.load()
+        self.consumer_offset_manager.load()
+        self.subscription_group_manager.load()
+        self.subscription_group_manager.ensure_system_groups()
+        self.delay_offset_manager.load()
+        self.consumer_filter_manager.load()
+        self.topics.init_system_topics()
+
+    async def _listen(self) -> None:
+        """Bind ``listenPort`` and ``listenPort - 2``; with port 0 find a free pair."""
+        if self.config.listen_port != 0:
+            self.server.port = self.config.listen_port
+            self.fast_server.port = self.config.listen_port - FAST_PORT_DISTANCE
+            if self.fast_server.port < 1:
+                raise OSError(f"listenPort {self.config.listen_port} leaves no fast port")
+            await self.server.start()
+            try:
+                await self.fast_server.start()
+            except BaseException:
+                await self.server.close()
+                raise
+            return
+        last: OSError | None = None
+        for _ in range(_PORT_PAIR_ATTEMPTS):
+            self.fast_server.port = 0
+            await self.fast_server.start()
+            self.server.port = self.fast_server.port + FAST_PORT_DISTANCE
+            try:
+                await self.server.start()
+                return
+            except OSError as exc:
+                last = exc
+                await self.fast_server.close()
+        raise OSError(f"no free port pair (port, port-2) found: {last}")
+
+    async def shutdown(self) -> None:
+        """Unregister, stop accepting, answer held pulls, flush, persist, unlock the store."""
+        if not self._started:
+            return
+        self._started = False
+        for task in self._tasks:
+            task.cancel()
+        for task in self._tasks:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+        self._tasks.clear()
+        for hook in self._stop_hooks:
+            try:
+                await _maybe_await(hook())
+            except Exception:
+                log.exception("broker stop hook failed")
+        try:
+            await self.outer_api.unregister_all()
+        except Exception:
+            log.exception("unregistering from the name servers failed")
+        self.long_polling.shutdown()
+        await self.fast_server.close()
+        await self.server.close()
+        await self.outer_api.close()
+        loop = asyncio.get_running_loop()
+        try:
+            self.persist_consumer_offsets()
+            self.persist_configs()
+        finally:
+            await loop.run_in_executor(None, self.store.shutdown)
+        log.info("broker %s on %s stopped", self.config.broker_name, self.broker_addr)
+
+    @property
+    def running(self) -> bool:
+        return self._started
+
+    # -- persistence ----------------------------------------------------------------------
+    def persist_consumer_offsets(self) -> None:
+        self.consumer_offset_manager.persist()
+
+    def persist_configs(self) -> None:
+        """Everything but the offsets (those have their own, faster, timer)."""
+        self.topic_config_manager.persist()
+        self.subscription_group_manager.persist()
+        self.delay_offset_manager.persist()
+        self.consumer_filter_manager.persist()
+
+    # -- name server registration ---------------------------------------------------------
+    def request_register(self, force: bool = True) -> None:
+        """Register with every name server soon (coalesced), e.g. after a topic change."""
+        if self._register_wanted is None:
+            return
+        self._register_force = self._register_force or force
+        self._register_wanted.set()
+
+    async def _register_loop(self) -> None:
+        assert self._register_wanted is not None
+        period = self.config.register_name_server_period / 1000
+        while True:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._register_wanted.wait(), period)
+            self._register_wanted.clear()
+            force, self._register_force = self._register_force, True
+            try:
+                await self.outer_api.register_all(force=force)
+            except Exception:
+                log.exception("registering with the name servers failed")
+
+    # -- periodic tasks -------------------------------------------------------------------
+    def schedule(
+        self,
+        interval_ms: int,
+        fn: Callable[[], object],
+        *,
+        name: str | None = None,
+        initial_delay_ms: int | None = None,
+    ) -> asyncio.Task[None]:
+        """Run ``fn`` (plain or coroutine function) every ``interval_ms`` until shutdown;
+        a failing run is logged and the next one still happens."""
+
+        async def loop() -> None:
+            delay = interval_ms if initial_delay_ms is None else initial_delay_ms
+            while True:
+                await asyncio.sleep(delay / 1000)
+                delay = interval_ms
+                try:
+                    await _maybe_await(fn())
+                except Exception:
+                    log.exception("periodic task %s failed", name or fn)
+
+        task = asyncio.create_task(loop(), name=name)
+        self._tasks.append(task)
+        return task
+
+    def add_start_hook(self, hook: Callable[[], object]) -> None:
+        """``hook()`` (maybe async) runs at the end of :meth:`start` (services' timers)."""
+        self._start_hooks.append(hook)
+
+    def add_stop_hook(self, hook: Callable[[], object]) -> None:
+        """``hook()`` (maybe async) runs first in :meth:`shutdown`."""
+        self._stop_hooks.append(hook)
+
+
+async def _maybe_await(value: object) -> None:
+    if inspect.isawaitable(value):
+        await value
+
+
+def _max_frame(store_config: MessageStoreConfig) -> int:
+    """Frames must carry a full batch plus headers."""
+    from mqcore.protocol import DEFAULT_MAX_FRAME
+
+    return max(DEFAULT_MAX_FRAME, store_config.max_message_size + 1024 * 1024)

@@ -1,0 +1,109 @@
+"""`LongPollingService`: held pull requests, woken by arrivals (``PullRequestHoldService``).
+
+A pull that finds nothing (PULL_NOT_FOUND) with the SUSPEND flag parks here on its
+(topic, queue id) until a message for that queue arrives (and passes the request's tag
+filter) or its hold time passes; then the pull processor runs the pull once more and
+answers. Parking is just awaiting a future, so each request is answered exactly once by
+the coroutine that received it: a wake-up only resolves the future, and a second
+wake-up or the timer finding it already resolved does nothing.
+
+The send path calls :meth:`notify_message_arriving` after each append (any other writer
+into consume queues, e.g. the schedule service, must do the same).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from mqcore.broker.controller import BrokerController
+
+__all__ = ["LongPollingService"]
+
+log = logging.getLogger("mq.broker.longpoll")
+
+TagMatcher = Callable[[int], bool]
+
+
+@dataclass(slots=True, eq=False)
+class _HeldPull:
+    offset: int
+    """Queue offset the pull asked for: any max offset above it is news."""
+    matcher: TagMatcher | None
+    future: asyncio.Future[bool] = field(repr=False)
+
+
+class LongPollingService:
+    """Per-queue lists of parked pulls; all on the event loop, no locks."""
+
+    def __init__(self, controller: BrokerController | None = None) -> None:
+        self.controller = controller
+        self._held: dict[tuple[str, int], list[_HeldPull]] = {}
+        self._closed = False
+
+    @property
+    def held_count(self) -> int:
+        return sum(len(v) for v in self._held.values())
+
+    async def hold(
+        self,
+        topic: str,
+        queue_id: int,
+        offset: int,
+        timeout: float,
+        matcher: TagMatcher | None = None,
+    ) -> bool:
+        """Wait until a matching message lands in the queue at or past ``offset``.
+
+        True when woken by an arrival, False on timeout or shutdown."""
+        if self._closed:
+            return False
+        loop = asyncio.get_running_loop()
+        held = _HeldPull(offset, matcher, loop.create_future())
+        key = (topic, queue_id)
+        self._held.setdefault(key, []).append(held)
+        timer = loop.call_later(max(0.0, timeout), _resolve, held.future, False)
+        try:
+            return await held.future
+        finally:
+            timer.cancel()
+            waiting = self._held.get(key)
+            if waiting is not None:
+                try:
+                    waiting.remove(held)
+                except ValueError:
+                    pass
+                if not waiting:
+                    del self._held[key]
+
+    def notify_message_arriving(
+        self, topic: str, queue_id: int, max_offset: int, tags_code: int | None = None
+    ) -> None:
+        """A message was dispatched to (topic, queue) and its max offset is now
+        ``max_offset``: wake the pulls it is news for. ``tags_code`` None (a batch,
+        unknown tags) wakes regardless of tag filters; the re-run pull filters anyway."""
+        waiting = self._held.get((topic, queue_id))
+        if not waiting:
+            return
+        for held in waiting:
+            if held.future.done() or max_offset <= held.offset:
+                continue
+            if tags_code is not None and held.matcher is not None and not held.matcher(tags_code):
+                continue
+            held.future.set_result(True)
+
+    def shutdown(self) -> None:
+        """Answer every held pull now (each re-runs and answers what it finds)."""
+        self._closed = True
+        for waiting in list(self._held.values()):
+            for held in waiting:
+                _resolve(held.future, False)
+
+
+def _resolve(future: asyncio.Future[bool], value: bool) -> None:
+    if not future.done():
+        future.set_result(value)

@@ -1,0 +1,125 @@
+"""`BrokerOuterAPI`: the broker's calls to the name servers (RocketMQ ``BrokerOuterAPI``).
+
+REGISTER_BROKER goes to every name server at once (one slow or dead name server delays
+nobody); the body is a ``RegisterBrokerBody`` carrying the topic table and its data
+version, with the CRC32 the name server checks. A non-forced registration first asks
+QUERY_DATA_VERSION and skips name servers that already have the current version.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import zlib
+from typing import TYPE_CHECKING
+
+from mqcore.errors import MQError
+from mqcore.protocol import RemotingCommand, RequestCode, ResponseCode
+from mqcore.protocol.bodies.route import RegisterBrokerBody
+from mqcore.protocol.headers import (
+    QueryDataVersionRequestHeader,
+    QueryDataVersionResponseHeader,
+    RegisterBrokerRequestHeader,
+    UnregisterBrokerRequestHeader,
+)
+from mqcore.remoting import RemotingClient
+
+if TYPE_CHECKING:
+    from mqcore.broker.controller import BrokerController
+
+__all__ = ["BrokerOuterAPI"]
+
+log = logging.getLogger("mq.broker.register")
+
+
+class BrokerOuterAPI:
+    """Registration with every configured name server; failures are logged, not raised."""
+
+    def __init__(self, controller: BrokerController) -> None:
+        self.controller = controller
+        self.client = RemotingClient()
+        self.last_results: dict[str, bool] = {}
+        """Name server -> whether the last registration there succeeded."""
+
+    @property
+    def timeout(self) -> float:
+        return self.controller.config.register_broker_timeout_mills / 1000
+
+    async def register_all(self, *, force: bool = True) -> dict[str, bool]:
+        """Register at every name server concurrently; name server -> success."""
+        addrs = self.controller.config.namesrv_addrs
+        if not addrs:
+            return {}
+        results = await asyncio.gather(*(self._register_one(a, force) for a in addrs))
+        self.last_results = dict(zip(addrs, results, strict=True))
+        return self.last_results
+
+    def _register_request(self) -> RemotingCommand:
+        c = self.controller
+        body = RegisterBrokerBody(c.topics.serialize_wrapper()).encode()
+        header = RegisterBrokerRequestHeader(
+            broker_name=c.config.broker_name,
+            broker_addr=c.broker_addr,
+            cluster_name=c.config.broker_cluster_name,
+            ha_server_addr=f"{c.config.broker_ip2 or c.config.broker_ip1}:{c.server.port + 1}",
+            broker_id=c.config.broker_id,
+            compressed=False,
+            body_crc32=zlib.crc32(body) & 0x7FFFFFFF,
+        )
+        return RemotingCommand.request(RequestCode.REGISTER_BROKER, header.to_ext_fields(), body)
+
+    async def _register_one(self, addr: str, force: bool) -> bool:
+        try:
+            if not force and not await self._changed_at(addr):
+                return True
+            response = await self.client.invoke(addr, self._register_request(), self.timeout)
+        except (MQError, OSError) as exc:
+            log.warning("register broker at name server %s failed: %s", addr, exc)
+            return False
+        if response.code != ResponseCode.SUCCESS:
+            log.warning(
+                "name server %s refused registration: %s %s", addr, response.code, response.remark
+            )
+            return False
+        log.debug("registered at name server %s", addr)
+        return True
+
+    async def _changed_at(self, addr: str) -> bool:
+        """QUERY_DATA_VERSION: does ``addr`` hold an older topic table than ours?"""
+        c = self.controller
+        header = QueryDataVersionRequestHeader(
+            broker_name=c.config.broker_name,
+            broker_addr=c.broker_addr,
+            cluster_name=c.config.broker_cluster_name,
+            broker_id=c.config.broker_id,
+        )
+        body = c.topics.serialize_wrapper().data_version.encode()
+        request = RemotingCommand.request(
+            RequestCode.QUERY_DATA_VERSION, header.to_ext_fields(), body
+        )
+        response = await self.client.invoke(addr, request, self.timeout)
+        if response.code != ResponseCode.SUCCESS:
+            return True
+        return QueryDataVersionResponseHeader.from_command(response).changed
+
+    async def unregister_all(self) -> None:
+        """UNREGISTER_BROKER at every name server (at shutdown; failures only logged)."""
+        c = self.controller
+        header = UnregisterBrokerRequestHeader(
+            broker_name=c.config.broker_name,
+            broker_addr=c.broker_addr,
+            cluster_name=c.config.broker_cluster_name,
+            broker_id=c.config.broker_id,
+        )
+
+        async def one(addr: str) -> None:
+            request = RemotingCommand.request(RequestCode.UNREGISTER_BROKER, header.to_ext_fields())
+            try:
+                await self.client.invoke(addr, request, self.timeout)
+            except (MQError, OSError) as exc:
+                log.warning("unregister at name server %s failed: %s", addr, exc)
+
+        await asyncio.gather(*(one(a) for a in c.config.namesrv_addrs))
+
+    async def close(self) -> None:
+        await self.client.close()

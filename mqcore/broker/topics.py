@@ -1,0 +1,150 @@
+"""`TopicService`: the broker's topic logic over ``config/topics.json``.
+
+RocketMQ's broker-side ``TopicConfigManager``: the built-in topics at start (``TBW102``
+with perm 7 when ``autoCreateTopicEnable``), auto-creation on send from a template topic
+(``createTopicInSendMessageMethod``), ``%RETRY%`` topics, and create/update/delete for
+the admin codes. Every change is persisted at once and triggers a re-registration with
+the name servers, so routes show new topics without waiting for the 30 s heartbeat.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from typing import TYPE_CHECKING
+
+from mqcore.protocol.bodies.route import DataVersion, TopicConfigSerializeWrapper
+from mqcore.store.metadata import (
+    PERM_INHERIT,
+    PERM_READ,
+    PERM_WRITE,
+    TopicConfig,
+    system_topic_configs,
+)
+from mqcore.store.metadata.topic import AUTO_CREATE_TOPIC_KEY_TOPIC
+
+if TYPE_CHECKING:
+    from mqcore.broker.controller import BrokerController
+
+__all__ = ["TopicService"]
+
+log = logging.getLogger("mq.broker.topics")
+
+
+class TopicService:
+    """Reads go straight to the table; writes persist and re-register."""
+
+    def __init__(self, controller: BrokerController) -> None:
+        self.controller = controller
+        self.manager = controller.topic_config_manager
+
+    def init_system_topics(self) -> None:
+        """The built-in topics a 4.9.8 broker always has (added where absent, no bump)."""
+        cfg = self.controller.config
+        self.manager.ensure_topics(
+            system_topic_configs(
+                cfg.broker_cluster_name,
+                cfg.broker_name,
+                auto_create_topic_enable=cfg.auto_create_topic_enable,
+                default_topic_queue_nums=cfg.default_topic_queue_nums,
+                cluster_topic_enable=cfg.cluster_topic_enable,
+                broker_topic_enable=cfg.broker_topic_enable,
+            )
+        )
+
+    def select(self, topic: str) -> TopicConfig | None:
+        return self.manager.table.get(topic)
+
+    @property
+    def table(self) -> dict[str, TopicConfig]:
+        return self.manager.table
+
+    # -- creation on send -----------------------------------------------------------------
+    def create_in_send(
+        self, topic: str, default_topic: str, client_queue_nums: int, topic_sys_flag: int = 0
+    ) -> TopicConfig | None:
+        """Create ``topic`` from the template ``default_topic`` if it may be inherited.
+
+        Queue count is ``min(client default, template writeQueueNums)``, perm the
+        template's minus INHERIT; None when there is no usable template."""
+        existing = self.select(topic)
+        if existing is not None:
+            return existing
+        template = self.select(default_topic)
+        if template is None:
+            log.warning("send to unknown topic %s: template topic %s missing", topic, default_topic)
+            return None
+        perm = template.perm
+        if default_topic == AUTO_CREATE_TOPIC_KEY_TOPIC and (
+            not self.controller.config.auto_create_topic_enable
+        ):
+            perm = PERM_READ | PERM_WRITE  # RocketMQ drops INHERIT: no auto-creation
+        if not perm & PERM_INHERIT:
+            log.warning(
+                "send to unknown topic %s: template %s not inheritable", topic, default_topic
+            )
+            return None
+        queue_nums = max(0, min(client_queue_nums, template.write_queue_nums))
+        config = TopicConfig(
+            topic,
+            read_queue_nums=queue_nums,
+            write_queue_nums=queue_nums,
+            perm=perm & ~PERM_INHERIT,
+            topic_filter_type=template.topic_filter_type,
+            topic_sys_flag=topic_sys_flag,
+        )
+        log.info("auto-created topic %s from %s: %s", topic, default_topic, config)
+        self._changed(config)
+        return config
+
+    def create_in_send_back(
+        self, topic: str, queue_nums: int, perm: int, topic_sys_flag: int = 0
+    ) -> TopicConfig:
+        """``%RETRY%``/``%DLQ%`` topics, created without a template."""
+        existing = self.select(topic)
+        if existing is not None:
+            return existing
+        config = TopicConfig(
+            topic,
+            read_queue_nums=queue_nums,
+            write_queue_nums=queue_nums,
+            perm=perm,
+            topic_sys_flag=topic_sys_flag,
+        )
+        log.info("created topic %s: %s", topic, config)
+        self._changed(config)
+        return config
+
+    # -- admin ----------------------------------------------------------------------------
+    def update(self, config: TopicConfig) -> None:
+        """Create or replace a topic (UPDATE_AND_CREATE_TOPIC)."""
+        self._changed(config)
+
+    def delete(self, topic: str) -> TopicConfig | None:
+        """Forget a topic and its consumer offsets (DELETE_TOPIC_IN_BROKER)."""
+        old = self.manager.delete(topic)
+        if old is None:
+            return None
+        self.controller.consumer_offset_manager.remove_topic(topic)
+        self.manager.persist()
+        self.controller.request_register(force=True)
+        return old
+
+    def _changed(self, config: TopicConfig) -> None:
+        self.manager.update(config)
+        self.manager.persist()
+        self.controller.request_register(force=True)
+
+    # -- registration ---------------------------------------------------------------------
+    def serialize_wrapper(self) -> TopicConfigSerializeWrapper:
+        """The table as REGISTER_BROKER sends it; a broker that is not both readable and
+        writable advertises its own permission on every topic (as RocketMQ does)."""
+        broker_perm = self.controller.config.broker_permission
+        restrict = not (broker_perm & PERM_READ and broker_perm & PERM_WRITE)
+        table: dict[str, TopicConfig] = {}
+        for name, tc in list(self.manager.table.items()):
+            table[name] = dataclasses.replace(tc, perm=broker_perm) if restrict else tc
+        version = self.manager.data_version
+        return TopicConfigSerializeWrapper(
+            table, DataVersion(timestamp=version.timestamp, counter=version.counter)
+        )
