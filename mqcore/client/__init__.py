@@ -1,0 +1,1 @@
+"""The Python client: producers, consumers, admin, and the route and rebalance logic."""
