@@ -15,7 +15,14 @@ or a proper response code::
     ├── FilterSyntaxError        a tag or SQL92 expression that does not parse
     └── MQClientError            client-side failure (no route, not started, ...)
         ├── MQTimeoutError       no answer in time (retriable)
-        └── MQBrokerError        the server answered with an error code
+        ├── MQBrokerError        the server answered with an error code
+        ├── RemotingConnectError         (mqcore.remoting) cannot connect (retriable)
+        │   ├── NameServerUnreachableError   (mqcore.client.errors) no name server answers
+        │   └── BrokerUnreachableError       (mqcore.client.errors) a broker is down
+        ├── ChannelClosedError           (mqcore.remoting) connection lost mid-request
+        ├── TopicRouteNotFoundError      (mqcore.client.errors) no route (invalid_route)
+        ├── ClientStateError             (mqcore.client.errors) not started, closed, ...
+        └── InvalidMessageError          (mqcore.client.errors) bad topic/body; ValueError
 
 Classes carry behavioural flags (``retriable``) rather than forcing callers to enumerate
 types, as aiokafka does.

@@ -1,0 +1,786 @@
+"""`ClientInstance`: what producers, consumers and admins of one process share.
+
+RocketMQ's ``MQClientInstance``. There is one per event loop, name-server list and
+instance name (:meth:`ClientInstance.get`); it owns
+
+* the **route cache**: ``GET_ROUTEINFO_BY_TOPIC`` per topic, asked of one live name
+  server (failing over to the next), refreshed every 30 s and whenever a caller says the
+  route failed; the broker address table (broker name -> id -> address) is derived from
+  the cached routes;
+* **one connection per broker** (a :class:`~mqcore.remoting.RemotingClient`), with
+  handlers for what brokers send us: NOTIFY_CONSUMER_IDS_CHANGED (rebalance that group
+  now), CHECK_TRANSACTION_STATE (ask the producer of PGROUP), RESET_CONSUMER_CLIENT_OFFSET
+  and GET_CONSUMER_RUNNING_INFO (ask the consumer);
+* **heartbeats**: HEART_BEAT with every producer and consumer group every 30 s to every
+  broker it uses (masters only while it has no consumers), and at once on registration;
+  UNREGISTER_CLIENT when a group leaves;
+* the **rebalance timer** (every 20 s, calling each consumer's ``do_rebalance``) and,
+  for consumers that have one, the 5 s offset-persistence timer.
+
+The client id is RocketMQ's ``<ip>@<instanceName>``, the instance name defaulting to the
+pid, so broker-side tools show our clients the way they show Java ones. Requests carry
+``language=PYTHON`` (a member of 4.9.8's ``LanguageCode``; spec §2).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import inspect
+import logging
+import os
+import socket
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
+
+from mqcore.client.errors import (
+    BrokerUnreachableError,
+    ClientStateError,
+    NameServerUnreachableError,
+    TopicRouteNotFoundError,
+)
+from mqcore.errors import MQBrokerError, MQClientError, MQTimeoutError
+from mqcore.message import decode_record
+from mqcore.message.const import PROPERTY_PRODUCER_GROUP
+from mqcore.message.model import MessageExt
+from mqcore.protocol import LanguageCode, RemotingCommand, RequestCode, ResponseCode
+from mqcore.protocol.bodies import (
+    ConsumerData,
+    HeartbeatData,
+    MessageQueue,
+    PermName,
+    ProducerData,
+    QueueData,
+    ResetOffsetBody,
+    TopicRouteData,
+)
+from mqcore.protocol.bodies.route import MASTER_ID
+from mqcore.protocol.headers import (
+    CheckTransactionStateRequestHeader,
+    CommandHeader,
+    GetConsumerRunningInfoRequestHeader,
+    GetRouteInfoRequestHeader,
+    NotifyConsumerIdsChangedRequestHeader,
+    ResetOffsetRequestHeader,
+    UnregisterClientRequestHeader,
+)
+from mqcore.remoting import (
+    Channel,
+    ChannelClosedError,
+    RemotingClient,
+    RemotingConnectError,
+    RequestDispatcher,
+)
+
+if TYPE_CHECKING:
+    from mqcore.client.api import MQClientAPI
+
+__all__ = [
+    "AUTO_CREATE_TOPIC_KEY",
+    "ClientConfig",
+    "ClientInstance",
+    "ConsumerHandle",
+    "ProducerHandle",
+    "TopicPublishInfo",
+    "local_ip",
+]
+
+log = logging.getLogger("mq.client")
+
+AUTO_CREATE_TOPIC_KEY = "TBW102"
+"""Template topic of brokers with autoCreateTopicEnable (``TopicValidator``)."""
+
+
+def local_ip() -> str:
+    """The address brokers see us at (RocketMQ's ``RemotingUtil.getLocalAddress``)."""
+    try:
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+            s.connect(("10.255.255.255", 1))  # no packet is sent; picks the route's address
+            return str(s.getsockname()[0])
+    except OSError:
+        return "127.0.0.1"
+
+
+def split_namesrv(addrs: str | Sequence[str]) -> tuple[str, ...]:
+    """``"a:9876;b:9876"`` (RocketMQ's separator; commas too) or a list -> tuple."""
+    items = addrs.replace(",", ";").split(";") if isinstance(addrs, str) else addrs
+    return tuple(a.strip() for a in items if a.strip())
+
+
+@dataclass(slots=True)
+class ClientConfig:
+    """Settings of a client instance (RocketMQ's ``ClientConfig``; durations in seconds).
+
+    ``remoting_factory`` builds the transport from the dispatcher of server-initiated
+    requests; tests pass ``lambda d: InMemoryRemotingClient(network, d)``.
+    """
+
+    instance_name: str | None = None
+    client_ip: str = field(default_factory=local_ip)
+    poll_name_server_interval: float = 30.0
+    heartbeat_broker_interval: float = 30.0
+    rebalance_interval: float = 20.0
+    persist_consumer_offset_interval: float = 5.0
+    request_timeout: float = 3.0
+    connect_timeout: float = 3.0
+    language: LanguageCode = LanguageCode.PYTHON
+    remoting_factory: Callable[[RequestDispatcher], RemotingClient] | None = None
+
+
+class ProducerHandle(Protocol):
+    """What the instance needs of a producer (transactions add ``check_transaction_state``,
+    called if present: ``(broker_addr, msg, header) -> None | Awaitable[None]``)."""
+
+    @property
+    def group(self) -> str: ...
+
+
+class ConsumerHandle(Protocol):
+    """What the instance needs of a consumer (implemented by the consumer classes).
+
+    ``do_rebalance`` is called every ``rebalance_interval`` and at once when a broker
+    sends NOTIFY_CONSUMER_IDS_CHANGED for the group; ``reset_offset`` when an admin resets
+    the group's offsets (RESET_CONSUMER_CLIENT_OFFSET). Optional members, used when present:
+    ``persist_consumer_offset()`` (every ``persist_consumer_offset_interval``) and
+    ``running_info() -> dict`` (GET_CONSUMER_RUNNING_INFO's ConsumerRunningInfo JSON).
+    Each may be a plain or a coroutine function.
+    """
+
+    @property
+    def group(self) -> str: ...
+
+    def consumer_data(self) -> ConsumerData: ...
+
+    def do_rebalance(self) -> Awaitable[None] | None: ...
+
+    def reset_offset(
+        self, topic: str, offsets: dict[MessageQueue, int]
+    ) -> Awaitable[None] | None: ...
+
+
+@dataclass(slots=True)
+class TopicPublishInfo:
+    """Writable queues of a topic, in the order RocketMQ's producer round-robins them."""
+
+    topic: str
+    route: TopicRouteData
+    queues: list[MessageQueue]
+    order_topic: bool = False
+    _index: int = field(default_factory=lambda: int.from_bytes(os.urandom(2), "big"))
+
+    @property
+    def ok(self) -> bool:
+        return bool(self.queues)
+
+    def next_index(self) -> int:
+        """RocketMQ's ``sendWhichQueue``: a per-topic counter starting at a random value."""
+        self._index = (self._index + 1) & 0x7FFFFFFF
+        return self._index
+
+    def select_queue(self, avoid_broker: str | None = None) -> MessageQueue:
+        """Round robin; on a retry skip the broker that just failed, if another has queues."""
+        n = len(self.queues)
+        if avoid_broker is not None:
+            for _ in range(n):
+                mq = self.queues[self.next_index() % n]
+                if mq.broker_name != avoid_broker:
+                    return mq
+        return self.queues[self.next_index() % n]
+
+    @classmethod
+    def from_route(cls, topic: str, route: TopicRouteData) -> TopicPublishInfo:
+        """``MQClientInstance.topicRouteData2TopicPublishInfo``."""
+        queues: list[MessageQueue] = []
+        if route.order_topic_conf:
+            for item in route.order_topic_conf.split(";"):
+                name, _, nums = item.partition(":")
+                if name and nums.isdigit():
+                    queues.extend(MessageQueue(topic, name, i) for i in range(int(nums)))
+            return cls(topic, route, queues, order_topic=True)
+        masters = {b.broker_name for b in route.broker_datas if b.master_addr()}
+        for qd in sorted(route.queue_datas, key=lambda q: q.broker_name):
+            if qd.perm & PermName.WRITE and qd.broker_name in masters:
+                queues.extend(
+                    MessageQueue(topic, qd.broker_name, i) for i in range(qd.write_queue_nums)
+                )
+        return cls(topic, route, queues)
+
+
+def subscribe_queues(topic: str, route: TopicRouteData) -> list[MessageQueue]:
+    """Readable queues of a route (``topicRouteData2TopicSubscribeInfo``), sorted."""
+    return sorted(
+        MessageQueue(topic, qd.broker_name, i)
+        for qd in route.queue_datas
+        if qd.perm & PermName.READ
+        for i in range(qd.read_queue_nums)
+    )
+
+
+async def _maybe_await(value: object) -> None:
+    if inspect.isawaitable(value):
+        await value
+
+
+_InstanceKey = tuple[int, tuple[str, ...], str]
+
+
+class ClientInstance:
+    """Shared routes, connections, heartbeats and timers; see the module docstring."""
+
+    _instances: ClassVar[dict[_InstanceKey, ClientInstance]] = {}
+
+    @classmethod
+    def get(
+        cls,
+        namesrv_addrs: str | Sequence[str],
+        *,
+        instance_name: str | None = None,
+        config: ClientConfig | None = None,
+    ) -> ClientInstance:
+        """The instance for this event loop, name-server list and instance name.
+
+        Must be called with a running loop: an instance's connections and timers live on
+        one loop (the blocking facade runs its own loop, hence its own instance).
+        """
+        addrs = split_namesrv(namesrv_addrs)
+        if not addrs:
+            raise MQClientError("no name server address given (e.g. 127.0.0.1:9876)")
+        config = config or ClientConfig()
+        name = instance_name or config.instance_name or "DEFAULT"
+        if name == "DEFAULT":
+            name = str(os.getpid())  # as Java's changeInstanceNameToPID
+        key = (id(asyncio.get_running_loop()), addrs, name)
+        instance = cls._instances.get(key)
+        if instance is None or instance._closed:
+            instance = cls(addrs, name, config)
+            cls._instances[key] = instance
+            instance._key = key
+        return instance
+
+    def __init__(self, namesrv_addrs: Sequence[str], instance_name: str, config: ClientConfig):
+        from mqcore.client.api import MQClientAPI
+
+        self.namesrv_addrs = list(namesrv_addrs)
+        self.instance_name = instance_name
+        self.config = config
+        self.client_id = f"{config.client_ip}@{instance_name}"
+        self.dispatcher = RequestDispatcher()
+        self._register_handlers()
+        if config.remoting_factory is not None:
+            self.remoting = config.remoting_factory(self.dispatcher)
+        else:
+            self.remoting = RemotingClient(self.dispatcher, connect_timeout=config.connect_timeout)
+        self.api: MQClientAPI = MQClientAPI(self)
+        self.routes: dict[str, TopicRouteData] = {}
+        self.publish_info: dict[str, TopicPublishInfo] = {}
+        self.broker_addrs: dict[str, dict[int, str]] = {}
+        """broker name -> broker id -> address, from every cached route."""
+        self.broker_versions: dict[str, int] = {}
+        self.producers: dict[str, ProducerHandle] = {}
+        self.consumers: dict[str, ConsumerHandle] = {}
+        self._admins = 0
+        self._ns_index = 0
+        self._route_locks: dict[str, asyncio.Lock] = {}
+        self._tasks: list[asyncio.Task[None]] = []
+        self._background: set[asyncio.Task[Any]] = set()
+        self._heartbeat_lock = asyncio.Lock()
+        self._started = False
+        self._closed = False
+        self._key: _InstanceKey | None = None
+
+    # -- lifecycle ------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Start the timers (idempotent). Registration calls it; so can tools."""
+        if self._closed:
+            raise ClientStateError(f"client instance {self.client_id} is shut down")
+        if self._started:
+            return
+        self._started = True
+        cfg = self.config
+        self._every(cfg.poll_name_server_interval, self.refresh_routes, "route-refresh")
+        self._every(cfg.heartbeat_broker_interval, self.send_heartbeat_to_all_brokers, "heartbeat")
+        self._every(cfg.rebalance_interval, self.rebalance_all, "rebalance")
+        self._every(cfg.persist_consumer_offset_interval, self._persist_offsets, "persist-offsets")
+        log.info("client instance %s started (name servers %s)", self.client_id, self.namesrv_addrs)
+
+    def _every(self, interval: float, fn: Callable[[], Awaitable[Any]], name: str) -> None:
+        async def loop() -> None:
+            while True:
+                await asyncio.sleep(interval)
+                try:
+                    await fn()
+                except Exception:
+                    log.exception("client timer %s failed", name)
+
+        self._tasks.append(asyncio.create_task(loop(), name=f"mq-client-{name}"))
+
+    async def shutdown(self) -> None:
+        """Stop timers and close every connection (called when the last user leaves)."""
+        if self._closed:
+            return
+        self._closed = True
+        for task in [*self._tasks, *self._background]:
+            task.cancel()
+        for task in [*self._tasks, *self._background]:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+        self._tasks.clear()
+        await self.remoting.close()
+        if self._key is not None and self._instances.get(self._key) is self:
+            del self._instances[self._key]
+        log.info("client instance %s shut down", self.client_id)
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def _users(self) -> int:
+        return len(self.producers) + len(self.consumers) + self._admins
+
+    async def _release_if_unused(self) -> None:
+        if self._users() == 0:
+            await self.shutdown()
+
+    async def acquire(self) -> None:
+        """An admin (or tool) starts using the instance."""
+        await self.start()
+        self._admins += 1
+
+    async def release(self) -> None:
+        """The admin is done; the last user shuts the instance down."""
+        self._admins = max(0, self._admins - 1)
+        await self._release_if_unused()
+
+    # -- producers and consumers ----------------------------------------------------------
+
+    async def register_producer(self, producer: ProducerHandle) -> None:
+        """Add a producer group (one producer per group per instance, as RocketMQ)."""
+        if producer.group in self.producers:
+            raise ClientStateError(
+                f"producer group {producer.group!r} is already used by a producer of this"
+                " process; give each producer its own group or instance_name"
+            )
+        await self.start()
+        self.producers[producer.group] = producer
+        await self.send_heartbeat_to_all_brokers()
+
+    async def unregister_producer(self, group: str) -> None:
+        if self.producers.pop(group, None) is None:
+            return
+        await self._unregister_client(producer_group=group)
+        await self._release_if_unused()
+
+    async def register_consumer(self, consumer: ConsumerHandle) -> None:
+        """Add a consumer group; routes of its subscriptions are fetched, then a heartbeat
+        goes to every broker of them (the caller rebalances once that returns)."""
+        if consumer.group in self.consumers:
+            raise ClientStateError(
+                f"consumer group {consumer.group!r} is already used by a consumer of this"
+                " process; give each consumer its own group or instance_name"
+            )
+        await self.start()
+        self.consumers[consumer.group] = consumer
+        topics = [s.topic for s in consumer.consumer_data().subscription_data_set]
+        await asyncio.gather(*(self.update_route(t) for t in topics), return_exceptions=True)
+        await self.send_heartbeat_to_all_brokers()
+
+    async def unregister_consumer(self, group: str) -> None:
+        if self.consumers.pop(group, None) is None:
+            return
+        await self._unregister_client(consumer_group=group)
+        await self._release_if_unused()
+
+    async def _unregister_client(
+        self, *, producer_group: str | None = None, consumer_group: str | None = None
+    ) -> None:
+        header = UnregisterClientRequestHeader(
+            client_id=self.client_id, producer_group=producer_group, consumer_group=consumer_group
+        )
+        addrs = {a for by_id in self.broker_addrs.values() for a in by_id.values()}
+
+        async def one(addr: str) -> None:
+            try:
+                response = await self.invoke(
+                    addr, self.request(RequestCode.UNREGISTER_CLIENT, header)
+                )
+                if response.code != ResponseCode.SUCCESS:
+                    log.info("unregister from %s: code %d %s", addr, response.code, response.remark)
+            except MQClientError as exc:
+                log.info("unregister from %s failed: %s", addr, exc)
+
+        await asyncio.gather(*(one(a) for a in sorted(addrs)))
+
+    # -- requests -------------------------------------------------------------------------
+
+    def request(
+        self,
+        code: int,
+        header: CommandHeader | None = None,
+        body: bytes | bytearray | memoryview = b"",
+        *,
+        oneway: bool = False,
+        ext_fields: dict[str, str] | None = None,
+        remark: str | None = None,
+    ) -> RemotingCommand:
+        """A request with our language; ``ext_fields`` adds to (or replaces) the header."""
+        ext = header.to_ext_fields() if header is not None else {}
+        if ext_fields:
+            ext.update(ext_fields)
+        return RemotingCommand.request(
+            code, ext, body, oneway=oneway, language=self.config.language, remark=remark
+        )
+
+    async def invoke(
+        self, addr: str, request: RemotingCommand, timeout: float | None = None
+    ) -> RemotingCommand:
+        """Send to a broker; an address that does not accept connections raises
+        :class:`BrokerUnreachableError`, no answer in time :class:`MQTimeoutError`."""
+        if self._closed:
+            raise ClientStateError("the client is shut down")
+        try:
+            return await self.remoting.invoke(addr, request, timeout or self.config.request_timeout)
+        except RemotingConnectError as exc:
+            if isinstance(exc, BrokerUnreachableError):
+                raise
+            raise BrokerUnreachableError(addr, str(exc)) from None
+
+    async def invoke_oneway(self, addr: str, request: RemotingCommand) -> None:
+        if self._closed:
+            raise ClientStateError("the client is shut down")
+        try:
+            await self.remoting.invoke_oneway(addr, request)
+        except RemotingConnectError as exc:
+            raise BrokerUnreachableError(addr, str(exc)) from None
+
+    async def invoke_namesrv(
+        self, request: RemotingCommand, timeout: float | None = None
+    ) -> RemotingCommand:
+        """Ask the name server we last reached, failing over to the others in turn."""
+        if self._closed:
+            raise ClientStateError("the client is shut down")
+        addrs = self.namesrv_addrs
+        errors: list[str] = []
+        for i in range(len(addrs)):
+            index = (self._ns_index + i) % len(addrs)
+            addr = addrs[index]
+            try:
+                response = await self.remoting.invoke(
+                    addr, request, timeout or self.config.request_timeout
+                )
+            except (RemotingConnectError, ChannelClosedError, MQTimeoutError) as exc:
+                errors.append(f"{addr}: {exc}")
+                self.remoting.close_channel(addr)
+                continue
+            self._ns_index = index
+            return response
+        raise NameServerUnreachableError(addrs, "; ".join(errors))
+
+    # -- routes ---------------------------------------------------------------------------
+
+    async def fetch_route(self, topic: str, timeout: float | None = None) -> TopicRouteData | None:
+        """GET_ROUTEINFO_BY_TOPIC without touching the cache; None if the topic has none."""
+        request = self.request(
+            RequestCode.GET_ROUTEINFO_BY_TOPIC, GetRouteInfoRequestHeader(topic=topic)
+        )
+        response = await self.invoke_namesrv(request, timeout)
+        if response.code == ResponseCode.TOPIC_NOT_EXIST:
+            return None
+        if response.code != ResponseCode.SUCCESS:
+            raise MQBrokerError(response.code, response.remark)
+        return TopicRouteData.decode(response.body)
+
+    async def update_route(self, topic: str, *, use_default_topic: bool = False) -> bool:
+        """Refresh one topic's cached route; False when the name servers have none.
+
+        With ``use_default_topic`` the route of ``TBW102`` stands in for a topic that does
+        not exist yet (queues capped at ``defaultTopicQueueNums`` = 4), as Java's producer
+        does so that the broker auto-creates the topic on the first send.
+        """
+        lock = self._route_locks.setdefault(topic, asyncio.Lock())
+        async with lock:
+            if use_default_topic:
+                route = await self.fetch_route(AUTO_CREATE_TOPIC_KEY)
+                if route is not None:
+                    route.queue_datas = [
+                        QueueData(
+                            q.broker_name,
+                            min(4, q.read_queue_nums),
+                            min(4, q.read_queue_nums),
+                            q.perm,
+                            q.topic_sys_flag,
+                        )
+                        for q in route.queue_datas
+                    ]
+            else:
+                route = await self.fetch_route(topic)
+            if route is None:
+                return False
+            self._store_route(topic, route)
+            return True
+
+    def _store_route(self, topic: str, route: TopicRouteData) -> None:
+        old = self.routes.get(topic)
+        self.routes[topic] = route
+        if old is None or old.to_json() != route.to_json():
+            log.info("route of %s is now %s", topic, route.encode().decode())
+        info = self.publish_info.get(topic)
+        new_info = TopicPublishInfo.from_route(topic, route)
+        if info is not None:
+            new_info._index = info._index  # keep the round robin going
+        self.publish_info[topic] = new_info
+        self._rebuild_broker_addrs()
+
+    def _rebuild_broker_addrs(self) -> None:
+        table: dict[str, dict[int, str]] = {}
+        for route in self.routes.values():
+            for bd in route.broker_datas:
+                table[bd.broker_name] = dict(bd.broker_addrs)
+        self.broker_addrs = table
+
+    def forget_route(self, topic: str) -> None:
+        self.routes.pop(topic, None)
+        self.publish_info.pop(topic, None)
+        self._rebuild_broker_addrs()
+
+    async def refresh_routes(self) -> None:
+        """Refresh every cached topic and every consumer subscription (the 30 s timer)."""
+        topics = set(self.routes)
+        for consumer in list(self.consumers.values()):
+            topics.update(s.topic for s in consumer.consumer_data().subscription_data_set)
+        for topic in sorted(topics):
+            try:
+                if not await self.update_route(topic) and topic in self.routes:
+                    log.debug("topic %s has no route any more; keeping the last one", topic)
+            except MQClientError as exc:
+                log.warning("refreshing the route of %s failed: %s", topic, exc)
+
+    async def get_route(self, topic: str, *, refresh: bool = False) -> TopicRouteData:
+        """The cached route (fetched if missing); raises TopicRouteNotFoundError."""
+        if (refresh or topic not in self.routes) and not await self.update_route(topic):
+            raise TopicRouteNotFoundError(topic)
+        return self.routes[topic]
+
+    async def find_publish_info(self, topic: str) -> TopicPublishInfo:
+        """Writable queues of ``topic`` (``tryToFindTopicPublishInfo``): the cached route,
+        else a fresh one, else TBW102's (auto-create); raises TopicRouteNotFoundError."""
+        info = self.publish_info.get(topic)
+        if info is not None and info.ok:
+            return info
+        if await self.update_route(topic):
+            info = self.publish_info[topic]
+            if info.ok:
+                return info
+        if await self.update_route(topic, use_default_topic=True):
+            info = self.publish_info[topic]
+            if info.ok:
+                return info
+        raise TopicRouteNotFoundError(topic)
+
+    async def subscribe_queues(self, topic: str, *, refresh: bool = False) -> list[MessageQueue]:
+        """Readable queues of ``topic`` from the cached route (fetched if missing)."""
+        return subscribe_queues(topic, await self.get_route(topic, refresh=refresh))
+
+    # -- broker addresses -----------------------------------------------------------------
+
+    def find_broker_addr(self, broker_name: str, broker_id: int = MASTER_ID) -> str | None:
+        return self.broker_addrs.get(broker_name, {}).get(broker_id)
+
+    def find_master_addr(self, broker_name: str) -> str | None:
+        return self.find_broker_addr(broker_name, MASTER_ID)
+
+    def find_broker_addr_in_subscribe(
+        self, broker_name: str, broker_id: int = MASTER_ID, only_this_broker: bool = False
+    ) -> tuple[str, bool] | None:
+        """``(addr, is_slave)`` of ``broker_id`` (the pull's ``suggestWhichBrokerId``), or
+        of any other node of that broker unless ``only_this_broker``."""
+        by_id = self.broker_addrs.get(broker_name)
+        if not by_id:
+            return None
+        addr = by_id.get(broker_id)
+        if addr is not None:
+            return addr, broker_id != MASTER_ID
+        if only_this_broker:
+            return None
+        bid = min(by_id)
+        return by_id[bid], bid != MASTER_ID
+
+    def find_any_broker_addr(self, broker_name: str) -> str | None:
+        """Master first, else any slave (admin reads such as offsets)."""
+        found = self.find_broker_addr_in_subscribe(broker_name)
+        return found[0] if found else None
+
+    async def master_addr_or_refresh(self, mq: MessageQueue) -> str:
+        """The master address of ``mq``'s broker, refreshing the route once if unknown."""
+        addr = self.find_master_addr(mq.broker_name)
+        if addr is None:
+            await self.update_route(mq.topic)
+            addr = self.find_master_addr(mq.broker_name)
+        if addr is None:
+            raise MQClientError(
+                f"broker {mq.broker_name} has no master in the route of {mq.topic}:"
+                " is it running and registered with the name server?"
+            )
+        return addr
+
+    # -- heartbeats -----------------------------------------------------------------------
+
+    def heartbeat_data(self) -> HeartbeatData:
+        return HeartbeatData(
+            self.client_id,
+            [ProducerData(g) for g in self.producers],
+            [c.consumer_data() for c in self.consumers.values()],
+        )
+
+    async def send_heartbeat_to_all_brokers(self) -> None:
+        """HEART_BEAT to every master (and slaves too when there are consumers)."""
+        if not self.producers and not self.consumers:
+            return
+        async with self._heartbeat_lock:
+            data = self.heartbeat_data()
+            body = data.encode()
+            targets = [
+                addr
+                for by_id in self.broker_addrs.values()
+                for bid, addr in by_id.items()
+                if bid == MASTER_ID or self.consumers
+            ]
+            await asyncio.gather(*(self._heartbeat(a, body) for a in sorted(set(targets))))
+
+    async def _heartbeat(self, addr: str, body: bytes) -> None:
+        try:
+            response = await self.invoke(addr, self.request(RequestCode.HEART_BEAT, body=body))
+        except MQClientError as exc:
+            log.info("heartbeat to %s failed: %s", addr, exc)
+            return
+        if response.code == ResponseCode.SUCCESS:
+            self.broker_versions[addr] = response.version
+        else:
+            log.warning("heartbeat to %s: code %d %s", addr, response.code, response.remark)
+
+    # -- consumer timers ------------------------------------------------------------------
+
+    async def rebalance_all(self) -> None:
+        for consumer in list(self.consumers.values()):
+            await self._rebalance(consumer)
+
+    async def _rebalance(self, consumer: ConsumerHandle) -> None:
+        try:
+            await _maybe_await(consumer.do_rebalance())
+        except Exception:
+            log.exception("rebalance of group %s failed", consumer.group)
+
+    def rebalance_soon(self, group: str) -> None:
+        """Rebalance one group in the background (NOTIFY_CONSUMER_IDS_CHANGED)."""
+        consumer = self.consumers.get(group)
+        if consumer is not None and not self._closed:
+            self._spawn(self._rebalance(consumer))
+
+    async def _persist_offsets(self) -> None:
+        for consumer in list(self.consumers.values()):
+            persist = getattr(consumer, "persist_consumer_offset", None)
+            if persist is not None:
+                try:
+                    await _maybe_await(persist())
+                except Exception:
+                    log.exception("persisting offsets of group %s failed", consumer.group)
+
+    def _spawn(self, coro: Awaitable[Any]) -> None:
+        task = asyncio.ensure_future(coro)
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+
+    # -- requests brokers send us ---------------------------------------------------------
+
+    def _register_handlers(self) -> None:
+        d = self.dispatcher
+        d.register(RequestCode.NOTIFY_CONSUMER_IDS_CHANGED, self._on_notify_consumer_ids_changed)
+        d.register(RequestCode.CHECK_TRANSACTION_STATE, self._on_check_transaction_state)
+        d.register(RequestCode.RESET_CONSUMER_CLIENT_OFFSET, self._on_reset_offset)
+        d.register(RequestCode.GET_CONSUMER_RUNNING_INFO, self._on_get_consumer_running_info)
+
+    def _on_notify_consumer_ids_changed(
+        self, channel: Channel, request: RemotingCommand
+    ) -> RemotingCommand | None:
+        header = NotifyConsumerIdsChangedRequestHeader.from_command(request)
+        log.info(
+            "broker %s: consumer ids of %s changed", channel.remote_address, header.consumer_group
+        )
+        self.rebalance_soon(header.consumer_group)
+        return None
+
+    def _on_check_transaction_state(
+        self, channel: Channel, request: RemotingCommand
+    ) -> RemotingCommand | None:
+        header = CheckTransactionStateRequestHeader.from_command(request)
+        msg: MessageExt = decode_record(request.body, strict=False)
+        group = msg.properties.get(PROPERTY_PRODUCER_GROUP, "")
+        producer = self.producers.get(group)
+        check = getattr(producer, "check_transaction_state", None)
+        if check is None:
+            log.warning(
+                "CHECK_TRANSACTION_STATE from %s for group %r, which has no transactional"
+                " producer here",
+                channel.remote_address,
+                group,
+            )
+            return None
+        addr = channel.remote_address
+
+        async def run() -> None:
+            try:
+                await _maybe_await(check(addr, msg, header))
+            except Exception:
+                log.exception("transaction check of %s failed", header.msg_id)
+
+        self._spawn(run())
+        return None
+
+    async def _on_reset_offset(
+        self, channel: Channel, request: RemotingCommand
+    ) -> RemotingCommand | None:
+        header = ResetOffsetRequestHeader.from_command(request)
+        offsets = ResetOffsetBody.decode(request.body).offset_table if request.body else {}
+        consumer = self.consumers.get(header.group)
+        if consumer is None:
+            return RemotingCommand.response_to(
+                request, ResponseCode.SYSTEM_ERROR, f"no consumer of group {header.group} here"
+            )
+        log.info(
+            "broker %s resets %s offsets of %s", channel.remote_address, header.group, header.topic
+        )
+        await _maybe_await(consumer.reset_offset(header.topic, dict(offsets)))
+        return RemotingCommand.response_to(request, ResponseCode.SUCCESS)
+
+    async def _on_get_consumer_running_info(
+        self, channel: Channel, request: RemotingCommand
+    ) -> RemotingCommand:
+        from mqcore.common import fastjson
+
+        header = GetConsumerRunningInfoRequestHeader.from_command(request)
+        consumer = self.consumers.get(header.consumer_group)
+        if consumer is None:
+            return RemotingCommand.response_to(
+                request,
+                ResponseCode.SYSTEM_ERROR,
+                f"The Consumer Group <{header.consumer_group}> not exist in this consumer",
+            )
+        info_fn = getattr(consumer, "running_info", None)
+        info: dict[str, Any]
+        if info_fn is not None:
+            result = info_fn()
+            info = await result if inspect.isawaitable(result) else result
+        else:
+            data = consumer.consumer_data()
+            info = {
+                "properties": {"PROP_CLIENT_VERSION": "V4_9_8", "language": "PYTHON"},
+                "subscriptionSet": [s.to_json() for s in data.subscription_data_set],
+                "mqTable": {},
+                "statusTable": {},
+            }
+        return RemotingCommand.response_to(request, ResponseCode.SUCCESS, body=fastjson.dumps(info))
+
+    def __repr__(self) -> str:
+        state = "closed" if self._closed else ("started" if self._started else "new")
+        return f"<ClientInstance {self.client_id} {self.namesrv_addrs} {state}>"
