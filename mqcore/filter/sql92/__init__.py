@@ -85,11 +85,17 @@ def _names(node: object) -> list[str]:
     return out
 
 
-@lru_cache(maxsize=256)
 def compile_sql(expression: str) -> SqlFilter:
     """Parse and compile ``expression`` (cached, as RocketMQ caches parses).
 
     Raises :class:`FilterSyntaxError` (message with a caret line, ``.position`` the
     0-based offset) for any invalid input.
     """
+    if not isinstance(expression, str):
+        raise FilterSyntaxError(f"SQL92 expression must be a string, not {type(expression)}")
+    return _compile_cached(expression)
+
+
+@lru_cache(maxsize=256)
+def _compile_cached(expression: str) -> SqlFilter:
     return SqlFilter(expression, parse(expression))

@@ -45,6 +45,7 @@ MAX_DEPTH = 64
 
 _ORDER_OPS = (">", ">=", "<", "<=")
 _MIN_DOUBLE = 5e-324  # Double.MIN_VALUE
+_UNSUPPORTED = frozenset({"CONTAINS", "STARTSWITH", "ENDSWITH", "LIKE", "ESCAPE"})  # 5.x / JMS
 
 
 def parse(expression: str) -> Node:
@@ -202,7 +203,12 @@ class _Parser:
         node = self.or_expression()
         tok = self.peek()
         if tok.kind != EOF:
-            raise self.error(tok.pos, f"unexpected {_describe(tok)} after a complete expression")
+            hint = ""
+            if tok.kind == ID and tok.text.upper() in _UNSUPPORTED:
+                hint = f" ({tok.text.upper()} is not in RocketMQ 4.9.8's SQL92 grammar)"
+            raise self.error(
+                tok.pos, f"unexpected {_describe(tok)} after a complete expression{hint}"
+            )
         return self.condition(node)
 
     def or_expression(self) -> Node:
