@@ -98,4 +98,10 @@ def compile_sql(expression: str) -> SqlFilter:
 
 @lru_cache(maxsize=256)
 def _compile_cached(expression: str) -> SqlFilter:
-    return SqlFilter(expression, parse(expression))
+    tree = parse(expression)
+    try:
+        return SqlFilter(expression, tree)
+    except RecursionError:  # only when called from an already deep stack
+        raise FilterSyntaxError(
+            "SQL92 expression nested too deeply", expression=expression
+        ) from None
