@@ -1,0 +1,186 @@
+"""ClientInstance against the real name-server processor and fake brokers, in memory."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from pathlib import Path
+
+import pytest
+from client_fakes import NAMESRV, FakeCluster
+
+from mqcore.client.errors import NameServerUnreachableError, TopicRouteNotFoundError
+from mqcore.client.instance import ClientInstance
+from mqcore.protocol import LanguageCode, RemotingCommand, RequestCode
+from mqcore.protocol.bodies import (
+    ConsumerData,
+    MessageQueue,
+    ResetOffsetBody,
+    SubscriptionData,
+)
+from mqcore.protocol.headers import (
+    GetConsumerRunningInfoRequestHeader,
+    NotifyConsumerIdsChangedRequestHeader,
+    ResetOffsetRequestHeader,
+)
+
+
+class StubProducer:
+    def __init__(self, group: str) -> None:
+        self.group = group
+
+
+class StubConsumer:
+    def __init__(self, group: str, topic: str) -> None:
+        self.group = group
+        self.topic = topic
+        self.rebalanced = asyncio.Event()
+        self.resets: list[tuple[str, dict[MessageQueue, int]]] = []
+
+    def consumer_data(self) -> ConsumerData:
+        return ConsumerData(self.group, subscription_data_set=[SubscriptionData(self.topic)])
+
+    async def do_rebalance(self) -> None:
+        self.rebalanced.set()
+
+    def reset_offset(self, topic: str, offsets: dict[MessageQueue, int]) -> None:
+        self.resets.append((topic, offsets))
+
+
+@pytest.fixture
+def cluster(tmp_path: Path) -> FakeCluster:
+    c = FakeCluster(tmp_path)
+    c.add_broker("broker-a", "127.0.0.1:10911", {"T": 4, "TBW102": 8})
+    c.add_broker("broker-b", "127.0.0.1:10921", {"T": 2})
+    return c
+
+
+async def test_get_shares_one_instance_and_names_the_client_like_rocketmq(
+    cluster: FakeCluster,
+) -> None:
+    a = ClientInstance.get(NAMESRV, config=cluster.config())
+    b = ClientInstance.get([NAMESRV])
+    assert a is b
+    assert a.client_id == f"10.0.0.1@{os.getpid()}"
+    other = ClientInstance.get(NAMESRV, instance_name="x", config=cluster.config())
+    assert other is not a and other.client_id == "10.0.0.1@x"
+    await a.shutdown()
+    await other.shutdown()
+    assert ClientInstance.get(NAMESRV, config=cluster.config()) is not a
+
+
+async def test_route_publish_queues_and_broker_table(cluster: FakeCluster) -> None:
+    inst = ClientInstance.get(NAMESRV, config=cluster.config())
+    try:
+        info = await inst.find_publish_info("T")
+        assert [(q.broker_name, q.queue_id) for q in info.queues] == [
+            ("broker-a", 0), ("broker-a", 1), ("broker-a", 2), ("broker-a", 3),
+            ("broker-b", 0), ("broker-b", 1),
+        ]  # fmt: skip
+        assert inst.find_master_addr("broker-b") == "127.0.0.1:10921"
+        assert inst.find_broker_addr_in_subscribe("broker-a", 1) == ("127.0.0.1:10911", False)
+        assert inst.find_broker_addr_in_subscribe("broker-a", 1, only_this_broker=True) is None
+        assert len(await inst.subscribe_queues("T")) == 6
+    finally:
+        await inst.shutdown()
+
+
+async def test_unknown_topic_falls_back_to_tbw102_then_errors(cluster: FakeCluster) -> None:
+    inst = ClientInstance.get(NAMESRV, config=cluster.config())
+    try:
+        info = await inst.find_publish_info("NewTopic")
+        # TBW102 lives on broker-a with 8 queues; capped at defaultTopicQueueNums = 4
+        assert [(q.topic, q.broker_name) for q in info.queues] == [("NewTopic", "broker-a")] * 4
+        with pytest.raises(TopicRouteNotFoundError, match="autoCreateTopicEnable"):
+            await inst.get_route("Nope")
+    finally:
+        await inst.shutdown()
+
+    cluster.register("broker-a", {"T": 4})  # TBW102 gone: no auto-create
+    cluster.routes.delete_topic("TBW102")
+    inst = ClientInstance.get(NAMESRV, config=cluster.config())
+    try:
+        with pytest.raises(TopicRouteNotFoundError, match="no route for topic Other"):
+            await inst.find_publish_info("Other")
+    finally:
+        await inst.shutdown()
+
+
+async def test_name_server_failover_and_clear_error(cluster: FakeCluster) -> None:
+    inst = ClientInstance.get(f"127.0.0.1:1;{NAMESRV}", config=cluster.config())
+    try:
+        assert (await inst.get_route("T")).broker_datas
+        assert inst.namesrv_addrs[inst._ns_index] == NAMESRV
+    finally:
+        await inst.shutdown()
+    inst = ClientInstance.get("127.0.0.1:1", config=cluster.config())
+    try:
+        with pytest.raises(
+            NameServerUnreachableError, match=r"127.0.0.1:1 unreachable.*mq namesrv"
+        ):
+            await inst.get_route("T")
+    finally:
+        await inst.shutdown()
+
+
+async def test_heartbeat_unregister_and_language(cluster: FakeCluster) -> None:
+    inst = ClientInstance.get(NAMESRV, config=cluster.config())
+    await inst.get_route("T")
+    await inst.register_producer(StubProducer("pg"))
+    a, b = cluster.brokers["broker-a"], cluster.brokers["broker-b"]
+    assert [hb.client_id for hb in a.heartbeats] == [inst.client_id]
+    assert [p.group_name for p in a.heartbeats[0].producer_data_set] == ["pg"]
+    assert b.heartbeats and not b.heartbeats[0].consumer_data_set
+    consumer = StubConsumer("cg", "T")
+    await inst.register_consumer(consumer)
+    assert [c.group_name for c in a.heartbeats[-1].consumer_data_set] == ["cg"]
+    with pytest.raises(Exception, match="already used"):
+        await inst.register_producer(StubProducer("pg"))
+    request = inst.request(RequestCode.HEART_BEAT)
+    assert request.language is LanguageCode.PYTHON
+    await inst.unregister_consumer("cg")
+    await inst.unregister_producer("pg")
+    assert inst.closed  # the last user left
+    assert {(u.consumer_group, u.producer_group) for u in a.unregistered} == {
+        ("cg", None),
+        (None, "pg"),
+    }
+    assert all(u.client_id == inst.client_id for u in b.unregistered)
+
+
+async def test_requests_brokers_send_reach_the_consumer(cluster: FakeCluster) -> None:
+    inst = ClientInstance.get(NAMESRV, config=cluster.config())
+    consumer = StubConsumer("cg", "T")
+    await inst.register_consumer(consumer)
+    try:
+        channel = cluster.brokers["broker-a"].channels[0]
+        notify = RemotingCommand.request(
+            RequestCode.NOTIFY_CONSUMER_IDS_CHANGED,
+            NotifyConsumerIdsChangedRequestHeader("cg").to_ext_fields(),
+            oneway=True,
+        )
+        await channel.invoke_oneway(notify)
+        await asyncio.wait_for(consumer.rebalanced.wait(), 2)
+
+        mq = MessageQueue("T", "broker-a", 1)
+        reset = RemotingCommand.request(
+            RequestCode.RESET_CONSUMER_CLIENT_OFFSET,
+            ResetOffsetRequestHeader("T", "cg", 0, True).to_ext_fields(),
+            ResetOffsetBody({mq: 7}).encode(),
+        )
+        assert (await channel.invoke(reset)).code == 0
+        assert consumer.resets == [("T", {mq: 7})]
+
+        info = RemotingCommand.request(
+            RequestCode.GET_CONSUMER_RUNNING_INFO,
+            GetConsumerRunningInfoRequestHeader("cg", inst.client_id).to_ext_fields(),
+        )
+        response = await channel.invoke(info)
+        assert response.code == 0 and b"subscriptionSet" in bytes(response.body)
+        missing = RemotingCommand.request(
+            RequestCode.GET_CONSUMER_RUNNING_INFO,
+            GetConsumerRunningInfoRequestHeader("nope", inst.client_id).to_ext_fields(),
+        )
+        assert (await channel.invoke(missing)).code == 1
+    finally:
+        await inst.unregister_consumer("cg")
