@@ -24,11 +24,13 @@ import contextlib
 import inspect
 import logging
 from collections.abc import Callable
-from typing import Any
 
+from mqcore.broker.client_manager import ConsumerManager, ProducerManager
 from mqcore.broker.config import BrokerConfig
 from mqcore.broker.long_polling import LongPollingService
 from mqcore.broker.outer_api import BrokerOuterAPI
+from mqcore.broker.rebalance_lock import RebalanceLockManager
+from mqcore.broker.stats import BrokerStatsManager
 from mqcore.broker.topics import TopicService
 from mqcore.remoting import RemotingServer
 from mqcore.store.message_store import MessageStore
@@ -85,17 +87,10 @@ class BrokerController:
 
     def _init_client_services(self) -> None:
         """Producer/consumer managers, the rebalance lock table and statistics."""
-        from mqcore.broker._pending import (
-            PendingBrokerStatsManager,
-            PendingConsumerManager,
-            PendingProducerManager,
-            PendingRebalanceLockManager,
-        )
-
-        self.producer_manager: Any = PendingProducerManager()
-        self.consumer_manager: Any = PendingConsumerManager()
-        self.rebalance_lock_manager: Any = PendingRebalanceLockManager()
-        self.stats: Any = PendingBrokerStatsManager()
+        self.producer_manager = ProducerManager()
+        self.consumer_manager = ConsumerManager()
+        self.rebalance_lock_manager = RebalanceLockManager(self.config.rebalance_lock_max_live_time)
+        self.stats = BrokerStatsManager()
 
     def _register_processors(self) -> None:
         """Every request processor, on ``server`` and (minus PULL_MESSAGE) ``fast_server``."""
@@ -105,6 +100,11 @@ class BrokerController:
         pull.register(self)
         offsets.register(self)
         # -- client, query and admin processors --
+        from mqcore.broker.processor import admin, client, query
+
+        client.register(self)
+        query.register(self)
+        admin.register(self)
 
     # -- addresses ------------------------------------------------------------------------
     @property

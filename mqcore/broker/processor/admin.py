@@ -1,0 +1,421 @@
+"""Broker-level admin requests (RocketMQ's AdminBrokerProcessor, topic and broker half):
+topics, broker config, runtime info, topic statistics (spec §9.4).
+
+Consumer-group, offset and connection requests live in :mod:`.admin_group`. Topic
+changes go through ``controller.topics`` so ``topics.json`` is persisted and the broker
+re-registers with the name servers at once.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import shutil
+import time
+from typing import TYPE_CHECKING, Any
+
+from mqcore.broker.processor import admin_group, reply
+from mqcore.common.properties import PropertiesConfig, parse_properties
+from mqcore.errors import ConfigError
+from mqcore.protocol import MQ_VERSION, RemotingCommand, RequestCode, ResponseCode
+from mqcore.protocol.bodies import (
+    DataVersion,
+    KVTable,
+    MessageQueue,
+    TopicConfigSerializeWrapper,
+    TopicList,
+    TopicOffset,
+    TopicStatsTable,
+)
+from mqcore.protocol.headers import (
+    CreateTopicRequestHeader,
+    DeleteTopicRequestHeader,
+    GetBrokerConfigResponseHeader,
+    GetTopicStatsInfoRequestHeader,
+)
+from mqcore.remoting import Channel
+from mqcore.store.metadata import (
+    TopicConfig,
+    TopicFilterType,
+    TopicNameError,
+    is_system_topic,
+    validate_topic_name,
+)
+from mqcore.store.metadata.topic import SCHEDULE_QUEUE_NUMS, SYSTEM_TOPICS
+from mqcore.store.store_config import BrokerRole
+
+if TYPE_CHECKING:
+    from mqcore.broker.controller import BrokerController
+
+__all__ = [
+    "BROKER_RUNTIME_KEYS",
+    "BROKER_VERSION_DESC",
+    "STORE_RUNTIME_KEYS",
+    "AdminProcessor",
+    "register",
+]
+
+log = logging.getLogger("mq.broker.admin")
+
+BROKER_VERSION_DESC = "V4_9_8"
+SCHEDULE_TOPIC = "SCHEDULE_TOPIC_XXXX"
+
+BROKER_RUNTIME_KEYS = frozenset(
+    {
+        "autoCreateTopicEnable",
+        "autoCreateSubscriptionGroup",
+        "brokerPermission",
+        "defaultTopicQueueNums",
+        "channelExpiredTimeout",
+        "longPollingEnable",
+        "shortPollingTimeMills",
+        "maxBatchBodySize",
+        "enablePropertyFilter",
+        "filterSupportRetry",
+        "transactionTimeOut",
+        "transactionCheckMax",
+        "transactionCheckInterval",
+        "traceOn",
+        "maxReconsumeTimes",
+        "rebalanceLockMaxLiveTime",
+        "logLevel",
+    }
+)
+"""BrokerConfig keys UPDATE_BROKER_CONFIG may change: each is read where it is used, so
+a new value takes effect without a restart. Others (ports, names, paths, roles, timer
+periods) need a restart and are refused."""
+
+STORE_RUNTIME_KEYS = frozenset(
+    {
+        "fileReservedTime",
+        "deleteWhen",
+        "diskMaxUsedSpaceRatio",
+        "cleanFileForciblyEnable",
+        "cleanResourceInterval",
+        "syncFlushTimeout",
+        "maxMessageSize",
+        "maxTransferBytesOnMessageInMemory",
+        "maxTransferCountOnMessageInMemory",
+        "defaultQueryMaxNum",
+        "maxMsgsNumBatch",
+        "diskSpaceWarningLevelRatio",
+        "diskSpaceCleanForciblyRatio",
+    }
+)
+"""Store keys UPDATE_BROKER_CONFIG may change (read per operation by the store)."""
+
+BROKER_PROPERTIES_FILE = "broker.properties"
+"""Where RocketMQ persists a hot-updated config (``BrokerPathConfigHelper``), here under
+the store's ``config`` directory."""
+
+
+def human_bytes(count: int) -> str:
+    """``MixAll.humanReadableByteCount(bytes, false)``: ``"93.1 GiB"``."""
+    if count < 1024:
+        return f"{count} B"
+    exp = 0
+    value = float(count)
+    while value >= 1024 and exp < 6:
+        value /= 1024
+        exp += 1
+    return f"{value:.1f} {'KMGTPE'[exp - 1]}iB"
+
+
+def runtime_text(seconds: float) -> str:
+    """StoreStatsService's ``runtime`` value: ``[ 0 days, 1 hours, 2 minutes, 3 seconds ]``."""
+    total = int(seconds)
+    days, rest = divmod(total, 86400)
+    hours, rest = divmod(rest, 3600)
+    minutes, secs = divmod(rest, 60)
+    return f"[ {days} days, {hours} hours, {minutes} minutes, {secs} seconds ]"
+
+
+class AdminProcessor:
+    def __init__(self, controller: BrokerController) -> None:
+        self.controller = controller
+        self.config_version = DataVersion(timestamp=int(time.time() * 1000))
+        self.boot_monotonic = time.monotonic()
+        self.boot_ms = int(time.time() * 1000)
+
+    # -- topics -------------------------------------------------------------------------
+
+    def update_and_create_topic(
+        self, channel: Channel, request: RemotingCommand
+    ) -> RemotingCommand:
+        header = CreateTopicRequestHeader.from_command(request)
+        c = self.controller
+        topic = header.topic
+        if c.store_config.broker_role is BrokerRole.SLAVE:
+            return reply(request, ResponseCode.SYSTEM_ERROR, "a slave broker cannot create topics")
+        if topic == c.config.broker_cluster_name:
+            return reply(
+                request,
+                ResponseCode.SYSTEM_ERROR,
+                f"The topic[{topic}] is conflict with system reserved words.",
+            )
+        try:
+            validate_topic_name(topic)
+        except TopicNameError as exc:
+            return reply(request, ResponseCode.SYSTEM_ERROR, str(exc))
+        if is_system_topic(topic):
+            return reply(
+                request,
+                ResponseCode.SYSTEM_ERROR,
+                f"The topic[{topic}] is conflict with system topic.",
+            )
+        if header.read_queue_nums < 0 or header.write_queue_nums < 0:
+            return reply(request, ResponseCode.SYSTEM_ERROR, "queue numbers must not be negative")
+        try:
+            filter_type = TopicFilterType(header.topic_filter_type or "SINGLE_TAG")
+        except ValueError:
+            return reply(
+                request,
+                ResponseCode.SYSTEM_ERROR,
+                f"unknown topicFilterType {header.topic_filter_type!r}",
+            )
+        config = TopicConfig(
+            topic,
+            read_queue_nums=header.read_queue_nums,
+            write_queue_nums=header.write_queue_nums,
+            perm=header.perm,
+            topic_filter_type=filter_type,
+            topic_sys_flag=header.topic_sys_flag or 0,
+            order=header.order,
+        )
+        log.info("updateAndCreateTopic %s from %s", config, channel.remote_address)
+        c.topics.update(config)
+        return reply(request)
+
+    def delete_topic(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
+        header = DeleteTopicRequestHeader.from_command(request)
+        topic = header.topic
+        if not topic.strip():
+            return reply(request, ResponseCode.SYSTEM_ERROR, "The specified topic is blank.")
+        if is_system_topic(topic):
+            return reply(
+                request,
+                ResponseCode.SYSTEM_ERROR,
+                f"The topic[{topic}] is conflict with system topic.",
+            )
+        log.info("deleteTopic %s from %s", topic, channel.remote_address)
+        self.controller.topics.delete(topic)
+        stats = self.controller.stats
+        if hasattr(stats, "remove_topic"):
+            stats.remove_topic(topic)
+        return reply(request)
+
+    def get_all_topic_config(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
+        """The full table with each topic's own perm (slaves copy it from here)."""
+        manager = self.controller.topic_config_manager
+        wrapper = TopicConfigSerializeWrapper(dict(manager.table), manager.data_version)
+        return reply(request, body=wrapper.encode())
+
+    def get_system_topic_list(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
+        """GET_SYSTEM_TOPIC_LIST_FROM_BROKER: the built-in topics this broker has."""
+        c = self.controller
+        names = {
+            t for t in c.topic_config_manager.table if t in SYSTEM_TOPICS or is_system_topic(t)
+        }
+        names |= {c.config.broker_cluster_name, c.config.broker_name} & set(
+            c.topic_config_manager.table
+        )
+        return reply(request, body=TopicList(names).encode())
+
+    def get_topic_stats_info(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
+        header = GetTopicStatsInfoRequestHeader.from_command(request)
+        c = self.controller
+        config = c.topics.select(header.topic)
+        if config is None:
+            return reply(request, ResponseCode.TOPIC_NOT_EXIST, f"topic[{header.topic}] not exist")
+        store = c.store
+        table: dict[MessageQueue, TopicOffset] = {}
+        for qid in range(config.write_queue_nums):
+            mq = MessageQueue(header.topic, c.config.broker_name, qid)
+            min_offset = max(0, store.get_min_offset_in_queue(header.topic, qid))
+            max_offset = max(0, store.get_max_offset_in_queue(header.topic, qid))
+            last = 0
+            if max_offset > 0:
+                last = max(0, store.get_message_store_timestamp(header.topic, qid, max_offset - 1))
+            table[mq] = TopicOffset(min_offset, max_offset, last)
+        return reply(request, body=TopicStatsTable(table).encode())
+
+    # -- runtime info -------------------------------------------------------------------
+
+    def runtime_info(self) -> dict[str, str]:
+        """GET_BROKER_RUNTIME_INFO's table (all values strings, RocketMQ's key names)."""
+        c = self.controller
+        store = c.store
+        info: dict[str, str] = {}
+        stats = c.stats
+        if hasattr(stats, "runtime_info"):
+            info.update(stats.runtime_info())
+        info["brokerVersionDesc"] = BROKER_VERSION_DESC
+        info["brokerVersion"] = str(MQ_VERSION)
+        info["bootTimestamp"] = str(self.boot_ms)
+        info["runtime"] = runtime_text(time.monotonic() - self.boot_monotonic)
+        info["startAcceptSendRequestTimeStamp"] = "0"
+        info["commitLogMaxOffset"] = str(store.max_phy_offset)
+        info["commitLogMinOffset"] = str(store.min_phy_offset)
+        info["dispatchBehindBytes"] = str(store.dispatch_behind_bytes())
+        info["earliestMessageTimeStamp"] = str(self._earliest_message_time())
+        info["pageCacheLockTimeMills"] = "0"
+        for pool, capacity in (("send", 10000), ("pull", 100000), ("query", 20000)):
+            info[f"{pool}ThreadPoolQueueSize"] = "0"
+            info[f"{pool}ThreadPoolQueueCapacity"] = str(capacity)
+            info[f"{pool}ThreadPoolQueueHeadWaitTimeMills"] = "0"
+        info.update(self._disk_info())
+        info.update(self._schedule_offsets())
+        return info
+
+    def _earliest_message_time(self) -> int:
+        store = self.controller.store
+        if store.max_phy_offset <= store.min_phy_offset:
+            return -1
+        try:
+            ts = store.get_store_time(store.min_phy_offset)
+        except Exception:  # a file being deleted under us: no answer rather than an error
+            return -1
+        return ts if ts is not None else -1
+
+    def _disk_info(self) -> dict[str, str]:
+        store_config = self.controller.store_config
+        out: dict[str, str] = {}
+        for key, path in (
+            ("commitLog", store_config.commit_log_path),
+            ("consumeQueue", store_config.consume_queue_path),
+        ):
+            target = path if path.exists() else store_config.root
+            try:
+                usage = shutil.disk_usage(target)
+            except OSError:
+                out[f"{key}DiskRatio"] = "-1"
+                continue
+            out[f"{key}DiskRatio"] = repr(usage.used / usage.total if usage.total else 0.0)
+            if key == "commitLog":
+                out["commitLogDirCapacity"] = (
+                    f"Total : {human_bytes(usage.total)}, Free : {human_bytes(usage.free)}."
+                )
+        return out
+
+    def _schedule_offsets(self) -> dict[str, str]:
+        """``scheduleMessageOffset_<level>`` = ``"<delivered>,<max>"`` for every level."""
+        c = self.controller
+        delay = c.delay_offset_manager
+        levels = sorted(c.store_config.delay_level_table()) or list(
+            range(1, SCHEDULE_QUEUE_NUMS + 1)
+        )
+        out: dict[str, str] = {}
+        for level in levels:
+            delivered = delay.get(level)
+            max_offset = c.store.get_max_offset_in_queue(SCHEDULE_TOPIC, level - 1)
+            out[f"scheduleMessageOffset_{level}"] = f"{delivered},{max_offset}"
+        return out
+
+    def get_broker_runtime_info(
+        self, channel: Channel, request: RemotingCommand
+    ) -> RemotingCommand:
+        return reply(request, body=KVTable(self.runtime_info()).encode())
+
+    # -- broker config ------------------------------------------------------------------
+
+    def config_text(self) -> str:
+        return self.controller.config.to_properties_text() + (
+            self.controller.store_config.to_properties_text()
+        )
+
+    def get_broker_config(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
+        header = GetBrokerConfigResponseHeader(self.config_version.encode().decode())
+        return reply(request, header=header, body=self.config_text().encode())
+
+    def update_broker_config(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
+        """Apply runtime-changeable keys (all or nothing), then persist like RocketMQ."""
+        try:
+            props = parse_properties(bytes(request.body).decode("utf-8"))
+        except UnicodeDecodeError:
+            return reply(request, ResponseCode.SYSTEM_ERROR, "config body is not UTF-8")
+        if not props:
+            return reply(request, ResponseCode.SYSTEM_ERROR, "string2Properties error")
+        refused = sorted(k for k in props if k not in BROKER_RUNTIME_KEYS | STORE_RUNTIME_KEYS)
+        if refused:
+            return reply(
+                request,
+                ResponseCode.SYSTEM_ERROR,
+                "these keys cannot be changed at runtime (restart with a new config): "
+                + ", ".join(refused),
+            )
+        c = self.controller
+        broker_props = {k: v for k, v in props.items() if k in BROKER_RUNTIME_KEYS}
+        store_props = {k: v for k, v in props.items() if k in STORE_RUNTIME_KEYS}
+        try:
+            broker_values = _checked_values(c.config, broker_props)
+            store_values = _checked_values(c.store_config, store_props)
+        except ConfigError as exc:
+            return reply(request, ResponseCode.SYSTEM_ERROR, str(exc))
+        old_perm = c.config.broker_permission
+        for name, value in broker_values.items():
+            setattr(c.config, name, value)
+        for name, value in store_values.items():
+            setattr(c.store_config, name, value)
+        log.info("updateBrokerConfig from %s: %s", channel.remote_address, props)
+        self.config_version = DataVersion(
+            timestamp=int(time.time() * 1000), counter=self.config_version.counter + 1
+        )
+        self._apply_side_effects(old_perm)
+        try:
+            path = c.store_config.config_path / BROKER_PROPERTIES_FILE
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(self.config_text(), encoding="utf-8")
+        except OSError as exc:
+            log.warning("cannot persist the broker config: %s", exc)
+        return reply(request)
+
+    def _apply_side_effects(self, old_perm: int) -> None:
+        c = self.controller
+        locks = c.rebalance_lock_manager
+        if hasattr(locks, "max_live"):
+            locks.max_live = c.config.rebalance_lock_max_live_time / 1000
+        if c.config.broker_permission != old_perm:
+            # routes must show the new permission: bump the version, register now
+            c.topic_config_manager.data_version.next_version()
+            c.request_register(force=True)
+        logging.getLogger("mq").setLevel(c.config.log_level.upper())
+
+
+def _checked_values(config: PropertiesConfig, props: dict[str, str]) -> dict[str, Any]:
+    """Converted values, validated by building a copy with them (ConfigError if bad)."""
+    if not props:
+        return {}
+    values = type(config).parse_values(props)
+    try:
+        dataclasses.replace(config, **values)  # type: ignore[type-var]
+    except ConfigError:
+        raise
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(str(exc)) from exc
+    return values
+
+
+def register(controller: BrokerController) -> AdminProcessor:
+    proc = AdminProcessor(controller)
+    table = {
+        RequestCode.UPDATE_AND_CREATE_TOPIC: proc.update_and_create_topic,
+        RequestCode.DELETE_TOPIC_IN_BROKER: proc.delete_topic,
+        RequestCode.GET_ALL_TOPIC_CONFIG: proc.get_all_topic_config,
+        RequestCode.GET_SYSTEM_TOPIC_LIST_FROM_BROKER: proc.get_system_topic_list,
+        RequestCode.GET_TOPIC_STATS_INFO: proc.get_topic_stats_info,
+        RequestCode.GET_BROKER_RUNTIME_INFO: proc.get_broker_runtime_info,
+        RequestCode.GET_BROKER_CONFIG: proc.get_broker_config,
+        RequestCode.UPDATE_BROKER_CONFIG: proc.update_broker_config,
+    }
+    for server in (controller.server, controller.fast_server):
+        for code, fn in table.items():
+            server.register(code, fn)
+    stats = controller.stats
+    if hasattr(stats, "sample"):
+
+        def start() -> None:  # not returning the task: start hooks' awaitables are awaited
+            controller.schedule(1000, stats.sample, name="stats-sample")
+
+        controller.add_start_hook(start)
+    admin_group.register(controller)
+    return proc

@@ -1,0 +1,288 @@
+"""Consumer-group admin requests (RocketMQ's AdminBrokerProcessor, group half, and
+Broker2Client): subscription groups, consume stats, offsets, connections, offset reset,
+consumer running info (spec §9.4).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+from mqcore.broker.processor import reply
+from mqcore.errors import MQError
+from mqcore.protocol import RemotingCommand, RequestCode, ResponseCode
+from mqcore.protocol.bodies import (
+    ConsumerOffsetSerializeWrapper,
+    ConsumeStats,
+    DelayOffsetSerializeWrapper,
+    GroupList,
+    MessageQueue,
+    OffsetWrapper,
+    ProducerConnection,
+    ResetOffsetBody,
+    SubscriptionGroupWrapper,
+)
+from mqcore.protocol.headers import (
+    DeleteSubscriptionGroupRequestHeader,
+    GetConsumerConnectionListRequestHeader,
+    GetConsumerRunningInfoRequestHeader,
+    GetConsumeStatsRequestHeader,
+    GetProducerConnectionListRequestHeader,
+    QueryTopicConsumeByWhoRequestHeader,
+    ResetOffsetRequestHeader,
+)
+from mqcore.remoting import Channel, Processor
+from mqcore.store.metadata import SubscriptionGroupConfig
+
+if TYPE_CHECKING:
+    from mqcore.broker.controller import BrokerController
+
+__all__ = ["GroupAdminProcessor", "register"]
+
+log = logging.getLogger("mq.broker.admin")
+
+RUNNING_INFO_TIMEOUT = 5.0
+
+
+class GroupAdminProcessor:
+    def __init__(self, controller: BrokerController) -> None:
+        self.controller = controller
+
+    # -- subscription groups ------------------------------------------------------------
+
+    def update_and_create_subscription_group(
+        self, channel: Channel, request: RemotingCommand
+    ) -> RemotingCommand:
+        config = SubscriptionGroupConfig.decode(request.body)
+        if not config.group_name.strip():
+            return reply(request, ResponseCode.SYSTEM_ERROR, "groupName is blank")
+        log.info("updateAndCreateSubscriptionGroup %s from %s", config, channel.remote_address)
+        manager = self.controller.subscription_group_manager
+        manager.update(config)
+        manager.persist()
+        return reply(request)
+
+    def get_all_subscription_group_config(
+        self, channel: Channel, request: RemotingCommand
+    ) -> RemotingCommand:
+        manager = self.controller.subscription_group_manager
+        wrapper = SubscriptionGroupWrapper(dict(manager.table), manager.data_version)
+        return reply(request, body=wrapper.encode())
+
+    def delete_subscription_group(
+        self, channel: Channel, request: RemotingCommand
+    ) -> RemotingCommand:
+        header = DeleteSubscriptionGroupRequestHeader.from_command(request)
+        c = self.controller
+        log.info("deleteSubscriptionGroup %s from %s", header.group_name, channel.remote_address)
+        if c.subscription_group_manager.delete(header.group_name) is not None:
+            c.subscription_group_manager.persist()
+        if header.remove_offset:
+            c.consumer_offset_manager.remove_group(header.group_name)
+            c.persist_consumer_offsets()
+        stats = c.stats
+        if hasattr(stats, "remove_group"):
+            stats.remove_group(header.group_name)
+        return reply(request)
+
+    # -- offsets and statistics ---------------------------------------------------------
+
+    def get_all_consumer_offset(
+        self, channel: Channel, request: RemotingCommand
+    ) -> RemotingCommand:
+        table = self.controller.consumer_offset_manager.table
+        body = ConsumerOffsetSerializeWrapper({k: dict(v) for k, v in list(table.items())})
+        return reply(request, body=body.encode())
+
+    def get_all_delay_offset(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
+        table = self.controller.delay_offset_manager.table
+        return reply(request, body=DelayOffsetSerializeWrapper(dict(table)).encode())
+
+    def get_consume_stats(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
+        header = GetConsumeStatsRequestHeader.from_command(request)
+        c = self.controller
+        group = header.consumer_group
+        if header.topic and header.topic.strip():
+            topics = {header.topic}
+        else:
+            topics = c.consumer_offset_manager.topics_by_group(group)
+        group_info = c.consumer_manager.get_group(group)
+        stats = ConsumeStats()
+        for topic in sorted(topics):
+            config = c.topics.select(topic)
+            if config is None:
+                log.warning("consumeStats: topic %s of group %s does not exist", topic, group)
+                continue
+            if (
+                group_info is not None
+                and group_info.subscriptions
+                and topic not in group_info.subscriptions
+            ):
+                continue  # online, and no longer subscribed to it
+            for qid in range(config.read_queue_nums):
+                mq = MessageQueue(topic, c.config.broker_name, qid)
+                broker_offset = max(0, c.store.get_max_offset_in_queue(topic, qid))
+                consumer_offset = c.consumer_offset_manager.query(group, topic, qid)
+                consumer_offset = max(0, consumer_offset if consumer_offset is not None else 0)
+                last = 0
+                if consumer_offset > 0:
+                    last = max(
+                        0, c.store.get_message_store_timestamp(topic, qid, consumer_offset - 1)
+                    )
+                stats.offset_table[mq] = OffsetWrapper(broker_offset, consumer_offset, last)
+            tps = getattr(c.stats, "group_get_tps", None)
+            if tps is not None:
+                stats.consume_tps += tps(group, topic)
+        return reply(request, body=stats.encode())
+
+    def query_topic_consume_by_who(
+        self, channel: Channel, request: RemotingCommand
+    ) -> RemotingCommand:
+        header = QueryTopicConsumeByWhoRequestHeader.from_command(request)
+        c = self.controller
+        groups = c.consumer_manager.groups_by_topic(header.topic)
+        groups |= c.consumer_offset_manager.groups_by_topic(header.topic)
+        return reply(request, body=GroupList(groups).encode())
+
+    # -- connections --------------------------------------------------------------------
+
+    def get_consumer_connection_list(
+        self, channel: Channel, request: RemotingCommand
+    ) -> RemotingCommand:
+        header = GetConsumerConnectionListRequestHeader.from_command(request)
+        group_info = self.controller.consumer_manager.get_group(header.consumer_group)
+        if group_info is None or not group_info.channels:
+            return reply(
+                request,
+                ResponseCode.CONSUMER_NOT_ONLINE,
+                f"the consumer group[{header.consumer_group}] not online",
+            )
+        return reply(request, body=group_info.connection().encode())
+
+    def get_producer_connection_list(
+        self, channel: Channel, request: RemotingCommand
+    ) -> RemotingCommand:
+        header = GetProducerConnectionListRequestHeader.from_command(request)
+        infos = self.controller.producer_manager.group_channels(header.producer_group)
+        if not infos:
+            return reply(
+                request,
+                ResponseCode.SYSTEM_ERROR,
+                f"the producer group[{header.producer_group}] not exist",
+            )
+        body = ProducerConnection([info.connection() for info in infos])
+        return reply(request, body=body.encode())
+
+    # -- reset offset (Broker2Client.resetOffset) ---------------------------------------
+
+    def reset_offset(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
+        """Offsets of ``group`` on ``topic`` at ``timestamp`` (-1 = the end), stored and
+        pushed to the live consumers with RESET_CONSUMER_CLIENT_OFFSET."""
+        header = ResetOffsetRequestHeader.from_command(request)
+        c = self.controller
+        topic, group = header.topic, header.group
+        config = c.topics.select(topic)
+        if config is None:
+            return reply(
+                request,
+                ResponseCode.SYSTEM_ERROR,
+                f"[reset-offset] reset offset failed, no topic in this broker. topic={topic}",
+            )
+        offsets = c.consumer_offset_manager
+        table: dict[MessageQueue, int] = {}
+        for qid in range(config.write_queue_nums):
+            current = offsets.query(group, topic, qid)
+            if current is None:
+                return reply(
+                    request,
+                    ResponseCode.SYSTEM_ERROR,
+                    f"THe consumer group <{group}> not exist",
+                )
+            if header.timestamp == -1:
+                target = c.store.get_max_offset_in_queue(topic, qid)
+            else:
+                target = c.store.lookup_by_time(topic, qid, header.timestamp)
+            target = max(0, target)
+            if not header.is_force and target >= current:
+                target = current
+            table[MessageQueue(topic, c.config.broker_name, qid)] = target
+        group_info = c.consumer_manager.get_group(group)
+        if group_info is None or not group_info.channels:
+            return reply(
+                request,
+                ResponseCode.CONSUMER_NOT_ONLINE,
+                f"Consumer not online, so can not reset offset, Group: {group} Topic: {topic}"
+                f" Timestamp: {header.timestamp}",
+            )
+        for mq, offset in table.items():
+            offsets.commit(group, topic, mq.queue_id, offset)
+        body = ResetOffsetBody(table).encode()
+        fields = ResetOffsetRequestHeader(topic, group, header.timestamp, header.is_force)
+        for member in list(group_info.channels.values()):
+            notice = RemotingCommand.request(
+                RequestCode.RESET_CONSUMER_CLIENT_OFFSET,
+                fields.to_ext_fields(),
+                body,
+                oneway=True,
+            )
+            try:
+                member.channel.send(notice)
+                log.info(
+                    "[reset-offset] reset offset success. topic=%s, group=%s, clientId=%s",
+                    topic,
+                    group,
+                    member.client_id,
+                )
+            except MQError as exc:
+                log.warning("[reset-offset] cannot notify %s: %s", member.client_id, exc)
+        return reply(request, body=body)
+
+    # -- consumer running info (forwarded to the client) --------------------------------
+
+    async def get_consumer_running_info(
+        self, channel: Channel, request: RemotingCommand
+    ) -> RemotingCommand:
+        """Ask the client itself (ConsumerRunningInfo is the client's to build) and relay
+        its answer."""
+        header = GetConsumerRunningInfoRequestHeader.from_command(request)
+        member = self.controller.consumer_manager.find_channel(
+            header.consumer_group, header.client_id
+        )
+        if member is None:
+            return reply(
+                request,
+                ResponseCode.SYSTEM_ERROR,
+                f"The Consumer <{header.client_id}> <{header.consumer_group}> not online",
+            )
+        forward = RemotingCommand.request(
+            RequestCode.GET_CONSUMER_RUNNING_INFO, dict(request.ext_fields)
+        )
+        try:
+            answer = await member.channel.invoke(forward, RUNNING_INFO_TIMEOUT)
+        except MQError as exc:
+            code = ResponseCode.CONSUME_MSG_TIMEOUT if exc.retriable else ResponseCode.SYSTEM_ERROR
+            return reply(request, code, f"consumer {header.client_id} did not answer: {exc}")
+        return RemotingCommand.response_to(
+            request, answer.code, answer.remark, dict(answer.ext_fields), answer.body
+        )
+
+
+def register(controller: BrokerController) -> GroupAdminProcessor:
+    proc = GroupAdminProcessor(controller)
+    table: dict[int, Processor] = {
+        RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP: proc.update_and_create_subscription_group,
+        RequestCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG: proc.get_all_subscription_group_config,
+        RequestCode.DELETE_SUBSCRIPTIONGROUP: proc.delete_subscription_group,
+        RequestCode.GET_ALL_CONSUMER_OFFSET: proc.get_all_consumer_offset,
+        RequestCode.GET_ALL_DELAY_OFFSET: proc.get_all_delay_offset,
+        RequestCode.GET_CONSUME_STATS: proc.get_consume_stats,
+        RequestCode.QUERY_TOPIC_CONSUME_BY_WHO: proc.query_topic_consume_by_who,
+        RequestCode.GET_CONSUMER_CONNECTION_LIST: proc.get_consumer_connection_list,
+        RequestCode.GET_PRODUCER_CONNECTION_LIST: proc.get_producer_connection_list,
+        RequestCode.INVOKE_BROKER_TO_RESET_OFFSET: proc.reset_offset,
+        RequestCode.GET_CONSUMER_RUNNING_INFO: proc.get_consumer_running_info,
+    }
+    for server in (controller.server, controller.fast_server):
+        for code, fn in table.items():
+            server.register(code, fn)
+    return proc
