@@ -83,13 +83,13 @@ SUSPEND_TIMEOUT = 15.0
 class SendStatus(enum.Enum):
     """How a stored message was stored (codes 0, 10, 12, 11)."""
 
-    SEND_OK = ResponseCode.SUCCESS
-    FLUSH_DISK_TIMEOUT = ResponseCode.FLUSH_DISK_TIMEOUT
-    FLUSH_SLAVE_TIMEOUT = ResponseCode.FLUSH_SLAVE_TIMEOUT
-    SLAVE_NOT_AVAILABLE = ResponseCode.SLAVE_NOT_AVAILABLE
+    SEND_OK = 0
+    FLUSH_DISK_TIMEOUT = 10
+    FLUSH_SLAVE_TIMEOUT = 12
+    SLAVE_NOT_AVAILABLE = 11
 
 
-_SEND_OK_CODES: dict[int, SendStatus] = {int(s.value): s for s in SendStatus}
+_SEND_OK_CODES: dict[int, SendStatus] = {s.value: s for s in SendStatus}
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,0 +1,532 @@
+"""`Admin`: cluster administration (what ``mqadmin`` and the dashboard do), in asyncio.
+
+::
+
+    async with Admin(namesrv="127.0.0.1:9876") as admin:
+        await admin.create_topic("Orders", queues=8)            # every master, all clusters
+        for row in await admin.topic_status("Orders"): ...      # min/max offset per queue
+        progress = await admin.consume_progress("g1")           # lag per queue, all brokers
+        msgs = await admin.query_by_key("Orders", "order-42", max_num=64)
+
+Cluster-wide operations go to every master a cluster lists (GET_BROKER_CLUSTER_INFO);
+topic-wide ones to the masters of the topic's route. Results are merged across brokers
+and sorted by queue, so a caller never has to know how many brokers there are. Query
+totals are capped across all brokers (``max_num``), not per broker.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TypeVar
+
+from mqcore.client.errors import ClientStateError
+from mqcore.client.instance import ClientConfig, ClientInstance, subscribe_queues
+from mqcore.client.producer import default_namesrv, validate_topic
+from mqcore.common.metadata import PermName, SubscriptionGroupConfig
+from mqcore.errors import MessageIdError, MQBrokerError, MQClientError
+from mqcore.message import MessageExt
+from mqcore.protocol import RemotingCommand, RequestCode, ResponseCode
+from mqcore.protocol.bodies import (
+    ClusterInfo,
+    ConsumerConnection,
+    ConsumeStats,
+    GroupList,
+    KVTable,
+    MessageQueue,
+    ResetOffsetBody,
+    SubscriptionGroupWrapper,
+    TopicList,
+    TopicRouteData,
+    TopicStatsTable,
+)
+from mqcore.protocol.headers import (
+    CreateTopicRequestHeader,
+    DeleteSubscriptionGroupRequestHeader,
+    DeleteTopicFromNamesrvRequestHeader,
+    DeleteTopicRequestHeader,
+    GetConsumerConnectionListRequestHeader,
+    GetConsumeStatsRequestHeader,
+    GetTopicStatsInfoRequestHeader,
+    QueryTopicConsumeByWhoRequestHeader,
+    ResetOffsetRequestHeader,
+)
+
+__all__ = ["END_OF_TIME", "Admin", "QueueProgress", "QueueStatus", "ResetRow"]
+
+T = TypeVar("T")
+END_OF_TIME = 2**63 - 1
+
+
+@dataclass(frozen=True, slots=True)
+class QueueStatus:
+    """One queue of ``topic status``."""
+
+    mq: MessageQueue
+    min_offset: int
+    max_offset: int
+    last_update_timestamp: int
+
+    @property
+    def count(self) -> int:
+        return max(0, self.max_offset - self.min_offset)
+
+
+@dataclass(frozen=True, slots=True)
+class QueueProgress:
+    """One queue of a group's progress; ``lag`` is never negative. ``first_unconsumed_ts``
+    (store time of the next message to consume) is filled when asked for (``with_age``)."""
+
+    mq: MessageQueue
+    broker_offset: int
+    consumer_offset: int
+    last_timestamp: int
+    first_unconsumed_ts: int | None = None
+
+    @property
+    def lag(self) -> int:
+        return max(0, self.broker_offset - self.consumer_offset)
+
+    def age_ms(self, now_ms: int | None = None) -> int:
+        """How long the oldest unconsumed message has waited (0 when caught up)."""
+        if self.lag == 0 or self.first_unconsumed_ts is None:
+            return 0
+        now_ms = int(time.time() * 1000) if now_ms is None else now_ms
+        return max(0, now_ms - self.first_unconsumed_ts)
+
+
+@dataclass(frozen=True, slots=True)
+class ResetRow:
+    """One queue of an offset reset: what it was, what it becomes."""
+
+    mq: MessageQueue
+    old_offset: int | None
+    new_offset: int
+
+
+def _ok(response: RemotingCommand, *codes: int) -> RemotingCommand:
+    if response.code not in (codes or (ResponseCode.SUCCESS,)):
+        raise MQBrokerError(response.code, response.remark)
+    return response
+
+
+class Admin:
+    """Admin operations over a shared :class:`ClientInstance`; see the module docstring."""
+
+    def __init__(
+        self,
+        namesrv: str | Sequence[str] | None = None,
+        *,
+        instance_name: str | None = None,
+        timeout: float = 5.0,
+        client_config: ClientConfig | None = None,
+    ) -> None:
+        self.namesrv = namesrv if namesrv is not None else default_namesrv()
+        self.instance_name = instance_name
+        self.timeout = timeout
+        self.client_config = client_config
+        self._instance: ClientInstance | None = None
+
+    async def start(self) -> None:
+        if self._instance is None:
+            instance = ClientInstance.get(
+                self.namesrv, instance_name=self.instance_name, config=self.client_config
+            )
+            await instance.acquire()
+            self._instance = instance
+
+    async def shutdown(self) -> None:
+        instance, self._instance = self._instance, None
+        if instance is not None:
+            await instance.release()
+
+    async def __aenter__(self) -> Admin:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.shutdown()
+
+    @property
+    def instance(self) -> ClientInstance:
+        if self._instance is None:
+            raise ClientStateError("admin is not started: use `async with Admin(...)`")
+        return self._instance
+
+    async def _call(self, addr: str, request: RemotingCommand) -> RemotingCommand:
+        return await self.instance.invoke(addr, request, self.timeout)
+
+    async def _each(self, addrs: Iterable[str], fn: Callable[[str], Awaitable[T]]) -> list[T]:
+        return list(await asyncio.gather(*(fn(a) for a in sorted(set(addrs)))))
+
+    # -- name server views ----------------------------------------------------------------
+
+    async def cluster_info(self) -> ClusterInfo:
+        """GET_BROKER_CLUSTER_INFO: clusters, broker names, addresses by broker id."""
+        request = self.instance.request(RequestCode.GET_BROKER_CLUSTER_INFO)
+        response = _ok(await self.instance.invoke_namesrv(request, self.timeout))
+        return ClusterInfo.decode(response.body)
+
+    async def master_addrs(self, cluster: str | None = None) -> dict[str, str]:
+        """Broker name -> master address, for one cluster or all of them."""
+        info = await self.cluster_info()
+        if cluster is not None and cluster not in info.cluster_addr_table:
+            known = ", ".join(sorted(info.cluster_addr_table)) or "none"
+            raise MQClientError(f"no cluster named {cluster!r} (known: {known})")
+        names = (
+            info.cluster_addr_table[cluster] if cluster is not None else set(info.broker_addr_table)
+        )
+        out = {}
+        for name in sorted(names):
+            data = info.broker_addr_table.get(name)
+            if data is not None and data.master_addr():
+                out[name] = data.master_addr() or ""
+        return out
+
+    async def topic_list(self) -> set[str]:
+        request = self.instance.request(RequestCode.GET_ALL_TOPIC_LIST_FROM_NAMESERVER)
+        response = _ok(await self.instance.invoke_namesrv(request, self.timeout))
+        return TopicList.decode(response.body).topic_list
+
+    async def topic_route(self, topic: str) -> TopicRouteData:
+        """The name servers' current route (raises TopicRouteNotFoundError)."""
+        return await self.instance.get_route(topic, refresh=True)
+
+    async def _topic_masters(self, topic: str) -> dict[str, str]:
+        route = await self.topic_route(topic)
+        return {b.broker_name: b.master_addr() or "" for b in route.broker_datas if b.master_addr()}
+
+    # -- topics ---------------------------------------------------------------------------
+
+    async def create_topic(
+        self,
+        topic: str,
+        *,
+        queues: int = 8,
+        read_queue_nums: int | None = None,
+        write_queue_nums: int | None = None,
+        perm: int = PermName.READ | PermName.WRITE,
+        order: bool = False,
+        cluster: str | None = None,
+        brokers: Iterable[str] | None = None,
+    ) -> list[str]:
+        """UPDATE_AND_CREATE_TOPIC on every master of ``cluster`` (or of all clusters, or
+        of the named ``brokers``); also updates an existing topic. Returns the broker
+        names. Brokers re-register at once, so the route appears within a moment."""
+        validate_topic(topic)
+        masters = await self.master_addrs(cluster)
+        if brokers is not None:
+            wanted = set(brokers)
+            missing = wanted - masters.keys()
+            if missing:
+                raise MQClientError(f"no master for broker(s) {', '.join(sorted(missing))}")
+            masters = {n: a for n, a in masters.items() if n in wanted}
+        if not masters:
+            raise MQClientError("no broker is registered with the name server: is one running?")
+        header = CreateTopicRequestHeader(
+            topic=topic,
+            default_topic="TBW102",
+            read_queue_nums=read_queue_nums or queues,
+            write_queue_nums=write_queue_nums or queues,
+            perm=perm,
+            topic_filter_type="SINGLE_TAG",
+            order=order,
+            topic_sys_flag=0,
+        )
+        request = self.instance.request(RequestCode.UPDATE_AND_CREATE_TOPIC, header)
+        await self._each(masters.values(), lambda a: self._call_ok(a, request))
+        self.instance.forget_route(topic)
+        return sorted(masters)
+
+    update_topic = create_topic
+
+    async def _call_ok(self, addr: str, request: RemotingCommand) -> RemotingCommand:
+        return _ok(await self._call(addr, request))
+
+    async def delete_topic(self, topic: str, *, cluster: str | None = None) -> None:
+        """DELETE_TOPIC_IN_BROKER on every master of ``cluster`` (all clusters if None),
+        then DELETE_TOPIC_IN_NAMESRV on every name server."""
+        masters = await self.master_addrs(cluster)
+        request = self.instance.request(
+            RequestCode.DELETE_TOPIC_IN_BROKER, DeleteTopicRequestHeader(topic)
+        )
+        await self._each(masters.values(), lambda a: self._call_ok(a, request))
+        ns_request = self.instance.request(
+            RequestCode.DELETE_TOPIC_IN_NAMESRV, DeleteTopicFromNamesrvRequestHeader(topic, cluster)
+        )
+        for addr in self.instance.namesrv_addrs:
+            _ok(await self.instance.invoke(addr, ns_request, self.timeout))
+        self.instance.forget_route(topic)
+
+    async def topic_status(self, topic: str) -> list[QueueStatus]:
+        """GET_TOPIC_STATS_INFO from every master of the route, sorted by queue."""
+        header = GetTopicStatsInfoRequestHeader(topic)
+        request = self.instance.request(RequestCode.GET_TOPIC_STATS_INFO, header)
+        tables = await self._each(
+            (await self._topic_masters(topic)).values(),
+            lambda a: self._call_ok(a, request),
+        )
+        rows = [
+            QueueStatus(mq, o.min_offset, o.max_offset, o.last_update_timestamp)
+            for response in tables
+            for mq, o in TopicStatsTable.decode(response.body).offset_table.items()
+        ]
+        return sorted(rows, key=lambda r: r.mq)
+
+    # -- brokers --------------------------------------------------------------------------
+
+    async def broker_runtime_info(self, addr: str) -> dict[str, str]:
+        """GET_BROKER_RUNTIME_INFO: the broker's statistics table (values are text)."""
+        request = self.instance.request(RequestCode.GET_BROKER_RUNTIME_INFO)
+        return KVTable.decode(_ok(await self._call(addr, request)).body).table
+
+    # -- consumer groups ------------------------------------------------------------------
+
+    async def subscription_groups(
+        self, cluster: str | None = None
+    ) -> dict[str, SubscriptionGroupConfig]:
+        """GET_ALL_SUBSCRIPTIONGROUP_CONFIG from every master, merged by group name."""
+        request = self.instance.request(RequestCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG)
+        responses = await self._each(
+            (await self.master_addrs(cluster)).values(), lambda a: self._call_ok(a, request)
+        )
+        out: dict[str, SubscriptionGroupConfig] = {}
+        for response in responses:
+            out.update(SubscriptionGroupWrapper.decode(response.body).subscription_group_table)
+        return dict(sorted(out.items()))
+
+    async def groups_of_topic(self, topic: str) -> set[str]:
+        """QUERY_TOPIC_CONSUME_BY_WHO on every master of the route."""
+        header = QueryTopicConsumeByWhoRequestHeader(topic)
+        request = self.instance.request(RequestCode.QUERY_TOPIC_CONSUME_BY_WHO, header)
+        responses = await self._each(
+            (await self._topic_masters(topic)).values(), lambda a: self._call_ok(a, request)
+        )
+        return {g for r in responses for g in GroupList.decode(r.body).group_list}
+
+    async def consume_progress(
+        self, group: str, topic: str | None = None, *, with_age: bool = False
+    ) -> list[QueueProgress]:
+        """GET_CONSUME_STATS from every master, merged and sorted by queue.
+
+        ``with_age`` also reads the store time of each lagging queue's next message
+        (one small pull per queue) so callers can show lag as an age.
+        """
+        header = GetConsumeStatsRequestHeader(group, topic)
+        request = self.instance.request(RequestCode.GET_CONSUME_STATS, header)
+
+        async def one(addr: str) -> ConsumeStats | None:
+            response = await self._call(addr, request)
+            if response.code != ResponseCode.SUCCESS:
+                return None  # this broker knows nothing of the group
+            return ConsumeStats.decode(response.body)
+
+        stats = await self._each((await self.master_addrs()).values(), one)
+        rows = [
+            QueueProgress(mq, w.broker_offset, w.consumer_offset, w.last_timestamp)
+            for s in stats
+            if s is not None
+            for mq, w in s.offset_table.items()
+        ]
+        if not rows and all(s is None for s in stats):
+            raise MQClientError(
+                f"no broker has consume stats for group {group}: does the group exist"
+                " and has it consumed anything?"
+            )
+        rows.sort(key=lambda r: r.mq)
+        if with_age:
+            rows = list(await asyncio.gather(*(self._with_age(group, r) for r in rows)))
+        return rows
+
+    async def _with_age(self, group: str, row: QueueProgress) -> QueueProgress:
+        if row.lag == 0:
+            return row
+        try:
+            await self.instance.update_route(row.mq.topic)
+            result = await self.instance.api.pull(
+                row.mq, group=group, offset=max(0, row.consumer_offset), max_nums=1,
+                suspend=False, timeout=self.timeout,
+            )  # fmt: skip
+        except MQClientError:
+            return row
+        if not result.messages:
+            return row
+        ts = result.messages[0].store_timestamp
+        return QueueProgress(row.mq, row.broker_offset, row.consumer_offset, row.last_timestamp, ts)
+
+    async def consumer_connections(self, group: str) -> ConsumerConnection:
+        """GET_CONSUMER_CONNECTION_LIST: the group's live clients and subscriptions.
+        Raises MQBrokerError(206) when no member is online."""
+        header = GetConsumerConnectionListRequestHeader(group)
+        request = self.instance.request(RequestCode.GET_CONSUMER_CONNECTION_LIST, header)
+        last: RemotingCommand | None = None
+        for addr in (await self.master_addrs()).values():
+            last = await self._call(addr, request)
+            if last.code == ResponseCode.SUCCESS:
+                return ConsumerConnection.decode(last.body)
+        code = last.code if last is not None else ResponseCode.CONSUMER_NOT_ONLINE
+        raise MQBrokerError(code, f"the consumer group {group} is not online")
+
+    async def create_subscription_group(
+        self, group: SubscriptionGroupConfig | str, *, cluster: str | None = None
+    ) -> list[str]:
+        """UPDATE_AND_CREATE_SUBSCRIPTIONGROUP on every master; returns broker names."""
+        config = (
+            group if isinstance(group, SubscriptionGroupConfig) else SubscriptionGroupConfig(group)
+        )
+        request = self.instance.request(
+            RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, body=config.encode()
+        )
+        masters = await self.master_addrs(cluster)
+        await self._each(masters.values(), lambda a: self._call_ok(a, request))
+        return sorted(masters)
+
+    async def delete_subscription_group(
+        self, group: str, *, cluster: str | None = None, remove_offset: bool = True
+    ) -> None:
+        header = DeleteSubscriptionGroupRequestHeader(group, remove_offset)
+        request = self.instance.request(RequestCode.DELETE_SUBSCRIPTIONGROUP, header)
+        await self._each(
+            (await self.master_addrs(cluster)).values(), lambda a: self._call_ok(a, request)
+        )
+
+    # -- offsets --------------------------------------------------------------------------
+
+    async def reset_offset_by_time(
+        self, group: str, topic: str, timestamp_ms: int, *, force: bool = True
+    ) -> dict[MessageQueue, int]:
+        """INVOKE_BROKER_TO_RESET_OFFSET on every master of the topic (``timestamp_ms``
+        -1 = to the end); online members are told by their broker. With no member online
+        the offsets are written directly (as mqadmin's offline reset). Returns new offsets."""
+        header = ResetOffsetRequestHeader(topic, group, timestamp_ms, force)
+        request = self.instance.request(RequestCode.INVOKE_BROKER_TO_RESET_OFFSET, header)
+        out: dict[MessageQueue, int] = {}
+        offline = False
+        for addr in (await self._topic_masters(topic)).values():
+            response = await self._call(addr, request)
+            if response.code == ResponseCode.CONSUMER_NOT_ONLINE:
+                offline = True
+                continue
+            out.update(ResetOffsetBody.decode(_ok(response).body).offset_table)
+        if offline:
+            plan = await self.plan_reset(group, topic, to_time_ms=timestamp_ms)
+            await self.apply_reset(group, plan)
+            out.update({row.mq: row.new_offset for row in plan})
+        return dict(sorted(out.items()))
+
+    async def plan_reset(
+        self,
+        group: str,
+        topic: str,
+        *,
+        to_offset: int | None = None,
+        to_time_ms: int | None = None,
+        to_end: bool = False,
+        to_begin: bool = False,
+    ) -> list[ResetRow]:
+        """Old -> new offset per queue for a reset (nothing is changed): an explicit
+        offset (clamped to each queue's min..max), a time (-1 = end), the end or the start."""
+        chosen = [to_offset is not None, to_time_ms is not None, to_end, to_begin]
+        if sum(chosen) != 1:
+            raise ValueError("give exactly one of to_offset, to_time_ms, to_end, to_begin")
+        api = self.instance.api
+        queues = subscribe_queues(topic, await self.topic_route(topic))
+
+        async def row(mq: MessageQueue) -> ResetRow:
+            old = await api.query_consumer_offset(group, mq)
+            lo, hi = await api.min_offset(mq), await api.max_offset(mq)
+            if to_end or to_time_ms == -1:
+                new = hi
+            elif to_begin:
+                new = lo
+            elif to_time_ms is not None:
+                new = await api.search_offset(mq, to_time_ms)
+            else:
+                assert to_offset is not None
+                new = min(max(to_offset, lo), hi)
+            return ResetRow(mq, old, new)
+
+        return list(await asyncio.gather(*(row(mq) for mq in queues)))
+
+    async def apply_reset(
+        self, group: str, rows: Iterable[ResetRow] | Mapping[MessageQueue, int]
+    ) -> None:
+        """Write offsets with UPDATE_CONSUMER_OFFSET (acknowledged). Members online keep
+        their in-memory offsets and may overwrite these: stop them first, or use
+        :meth:`reset_offset_by_time`, which tells them."""
+        items = rows.items() if isinstance(rows, Mapping) else ((r.mq, r.new_offset) for r in rows)
+        api = self.instance.api
+        await asyncio.gather(
+            *(api.update_consumer_offset(group, mq, off, oneway=False) for mq, off in items)
+        )
+
+    # -- messages -------------------------------------------------------------------------
+
+    async def query_by_key(
+        self,
+        topic: str,
+        key: str,
+        *,
+        max_num: int = 64,
+        begin_ms: int = 0,
+        end_ms: int = END_OF_TIME,
+    ) -> list[MessageExt]:
+        """Messages of ``topic`` whose KEYS include ``key`` (index lookup on every master),
+        oldest first, at most ``max_num`` in total."""
+        return await self._query(topic, key, max_num, begin_ms, end_ms, unique=False)
+
+    async def query_by_unique_key(
+        self, topic: str, key: str, *, begin_ms: int = 0, end_ms: int = END_OF_TIME
+    ) -> list[MessageExt]:
+        """Messages whose UNIQ_KEY (the producer's msg id) is ``key`` (retries share it)."""
+        return await self._query(topic, key, 32, begin_ms, end_ms, unique=True)
+
+    async def _query(
+        self, topic: str, key: str, max_num: int, begin_ms: int, end_ms: int, *, unique: bool
+    ) -> list[MessageExt]:
+        api = self.instance.api
+        masters = await self._topic_masters(topic)
+        found = await self._each(
+            masters.values(),
+            lambda a: api.query_message(
+                a,
+                topic,
+                key,
+                max_num,
+                begin_ms,
+                end_ms,
+                unique_key=unique,
+                timeout=self.timeout * 3,
+            ),
+        )
+        seen: set[tuple[tuple[str, int], int]] = set()
+        out: list[MessageExt] = []
+        for msg in sorted((m for batch in found for m in batch), key=lambda m: m.store_timestamp):
+            # the index matches key hashes: re-check the real key
+            real = msg.unique_key == key if unique else key in msg.keys
+            ident = (msg.store_host, msg.commit_log_offset)
+            if real and msg.topic == topic and ident not in seen:
+                seen.add(ident)
+                out.append(msg)
+        return out[:max_num]
+
+    async def view_message(self, offset_msg_id: str) -> MessageExt:
+        """VIEW_MESSAGE_BY_ID at the broker the offset msg id names."""
+        return await self.instance.api.view_message_by_id(offset_msg_id)
+
+    async def find_message(self, msg_id: str, topic: str | None = None) -> MessageExt:
+        """By offset msg id, else (with ``topic``) by unique key, as ``mqadmin queryMsgById``."""
+        try:
+            return await self.view_message(msg_id)
+        except (MessageIdError, MQClientError) as exc:
+            if topic is None:
+                raise
+            found = await self.query_by_unique_key(topic, msg_id)
+            if not found:
+                raise MQClientError(f"no message {msg_id} in topic {topic}") from exc
+            return found[0]
+
+    def __repr__(self) -> str:
+        return f"<Admin {self.namesrv} {'started' if self._instance else 'new'}>"
