@@ -199,9 +199,7 @@ class AdminProcessor:
             )
         log.info("deleteTopic %s from %s", topic, channel.remote_address)
         self.controller.topics.delete(topic)
-        stats = self.controller.stats
-        if hasattr(stats, "remove_topic"):
-            stats.remove_topic(topic)
+        self.controller.stats.remove_topic(topic)
         return reply(request)
 
     def get_all_topic_config(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
@@ -246,9 +244,7 @@ class AdminProcessor:
         c = self.controller
         store = c.store
         info: dict[str, str] = {}
-        stats = c.stats
-        if hasattr(stats, "runtime_info"):
-            info.update(stats.runtime_info())
+        info.update(c.stats.runtime_info())
         info["brokerVersionDesc"] = BROKER_VERSION_DESC
         info["brokerVersion"] = str(MQ_VERSION)
         info["bootTimestamp"] = str(self.boot_ms)
@@ -371,9 +367,7 @@ class AdminProcessor:
 
     def _apply_side_effects(self, old_perm: int) -> None:
         c = self.controller
-        locks = c.rebalance_lock_manager
-        if hasattr(locks, "max_live"):
-            locks.max_live = c.config.rebalance_lock_max_live_time / 1000
+        c.rebalance_lock_manager.max_live = c.config.rebalance_lock_max_live_time / 1000
         if c.config.broker_permission != old_perm:
             # routes must show the new permission: bump the version, register now
             c.topic_config_manager.data_version.next_version()
@@ -410,12 +404,10 @@ def register(controller: BrokerController) -> AdminProcessor:
     for server in (controller.server, controller.fast_server):
         for code, fn in table.items():
             server.register(code, fn)
-    stats = controller.stats
-    if hasattr(stats, "sample"):
 
-        def start() -> None:  # not returning the task: start hooks' awaitables are awaited
-            controller.schedule(1000, stats.sample, name="stats-sample")
+    def start() -> None:  # not returning the task: start hooks' awaitables are awaited
+        controller.schedule(1000, controller.stats.sample, name="stats-sample")
 
-        controller.add_start_hook(start)
+    controller.add_start_hook(start)
     admin_group.register(controller)
     return proc

@@ -80,9 +80,7 @@ class GroupAdminProcessor:
         if header.remove_offset:
             c.consumer_offset_manager.remove_group(header.group_name)
             c.persist_consumer_offsets()
-        stats = c.stats
-        if hasattr(stats, "remove_group"):
-            stats.remove_group(header.group_name)
+        c.stats.remove_group(header.group_name)
         return reply(request)
 
     # -- offsets and statistics ---------------------------------------------------------
@@ -130,9 +128,7 @@ class GroupAdminProcessor:
                         0, c.store.get_message_store_timestamp(topic, qid, consumer_offset - 1)
                     )
                 stats.offset_table[mq] = OffsetWrapper(broker_offset, consumer_offset, last)
-            tps = getattr(c.stats, "group_get_tps", None)
-            if tps is not None:
-                stats.consume_tps += tps(group, topic)
+            stats.consume_tps += c.stats.group_get_tps(group, topic)
         return reply(request, body=stats.encode())
 
     def query_topic_consume_by_who(

@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING
 
 from mqcore.broker.client_manager import ClientChannelInfo
 from mqcore.broker.processor import reply
+from mqcore.errors import FilterSyntaxError
+from mqcore.filter import compile_sql
 from mqcore.protocol import RemotingCommand, RequestCode, ResponseCode
 from mqcore.protocol.bodies import (
     CheckClientRequestBody,
@@ -184,17 +186,12 @@ class ClientProcessor:
 
 
 def _compile_sql92(expression: str) -> str | None:
-    """None when the SQL92 expression compiles, else the parser's message. Without a
-    SQL92 filter module every non-blank expression is accepted (the pull path decides)."""
+    """None when the SQL92 expression compiles, else the parser's message."""
     if not expression.strip():
         return "SQL92 expression is blank"
     try:
-        from mqcore.filter import compile_sql92  # type: ignore[attr-defined]
-    except ImportError:
-        return None
-    try:
-        compile_sql92(expression)
-    except Exception as exc:  # the filter's own error type
+        compile_sql(expression)
+    except FilterSyntaxError as exc:
         return str(exc)
     return None
 
