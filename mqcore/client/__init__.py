@@ -1,1 +1,66 @@
-"""The Python client: producers, consumers, admin, and the route and rebalance logic."""
+"""The Python client: producers, consumers, admin, and the route and rebalance logic.
+
+Start here: :class:`Producer` (``await producer.send(make_message("T", "hi"))``),
+:class:`Admin`, the blocking :class:`SyncProducer` / :class:`SyncAdmin` for scripts, and
+the errors in :mod:`mqcore.client.errors`. :class:`ClientInstance` is the per-process
+shared state (routes, connections, heartbeats); :class:`MQClientAPI` the typed requests.
+"""
+
+from __future__ import annotations
+
+from mqcore.client.admin import Admin, QueueProgress, QueueStatus, ResetRow
+from mqcore.client.api import MQClientAPI, PullResult, PullStatus, SendResult, SendStatus
+from mqcore.client.errors import (
+    BrokerUnreachableError,
+    ClientStateError,
+    InvalidMessageError,
+    NameServerUnreachableError,
+    TopicRouteNotFoundError,
+)
+from mqcore.client.instance import ClientConfig, ClientInstance
+from mqcore.client.producer import (
+    MessageQueueSelector,
+    Producer,
+    SendCallback,
+    default_namesrv,
+    make_message,
+    select_by_hash,
+    select_by_random,
+    select_fixed,
+)
+from mqcore.client.sync import SyncAdmin, SyncClient, SyncProducer
+from mqcore.message import Message, MessageExt
+from mqcore.protocol.bodies import MessageQueue
+
+__all__ = [
+    "Admin",
+    "BrokerUnreachableError",
+    "ClientConfig",
+    "ClientInstance",
+    "ClientStateError",
+    "InvalidMessageError",
+    "MQClientAPI",
+    "Message",
+    "MessageExt",
+    "MessageQueue",
+    "MessageQueueSelector",
+    "NameServerUnreachableError",
+    "Producer",
+    "PullResult",
+    "PullStatus",
+    "QueueProgress",
+    "QueueStatus",
+    "ResetRow",
+    "SendCallback",
+    "SendResult",
+    "SendStatus",
+    "SyncAdmin",
+    "SyncClient",
+    "SyncProducer",
+    "TopicRouteNotFoundError",
+    "default_namesrv",
+    "make_message",
+    "select_by_hash",
+    "select_by_random",
+    "select_fixed",
+]

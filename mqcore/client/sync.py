@@ -1,0 +1,158 @@
+"""Blocking facade for scripts: ``SyncProducer``, ``SyncAdmin`` (and any async client).
+
+::
+
+    with SyncProducer("pg", namesrv="127.0.0.1:9876") as producer:
+        result = producer.send(make_message("TopicTest", "hello", tags="TagA"))
+
+    with SyncAdmin() as admin:
+        print(admin.topic_status("TopicTest"))
+
+Why a background thread: the clients are asyncio objects whose connections, timers
+(heartbeats, route refresh, rebalance) and server-initiated requests need an event loop
+that keeps running *between* calls. ``asyncio.run`` per call would stop the heartbeats and
+drop the connections each time, and a script's own loop may not exist (or may be a
+Jupyter loop already running). So each facade owns one daemon thread running one loop;
+every method submits a coroutine to it and waits for the result, with the same
+exceptions the async API raises.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import inspect
+import threading
+from collections.abc import Callable, Coroutine, Iterable, Sequence
+from concurrent.futures import Future
+from typing import Any, Generic, TypeVar
+
+from mqcore.client.admin import Admin
+from mqcore.client.api import SendResult
+from mqcore.client.producer import MessageQueueSelector, Producer
+from mqcore.message import Message
+from mqcore.protocol.bodies import MessageQueue
+
+__all__ = ["LoopThread", "SyncAdmin", "SyncClient", "SyncProducer"]
+
+T = TypeVar("T")
+C = TypeVar("C")
+
+
+class LoopThread:
+    """An event loop in a daemon thread; :meth:`run` executes a coroutine on it."""
+
+    def __init__(self, name: str = "mq-sync") -> None:
+        self.loop = asyncio.new_event_loop()
+        self._ready = threading.Event()
+        self.thread = threading.Thread(target=self._main, name=name, daemon=True)
+        self.thread.start()
+        self._ready.wait()
+
+    def _main(self) -> None:
+        asyncio.set_event_loop(self.loop)
+        self.loop.call_soon(self._ready.set)
+        self.loop.run_forever()
+
+    def run(self, coro: Coroutine[Any, Any, T], timeout: float | None = None) -> T:
+        if threading.current_thread() is self.thread:
+            raise RuntimeError("a blocking call from the client's own loop would deadlock")
+        future: Future[T] = asyncio.run_coroutine_threadsafe(coro, self.loop)
+        return future.result(timeout)
+
+    def stop(self) -> None:
+        if self.loop.is_closed():
+            return
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(5)
+        self.loop.close()
+
+
+class SyncClient(Generic[C]):
+    """Wraps an async client built *inside* the loop thread (its asyncio objects must be
+    created there). Coroutine methods become blocking methods; other attributes pass
+    through. ``start``/``shutdown`` and the context manager manage both client and thread.
+    """
+
+    def __init__(self, factory: Callable[[], C]) -> None:
+        self._thread = LoopThread()
+
+        async def build() -> C:
+            return factory()
+
+        self.client: C = self._thread.run(build())
+
+    def _call(self, coro: Coroutine[Any, Any, T]) -> T:
+        return self._thread.run(coro)
+
+    def __getattr__(self, name: str) -> Any:
+        attr = getattr(self.client, name)
+        if inspect.iscoroutinefunction(attr):
+
+            @functools.wraps(attr)
+            def blocking(*args: Any, **kwargs: Any) -> Any:
+                return self._call(attr(*args, **kwargs))
+
+            return blocking
+        return attr
+
+    def start(self) -> None:
+        self._call(self.client.start())  # type: ignore[attr-defined]
+
+    def shutdown(self) -> None:
+        try:
+            self._call(self.client.shutdown())  # type: ignore[attr-defined]
+        finally:
+            self._thread.stop()
+
+    def __enter__(self) -> SyncClient[C]:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.shutdown()
+
+
+class SyncProducer(SyncClient[Producer]):
+    """A :class:`~mqcore.client.producer.Producer` with blocking methods."""
+
+    def __init__(self, group: str = "DEFAULT_PRODUCER", namesrv: str | None = None, **options: Any):
+        super().__init__(lambda: Producer(group, namesrv, **options))
+
+    def __enter__(self) -> SyncProducer:
+        self.start()
+        return self
+
+    def send(
+        self,
+        msg: Message,
+        *,
+        queue: MessageQueue | None = None,
+        selector: MessageQueueSelector | None = None,
+        arg: Any = None,
+        timeout: float | None = None,
+    ) -> SendResult:
+        return self._call(
+            self.client.send(msg, queue=queue, selector=selector, arg=arg, timeout=timeout)
+        )
+
+    def send_oneway(self, msg: Message, **kwargs: Any) -> None:
+        self._call(self.client.send_oneway(msg, **kwargs))
+
+    def send_batch(self, messages: Iterable[Message], **kwargs: Any) -> list[SendResult]:
+        return self._call(self.client.send_batch(messages, **kwargs))
+
+    def fetch_publish_queues(self, topic: str) -> list[MessageQueue]:
+        return self._call(self.client.fetch_publish_queues(topic))
+
+
+class SyncAdmin(SyncClient[Admin]):
+    """An :class:`~mqcore.client.admin.Admin` whose coroutine methods block
+    (``SyncAdmin().topic_status("T")`` returns the list)."""
+
+    def __init__(self, namesrv: str | Sequence[str] | None = None, **options: Any):
+        super().__init__(lambda: Admin(namesrv, **options))
+
+    def __enter__(self) -> SyncAdmin:
+        self.start()
+        return self
