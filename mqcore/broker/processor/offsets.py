@@ -1,12 +1,146 @@
-"""Placeholder; filled in by the next commit."""
+"""Consumer offsets and queue lookups: spec §8.5, §8.6, §8.10.
+
+QUERY_CONSUMER_OFFSET (14) keeps 4.9.8's trap: with no stored offset it answers
+SUCCESS/0 when the queue starts at 0 and its first message is still "in memory", else
+QUERY_NOT_FOUND (22), which Java clients read as "no offset yet".
+UPDATE_CONSUMER_OFFSET (15) (usually oneway) stores into ``consumerOffset.json``'s
+table; the controller persists it every ``flushConsumerOffsetInterval`` and at stop.
+GET_MAX_OFFSET (30), GET_MIN_OFFSET (31), SEARCH_OFFSET_BY_TIMESTAMP (29) and
+GET_EARLIEST_MSG_STORETIME (32) read the consume queues.
+"""
 
 from __future__ import annotations
 
+import os
 from typing import TYPE_CHECKING
+
+from mqcore.protocol import RemotingCommand, RequestCode, ResponseCode
+from mqcore.protocol.headers import (
+    GetEarliestMsgStoretimeRequestHeader,
+    GetEarliestMsgStoretimeResponseHeader,
+    GetMaxOffsetRequestHeader,
+    GetMaxOffsetResponseHeader,
+    GetMinOffsetRequestHeader,
+    GetMinOffsetResponseHeader,
+    QueryConsumerOffsetRequestHeader,
+    QueryConsumerOffsetResponseHeader,
+    SearchOffsetRequestHeader,
+    SearchOffsetResponseHeader,
+    UpdateConsumerOffsetRequestHeader,
+)
+from mqcore.remoting import Channel
+
+from . import reply
 
 if TYPE_CHECKING:
     from mqcore.broker.controller import BrokerController
 
+__all__ = ["OffsetProcessor", "register"]
+
+ACCESS_MESSAGE_IN_MEMORY_MAX_RATIO = 40
+"""``accessMessageInMemoryMaxRatio``: data further than this % of RAM behind is on disk."""
+
+
+def _physical_memory() -> int:
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        return 8 * 1024**3
+
+
+class OffsetProcessor:
+    def __init__(self, controller: BrokerController) -> None:
+        self.controller = controller
+        self.store = controller.store
+        self.offsets = controller.consumer_offset_manager
+        self._memory_window = _physical_memory() * ACCESS_MESSAGE_IN_MEMORY_MAX_RATIO // 100
+
+    def query_consumer_offset(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
+        h = QueryConsumerOffsetRequestHeader.from_command(request)
+        offset = self.offsets.query(h.consumer_group, h.topic, h.queue_id)
+        if offset is not None and offset >= 0:
+            return reply(request, header=QueryConsumerOffsetResponseHeader(offset))
+        if self.store.get_min_offset_in_queue(h.topic, h.queue_id) <= 0 and not self._in_disk(
+            h.topic, h.queue_id, 0
+        ):
+            return reply(request, header=QueryConsumerOffsetResponseHeader(0))
+        return reply(
+            request,
+            ResponseCode.QUERY_NOT_FOUND,
+            "Not found, V3_0_6_SNAPSHOT maybe this group consumer boot first",
+        )
+
+    def _in_disk(self, topic: str, queue_id: int, offset: int) -> bool:
+        """``checkInDiskByConsumeOffset``: is the message far behind the commit log head?"""
+        phy = self.store.get_commit_log_offset_in_queue(topic, queue_id, offset)
+        if phy < 0:
+            return False
+        return self.store.max_phy_offset - phy > self._memory_window
+
+    def update_consumer_offset(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
+        h = UpdateConsumerOffsetRequestHeader.from_command(request)
+        self.offsets.commit(h.consumer_group, h.topic, h.queue_id, h.commit_offset)
+        return reply(request)
+
+    def get_max_offset(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
+        h = GetMaxOffsetRequestHeader.from_command(request)
+        offset = self.store.get_max_offset_in_queue(h.topic, h.queue_id)
+        return reply(request, header=GetMaxOffsetResponseHeader(offset))
+
+    def get_min_offset(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
+        h = GetMinOffsetRequestHeader.from_command(request)
+        offset = self.store.get_min_offset_in_queue(h.topic, h.queue_id)
+        return reply(request, header=GetMinOffsetResponseHeader(offset))
+
+    def search_offset(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
+        h = SearchOffsetRequestHeader.from_command(request)
+        return reply(
+            request,
+            header=SearchOffsetResponseHeader(
+                self.offset_by_time(h.topic, h.queue_id, h.timestamp)
+            ),
+        )
+
+    def offset_by_time(self, topic: str, queue_id: int, timestamp: int) -> int:
+        """The queue offset stored exactly at ``timestamp``, else the closer neighbour
+        (the left one on a tie); first/last message when all are later/earlier; 0 when
+        the queue is empty (``ConsumeQueue.getOffsetInQueueByTime``)."""
+        store = self.store
+        lo = store.get_min_offset_in_queue(topic, queue_id)
+        hi = store.get_max_offset_in_queue(topic, queue_id)
+        if hi <= lo:
+            return 0
+        right = store.lookup_by_time(topic, queue_id, timestamp)
+        if right >= hi:
+            return hi - 1
+        if right <= lo:
+            return lo
+        right_ts = store.get_message_store_timestamp(topic, queue_id, right)
+        if right_ts == timestamp:
+            return right
+        left_ts = store.get_message_store_timestamp(topic, queue_id, right - 1)
+        if left_ts < 0:
+            return right
+        return right if abs(timestamp - left_ts) > abs(timestamp - right_ts) else right - 1
+
+    def get_earliest_msg_storetime(
+        self, channel: Channel, request: RemotingCommand
+    ) -> RemotingCommand:
+        h = GetEarliestMsgStoretimeRequestHeader.from_command(request)
+        ts = self.store.get_earliest_message_time(h.topic, h.queue_id)
+        return reply(request, header=GetEarliestMsgStoretimeResponseHeader(ts))
+
 
 def register(controller: BrokerController) -> None:
-    pass
+    p = OffsetProcessor(controller)
+    table = {
+        RequestCode.QUERY_CONSUMER_OFFSET: p.query_consumer_offset,
+        RequestCode.UPDATE_CONSUMER_OFFSET: p.update_consumer_offset,
+        RequestCode.GET_MAX_OFFSET: p.get_max_offset,
+        RequestCode.GET_MIN_OFFSET: p.get_min_offset,
+        RequestCode.SEARCH_OFFSET_BY_TIMESTAMP: p.search_offset,
+        RequestCode.GET_EARLIEST_MSG_STORETIME: p.get_earliest_msg_storetime,
+    }
+    for code, fn in table.items():
+        controller.server.register(code, fn)
+        controller.fast_server.register(code, fn)

@@ -1,12 +1,262 @@
-"""Placeholder; filled in by the next commit."""
+"""PULL_MESSAGE (11) with long polling: spec §8.7 (``PullMessageProcessor``).
+
+Checks (broker/group/topic permissions, queue id), the subscription (from the request
+with the SUBSCRIPTION flag, else the one the group registered by heartbeat), then a
+store read filtered by the consume queue's tag hash. Found records go back as one
+body joined once from the store's memoryviews, byte-identical to the commit log.
+
+A pull that finds nothing (PULL_NOT_FOUND) with the SUSPEND flag is held in
+:class:`~mqcore.broker.long_polling.LongPollingService` until a matching message
+arrives on its queue or ``suspendTimeoutMillis`` passes (``shortPollingTimeMills`` with
+long polling off), then re-run once without suspension and answered with that result.
+The piggybacked commit offset is stored during the first run only.
+
+Registered on the main server only: RocketMQ's VIP port does not serve pulls.
+"""
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Awaitable
 from typing import TYPE_CHECKING
+
+from mqcore.common.javahash import tags_hash_code
+from mqcore.protocol import RemotingCommand, RequestCode, ResponseCode
+from mqcore.protocol.bodies.client import SubscriptionData
+from mqcore.protocol.headers import (
+    HeaderError,
+    PullMessageRequestHeader,
+    PullMessageResponseHeader,
+    PullSysFlag,
+)
+from mqcore.remoting import Channel
+from mqcore.store.metadata import PERM_READ
+from mqcore.store.results import GetResult, GetStatus, TagFilter
+from mqcore.store.store_config import BrokerRole
+
+from . import reply
 
 if TYPE_CHECKING:
     from mqcore.broker.controller import BrokerController
 
+__all__ = ["PullMessageProcessor", "build_subscription", "register", "tag_filter"]
+
+log = logging.getLogger("mq.broker.pull")
+
+MASTER_ID = 0
+SUB_ALL = "*"
+_SUCCESS = int(ResponseCode.SUCCESS)
+_NOT_FOUND = int(ResponseCode.PULL_NOT_FOUND)
+
+
+class PullRefused(Exception):
+    def __init__(self, code: int, remark: str) -> None:
+        super().__init__(remark)
+        self.code = code
+        self.remark = remark
+
+
+def build_subscription(topic: str, expression: str | None, sub_version: int) -> SubscriptionData:
+    """A TAG expression as a subscription: ``*``/empty = all, else ``A || B`` ->
+    tag set and Java-string-hash code set (``FilterAPI.buildSubscriptionData``)."""
+    text = (expression or "").strip()
+    if not text or text == SUB_ALL:
+        return SubscriptionData(topic, SUB_ALL, sub_version=sub_version)
+    tags = {t.strip() for t in text.split("||") if t.strip()}
+    return SubscriptionData(
+        topic,
+        text,
+        tags_set=tags,
+        code_set={tags_hash_code(t) for t in tags},
+        sub_version=sub_version,
+    )
+
+
+def tag_filter(sub: SubscriptionData) -> TagFilter | None:
+    """None (everything matches) or a test on the consume queue's tag slot."""
+    if sub.class_filter_mode or sub.sub_string.strip() in ("", SUB_ALL):
+        return None
+    codes = frozenset(sub.code_set)
+    return codes.__contains__
+
+
+class PullMessageProcessor:
+    def __init__(self, controller: BrokerController) -> None:
+        self.controller = controller
+        self.config = controller.config
+        self.store = controller.store
+
+    def process(
+        self, channel: Channel, request: RemotingCommand
+    ) -> RemotingCommand | Awaitable[RemotingCommand]:
+        """Answer now, or return a coroutine that holds the pull (long polling)."""
+        try:
+            header = PullMessageRequestHeader.from_command(request)
+        except HeaderError as exc:
+            return reply(request, ResponseCode.SYSTEM_ERROR, str(exc))
+        try:
+            matcher = self.check(channel, request, header)
+        except PullRefused as exc:
+            return reply(request, exc.code, exc.remark)
+        response = self.pull(request, header, matcher)
+        if header.sys_flag & PullSysFlag.COMMIT_OFFSET and self._is_master:
+            self.controller.consumer_offset_manager.commit(
+                header.consumer_group, header.topic, header.queue_id, header.commit_offset
+            )
+        if response.code == _NOT_FOUND and header.sys_flag & PullSysFlag.SUSPEND:
+            return self._hold(request, header, matcher)
+        return response
+
+    @property
+    def _is_master(self) -> bool:
+        return self.controller.store_config.broker_role is not BrokerRole.SLAVE
+
+    async def _hold(
+        self, request: RemotingCommand, header: PullMessageRequestHeader, matcher: TagFilter | None
+    ) -> RemotingCommand:
+        timeout_ms = (
+            header.suspend_timeout_millis
+            if self.config.long_polling_enable
+            else self.config.short_polling_time_mills
+        )
+        await self.controller.long_polling.hold(
+            header.topic, header.queue_id, header.queue_offset, timeout_ms / 1000, matcher
+        )
+        return self.pull(request, header, matcher)
+
+    # -- checks ---------------------------------------------------------------------------
+    def check(
+        self, channel: Channel, request: RemotingCommand, header: PullMessageRequestHeader
+    ) -> TagFilter | None:
+        """Permissions, group, topic, queue id and subscription; the tag filter to use."""
+        c = self.controller
+        if not self.config.broker_permission & PERM_READ:
+            raise PullRefused(
+                ResponseCode.NO_PERMISSION,
+                f"the broker[{self.config.broker_ip1}] pulling message is forbidden",
+            )
+        groups = c.subscription_group_manager
+        group = header.consumer_group
+        known = group in groups.table
+        group_config = groups.find(group, auto_create=self.config.auto_create_subscription_group)
+        if group_config is None:
+            raise PullRefused(
+                ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST,
+                f"subscription group [{group}] does not exist",
+            )
+        if not known:
+            groups.persist()
+        if not group_config.consume_enable:
+            raise PullRefused(
+                ResponseCode.NO_PERMISSION, f"subscription group no permission, {group}"
+            )
+        topic = header.topic
+        topic_config = c.topics.select(topic)
+        if topic_config is None:
+            raise PullRefused(
+                ResponseCode.TOPIC_NOT_EXIST,
+                f"topic[{topic}] not exist, apply first please!",
+            )
+        if not topic_config.perm & PERM_READ:
+            raise PullRefused(
+                ResponseCode.NO_PERMISSION, f"the topic[{topic}] pulling message is forbidden"
+            )
+        qid = header.queue_id
+        if qid < 0 or qid >= topic_config.read_queue_nums:
+            raise PullRefused(
+                ResponseCode.SYSTEM_ERROR,
+                f"queueId[{qid}] is illegal, topic:[{topic}] "
+                f"topicConfig.readQueueNums:[{topic_config.read_queue_nums}] "
+                f"consumer:[{channel.remote_address}]",
+            )
+        if header.sys_flag & PullSysFlag.SUBSCRIPTION:
+            expression_type = header.expression_type or "TAG"
+            self._check_expression_type(expression_type)
+            sub = build_subscription(topic, header.subscription, header.sub_version)
+        else:
+            found = c.consumer_manager.find_subscription(group, topic)
+            if found is None:
+                raise PullRefused(
+                    ResponseCode.SUBSCRIPTION_NOT_EXIST, "the consumer's subscription not exist"
+                )
+            if found.sub_version < header.sub_version:
+                raise PullRefused(
+                    ResponseCode.SUBSCRIPTION_NOT_LATEST,
+                    "the consumer's subscription not latest",
+                )
+            self._check_expression_type(found.expression_type or "TAG")
+            sub = found
+        return tag_filter(sub)
+
+    def _check_expression_type(self, expression_type: str) -> None:
+        if expression_type == "TAG":
+            return
+        if not self.config.enable_property_filter:
+            raise PullRefused(
+                ResponseCode.SYSTEM_ERROR,
+                f"The broker does not support consumer to filter message by {expression_type}",
+            )
+        if expression_type == "SQL92":
+            raise PullRefused(
+                ResponseCode.SYSTEM_ERROR, "SQL92 filtering is not available on this broker yet"
+            )
+        raise PullRefused(
+            ResponseCode.SUBSCRIPTION_PARSE_FAILED,
+            f"unknown expression type {expression_type!r}",
+        )
+
+    # -- the read -------------------------------------------------------------------------
+    def pull(
+        self, request: RemotingCommand, header: PullMessageRequestHeader, matcher: TagFilter | None
+    ) -> RemotingCommand:
+        store_config = self.controller.store_config
+        max_count = max(
+            1, min(header.max_msg_nums, store_config.max_transfer_count_on_message_in_memory)
+        )
+        result = self.store.get_messages(
+            header.topic,
+            header.queue_id,
+            header.queue_offset,
+            max_count,
+            store_config.max_transfer_bytes_on_message_in_memory,
+            tag_filter=matcher,
+        )
+        code, next_begin = self._map_status(header.queue_offset, result)
+        response_header = PullMessageResponseHeader(
+            suggest_which_broker_id=MASTER_ID,
+            next_begin_offset=next_begin,
+            min_offset=result.min_offset,
+            max_offset=result.max_offset,
+        )
+        stats = self.controller.stats
+        if code == _SUCCESS:
+            body = b"".join(result.buffers)
+            stats.on_get(header.consumer_group, header.topic, len(result.buffers), len(body))
+            return reply(request, code, result.status.value, response_header, body)
+        stats.on_get(header.consumer_group, header.topic, 0, 0)
+        return reply(request, code, result.status.value, response_header)
+
+    @staticmethod
+    def _map_status(queue_offset: int, result: GetResult) -> tuple[int, int]:
+        """(response code, nextBeginOffset) for a store result, spec §8.7 table."""
+        status = result.status
+        if status is GetStatus.FOUND:
+            return _SUCCESS, result.next_begin_offset
+        if status in (GetStatus.NO_MATCHED_MESSAGE, GetStatus.MESSAGE_WAS_REMOVING):
+            return ResponseCode.PULL_RETRY_IMMEDIATELY, result.next_begin_offset
+        if status in (GetStatus.NO_MATCHED_LOGIC_QUEUE, GetStatus.NO_MESSAGE_IN_QUEUE):
+            code = ResponseCode.PULL_OFFSET_MOVED if queue_offset != 0 else _NOT_FOUND
+            return code, 0
+        if status is GetStatus.OFFSET_TOO_SMALL:
+            return ResponseCode.PULL_OFFSET_MOVED, result.min_offset
+        if status is GetStatus.OFFSET_OVERFLOW_BADLY:
+            return ResponseCode.PULL_OFFSET_MOVED, result.next_begin_offset
+        if status is GetStatus.OFFSET_OVERFLOW_ONE:
+            return _NOT_FOUND, queue_offset
+        # OFFSET_FOUND_NULL: a hole in the consume queue; the store says where to go on.
+        return _NOT_FOUND, result.next_begin_offset
+
 
 def register(controller: BrokerController) -> None:
-    pass
+    processor = PullMessageProcessor(controller)
+    controller.server.register(RequestCode.PULL_MESSAGE, processor.process)

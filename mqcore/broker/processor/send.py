@@ -1,12 +1,445 @@
-"""Placeholder; filled in by the next commit."""
+"""SEND_MESSAGE (10), SEND_MESSAGE_V2 (310), SEND_BATCH_MESSAGE (320): spec §7.1.
+
+Checks run in RocketMQ's order (``AbstractSendMessageProcessor.msgCheck``): broker
+permission, topic name, forbidden system topics, the topic (auto-created from the
+template when allowed), queue id; then the ``%RETRY%`` -> ``%DLQ%`` redirect, and the
+message is built and appended in one store call, so a refused request writes nothing.
+Properties get ``CLUSTER`` and (single sends) lose ``WAIT``, and a missing ``UNIQ_KEY``
+is generated, as a 4.9.8 broker does.
+
+The answer is built without a task switch for ASYNC_FLUSH; under SYNC_FLUSH the
+processor returns a coroutine that awaits the group commit covering the message
+(FLUSH_DISK_TIMEOUT after ``syncFlushTimeout``; the message is stored either way).
+After each append the long polls waiting on that queue are woken.
+"""
 
 from __future__ import annotations
 
+import asyncio
+import logging
+import random
+from collections.abc import Awaitable
 from typing import TYPE_CHECKING
+
+from mqcore.common.javahash import tags_hash_code
+from mqcore.errors import CorruptRecordError
+from mqcore.message.const import (
+    DLQ_GROUP_TOPIC_PREFIX,
+    PROPERTY_CLUSTER,
+    PROPERTY_DELAY_TIME_LEVEL,
+    PROPERTY_TAGS,
+    PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX,
+    PROPERTY_WAIT_STORE_MSG_OK,
+    RETRY_GROUP_TOPIC_PREFIX,
+)
+from mqcore.message.ids import create_offset_msg_id, create_uniq_key
+from mqcore.message.model import HostAddr, MessageExt
+from mqcore.message.record import decode_batch_body
+from mqcore.protocol import RemotingCommand, RequestCode, ResponseCode
+from mqcore.protocol.headers import (
+    HeaderError,
+    SendMessageRequestHeader,
+    SendMessageResponseHeader,
+    decode_send_message_header,
+)
+from mqcore.remoting import Channel
+from mqcore.store.metadata import (
+    PERM_READ,
+    PERM_WRITE,
+    TopicConfig,
+    TopicNameError,
+    is_not_allowed_send_topic,
+    validate_topic_name,
+)
+from mqcore.store.results import PutResult, PutStatus
+from mqcore.store.store_config import FlushDiskType
+
+from . import reply
 
 if TYPE_CHECKING:
     from mqcore.broker.controller import BrokerController
 
+__all__ = ["SendMessageProcessor", "register"]
+
+log = logging.getLogger("mq.broker.send")
+
+_V3_4_9 = 121
+"""Request version from which the header's maxReconsumeTimes is honoured."""
+_NV, _SEP = "\x01", "\x02"
+
+_PUT_CODES: dict[PutStatus, tuple[int, str | None]] = {
+    PutStatus.PUT_OK: (ResponseCode.SUCCESS, None),
+    PutStatus.FLUSH_DISK_TIMEOUT: (ResponseCode.FLUSH_DISK_TIMEOUT, None),
+    PutStatus.FLUSH_SLAVE_TIMEOUT: (ResponseCode.FLUSH_SLAVE_TIMEOUT, None),
+    PutStatus.SLAVE_NOT_AVAILABLE: (ResponseCode.SLAVE_NOT_AVAILABLE, None),
+    PutStatus.CREATE_MAPPED_FILE_FAILED: (
+        ResponseCode.SYSTEM_ERROR,
+        "create mapped file failed, server is busy or broken.",
+    ),
+    PutStatus.MESSAGE_ILLEGAL: (ResponseCode.MESSAGE_ILLEGAL, None),
+    PutStatus.PROPERTIES_SIZE_EXCEEDED: (ResponseCode.MESSAGE_ILLEGAL, None),
+    PutStatus.SERVICE_NOT_AVAILABLE: (
+        ResponseCode.SERVICE_NOT_AVAILABLE,
+        "service not available now. It may be caused by one of the following reasons: "
+        "the broker's disk is full, messages are put to the slave, message store has "
+        "been shut down, etc.",
+    ),
+    PutStatus.OS_PAGECACHE_BUSY: (
+        ResponseCode.SYSTEM_ERROR,
+        "[PC_SYNCHRONIZED]broker busy, start flow control for a while",
+    ),
+    PutStatus.UNKNOWN_ERROR: (ResponseCode.SYSTEM_ERROR, "UNKNOWN_ERROR"),
+}
+_STORED = (
+    ResponseCode.SUCCESS,
+    ResponseCode.FLUSH_DISK_TIMEOUT,
+    ResponseCode.FLUSH_SLAVE_TIMEOUT,
+    ResponseCode.SLAVE_NOT_AVAILABLE,
+)
+
+
+class SendRefused(Exception):
+    """A check failed: answer ``code`` with ``remark``, store nothing."""
+
+    def __init__(self, code: int, remark: str) -> None:
+        super().__init__(remark)
+        self.code = code
+        self.remark = remark
+
+
+def parse_properties(text: str | None) -> dict[str, str]:
+    """The header's properties string (``k\\x01v\\x02...``), Java's reading rules."""
+    out: dict[str, str] = {}
+    if text:
+        for segment in text.split(_SEP):
+            name, sep, value = segment.partition(_NV)
+            if sep and name and value:
+                out[name] = value
+    return out
+
+
+def born_host(channel: Channel) -> HostAddr:
+    """The producer's address as stored in BORNHOST (parsed once per connection)."""
+    host: HostAddr | None = channel.attrs.get("born_host")
+    if host is None:
+        ip, _, port = channel.remote_address.rpartition(":")
+        host = (ip.strip("[]") or "0.0.0.0", int(port) if port.isdigit() else 0)
+        channel.attrs["born_host"] = host
+    return host
+
+
+class SendMessageProcessor:
+    """One instance per broker, registered for the three send codes on both servers."""
+
+    def __init__(self, controller: BrokerController) -> None:
+        self.controller = controller
+        self.config = controller.config
+        self._rng = random.Random()
+
+    @property
+    def store_host(self) -> HostAddr:
+        return (self.config.broker_ip1, self.controller.server.port)
+
+    # -- entry ----------------------------------------------------------------------------
+    def process(
+        self, channel: Channel, request: RemotingCommand
+    ) -> RemotingCommand | Awaitable[RemotingCommand]:
+        try:
+            header = decode_send_message_header(request)
+        except HeaderError as exc:
+            return reply(request, ResponseCode.SYSTEM_ERROR, str(exc))
+        try:
+            topic_config = self.msg_check(channel, header)
+            if header.batch:
+                batch = self.build_batch(channel, request, header, topic_config)
+                queue_id = batch[0].queue_id
+            else:
+                msg, queue_id = self.build_message(channel, request, header, topic_config)
+                batch = [msg]
+        except SendRefused as exc:
+            return reply(request, exc.code, exc.remark)
+        props = batch[0].properties
+        wait = props.get(PROPERTY_WAIT_STORE_MSG_OK) != "false"
+        if not header.batch:
+            props.pop(PROPERTY_WAIT_STORE_MSG_OK, None)  # 4.9.8 saves these 9 bytes
+        result = self.controller.store.put_messages(batch)
+        self.after_put(batch, result)
+        if (
+            result.flush_future is not None
+            and wait
+            and self.controller.store_config.flush_disk_type is FlushDiskType.SYNC_FLUSH
+        ):
+            return self._await_flush(request, header, queue_id, result)
+        return self.answer(request, header, queue_id, result, result.status)
+
+    async def _await_flush(
+        self,
+        request: RemotingCommand,
+        header: SendMessageRequestHeader,
+        queue_id: int,
+        result: PutResult,
+    ) -> RemotingCommand:
+        assert result.flush_future is not None
+        timeout = self.controller.store_config.sync_flush_timeout / 1000
+        try:
+            flushed = await asyncio.wait_for(
+                asyncio.shield(asyncio.wrap_future(result.flush_future)), timeout
+            )
+        except TimeoutError:
+            flushed = False
+        except Exception:
+            log.exception("sync flush failed")
+            flushed = False
+        status = PutStatus.PUT_OK if flushed else PutStatus.FLUSH_DISK_TIMEOUT
+        return self.answer(request, header, queue_id, result, status)
+
+    # -- checks ---------------------------------------------------------------------------
+    def msg_check(self, channel: Channel, header: SendMessageRequestHeader) -> TopicConfig:
+        """Permission, topic and queue id checks; the topic's config (maybe just created)."""
+        topic = header.topic
+        broker_ip = self.config.broker_ip1
+        if not self.config.broker_permission & PERM_WRITE:
+            raise SendRefused(
+                ResponseCode.NO_PERMISSION, f"the broker[{broker_ip}] sending message is forbidden"
+            )
+        try:
+            validate_topic_name(topic)
+        except TopicNameError as exc:
+            raise SendRefused(ResponseCode.SYSTEM_ERROR, str(exc)) from None
+        if is_not_allowed_send_topic(topic):
+            raise SendRefused(
+                ResponseCode.NO_PERMISSION, f"Sending message to topic[{topic}] is forbidden."
+            )
+        topics = self.controller.topics
+        config = topics.select(topic)
+        if config is None:
+            config = topics.create_in_send(
+                topic,
+                header.default_topic,
+                header.default_topic_queue_nums,
+                1 if header.unit_mode else 0,
+            )
+            if config is None and topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
+                group = self.controller.subscription_group_manager.find(
+                    topic[len(RETRY_GROUP_TOPIC_PREFIX) :]
+                )
+                if group is not None:
+                    config = topics.create_in_send_back(
+                        topic, group.retry_queue_nums, PERM_READ | PERM_WRITE
+                    )
+            if config is None:
+                raise SendRefused(
+                    ResponseCode.TOPIC_NOT_EXIST,
+                    f"topic[{topic}] not exist, apply first please! "
+                    f"(autoCreateTopicEnable={str(self.config.auto_create_topic_enable).lower()})",
+                )
+        if not config.perm & PERM_WRITE:
+            raise SendRefused(
+                ResponseCode.NO_PERMISSION, f"the topic[{topic}] sending message is forbidden"
+            )
+        limit = max(config.write_queue_nums, config.read_queue_nums)
+        if header.queue_id >= limit:
+            raise SendRefused(
+                ResponseCode.SYSTEM_ERROR,
+                f"request queueId[{header.queue_id}] is illegal, topic {topic} has "
+                f"{limit} queues; producer {channel.remote_address}",
+            )
+        return config
+
+    def _queue_id(self, header: SendMessageRequestHeader, config: TopicConfig) -> int:
+        if header.queue_id >= 0:
+            return header.queue_id
+        if config.write_queue_nums <= 0:
+            raise SendRefused(
+                ResponseCode.SYSTEM_ERROR, f"topic[{header.topic}] has no writable queue"
+            )
+        return self._rng.randrange(config.write_queue_nums)
+
+    def _retry_or_dlq(
+        self, request: RemotingCommand, header: SendMessageRequestHeader, msg: MessageExt
+    ) -> None:
+        """A send to ``%RETRY%<group>`` that exhausted its retries goes to ``%DLQ%<group>``."""
+        if not msg.topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
+            return
+        group = msg.topic[len(RETRY_GROUP_TOPIC_PREFIX) :]
+        config = self.controller.subscription_group_manager.find(
+            group, auto_create=self.config.auto_create_subscription_group
+        )
+        if config is None:
+            raise SendRefused(
+                ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST, f"subscription group not exist, {group}"
+            )
+        max_times = config.retry_max_times
+        if request.version >= _V3_4_9 and header.max_reconsume_times is not None:
+            max_times = header.max_reconsume_times
+        if (header.reconsume_times or 0) < max_times:
+            return
+        dlq = DLQ_GROUP_TOPIC_PREFIX + group
+        self.controller.topics.create_in_send_back(dlq, 1, PERM_READ | PERM_WRITE)
+        msg.topic, msg.queue_id = dlq, 0
+
+    # -- building -------------------------------------------------------------------------
+    def _base_properties(self, header: SendMessageRequestHeader) -> dict[str, str]:
+        props = parse_properties(header.properties)
+        props[PROPERTY_CLUSTER] = self.config.broker_cluster_name
+        return props
+
+    def build_message(
+        self,
+        channel: Channel,
+        request: RemotingCommand,
+        header: SendMessageRequestHeader,
+        config: TopicConfig,
+    ) -> tuple[MessageExt, int]:
+        """The message to store and the queue id to answer with (the one chosen for the
+        requested topic, even when the message is redirected to a DLQ or delayed)."""
+        props = self._base_properties(header)
+        if not props.get(PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX):
+            props[PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX] = create_uniq_key()
+        body = request.body
+        max_size = self.controller.store_config.max_message_size
+        if len(body) > max_size:
+            raise SendRefused(
+                ResponseCode.MESSAGE_ILLEGAL,
+                f"the message body size {len(body)} bytes exceeds maxMessageSize {max_size}",
+            )
+        msg = MessageExt(
+            topic=header.topic,
+            body=body if isinstance(body, bytes) else bytes(body),
+            flag=header.flag,
+            properties=props,
+            queue_id=self._queue_id(header, config),
+            sys_flag=header.sys_flag,
+            born_timestamp=header.born_timestamp,
+            born_host=born_host(channel),
+            store_host=self.store_host,
+            reconsume_times=header.reconsume_times or 0,
+        )
+        queue_id = msg.queue_id
+        self._retry_or_dlq(request, header, msg)
+        return self.rewrite_delay(msg), queue_id
+
+    def build_batch(
+        self,
+        channel: Channel,
+        request: RemotingCommand,
+        header: SendMessageRequestHeader,
+        config: TopicConfig,
+    ) -> list[MessageExt]:
+        """Expand a batch body; the header's properties (+ CLUSTER) go on every message."""
+        topic = header.topic
+        if topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
+            raise SendRefused(
+                ResponseCode.MESSAGE_ILLEGAL, f"batch request does not support retry group {topic}"
+            )
+        body = request.body
+        limit = self.config.max_batch_body_size
+        if len(body) > limit:
+            raise SendRefused(
+                ResponseCode.MESSAGE_ILLEGAL,
+                f"the batch body size {len(body)} bytes exceeds the limit of {limit} bytes",
+            )
+        batch_props = self._base_properties(header)
+        if _delay_level(batch_props) > 0:
+            raise SendRefused(
+                ResponseCode.MESSAGE_ILLEGAL, "a batch message cannot have a delay level"
+            )
+        try:
+            entries = decode_batch_body(body)
+        except CorruptRecordError as exc:
+            raise SendRefused(
+                ResponseCode.MESSAGE_ILLEGAL, f"bad batch body: {exc.detail}"
+            ) from None
+        if not entries:
+            raise SendRefused(ResponseCode.MESSAGE_ILLEGAL, "empty batch")
+        max_size = self.controller.store_config.max_message_size
+        queue_id = self._queue_id(header, config)
+        host, store_host = born_host(channel), self.store_host
+        out: list[MessageExt] = []
+        for flag, msg_body, props in entries:
+            if len(msg_body) > max_size:
+                raise SendRefused(
+                    ResponseCode.MESSAGE_ILLEGAL,
+                    f"a batch message body of {len(msg_body)} bytes exceeds "
+                    f"maxMessageSize {max_size}",
+                )
+            if _delay_level(props) > 0:
+                raise SendRefused(
+                    ResponseCode.MESSAGE_ILLEGAL, "a batch message cannot have a delay level"
+                )
+            props.update(batch_props)
+            out.append(
+                MessageExt(
+                    topic=topic,
+                    body=msg_body,
+                    flag=flag,
+                    properties=props,
+                    queue_id=queue_id,
+                    sys_flag=header.sys_flag,
+                    born_timestamp=header.born_timestamp,
+                    born_host=host,
+                    store_host=store_host,
+                    reconsume_times=header.reconsume_times or 0,
+                )
+            )
+        return out
+
+    def rewrite_delay(self, msg: MessageExt) -> MessageExt:
+        """Hook for scheduled messages (issue 6): a ``DELAY`` > 0 message will be rewritten
+        to ``SCHEDULE_TOPIC_XXXX`` queue ``level - 1`` with ``REAL_TOPIC``/``REAL_QID``.
+        Until then it is stored as sent, ``DELAY`` property included."""
+        return msg
+
+    # -- after the append -----------------------------------------------------------------
+    def after_put(self, batch: list[MessageExt], result: PutResult) -> None:
+        """Wake the long polls of the queue and count the put."""
+        if not result.ok:
+            return
+        first = batch[0]
+        tags_code = tags_hash_code(first.properties.get(PROPERTY_TAGS)) if len(batch) == 1 else None
+        self.controller.long_polling.notify_message_arriving(
+            first.topic, first.queue_id, result.queue_offset + result.msg_count, tags_code
+        )
+        self.controller.stats.on_put(first.topic, result.msg_count, result.wrote_bytes)
+
+    def answer(
+        self,
+        request: RemotingCommand,
+        header: SendMessageRequestHeader,
+        queue_id: int,
+        result: PutResult,
+        status: PutStatus,
+    ) -> RemotingCommand:
+        code, remark = _PUT_CODES.get(status, (ResponseCode.SYSTEM_ERROR, None))
+        if code not in _STORED:
+            if result.status is not PutStatus.PUT_OK:
+                log.info("send to %s refused by the store: %s", header.topic, result.remark)
+            return reply(request, code, remark or result.remark or status.value)
+        host = self.store_host
+        msg_id = ",".join(create_offset_msg_id(host, off) for off in result.record_offsets)
+        response_header = SendMessageResponseHeader(
+            msg_id=msg_id,
+            queue_id=queue_id,
+            queue_offset=result.queue_offset,
+            msg_region=self.config.region_id,
+            trace_on=str(self.config.trace_on).lower(),
+        )
+        return reply(request, code, remark, response_header)
+
+
+def _delay_level(props: dict[str, str]) -> int:
+    try:
+        return int(props.get(PROPERTY_DELAY_TIME_LEVEL, "0"))
+    except ValueError:
+        return 0
+
 
 def register(controller: BrokerController) -> None:
-    pass
+    processor = SendMessageProcessor(controller)
+    for code in (
+        RequestCode.SEND_MESSAGE,
+        RequestCode.SEND_MESSAGE_V2,
+        RequestCode.SEND_BATCH_MESSAGE,
+    ):
+        controller.server.register(code, processor.process)
+        controller.fast_server.register(code, processor.process)
