@@ -22,7 +22,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from mqcore.errors import MQBrokerError, MQClientError
+from mqcore.errors import MessageIdError, MQBrokerError, MQClientError
 from mqcore.message import decode_offset_msg_id, decode_records
 from mqcore.message.const import (
     PROPERTY_MAX_OFFSET,
@@ -523,5 +523,10 @@ class MQClientAPI:
     async def view_message_by_id(self, offset_msg_id: str) -> MessageExt:
         """The message an offset msg id names, asked of the broker the id points to."""
         ip, port, offset = decode_offset_msg_id(offset_msg_id)
+        if not 0 < port < 65536:
+            raise MessageIdError(
+                f"{offset_msg_id} is not an offset msg id (its port would be {port});"
+                " is it a unique key? look it up with the topic"
+            )
         host = f"[{ip}]" if ":" in ip else ip
         return await self.view_message(f"{host}:{port}", offset)
