@@ -10,6 +10,12 @@ from __future__ import annotations
 
 from mqcore.client.admin import Admin, QueueProgress, QueueStatus, ResetRow
 from mqcore.client.api import MQClientAPI, PullResult, PullStatus, SendResult, SendStatus
+from mqcore.client.consume_service import (
+    ConsumeContext,
+    ConsumeOrderlyStatus,
+    ConsumeStatus,
+    MessageListener,
+)
 from mqcore.client.errors import (
     BrokerUnreachableError,
     ClientStateError,
@@ -18,6 +24,7 @@ from mqcore.client.errors import (
     TopicRouteNotFoundError,
 )
 from mqcore.client.instance import ClientConfig, ClientInstance
+from mqcore.client.lite_pull_consumer import LitePullConsumer
 from mqcore.client.producer import (
     MessageQueueSelector,
     Producer,
@@ -28,6 +35,8 @@ from mqcore.client.producer import (
     select_by_random,
     select_fixed,
 )
+from mqcore.client.push_consumer import PushConsumer
+from mqcore.client.rebalance import ConsumeFromWhere, MessageModel, MessageSelector
 from mqcore.client.sync import SyncAdmin, SyncClient, SyncProducer
 from mqcore.message import Message, MessageExt
 from mqcore.protocol.bodies import MessageQueue
@@ -38,16 +47,25 @@ __all__ = [
     "ClientConfig",
     "ClientInstance",
     "ClientStateError",
+    "ConsumeContext",
+    "ConsumeFromWhere",
+    "ConsumeOrderlyStatus",
+    "ConsumeStatus",
     "InvalidMessageError",
+    "LitePullConsumer",
     "MQClientAPI",
     "Message",
     "MessageExt",
+    "MessageListener",
+    "MessageModel",
     "MessageQueue",
     "MessageQueueSelector",
+    "MessageSelector",
     "NameServerUnreachableError",
     "Producer",
     "PullResult",
     "PullStatus",
+    "PushConsumer",
     "QueueProgress",
     "QueueStatus",
     "ResetRow",

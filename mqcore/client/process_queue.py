@@ -207,9 +207,14 @@ class ProcessQueue:
     def has_messages(self) -> bool:
         return bool(self._msgs)
 
-    def put(self, msgs: Iterable[MessageExt]) -> int:
+    def put(self, msgs: Iterable[MessageExt], next_offset: int | None = None) -> int:
         """Cache pulled messages (duplicates of cached offsets are ignored). Returns how
-        many were new."""
+        many were new.
+
+        ``next_offset`` is the pull's ``nextBeginOffset``: entries between the last message
+        and it were filtered out, so once the cache empties the commit offset may skip
+        them (else a queue ending in unwanted tags would never be committed to its end).
+        """
         added = 0
         last: MessageExt | None = None
         cache, heap = self._msgs, self._heap
@@ -231,6 +236,8 @@ class ProcessQueue:
             added += 1
         if not in_order:
             self._msgs = dict(sorted(cache.items()))
+        if next_offset is not None and next_offset - 1 > self.queue_offset_max:
+            self.queue_offset_max = next_offset - 1
         if last is not None:
             head = last.properties.get(PROPERTY_MAX_OFFSET)
             if head is not None and head.isdigit():

@@ -54,6 +54,14 @@ def test_duplicates_ignored_and_lag_estimate() -> None:
     assert pq.queue_offset_max == 3
 
 
+def test_filtered_tail_is_skipped_once_consumed() -> None:
+    pq = ProcessQueue()
+    batch = msgs(3, 5)
+    pq.put(batch, next_offset=9)  # 6..8 filtered out by the broker
+    assert pq.remove(batch[:1]) == 5
+    assert pq.remove(batch[1:]) == 9
+
+
 def test_out_of_order_put_keeps_span_right() -> None:
     pq = ProcessQueue()
     pq.put(msgs(10, 11))

@@ -1,0 +1,506 @@
+"""`LitePullConsumer`: RocketMQ's DefaultLitePullConsumer in asyncio -- the caller polls.
+
+Usage::
+
+    async with LitePullConsumer("g1", namesrv="127.0.0.1:9876") as consumer:
+        consumer.subscribe("TopicTest", "TagA")          # or consumer.assign([mq, ...])
+        while True:
+            for msg in await consumer.poll(timeout=1.0):
+                handle(msg)
+
+Each owned queue (by rebalance when subscribed, or the caller's list when assigned) has a
+background long-polling task that fills a shared buffer, so ``poll`` usually returns at
+once. What ``poll`` returned counts as consumed: with ``auto_commit`` (the default) those
+offsets go to the broker every ``auto_commit_interval`` seconds and on shutdown; without
+it only :meth:`commit_sync` commits. ``seek`` / ``seek_to_begin`` / ``seek_to_end`` move a
+queue (buffered messages of it are discarded); ``pause`` / ``resume`` stop and restart
+pulling and delivering queues without losing their place.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import datetime as dt
+import logging
+import time
+from collections import deque
+from collections.abc import Coroutine, Iterable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from mqcore.client.allocate import AllocateStrategy
+from mqcore.client.errors import ClientStateError
+from mqcore.client.instance import ClientConfig, ClientInstance
+from mqcore.client.offset_store import (
+    LocalFileOffsetStore,
+    OffsetStore,
+    ReadOffsetType,
+    RemoteBrokerOffsetStore,
+)
+from mqcore.client.process_queue import ProcessQueue, QueueEvent
+from mqcore.client.push_consumer import resolve_strategy, timestamp_ms
+from mqcore.client.rebalance import (
+    ConsumeFromWhere,
+    MessageModel,
+    MessageSelector,
+    RebalanceImpl,
+    build_subscription,
+    compute_pull_from_where,
+)
+from mqcore.errors import MQError
+from mqcore.message import MessageExt
+from mqcore.protocol.bodies import ConsumerData, MessageQueue, SubscriptionData
+
+if TYPE_CHECKING:
+    from mqcore.client.api import MQClientAPI
+
+__all__ = ["LitePullConsumer"]
+
+log = logging.getLogger("mq.client.lite")
+
+PULL_RETRY_DELAY = 3.0
+FLOW_CONTROL_DELAY = 0.05
+
+
+@dataclass(slots=True)
+class _Batch:
+    mq: MessageQueue
+    pq: ProcessQueue
+    msgs: list[MessageExt]
+
+
+class LitePullConsumer:
+    """A consumer whose caller asks for messages; see the module docstring."""
+
+    def __init__(
+        self,
+        group: str,
+        *,
+        namesrv: str = "127.0.0.1:9876",
+        message_model: MessageModel = MessageModel.CLUSTERING,
+        consume_from_where: ConsumeFromWhere = ConsumeFromWhere.LAST,
+        consume_timestamp: int | dt.datetime | None = None,
+        allocate_strategy: AllocateStrategy | str | None = None,
+        auto_commit: bool = True,
+        auto_commit_interval: float = 5.0,
+        pull_batch_size: int = 10,
+        pull_threshold_for_queue: int = 1000,
+        pull_threshold_size_for_queue: int = 100 * 1024 * 1024,
+        pull_threshold_for_all: int = 10000,
+        offset_store_dir: str | None = None,
+        instance_name: str | None = None,
+        client_config: ClientConfig | None = None,
+    ) -> None:
+        if not group:
+            raise ValueError("a consumer needs a group name")
+        self._group = group
+        self.namesrv = namesrv
+        self.message_model = message_model
+        self.consume_from_where = consume_from_where
+        self.consume_timestamp = timestamp_ms(consume_timestamp)
+        self.strategy = resolve_strategy(allocate_strategy)
+        self.auto_commit = auto_commit
+        self.auto_commit_interval = auto_commit_interval
+        self.pull_batch_size = pull_batch_size
+        self.pull_threshold_for_queue = pull_threshold_for_queue
+        self.pull_threshold_size_for_queue = pull_threshold_size_for_queue
+        self.pull_threshold_for_all = pull_threshold_for_all
+        self.offset_store_dir = offset_store_dir
+        self.instance_name = instance_name
+        self.client_config = client_config
+        self._subscriptions: dict[str, SubscriptionData] = {}
+        self._assigned: set[MessageQueue] | None = None
+        self._queues: dict[MessageQueue, ProcessQueue] = {}
+        """Owned queues: the rebalance table when subscribed, our own when assigned."""
+        self._pull_tasks: dict[MessageQueue, asyncio.Task[None]] = {}
+        self._buffer: deque[_Batch] = deque()
+        self._stash: dict[MessageQueue, list[_Batch]] = {}
+        self._arrived = asyncio.Event()
+        self._paused: set[MessageQueue] = set()
+        self._instance: ClientInstance | None = None
+        self._rebalance: RebalanceImpl | None = None
+        self._offset_store: OffsetStore | None = None
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self._last_commit = time.monotonic()
+        self._running = False
+        self._closed = False
+
+    # -- configuration ---------------------------------------------------------------------
+    @property
+    def group(self) -> str:
+        return self._group
+
+    def subscribe(self, topic: str, selector: str | MessageSelector | None = "*") -> None:
+        """Consume ``topic`` with group rebalancing (not combinable with :meth:`assign`)."""
+        if self._assigned is not None:
+            raise ClientStateError("this consumer uses assign(); subscribe and assign exclude")
+        self._subscriptions[topic] = build_subscription(topic, selector)
+        if self._rebalance is not None:
+            self._rebalance.subscriptions[topic] = self._subscriptions[topic]
+        if self._running:
+            self._spawn(self._resync(), "resync")
+
+    def unsubscribe(self, topic: str) -> None:
+        self._subscriptions.pop(topic, None)
+        if self._rebalance is not None:
+            self._rebalance.subscriptions.pop(topic, None)
+        if self._running:
+            self._spawn(self._resync(), "resync")
+
+    def assign(self, queues: Iterable[MessageQueue]) -> None:
+        """Consume exactly these queues, without rebalancing."""
+        if self._subscriptions and self._assigned is None:
+            raise ClientStateError("this consumer uses subscribe(); subscribe and assign exclude")
+        self._assigned = set(queues)
+        for mq in self._assigned:
+            self._subscriptions.setdefault(mq.topic, build_subscription(mq.topic, "*"))
+        for topic in list(self._subscriptions):
+            if all(mq.topic != topic for mq in self._assigned):
+                del self._subscriptions[topic]
+        if self._running:
+            self._spawn(self._apply_assignment(), "assign")
+
+    def assignment(self) -> set[MessageQueue]:
+        """The queues this consumer currently pulls."""
+        return {mq for mq, pq in self._queues.items() if not pq.dropped}
+
+    @property
+    def instance(self) -> ClientInstance:
+        if self._instance is None:
+            raise ClientStateError(f"consumer {self._group} is not started")
+        return self._instance
+
+    @property
+    def api(self) -> MQClientAPI:
+        return self.instance.api
+
+    # -- lifecycle -------------------------------------------------------------------------
+    async def start(self) -> None:
+        if self._running:
+            return
+        if self._closed:
+            raise ClientStateError(f"consumer {self._group} was shut down; create a new one")
+        self._instance = ClientInstance.get(
+            self.namesrv, instance_name=self.instance_name, config=self.client_config
+        )
+        api = self._instance.api
+        if self.message_model is MessageModel.CLUSTERING:
+            self._offset_store = RemoteBrokerOffsetStore(self._group, api)
+        else:
+            self._offset_store = LocalFileOffsetStore(
+                self._group, self._instance.client_id, self.offset_store_dir
+            )
+        await self._offset_store.load()
+        self._rebalance = RebalanceImpl(
+            self._group,
+            api,
+            self,
+            message_model=self.message_model,
+            strategy=self.strategy,
+            drop_idle_queues=False,
+        )
+        self._rebalance.subscriptions.update(self._subscriptions)
+        self._running = True
+        try:
+            await self._instance.register_consumer(self)
+        except BaseException:
+            self._running = False
+            await self._instance._release_if_unused()
+            raise
+        if self._assigned is not None:
+            await self._apply_assignment()
+        else:
+            await self.do_rebalance()
+        log.info("lite pull consumer %s started as %s", self._group, self._instance.client_id)
+
+    async def shutdown(self) -> None:
+        """Stop pulling, commit (with auto-commit) and leave the group."""
+        if not self._running:
+            self._closed = True
+            return
+        self._running = False
+        self._closed = True
+        tasks = [*self._pull_tasks.values(), *self._tasks]
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        self._pull_tasks.clear()
+        if self.auto_commit:
+            await self._persist(sync=False)
+        for pq in self._queues.values():
+            pq.drop()
+        self._queues.clear()
+        self._buffer.clear()
+        assert self._instance is not None
+        await self._instance.unregister_consumer(self._group)
+        log.info("lite pull consumer %s shut down", self._group)
+
+    async def __aenter__(self) -> LitePullConsumer:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.shutdown()
+
+    def _spawn(self, coro: Coroutine[Any, Any, Any], name: str) -> None:
+        task = asyncio.create_task(coro, name=f"mq-lite-{self._group}-{name}")
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _resync(self) -> None:
+        await self.instance.send_heartbeat_to_all_brokers()
+        await self.do_rebalance()
+
+    async def _apply_assignment(self) -> None:
+        wanted = self._assigned or set()
+        for mq, pq in list(self._queues.items()):
+            if mq not in wanted:
+                pq.drop()
+                await self.remove_queue(mq, pq)
+                del self._queues[mq]
+        for mq in sorted(wanted - self._queues.keys()):
+            pq = ProcessQueue()
+            self._queues[mq] = pq
+            if not await self.start_queue(mq, pq):
+                del self._queues[mq]
+        await self.instance.send_heartbeat_to_all_brokers()
+
+    # -- polling ---------------------------------------------------------------------------
+    async def poll(self, timeout: float = 5.0) -> list[MessageExt]:
+        """The next batch of messages (from one queue), or [] after ``timeout`` seconds."""
+        if not self._running:
+            raise ClientStateError(f"consumer {self._group} is not started")
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        while True:
+            while self._buffer:
+                batch = self._buffer.popleft()
+                if batch.pq.dropped:
+                    continue
+                if batch.mq in self._paused:
+                    self._stash.setdefault(batch.mq, []).append(batch)
+                    continue
+                offset = batch.pq.remove(batch.msgs)
+                if offset >= 0:
+                    assert self._offset_store is not None
+                    self._offset_store.update(batch.mq, offset)
+                return batch.msgs
+            remaining = deadline - loop.time()
+            if remaining <= 0 or not self._running:
+                return []
+            self._arrived.clear()
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(remaining):
+                    await self._arrived.wait()
+
+    async def commit_sync(self) -> None:
+        """Commit what ``poll`` returned, waiting for the brokers' acknowledgement."""
+        await self._persist(sync=True)
+
+    async def committed(self, mq: MessageQueue) -> int | None:
+        """The offset committed at the broker (or the local file) for ``mq``."""
+        if self._offset_store is None:
+            raise ClientStateError(f"consumer {self._group} is not started")
+        if isinstance(self._offset_store, RemoteBrokerOffsetStore):
+            return await self.api.query_consumer_offset(self._group, mq)
+        return await self._offset_store.read(mq, ReadOffsetType.STORE)
+
+    async def _persist(self, *, sync: bool) -> None:
+        assert self._offset_store is not None
+        self._last_commit = time.monotonic()
+        if sync:
+            await self._offset_store.persist_all(self.assignment(), sync=True)
+            return
+        try:
+            await self._offset_store.persist_all(self.assignment())
+        except (MQError, OSError) as exc:
+            log.warning("committing offsets of %s failed: %s", self._group, exc)
+
+    # -- seek / pause ----------------------------------------------------------------------
+    async def seek(self, mq: MessageQueue, offset: int) -> None:
+        """Continue ``mq`` at ``offset`` (within the queue's min..max). Raises
+        ClientStateError if the queue is not owned, ValueError if out of range."""
+        pq = self._queues.get(mq)
+        if pq is None or pq.dropped:
+            raise ClientStateError(f"{mq} is not assigned to this consumer")
+        low, high = await self.api.min_offset(mq), await self.api.max_offset(mq)
+        if not low <= offset <= high:
+            raise ValueError(f"offset {offset} of {mq} is outside {low}..{high}")
+        await self._restart_at(mq, offset)
+
+    async def seek_to_begin(self, mq: MessageQueue) -> None:
+        await self.seek(mq, await self.api.min_offset(mq))
+
+    async def seek_to_end(self, mq: MessageQueue) -> None:
+        await self.seek(mq, await self.api.max_offset(mq))
+
+    async def _restart_at(self, mq: MessageQueue, offset: int) -> None:
+        task = self._pull_tasks.pop(mq, None)
+        if task is not None:
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+        old = self._queues[mq]
+        old.drop()
+        self._stash.pop(mq, None)
+        pq = ProcessQueue()
+        pq.fire(QueueEvent.START)
+        self._queues[mq] = pq
+        if self._rebalance is not None and mq in self._rebalance.process_queues:
+            self._rebalance.process_queues[mq] = pq
+        assert self._offset_store is not None
+        self._offset_store.update(mq, offset)
+        self._start_pulling(mq, pq, offset)
+
+    def pause(self, queues: Iterable[MessageQueue]) -> None:
+        """Stop pulling and delivering these queues (their place is kept)."""
+        self._paused.update(queues)
+
+    def resume(self, queues: Iterable[MessageQueue]) -> None:
+        for mq in queues:
+            self._paused.discard(mq)
+            stashed = self._stash.pop(mq, [])
+            self._buffer.extendleft(reversed(stashed))
+            if stashed:
+                self._arrived.set()
+
+    def paused(self) -> set[MessageQueue]:
+        return set(self._paused)
+
+    async def fetch_message_queues(self, topic: str) -> list[MessageQueue]:
+        """Every readable queue of ``topic`` (for ``assign``)."""
+        return await self.api.topic_queues(topic)
+
+    # -- ClientInstance's ConsumerHandle ----------------------------------------------------
+    def consumer_data(self) -> ConsumerData:
+        return ConsumerData(
+            group_name=self._group,
+            consume_type="CONSUME_ACTIVELY",
+            message_model=self.message_model.value,
+            consume_from_where=self.consume_from_where.value,
+            subscription_data_set=list(self._subscriptions.values()),
+        )
+
+    async def do_rebalance(self) -> None:
+        if self._running and self._assigned is None and self._rebalance is not None:
+            await self._rebalance.do_rebalance()
+            self._queues = self._rebalance.process_queues
+
+    async def persist_consumer_offset(self) -> None:
+        due = time.monotonic() - self._last_commit >= self.auto_commit_interval - 0.01
+        if self._running and self.auto_commit and due:
+            await self._persist(sync=False)
+
+    async def reset_offset(self, topic: str, offsets: dict[MessageQueue, int]) -> None:
+        for mq, offset in offsets.items():
+            if mq.topic == topic and mq in self._queues:
+                await self._restart_at(mq, offset)
+
+    # -- RebalanceOwner --------------------------------------------------------------------
+    async def start_queue(self, mq: MessageQueue, pq: ProcessQueue) -> bool:
+        assert self._offset_store is not None
+        self._offset_store.remove(mq)
+        try:
+            offset = await compute_pull_from_where(
+                mq, self._offset_store, self.api, self.consume_from_where, self.consume_timestamp
+            )
+        except MQError as exc:
+            log.warning("%s: cannot tell where to start %s: %s", self._group, mq, exc)
+            return False
+        if pq.dropped or not self._running:
+            return False
+        pq.fire(QueueEvent.START)
+        self._offset_store.update(mq, offset)
+        self._start_pulling(mq, pq, offset)
+        return True
+
+    def _start_pulling(self, mq: MessageQueue, pq: ProcessQueue, offset: int) -> None:
+        task = asyncio.create_task(
+            self._pull_loop(mq, pq, offset),
+            name=f"mq-lite-pull-{mq.topic}-{mq.broker_name}-{mq.queue_id}",
+        )
+        self._pull_tasks[mq] = task
+
+        def done(t: asyncio.Task[None]) -> None:
+            if self._pull_tasks.get(mq) is t:
+                del self._pull_tasks[mq]
+            if not t.cancelled() and t.exception() is not None:
+                log.error("pull loop of %s crashed", mq, exc_info=t.exception())
+
+        task.add_done_callback(done)
+
+    async def remove_queue(self, mq: MessageQueue, pq: ProcessQueue) -> bool:
+        assert self._offset_store is not None
+        task = self._pull_tasks.pop(mq, None)
+        if task is not None:
+            task.cancel()
+        self._stash.pop(mq, None)
+        if self.auto_commit:
+            with contextlib.suppress(MQError, OSError):
+                await self._offset_store.persist(mq)
+        self._offset_store.remove(mq)
+        return True
+
+    def assignment_changed(self, topic: str, mine: set[MessageQueue]) -> None:
+        if self._instance is not None:
+            self._spawn(self._instance.send_heartbeat_to_all_brokers(), "heartbeat")
+
+    # -- pulling ---------------------------------------------------------------------------
+    def _flow_controlled(self, pq: ProcessQueue) -> bool:
+        if pq.msg_count > self.pull_threshold_for_queue:
+            return True
+        if pq.msg_size > self.pull_threshold_size_for_queue:
+            return True
+        total = sum(q.msg_count for q in self._queues.values())
+        return total > self.pull_threshold_for_all
+
+    async def _pull_loop(self, mq: MessageQueue, pq: ProcessQueue, offset: int) -> None:
+        from mqcore.client.api import PullStatus
+
+        while self._running and not pq.dropped:
+            pq.touch_pull()
+            if mq in self._paused or self._flow_controlled(pq):
+                await asyncio.sleep(FLOW_CONTROL_DELAY)
+                continue
+            sub = self._subscriptions.get(mq.topic)
+            if sub is None:
+                await asyncio.sleep(PULL_RETRY_DELAY)
+                continue
+            try:
+                result = await self.api.pull(
+                    mq,
+                    group=self._group,
+                    offset=offset,
+                    max_nums=self.pull_batch_size,
+                    expression=sub.sub_string,
+                    expression_type=sub.expression_type,
+                    sub_version=sub.sub_version,
+                )
+            except MQError as exc:
+                if pq.dropped or not self._running:
+                    return
+                log.info("%s: pulling %s at %d failed: %s", self._group, mq, offset, exc)
+                await asyncio.sleep(PULL_RETRY_DELAY)
+                continue
+            if pq.dropped:
+                return
+            if result.status is PullStatus.FOUND and result.messages:
+                pq.put(result.messages, result.next_begin_offset)
+                self._buffer.append(_Batch(mq, pq, result.messages))
+                self._arrived.set()
+            elif result.status is PullStatus.OFFSET_ILLEGAL:
+                log.warning(
+                    "%s: offset %d of %s is illegal; moving to %d",
+                    self._group,
+                    offset,
+                    mq,
+                    result.next_begin_offset,
+                )
+                if not pq.msg_count:
+                    assert self._offset_store is not None
+                    self._offset_store.update(mq, result.next_begin_offset)
+            elif not pq.msg_count:
+                # Nothing buffered: what was skipped (filtered out) counts as consumed.
+                assert self._offset_store is not None
+                self._offset_store.update(mq, result.next_begin_offset, increase_only=True)
+            offset = result.next_begin_offset

@@ -1,0 +1,609 @@
+"""`PushConsumer`: RocketMQ's DefaultMQPushConsumer in asyncio.
+
+Usage::
+
+    async with PushConsumer("g1", namesrv="127.0.0.1:9876") as consumer:  # or await start()
+        consumer.subscribe("TopicTest", "TagA || TagB")
+        consumer.register_listener(handle)          # handle(msgs, ctx) -> ConsumeStatus
+        ...
+
+(``subscribe`` and ``register_listener`` may also come before ``start()``; the context
+manager starts on entry only when a listener is registered, see :meth:`__aenter__`.)
+
+"Push" is long polling underneath: rebalance (:mod:`mqcore.client.rebalance`) hands this
+consumer a set of queues; each gets a pull task that asks the broker for the next batch
+(held up to 15 s at the broker when nothing is there), caches it in the queue's
+:class:`~mqcore.client.process_queue.ProcessQueue` and passes it to the consume service
+(:mod:`mqcore.client.consume_service`). A queue with too much cached (1000 messages,
+100 MiB, or an offset span over 2000 for concurrent listeners) is not pulled until the
+listener catches up. Consumed offsets travel with the next pull and are sent to the
+broker every 5 s and on shutdown (a local file for BROADCASTING).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import datetime as dt
+import logging
+import time
+from collections.abc import Coroutine, Iterable
+from typing import TYPE_CHECKING, Any
+
+from mqcore.client.allocate import AllocateStrategy, strategy_by_name
+from mqcore.client.consume_service import (
+    ConsumeConcurrentlyService,
+    ConsumeOrderlyService,
+    ConsumeService,
+    MessageListener,
+)
+from mqcore.client.errors import ClientStateError
+from mqcore.client.instance import AUTO_CREATE_TOPIC_KEY, ClientConfig, ClientInstance
+from mqcore.client.offset_store import (
+    LocalFileOffsetStore,
+    OffsetStore,
+    ReadOffsetType,
+    RemoteBrokerOffsetStore,
+)
+from mqcore.client.process_queue import ProcessQueue, QueueEvent
+from mqcore.client.rebalance import (
+    ConsumeFromWhere,
+    MessageModel,
+    MessageSelector,
+    RebalanceImpl,
+    build_subscription,
+    compute_pull_from_where,
+    retry_topic,
+)
+from mqcore.errors import MQError
+from mqcore.message import MessageExt, encode_properties
+from mqcore.message import const as mc
+from mqcore.protocol.bodies import ConsumerData, MessageQueue, SubscriptionData
+from mqcore.protocol.headers import SendMessageRequestHeader
+
+if TYPE_CHECKING:
+    from mqcore.client.api import MQClientAPI, PullResult
+
+__all__ = ["PushConsumer", "resolve_strategy", "timestamp_ms"]
+
+log = logging.getLogger("mq.client.push")
+
+PULL_RETRY_DELAY = 3.0
+"""Seconds before pulling again after an error (``PULL_TIME_DELAY_MILLS_WHEN_EXCEPTION``)."""
+FLOW_CONTROL_DELAY = 0.05
+"""Seconds between checks while a queue is over its cache limits."""
+LOCK_INTERVAL = 20.0
+INNER_PRODUCER_GROUP = "CLIENT_INNER_PRODUCER"
+
+
+def timestamp_ms(value: int | float | dt.datetime | None, default_age: float = 1800.0) -> int:
+    """A consume timestamp in ms: datetime, epoch ms, or ``None`` for 30 min ago."""
+    if value is None:
+        return int((time.time() - default_age) * 1000)
+    if isinstance(value, dt.datetime):
+        return int(value.timestamp() * 1000)
+    return int(value)
+
+
+def resolve_strategy(strategy: AllocateStrategy | str | None) -> AllocateStrategy:
+    if strategy is None or isinstance(strategy, str):
+        return strategy_by_name(strategy or "AVG")
+    return strategy
+
+
+class PushConsumer:
+    """Long-polling consumer that calls a listener; see the module docstring.
+
+    Durations follow RocketMQ's option names where they are in ms; the rest are seconds.
+    ``max_reconsume_times`` -1 means 16 for concurrent listeners and unlimited for orderly
+    ones (RocketMQ's defaults). ``client_config`` / ``instance_name`` choose the shared
+    :class:`ClientInstance` (two consumers of one group in one process need two instance
+    names).
+    """
+
+    def __init__(
+        self,
+        group: str,
+        *,
+        namesrv: str = "127.0.0.1:9876",
+        message_model: MessageModel = MessageModel.CLUSTERING,
+        consume_from_where: ConsumeFromWhere = ConsumeFromWhere.LAST,
+        consume_timestamp: int | dt.datetime | None = None,
+        allocate_strategy: AllocateStrategy | str | None = None,
+        consume_thread_max: int = 20,
+        consume_message_batch_max_size: int = 1,
+        pull_batch_size: int = 32,
+        pull_threshold_for_queue: int = 1000,
+        pull_threshold_size_for_queue: int = 100 * 1024 * 1024,
+        consume_concurrently_max_span: int = 2000,
+        pull_interval: float = 0.0,
+        max_reconsume_times: int = -1,
+        suspend_current_queue_time_millis: int = 1000,
+        await_termination: float = 5.0,
+        offset_store_dir: str | None = None,
+        instance_name: str | None = None,
+        client_config: ClientConfig | None = None,
+    ) -> None:
+        if not group:
+            raise ValueError("a consumer needs a group name")
+        self._group = group
+        self.namesrv = namesrv
+        self.message_model = message_model
+        self.consume_from_where = consume_from_where
+        self.consume_timestamp = timestamp_ms(consume_timestamp)
+        self.strategy = resolve_strategy(allocate_strategy)
+        self.consume_thread_max = consume_thread_max
+        self.batch_max_size = consume_message_batch_max_size
+        self.pull_batch_size = pull_batch_size
+        self.pull_threshold_for_queue = pull_threshold_for_queue
+        self.pull_threshold_size_for_queue = pull_threshold_size_for_queue
+        self.consume_concurrently_max_span = consume_concurrently_max_span
+        self.pull_interval = pull_interval
+        self.max_reconsume_times = max_reconsume_times
+        self.suspend_time = suspend_current_queue_time_millis / 1000
+        self.await_termination = await_termination
+        self.offset_store_dir = offset_store_dir
+        self.instance_name = instance_name
+        self.client_config = client_config
+        self._subscriptions: dict[str, SubscriptionData] = {}
+        self._listener: MessageListener | None = None
+        self._orderly = False
+        self._threaded = False
+        self._instance: ClientInstance | None = None
+        self._rebalance: RebalanceImpl | None = None
+        self._offset_store: OffsetStore | None = None
+        self._service: ConsumeService | None = None
+        self._pull_tasks: dict[MessageQueue, asyncio.Task[None]] = {}
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self._running = False
+        self._closed = False
+
+    # -- configuration ---------------------------------------------------------------------
+    @property
+    def group(self) -> str:
+        return self._group
+
+    def subscribe(self, topic: str, selector: str | MessageSelector | None = "*") -> None:
+        """Subscribe to ``topic`` with a tag expression (``"TagA || TagB"``, ``"*"``) or a
+        :class:`MessageSelector` (``MessageSelector.by_sql("a > 5")``)."""
+        self._subscriptions[topic] = build_subscription(topic, selector)
+        if self._rebalance is not None:
+            self._rebalance.subscriptions[topic] = self._subscriptions[topic]
+        if self._running:
+            self._spawn(self._resync(), "resync")
+
+    def unsubscribe(self, topic: str) -> None:
+        self._subscriptions.pop(topic, None)
+        if self._rebalance is not None:
+            self._rebalance.subscriptions.pop(topic, None)
+        if self._running:
+            self._spawn(self._resync(), "resync")
+
+    def register_listener(
+        self, listener: MessageListener, *, orderly: bool = False, threaded: bool = False
+    ) -> None:
+        """Set the listener (before ``start``). ``orderly`` consumes each queue one
+        message at a time under a broker lock; ``threaded`` runs a blocking plain-function
+        listener in a pool of ``consume_thread_max`` threads."""
+        if self._running:
+            raise ClientStateError("register the listener before starting the consumer")
+        self._listener = listener
+        self._orderly = orderly
+        self._threaded = threaded
+
+    @property
+    def orderly(self) -> bool:
+        return self._orderly
+
+    @property
+    def client_id(self) -> str | None:
+        return self._instance.client_id if self._instance else None
+
+    @property
+    def instance(self) -> ClientInstance:
+        if self._instance is None:
+            raise ClientStateError(f"consumer {self._group} is not started")
+        return self._instance
+
+    @property
+    def api(self) -> MQClientAPI:
+        return self.instance.api
+
+    # -- lifecycle -------------------------------------------------------------------------
+    async def start(self) -> None:
+        """Join the group: heartbeat to the brokers of the subscribed topics, rebalance,
+        start pulling. Raises ClientStateError without a listener or subscription."""
+        if self._running:
+            return
+        if self._closed:
+            raise ClientStateError(f"consumer {self._group} was shut down; create a new one")
+        if self._listener is None:
+            raise ClientStateError("register a listener before starting the consumer")
+        if not self._subscriptions:
+            raise ClientStateError("subscribe to a topic before starting the consumer")
+        if self.message_model is MessageModel.CLUSTERING:
+            rtopic = retry_topic(self._group)
+            self._subscriptions.setdefault(rtopic, build_subscription(rtopic, "*"))
+        self._instance = ClientInstance.get(
+            self.namesrv, instance_name=self.instance_name, config=self.client_config
+        )
+        api = self._instance.api
+        if self.message_model is MessageModel.CLUSTERING:
+            self._offset_store = RemoteBrokerOffsetStore(self._group, api)
+        else:
+            self._offset_store = LocalFileOffsetStore(
+                self._group, self._instance.client_id, self.offset_store_dir
+            )
+        await self._offset_store.load()
+        self._rebalance = RebalanceImpl(
+            self._group,
+            api,
+            self,
+            message_model=self.message_model,
+            strategy=self.strategy,
+            orderly=self._orderly,
+        )
+        self._rebalance.subscriptions.update(self._subscriptions)
+        self._service = self._make_service()
+        self._running = True
+        try:
+            await self._instance.register_consumer(self)
+        except BaseException:
+            self._running = False
+            await self._instance._release_if_unused()
+            raise
+        if self._orderly and self.message_model is MessageModel.CLUSTERING:
+            self._spawn(self._lock_loop(), "lock")
+        await self.do_rebalance()
+        log.info("push consumer %s started as %s", self._group, self._instance.client_id)
+
+    def _make_service(self) -> ConsumeService:
+        assert self._listener is not None and self._offset_store is not None
+        common: dict[str, Any] = {
+            "message_model": self.message_model,
+            "batch_max_size": self.batch_max_size,
+            "max_reconsume_times": self.max_reconsume_times,
+            "threaded": self._threaded,
+            "concurrency": self.consume_thread_max,
+        }
+        if self._orderly:
+            return ConsumeOrderlyService(
+                self._group,
+                self._listener,
+                self._offset_store,
+                self._send_back,
+                lock=self._lock_queue,
+                suspend_time=self.suspend_time,
+                **common,
+            )
+        return ConsumeConcurrentlyService(
+            self._group, self._listener, self._offset_store, self._send_back, **common
+        )
+
+    async def shutdown(self) -> None:
+        """Stop pulling, let running listeners finish (``await_termination`` s), commit
+        offsets, release orderly locks and leave the group (the others rebalance)."""
+        if not self._running:
+            self._closed = True
+            return
+        self._running = False
+        self._closed = True
+        tasks = [*self._pull_tasks.values(), *self._tasks]
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        self._pull_tasks.clear()
+        assert self._service and self._offset_store and self._rebalance and self._instance
+        await self._service.shutdown(self.await_termination)
+        await self._persist(list(self._rebalance.process_queues))
+        if self._orderly and self.message_model is MessageModel.CLUSTERING:
+            await self._rebalance.unlock_all()
+        for pq in self._rebalance.process_queues.values():
+            pq.drop()
+        self._rebalance.process_queues.clear()
+        await self._instance.unregister_consumer(self._group)
+        log.info("push consumer %s shut down", self._group)
+
+    async def __aenter__(self) -> PushConsumer:
+        """Starts the consumer if a listener is registered (else start it yourself after
+        registering one)."""
+        if self._listener is not None:
+            await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.shutdown()
+
+    def _spawn(self, coro: Coroutine[Any, Any, Any], name: str) -> asyncio.Task[Any]:
+        task = asyncio.create_task(coro)
+        task.set_name(f"mq-push-{self._group}-{name}")
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        return task
+
+    async def _resync(self) -> None:
+        """Subscriptions changed while running: tell the brokers, then rebalance."""
+        await self.instance.send_heartbeat_to_all_brokers()
+        await self.do_rebalance()
+
+    # -- ClientInstance's ConsumerHandle ----------------------------------------------------
+    def consumer_data(self) -> ConsumerData:
+        return ConsumerData(
+            group_name=self._group,
+            consume_type="CONSUME_PASSIVELY",
+            message_model=self.message_model.value,
+            consume_from_where=self.consume_from_where.value,
+            subscription_data_set=list(self._subscriptions.values()),
+        )
+
+    async def do_rebalance(self) -> None:
+        if self._running and self._rebalance is not None:
+            await self._rebalance.do_rebalance()
+
+    async def persist_consumer_offset(self) -> None:
+        if self._running and self._rebalance is not None:
+            await self._persist(list(self._rebalance.process_queues))
+
+    async def _persist(self, mqs: Iterable[MessageQueue]) -> None:
+        assert self._offset_store is not None
+        try:
+            await self._offset_store.persist_all(mqs)
+        except (MQError, OSError) as exc:
+            log.warning("persisting offsets of %s failed: %s", self._group, exc)
+
+    async def reset_offset(self, topic: str, offsets: dict[MessageQueue, int]) -> None:
+        """An admin reset the group's offsets: drop the topic's queues, store the new
+        offsets, and let rebalance pick the queues up again from there."""
+        if self._rebalance is None or self._offset_store is None:
+            return
+        for mq, pq in list(self._rebalance.process_queues.items()):
+            if mq.topic == topic and mq in offsets:
+                pq.drop()
+        await asyncio.sleep(0)
+        for mq, offset in offsets.items():
+            if mq.topic == topic:
+                self._offset_store.update(mq, offset)
+                with contextlib.suppress(MQError):
+                    await self._offset_store.persist(mq)
+        await self.do_rebalance()
+
+    def running_info(self) -> dict[str, Any]:
+        """GET_CONSUMER_RUNNING_INFO (a subset of ConsumerRunningInfo)."""
+        mq_table: dict[str, Any] = {}
+        if self._rebalance is not None:
+            for mq, pq in self._rebalance.process_queues.items():
+                mq_table[f"{mq.topic}@{mq.broker_name}@{mq.queue_id}"] = {
+                    "cachedMsgCount": pq.msg_count,
+                    "cachedMsgSizeInMiB": pq.msg_size // (1024 * 1024),
+                    "droped": pq.dropped,
+                    "locked": pq.locked,
+                }
+        return {
+            "properties": {
+                "PROP_CLIENT_VERSION": "V4_9_8",
+                "PROP_CONSUME_ORDERLY": str(self._orderly).lower(),
+                "PROP_CONSUME_TYPE": "CONSUME_PASSIVELY",
+                "language": "PYTHON",
+            },
+            "subscriptionSet": [s.to_json() for s in self._subscriptions.values()],
+            "mqTable": mq_table,
+            "statusTable": {},
+        }
+
+    # -- RebalanceOwner --------------------------------------------------------------------
+    async def start_queue(self, mq: MessageQueue, pq: ProcessQueue) -> bool:
+        assert self._offset_store is not None
+        self._offset_store.remove(mq)  # a stale in-memory offset must not win
+        try:
+            offset = await compute_pull_from_where(
+                mq, self._offset_store, self.api, self.consume_from_where, self.consume_timestamp
+            )
+        except MQError as exc:
+            log.warning("%s: cannot tell where to start %s: %s", self._group, mq, exc)
+            return False
+        if pq.dropped or not self._running:
+            return False  # shut down or reassigned while we asked the broker
+        pq.fire(QueueEvent.START)
+        old = self._pull_tasks.pop(mq, None)
+        if old is not None:
+            old.cancel()
+        task = asyncio.ensure_future(self._pull_loop(mq, pq, offset))
+        task.set_name(f"mq-pull-{mq.topic}-{mq.broker_name}-{mq.queue_id}")
+        self._pull_tasks[mq] = task
+        task.add_done_callback(lambda t: self._pull_task_done(mq, t))
+        log.info("%s: pulling %s from offset %d", self._group, mq, offset)
+        return True
+
+    def _pull_task_done(self, mq: MessageQueue, task: asyncio.Task[None]) -> None:
+        if self._pull_tasks.get(mq) is task:
+            del self._pull_tasks[mq]
+        if not task.cancelled() and task.exception() is not None:
+            log.error("pull loop of %s crashed", mq, exc_info=task.exception())
+
+    async def remove_queue(self, mq: MessageQueue, pq: ProcessQueue) -> bool:
+        assert self._offset_store is not None
+        task = self._pull_tasks.pop(mq, None)
+        if task is not None:
+            task.cancel()
+        with contextlib.suppress(MQError, OSError):
+            await self._offset_store.persist(mq)
+        self._offset_store.remove(mq)
+        if self._orderly and self.message_model is MessageModel.CLUSTERING:
+            try:
+                async with asyncio.timeout(1.0), pq.consume_lock:
+                    assert self._rebalance is not None
+                    await self._rebalance.unlock(mq)
+            except TimeoutError:
+                pq.try_unlock_times += 1
+                return False  # listener still busy: keep it, try at the next rebalance
+        return True
+
+    def assignment_changed(self, topic: str, mine: set[MessageQueue]) -> None:
+        if self._instance is not None:
+            self._spawn(self._instance.send_heartbeat_to_all_brokers(), "heartbeat")
+
+    async def _lock_queue(self, mq: MessageQueue) -> bool:
+        assert self._rebalance is not None
+        return await self._rebalance.lock(mq)
+
+    async def _lock_loop(self) -> None:
+        assert self._rebalance is not None
+        while True:
+            await asyncio.sleep(LOCK_INTERVAL)
+            await self._rebalance.lock_all()
+
+    # -- pulling ---------------------------------------------------------------------------
+    def _flow_controlled(self, pq: ProcessQueue) -> bool:
+        if pq.msg_count > self.pull_threshold_for_queue:
+            return True
+        if pq.msg_size > self.pull_threshold_size_for_queue:
+            return True
+        return not self._orderly and pq.max_span > self.consume_concurrently_max_span
+
+    async def _pull_loop(self, mq: MessageQueue, pq: ProcessQueue, offset: int) -> None:
+        """One queue's long-polling loop (PullMessageService + pullMessage + PullCallback)."""
+        assert self._offset_store is not None and self._service is not None
+        store, service = self._offset_store, self._service
+        clustering = self.message_model is MessageModel.CLUSTERING
+        while self._running and not pq.dropped:
+            pq.touch_pull()
+            if self._flow_controlled(pq):
+                await asyncio.sleep(FLOW_CONTROL_DELAY)
+                continue
+            if self._orderly and clustering and not pq.locked:
+                await asyncio.sleep(PULL_RETRY_DELAY)
+                continue
+            sub = self._subscriptions.get(mq.topic)
+            if sub is None:
+                await asyncio.sleep(PULL_RETRY_DELAY)
+                continue
+            commit = (await store.read(mq, ReadOffsetType.MEMORY) or 0) if clustering else 0
+            try:
+                result = await self.api.pull(
+                    mq,
+                    group=self._group,
+                    offset=offset,
+                    max_nums=self.pull_batch_size,
+                    expression=sub.sub_string,
+                    expression_type=sub.expression_type,
+                    sub_version=sub.sub_version,
+                    commit_offset=commit,
+                )
+            except MQError as exc:
+                if pq.dropped or not self._running:
+                    return
+                log.info("%s: pulling %s at %d failed: %s", self._group, mq, offset, exc)
+                await asyncio.sleep(PULL_RETRY_DELAY)
+                continue
+            if pq.dropped:
+                return
+            offset = await self._on_pull_result(mq, pq, offset, result, service, store)
+            if self.pull_interval > 0:
+                await asyncio.sleep(self.pull_interval)
+
+    async def _on_pull_result(
+        self,
+        mq: MessageQueue,
+        pq: ProcessQueue,
+        offset: int,
+        result: PullResult,
+        service: ConsumeService,
+        store: OffsetStore,
+    ) -> int:
+        from mqcore.client.api import PullStatus
+
+        status = result.status
+        if status is PullStatus.FOUND:
+            if result.messages:
+                pq.put(result.messages, result.next_begin_offset)
+                service.submit(result.messages, pq, mq)
+            elif not pq.msg_count:
+                store.update(mq, result.next_begin_offset, increase_only=True)
+            return result.next_begin_offset
+        if status in (PullStatus.NO_NEW_MSG, PullStatus.NO_MATCHED_MSG):
+            if not pq.msg_count:
+                # Nothing in flight: everything up to here is consumed (or filtered out).
+                store.update(mq, result.next_begin_offset, increase_only=True)
+            return result.next_begin_offset
+        # OFFSET_ILLEGAL: the offset fell out of the queue; restart from the broker's word.
+        log.warning(
+            "%s: offset %d of %s is illegal (queue %d..%d); moving to %d",
+            self._group,
+            offset,
+            mq,
+            result.min_offset,
+            result.max_offset,
+            result.next_begin_offset,
+        )
+        pq.drop()
+        store.update(mq, result.next_begin_offset)
+        with contextlib.suppress(MQError, OSError):
+            await store.persist(mq)
+        self._spawn(self.do_rebalance(), "offset-moved")
+        return result.next_begin_offset
+
+    # -- retries ---------------------------------------------------------------------------
+    @property
+    def _max_reconsume(self) -> int:
+        return 16 if self.max_reconsume_times < 0 else self.max_reconsume_times
+
+    async def _send_back(self, msg: MessageExt, delay_level: int, mq: MessageQueue) -> None:
+        """CONSUMER_SEND_MSG_BACK; if the broker cannot take it, send a copy to the retry
+        topic ourselves (as RocketMQ's client does). Raises MQError if both fail."""
+        try:
+            await self.api.consumer_send_msg_back(
+                msg,
+                self._group,
+                broker_name=mq.broker_name,
+                delay_level=delay_level,
+                max_reconsume_times=self._max_reconsume,
+            )
+            return
+        except MQError as exc:
+            log.info(
+                "send back of %s failed (%s); resending it to the retry topic", msg.msg_id, exc
+            )
+        await self._resend_to_retry(msg, delay_level)
+
+    async def _resend_to_retry(self, msg: MessageExt, delay_level: int) -> None:
+        instance = self.instance
+        topic = retry_topic(self._group)
+        props = dict(msg.properties)
+        for name in (
+            mc.PROPERTY_MIN_OFFSET,
+            mc.PROPERTY_MAX_OFFSET,
+            mc.PROPERTY_TRANSACTION_PREPARED,
+        ):
+            props.pop(name, None)
+        props.setdefault(mc.PROPERTY_RETRY_TOPIC, msg.topic)
+        props.setdefault(mc.PROPERTY_ORIGIN_MESSAGE_ID, msg.msg_id)
+        reconsume = msg.reconsume_times + 1
+        props[mc.PROPERTY_RECONSUME_TIME] = str(reconsume)
+        props[mc.PROPERTY_MAX_RECONSUME_TIMES] = str(self._max_reconsume)
+        if delay_level >= 0:
+            props[mc.PROPERTY_DELAY_TIME_LEVEL] = str(3 + msg.reconsume_times)
+        info = await instance.find_publish_info(topic)
+        target = info.select_queue()
+        addr = await instance.master_addr_or_refresh(target)
+        header = SendMessageRequestHeader(
+            producer_group=INNER_PRODUCER_GROUP,
+            topic=topic,
+            default_topic=AUTO_CREATE_TOPIC_KEY,
+            default_topic_queue_nums=4,
+            queue_id=target.queue_id,
+            sys_flag=0,
+            born_timestamp=time.time_ns() // 1_000_000,
+            flag=msg.flag,
+            properties=encode_properties(props).decode(),
+            # -1 (orderly giving up) makes the broker route it to the DLQ at once.
+            reconsume_times=reconsume if delay_level >= 0 else self._max_reconsume,
+            max_reconsume_times=self._max_reconsume,
+            bname=target.broker_name,
+        )
+        await self.api.send_message(
+            addr,
+            target.broker_name,
+            header,
+            msg.body,
+            msg_id=props.get(mc.PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX, msg.msg_id),
+        )

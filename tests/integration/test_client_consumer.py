@@ -1,0 +1,402 @@
+"""PushConsumer and LitePullConsumer end to end against an in-process name server + broker.
+
+Every wait is a poll with a deadline (:func:`until`); nothing sleeps to synchronise.
+Consumers of one group in one process get distinct ``instance_name``s, as RocketMQ needs
+(one consumer per group per client instance).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import itertools
+import time
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from mqcore.broker.config import BrokerConfig
+from mqcore.broker.controller import BrokerController
+from mqcore.client.consume_service import ConsumeContext, ConsumeOrderlyStatus, ConsumeStatus
+from mqcore.client.lite_pull_consumer import LitePullConsumer
+from mqcore.client.producer import Producer, make_message, select_by_hash
+from mqcore.client.push_consumer import PushConsumer
+from mqcore.client.rebalance import ConsumeFromWhere, MessageModel
+from mqcore.common.metadata import TopicConfig
+from mqcore.message import MessageExt
+from mqcore.namesrv.config import NamesrvConfig
+from mqcore.namesrv.controller import NamesrvController
+from mqcore.protocol.bodies import MessageQueue
+from mqcore.store.store_config import MessageStoreConfig
+
+pytestmark = pytest.mark.timeout(60)
+
+_names = itertools.count()
+
+
+async def until(cond: Callable[[], bool], timeout: float = 20.0, what: str = "") -> None:
+    deadline = time.monotonic() + timeout
+    while not cond():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what or cond}")
+        await asyncio.sleep(0.02)
+
+
+@dataclass
+class Cluster:
+    namesrv: NamesrvController
+    broker: BrokerController
+    tmp: Path
+
+    @property
+    def addr(self) -> str:
+        return self.namesrv.listen_address
+
+    async def create_topic(self, topic: str, queues: int = 4) -> None:
+        self.broker.topics.update(TopicConfig(topic, queues, queues))
+        await until(
+            lambda: self.namesrv.routes.pick_topic_route_data(topic) is not None,
+            what=f"route of {topic}",
+        )
+
+    def consumer_offset(self, group: str, topic: str) -> dict[int, int]:
+        return dict(self.broker.consumer_offset_manager.query_all(group, topic))
+
+    async def produce(
+        self, topic: str, count: int, *, tags: Callable[[int], str] = lambda i: "A"
+    ) -> list[str]:
+        """Send ``count`` messages with bodies ``m<i>``, keys ``k<i>``; returns bodies."""
+        bodies = []
+        async with Producer(f"pg{next(_names)}", namesrv=self.addr) as producer:
+            for i in range(count):
+                msg = make_message(topic, f"m{i}", tags=tags(i), keys=[f"k{i}", f"x{i}"])
+                result = await producer.send(msg)
+                assert result.ok
+                bodies.append(f"m{i}")
+        return bodies
+
+
+@pytest.fixture
+async def cluster(tmp_path: Path) -> AsyncIterator[Cluster]:
+    namesrv = NamesrvController(
+        NamesrvConfig(
+            listen_port=0, bind_address="127.0.0.1", kv_config_path=str(tmp_path / "kv.json")
+        )
+    )
+    await namesrv.start()
+    broker = BrokerController(
+        BrokerConfig(
+            listen_port=0,
+            broker_ip1="127.0.0.1",
+            broker_name="broker-a",
+            namesrv_addr=namesrv.listen_address,
+        ),
+        # Retries are delayed by level 3 + n: keep every level at 1 s for the retry test.
+        MessageStoreConfig(
+            store_path_root_dir=str(tmp_path / "store"), message_delay_level=" ".join(["1s"] * 18)
+        ),
+    )
+    await broker.start()
+    try:
+        await until(lambda: bool(namesrv.routes.live_broker_addrs()), what="broker registration")
+        yield Cluster(namesrv, broker, tmp_path)
+    finally:
+        await broker.shutdown()
+        await namesrv.shutdown()
+
+
+def owned(consumer: PushConsumer, topic: str) -> set[MessageQueue]:
+    impl = consumer._rebalance
+    return set(impl.queues_of(topic)) if impl is not None else set()
+
+
+class Collector:
+    """A listener that records what it got, by body."""
+
+    def __init__(self, status: Callable[[MessageExt], ConsumeStatus] | None = None) -> None:
+        self.msgs: list[MessageExt] = []
+        self.status = status
+
+    def __call__(self, msgs: list[MessageExt], ctx: ConsumeContext) -> ConsumeStatus:
+        result = ConsumeStatus.CONSUME_SUCCESS
+        for msg in msgs:
+            if self.status is not None and self.status(msg) is ConsumeStatus.RECONSUME_LATER:
+                result = ConsumeStatus.RECONSUME_LATER
+        self.msgs.extend(msgs)
+        return result
+
+    def bodies(self) -> list[str]:
+        return [m.body.decode() for m in self.msgs]
+
+
+def push(cluster: Cluster, group: str, topic: str, expr: str = "*", **kw: object) -> PushConsumer:
+    consumer = PushConsumer(
+        group,
+        namesrv=cluster.addr,
+        consume_from_where=ConsumeFromWhere.FIRST,
+        instance_name=f"i{next(_names)}",
+        offset_store_dir=str(cluster.tmp / "offsets"),
+        **kw,  # type: ignore[arg-type]
+    )
+    consumer.subscribe(topic, expr)
+    return consumer
+
+
+async def test_push_tags_and_contents_exact(cluster: Cluster) -> None:
+    await cluster.create_topic("T1", queues=2)
+    # Each queue gets A, B, A, B, ... and ends with a B the broker filters out.
+    sent = await cluster.produce("T1", 40, tags=lambda i: "A" if i % 4 < 2 else "B")
+    got = Collector()
+    consumer = push(cluster, "g-tags", "T1", "A || C")
+    consumer.register_listener(got)
+    async with consumer:
+        await until(lambda: len(got.msgs) >= 20, what="20 messages with tag A")
+        assert sorted(got.bodies()) == sorted(b for i, b in enumerate(sent) if i % 4 < 2)
+        for msg in got.msgs:
+            i = int(msg.body[1:])
+            assert msg.topic == "T1" and msg.tags == "A"
+            assert msg.keys == [f"k{i}", f"x{i}"]
+            assert msg.unique_key
+    # Shutdown commits; the filtered-out tag B messages are skipped past, not left behind.
+    assert sum(cluster.consumer_offset("g-tags", "T1").values()) == 40
+    assert len(got.msgs) == 20
+
+
+async def test_lite_pull_subscribe_and_commit(cluster: Cluster) -> None:
+    await cluster.create_topic("T2")
+    sent = await cluster.produce("T2", 30)
+    consumer = LitePullConsumer(
+        "g-lite",
+        namesrv=cluster.addr,
+        consume_from_where=ConsumeFromWhere.FIRST,
+        auto_commit=False,
+        instance_name="lite1",
+    )
+    consumer.subscribe("T2", "*")
+    async with consumer:
+        got: list[MessageExt] = []
+        deadline = time.monotonic() + 20
+        while len(got) < 30 and time.monotonic() < deadline:
+            got.extend(await consumer.poll(timeout=0.5))
+        assert sorted(m.body.decode() for m in got) == sorted(sent)
+        assert await consumer.poll(timeout=0.1) == []
+        assert len(consumer.assignment()) == 4
+        await consumer.commit_sync()
+        assert sum(cluster.consumer_offset("g-lite", "T2").values()) == 30
+        mq = min(consumer.assignment())
+        assert await consumer.committed(mq) == cluster.consumer_offset("g-lite", "T2")[0]
+
+
+async def test_lite_pull_assign_seek_pause(cluster: Cluster) -> None:
+    await cluster.create_topic("T3", queues=2)
+    await cluster.produce("T3", 20)
+    consumer = LitePullConsumer("g-assign", namesrv=cluster.addr, instance_name="lite2")
+    await consumer.start()
+    try:
+        queues = await consumer.fetch_message_queues("T3")
+        q0, q1 = queues
+        consumer.assign([q0, q1])
+        await until(lambda: consumer.assignment() == {q0, q1}, what="assignment")
+        # LAST for a never-committed group on a young queue starts at 0 (spec §8.5).
+        got: list[MessageExt] = []
+        deadline = time.monotonic() + 10
+        while len(got) < 20 and time.monotonic() < deadline:
+            got.extend(await consumer.poll(timeout=0.5))
+        assert len(got) == 20
+        per_queue = collections.Counter(m.queue_id for m in got)
+        consumer.pause([q1])
+        await consumer.seek(q0, 3)
+        await consumer.seek_to_begin(q1)
+        again: list[MessageExt] = []
+        deadline = time.monotonic() + 10
+        while len(again) < per_queue[0] - 3 and time.monotonic() < deadline:
+            again.extend(await consumer.poll(timeout=0.3))
+        assert sorted(m.queue_offset for m in again) == list(range(3, per_queue[0]))
+        assert all(m.queue_id == 0 for m in again)
+        assert await consumer.poll(timeout=0.3) == []  # q1 is paused
+        consumer.resume([q1])
+        resumed: list[MessageExt] = []
+        deadline = time.monotonic() + 10
+        while len(resumed) < per_queue[1] and time.monotonic() < deadline:
+            resumed.extend(await consumer.poll(timeout=0.3))
+        assert sorted(m.queue_offset for m in resumed) == list(range(per_queue[1]))
+        await consumer.seek_to_end(q0)
+        with pytest.raises(ValueError):
+            await consumer.seek(q0, 10_000)
+    finally:
+        await consumer.shutdown()
+
+
+async def test_clustering_three_members_disjoint_union(cluster: Cluster) -> None:
+    await cluster.create_topic("T4", queues=6)
+    sent = await cluster.produce("T4", 60)
+    collectors = [Collector() for _ in range(3)]
+    consumers = []
+    for got in collectors:
+        consumer = push(cluster, "g-three", "T4")
+        consumer.register_listener(got)
+        consumers.append(consumer)
+    try:
+        for consumer in consumers:
+            await consumer.start()
+        total = lambda: sum(len(c.msgs) for c in collectors)  # noqa: E731
+        await until(lambda: total() >= 60, what="all 60 messages")
+        await until(lambda: all(len(owned(c, "T4")) == 2 for c in consumers), what="2 each")
+        bodies = [set(c.bodies()) for c in collectors]
+        assert set().union(*bodies) == set(sent)
+        # Queues moved while members joined: a message may be seen twice, never lost.
+        mine = [owned(c, "T4") for c in consumers]
+        assert all(a.isdisjoint(b) for a, b in itertools.combinations(mine, 2))
+    finally:
+        for consumer in consumers:
+            await consumer.shutdown()
+
+
+async def test_broadcasting_and_second_group(cluster: Cluster) -> None:
+    await cluster.create_topic("T5")
+    sent = await cluster.produce("T5", 24)
+    members = [Collector(), Collector()]
+    other = Collector()
+    consumers = []
+    for got in members:
+        consumer = push(cluster, "g-bcast", "T5", message_model=MessageModel.BROADCASTING)
+        consumer.register_listener(got)
+        consumers.append(consumer)
+    second = push(cluster, "g-second", "T5")
+    second.register_listener(other)
+    consumers.append(second)
+    try:
+        for consumer in consumers:
+            await consumer.start()
+        await until(lambda: all(len(m.msgs) >= 24 for m in [*members, other]), what="3 copies")
+        for got in [*members, other]:
+            assert sorted(got.bodies()) == sorted(sent)
+        await consumers[0].persist_consumer_offset()
+        store = consumers[0]._offset_store
+        assert store is not None and sum(store.offsets().values()) == 24
+        assert cluster.consumer_offset("g-bcast", "T5") == {}  # never sent to the broker
+    finally:
+        for consumer in consumers:
+            await consumer.shutdown()
+
+
+async def test_orderly_per_key_order(cluster: Cluster) -> None:
+    await cluster.create_topic("T6")
+    keys = [f"order-{k}" for k in range(5)]
+    async with Producer("pg-order", namesrv=cluster.addr) as producer:
+        for step in range(10):
+            for key in keys:
+                msg = make_message("T6", f"{key}:{step}", tags="A", keys=[key])
+                assert (await producer.send(msg, selector=select_by_hash, arg=key)).ok
+    seen: dict[str, list[int]] = collections.defaultdict(list)
+    active: set[int] = set()
+    overlap = False
+
+    async def listener(msgs: list[MessageExt], ctx: ConsumeContext) -> ConsumeOrderlyStatus:
+        nonlocal overlap
+        if ctx.message_queue.queue_id in active:
+            overlap = True
+        active.add(ctx.message_queue.queue_id)
+        await asyncio.sleep(0)
+        for msg in msgs:
+            key, step = msg.body.decode().split(":")
+            seen[key].append(int(step))
+        active.discard(ctx.message_queue.queue_id)
+        return ConsumeOrderlyStatus.SUCCESS
+
+    consumer = push(cluster, "g-order", "T6")
+    consumer.register_listener(listener, orderly=True)
+    async with consumer:
+        await until(lambda: sum(map(len, seen.values())) >= 50, what="50 ordered messages")
+        locks = cluster.broker.rebalance_lock_manager.table.get("g-order", {})
+        assert {mq.queue_id for mq in locks if mq.topic == "T6"} == {0, 1, 2, 3}
+    assert not overlap
+    assert all(steps == list(range(10)) for steps in seen.values()) and len(seen) == 5
+    assert not cluster.broker.rebalance_lock_manager.table.get("g-order")  # released
+
+
+async def test_restart_resumes_from_committed_offset(cluster: Cluster) -> None:
+    await cluster.create_topic("T7", queues=1)
+    sent = await cluster.produce("T7", 20)
+    first: list[str] = []
+    stuck = asyncio.Event()
+
+    async def slow(msgs: list[MessageExt], ctx: ConsumeContext) -> None:
+        if msgs[0].body == b"m8":
+            stuck.set()
+            await asyncio.Event().wait()  # in flight when the consumer stops
+        first.extend(m.body.decode() for m in msgs)
+
+    consumer = push(cluster, "g-restart", "T7", consume_thread_max=1, await_termination=0.2)
+    consumer.register_listener(slow)
+    async with consumer:
+        await until(stuck.is_set, what="m8 in flight")
+    assert first == [f"m{i}" for i in range(8)]
+    assert cluster.consumer_offset("g-restart", "T7") == {0: 8}
+
+    second = Collector()
+    consumer = push(cluster, "g-restart", "T7")
+    consumer.register_listener(second)
+    async with consumer:
+        await until(lambda: len(second.msgs) >= 12, what="the rest")
+    assert cluster.consumer_offset("g-restart", "T7") == {0: 20}
+    # No loss; the only message seen twice would be the unacknowledged m8 (it was not).
+    assert sorted(first + second.bodies()) == sorted(sent)
+
+
+async def test_rebalance_on_join_and_leave(cluster: Cluster) -> None:
+    await cluster.create_topic("T8", queues=4)
+    a_got, b_got = Collector(), Collector()
+    a = push(cluster, "g-join", "T8")
+    a.register_listener(a_got)
+    b = push(cluster, "g-join", "T8")
+    b.register_listener(b_got)
+
+    async with a:
+        await until(lambda: len(owned(a, "T8")) == 4, what="a owns all")
+        await b.start()
+        try:
+            # NOTIFY_CONSUMER_IDS_CHANGED makes both rebalance at once (no 20 s wait).
+            await until(lambda: len(owned(a, "T8")) == 2 and len(owned(b, "T8")) == 2, what="2 + 2")
+            assert owned(a, "T8").isdisjoint(owned(b, "T8"))
+            sent = await cluster.produce("T8", 20)
+            await until(lambda: len(a_got.msgs) + len(b_got.msgs) >= 20, what="20 messages")
+            assert sorted(a_got.bodies() + b_got.bodies()) == sorted(sent)
+            assert a_got.msgs and b_got.msgs
+        finally:
+            await b.shutdown()
+        await until(lambda: len(owned(a, "T8")) == 4, what="a owns all again")
+
+
+async def test_reconsume_later_goes_through_retry_topic(cluster: Cluster) -> None:
+    await cluster.create_topic("T9", queues=1)
+    attempts: collections.Counter[str] = collections.Counter()
+
+    def status(msg: MessageExt) -> ConsumeStatus:
+        attempts[msg.body.decode()] += 1
+        if msg.body == b"m1" and attempts["m1"] == 1:
+            return ConsumeStatus.RECONSUME_LATER
+        return ConsumeStatus.CONSUME_SUCCESS
+
+    got = Collector(status)
+    consumer = push(cluster, "g-retry", "T9")
+    consumer.register_listener(got)
+    await cluster.produce("T9", 3)
+    async with consumer:
+        await until(lambda: len(got.msgs) >= 3, what="first deliveries")
+        retry_topic = "%RETRY%g-retry"
+        store = cluster.broker.store
+        await until(
+            lambda: (
+                store.get_max_offset_in_queue(retry_topic, 0) > 0
+                or store.get_max_offset_in_queue("SCHEDULE_TOPIC_XXXX", 2) > 0
+            ),
+            what="the failed message sent back",
+        )
+        await until(lambda: attempts["m1"] >= 2, timeout=30, what="redelivery of m1")
+        again = [m for m in got.msgs if m.body == b"m1"][-1]
+        assert again.topic == "T9" and again.reconsume_times == 1
+        assert again.properties.get("RETRY_TOPIC") == "T9"
+        assert attempts["m0"] == attempts["m2"] == 1
