@@ -20,9 +20,7 @@ $(VENV)/.dev: $(BIN)/mq
 dev: $(VENV)/.dev
 
 run: $(BIN)/mq
-	$(BIN)/mq --help
-	$(BIN)/mq store generate demo-store --count 200 --force
-	$(BIN)/mq store inspect demo-store
+	$(BIN)/mq up
 
 lint: dev
 	$(BIN)/ruff check .

@@ -38,10 +38,12 @@ def _root(
 
 def _register() -> None:
     # Each subcommand lives in its own module under mqcli.commands and exposes `register`.
-    from mqcli.commands import completion, namesrv, store
+    from mqcli.commands import broker, completion, namesrv, store, up
 
     store.register(app)
     namesrv.register(app)
+    broker.register(app)
+    up.register(app)
     completion.register(app)
 
 

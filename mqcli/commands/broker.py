@@ -1,0 +1,198 @@
+"""`mq broker`: run a broker (RocketMQ's ``mqbroker``) in the foreground.
+
+One properties file (``-c``) holds broker and store keys side by side, as RocketMQ's
+``broker.conf`` does; flags override it. Prints the address it really listens on (so
+``--listen 127.0.0.1:0`` works for scripts and tests), logs to ``<logDir>/broker.log``
+and warnings to stderr, and stops cleanly on SIGINT/SIGTERM: unregister, stop
+accepting, flush, persist offsets and configs, remove the abort file.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+import sys
+from collections.abc import Awaitable, Callable
+from logging.handlers import RotatingFileHandler
+from pathlib import Path
+
+import typer
+
+from mqcli import output
+from mqcore.broker.config import BrokerConfig
+from mqcore.broker.controller import BrokerController
+from mqcore.common.properties import read_properties_file
+from mqcore.errors import ConfigError, MQError, StoreLockedError
+from mqcore.remoting import run, uvloop_available
+from mqcore.store.store_config import MessageStoreConfig
+
+__all__ = ["load_config", "parse_listen", "serve_until_signal", "setup_logging"]
+
+_LOG_FORMAT = "%(asctime)s %(levelname)-5s %(name)s - %(message)s"
+
+
+def parse_listen(value: str, flag: str = "--listen") -> tuple[str, int]:
+    host, sep, port = value.rpartition(":")
+    if not sep or not port.isdigit() or not 0 <= int(port) <= 65535:
+        raise typer.BadParameter(f"expected HOST:PORT, got {value!r}", param_hint=flag)
+    return host.strip("[]") or "0.0.0.0", int(port)
+
+
+def load_config(
+    config_file: Path | None,
+    *,
+    namesrv: str | None = None,
+    listen: str | None = None,
+    store: Path | None = None,
+) -> tuple[BrokerConfig, MessageStoreConfig]:
+    """Broker and store settings from one properties file, then the flags on top.
+
+    Raises ConfigError naming the bad key; unknown keys are reported on stderr."""
+    props = read_properties_file(config_file) if config_file is not None else {}
+    known = set(BrokerConfig.property_fields()) | set(MessageStoreConfig.property_fields())
+    for key in props:
+        if key not in known:
+            output.err_console.print(f"warning: {config_file}: unknown property {key!r} ignored")
+    broker = BrokerConfig.from_properties(props)
+    store_config = MessageStoreConfig.from_properties(props)
+    if namesrv is not None:
+        broker.namesrv_addr = namesrv
+    if listen is not None:
+        host, port = parse_listen(listen)
+        broker.bind_address, broker.listen_port = host, port
+        if host not in ("0.0.0.0", "::") and "brokerIP1" not in props:
+            broker.broker_ip1 = host
+    if store is not None:
+        store_config.store_path_root_dir = str(store)
+    broker.__post_init__()
+    store_config.validate()
+    return broker, store_config
+
+
+def setup_logging(log_dir: str, log_level: str, file_name: str) -> Path:
+    """``mq`` loggers to ``<log_dir>/<file_name>`` at ``log_level``, warnings to stderr."""
+    level = logging.getLevelName(log_level.upper())
+    if not isinstance(level, int):
+        raise ConfigError(f"logLevel must be DEBUG, INFO, WARNING or ERROR, not {log_level}")
+    directory = Path(log_dir).expanduser()
+    directory.mkdir(parents=True, exist_ok=True)
+    log_file = directory / file_name
+    root = logging.getLogger("mq")
+    root.setLevel(min(level, logging.WARNING))
+    root.propagate = False
+    file_handler = RotatingFileHandler(log_file, maxBytes=64 * 1024 * 1024, backupCount=5)
+    file_handler.setLevel(level)
+    file_handler.setFormatter(logging.Formatter(_LOG_FORMAT))
+    stderr_handler = logging.StreamHandler(sys.stderr)
+    stderr_handler.setLevel(logging.WARNING)
+    stderr_handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
+    root.handlers[:] = [file_handler, stderr_handler]
+    # The store logs under its module name; route it the same way.
+    store_log = logging.getLogger("mqcore")
+    store_log.setLevel(min(level, logging.WARNING))
+    store_log.propagate = False
+    store_log.handlers[:] = [file_handler, stderr_handler]
+    return log_file
+
+
+async def start_broker(controller: BrokerController) -> None:
+    """Start, turning the usual failures into one clear line and exit code 1."""
+    store = controller.store_config.root
+    try:
+        await controller.start()
+    except StoreLockedError as exc:
+        output.fail(str(exc), hint=f"is another broker using {store}? choose another --store")
+    except OSError as exc:
+        output.fail(
+            f"cannot listen on {controller.config.bind_address}:{controller.config.listen_port} "
+            f"(and the fast port {controller.config.listen_port - 2}): {exc.strerror or exc}",
+            hint="is another broker running? choose another port with --listen HOST:PORT",
+        )
+    except MQError as exc:
+        output.fail(f"cannot start the broker on {store}: {exc}")
+
+
+async def serve_until_signal(stop_all: Callable[[], Awaitable[None]]) -> None:
+    """Wait for SIGINT/SIGTERM, then run ``stop_all``."""
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    try:
+        await stop.wait()
+    finally:
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.remove_signal_handler(sig)
+        await stop_all()
+
+
+def describe(controller: BrokerController) -> str:
+    c, s = controller.config, controller.store_config
+    return (
+        f"cluster={c.broker_cluster_name} broker={c.broker_name} id={c.broker_id} "
+        f"fast port={controller.fast_server.port} store={s.root} "
+        f"flushDiskType={s.flush_disk_type.value} "
+        f"namesrv={c.namesrv_addr or '-'} loop={'uvloop' if uvloop_available() else 'asyncio'}"
+    )
+
+
+async def _serve(broker: BrokerConfig, store_config: MessageStoreConfig, log_file: Path) -> None:
+    controller = BrokerController(broker, store_config)
+    await start_broker(controller)
+    print(
+        f"mq broker listening on {controller.broker_addr} ({describe(controller)}, log={log_file})",
+        flush=True,
+    )
+    await serve_until_signal(controller.shutdown)
+    print("mq broker stopped", flush=True)
+
+
+def broker(
+    namesrv: str | None = typer.Option(
+        None,
+        "-n",
+        "--namesrv-addr",
+        metavar="ADDRS",
+        help='Name servers, "host:port;host:port" (overrides namesrvAddr / $NAMESRV_ADDR).',
+    ),
+    config_file: Path | None = typer.Option(
+        None,
+        "-c",
+        "--config",
+        help="Properties file with RocketMQ broker and store keys (broker.conf).",
+        dir_okay=False,
+    ),
+    print_config: bool = typer.Option(
+        False, "-p", "--print-config", help="Print the effective configuration and exit."
+    ),
+    listen: str | None = typer.Option(
+        None,
+        "--listen",
+        metavar="HOST:PORT",
+        help="Address to listen on (default 0.0.0.0:10911; port 0 picks a free pair).",
+    ),
+    store: Path | None = typer.Option(
+        None, "--store", metavar="DIR", help="Store root (overrides storePathRootDir)."
+    ),
+) -> None:
+    """Run a broker: stores messages, serves producers and consumers, registers routes."""
+    try:
+        broker_config, store_config = load_config(
+            config_file, namesrv=namesrv, listen=listen, store=store
+        )
+    except MQError as exc:
+        output.fail(str(exc), hint="see `mq broker -p` for the known keys and their values")
+    if print_config:
+        sys.stdout.write("# broker\n" + broker_config.to_properties_text())
+        sys.stdout.write("# store\n" + store_config.to_properties_text())
+        return
+    try:
+        log_file = setup_logging(broker_config.log_dir, broker_config.log_level, "broker.log")
+    except (ConfigError, OSError) as exc:
+        output.fail(str(exc))
+    run(_serve(broker_config, store_config, log_file))
+
+
+def register(app: typer.Typer) -> None:
+    app.command("broker")(broker)
