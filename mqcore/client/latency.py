@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from mqcore.client.instance import TopicPublishInfo
+from mqcore.client.route import TopicPublishInfo
 from mqcore.protocol.bodies import MessageQueue
 
 __all__ = [

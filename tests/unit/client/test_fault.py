@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from mqcore.client.instance import TopicPublishInfo
 from mqcore.client.latency import MQFaultStrategy
+from mqcore.client.route import TopicPublishInfo
 from mqcore.protocol.bodies import BrokerData, MessageQueue, QueueData, TopicRouteData
 
 
