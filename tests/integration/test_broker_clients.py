@@ -9,7 +9,7 @@ from pathlib import Path
 
 from inproc_broker import BROKER_NAME, TestClient, running_broker, until
 
-from mqcore.protocol import RequestCode, ResponseCode
+from mqcore.protocol import RemotingCommand, RequestCode, ResponseCode
 from mqcore.protocol.bodies import (
     CheckClientRequestBody,
     ConsumerConnection,
@@ -24,6 +24,7 @@ from mqcore.protocol.bodies import (
 from mqcore.protocol.headers import (
     GetConsumerConnectionListRequestHeader,
     GetConsumerListByGroupRequestHeader,
+    GetConsumerRunningInfoRequestHeader,
     GetProducerConnectionListRequestHeader,
     NotifyConsumerIdsChangedRequestHeader,
     UnregisterClientRequestHeader,
@@ -197,3 +198,28 @@ async def test_bad_requests_get_codes_and_the_broker_keeps_serving(tmp_path: Pat
             assert await consumer_ids(a, "g1") == ["a"]
         finally:
             await a.close()
+
+
+async def test_consumer_running_info_is_relayed_to_the_client(tmp_path: Path) -> None:
+    async with running_broker(tmp_path) as broker:
+        consumer = TestClient(broker.broker_addr, "10.0.0.1@run")
+        admin = TestClient(broker.broker_addr, "admin")
+
+        def running_info(channel: object, request: RemotingCommand) -> RemotingCommand:
+            header = GetConsumerRunningInfoRequestHeader.from_command(request)
+            body = json.dumps({"properties": {"group": header.consumer_group}}).encode()
+            return RemotingCommand.response_to(request, ResponseCode.SUCCESS, body=body)
+
+        consumer.remoting.register(RequestCode.GET_CONSUMER_RUNNING_INFO, running_info)
+        try:
+            await consumer.heartbeat(["g1"])
+            fields = GetConsumerRunningInfoRequestHeader("g1", "10.0.0.1@run").to_ext_fields()
+            resp = await admin.invoke(RequestCode.GET_CONSUMER_RUNNING_INFO, fields)
+            assert resp.code == ResponseCode.SUCCESS, resp.remark
+            assert json.loads(bytes(resp.body)) == {"properties": {"group": "g1"}}
+            fields = GetConsumerRunningInfoRequestHeader("g1", "nobody").to_ext_fields()
+            resp = await admin.invoke(RequestCode.GET_CONSUMER_RUNNING_INFO, fields)
+            assert resp.code == ResponseCode.SYSTEM_ERROR and "not online" in (resp.remark or "")
+        finally:
+            await consumer.close()
+            await admin.close()
