@@ -294,7 +294,11 @@ async def test_runtime_info_and_broker_config(tmp_path: Path) -> None:
             assert version["counter"] == 1
 
             # restart-only keys and bad values are refused as a whole
-            for bad in (b"listenPort=1\nfileReservedTime=1", b"defaultTopicQueueNums=zero"):
+            for bad in (
+                b"listenPort=1\nfileReservedTime=1",
+                b"defaultTopicQueueNums=zero",
+                b"logLevel=LOUD\nfileReservedTime=1",
+            ):
                 resp = await client.invoke(RequestCode.UPDATE_BROKER_CONFIG, body=bad)
                 assert resp.code == ResponseCode.SYSTEM_ERROR and resp.remark
             resp = await client.invoke(

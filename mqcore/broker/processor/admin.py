@@ -339,6 +339,9 @@ class AdminProcessor:
                 "these keys cannot be changed at runtime (restart with a new config): "
                 + ", ".join(refused),
             )
+        level = props.get("logLevel")
+        if level is not None and not isinstance(logging.getLevelName(level.upper()), int):
+            return reply(request, ResponseCode.SYSTEM_ERROR, f"bad value for logLevel: {level!r}")
         c = self.controller
         broker_props = {k: v for k, v in props.items() if k in BROKER_RUNTIME_KEYS}
         store_props = {k: v for k, v in props.items() if k in STORE_RUNTIME_KEYS}
@@ -356,7 +359,7 @@ class AdminProcessor:
         self.config_version = DataVersion(
             timestamp=int(time.time() * 1000), counter=self.config_version.counter + 1
         )
-        self._apply_side_effects(old_perm)
+        self._apply_side_effects(old_perm, "logLevel" in props)
         try:
             path = c.store_config.config_path / BROKER_PROPERTIES_FILE
             path.parent.mkdir(parents=True, exist_ok=True)
@@ -365,14 +368,15 @@ class AdminProcessor:
             log.warning("cannot persist the broker config: %s", exc)
         return reply(request)
 
-    def _apply_side_effects(self, old_perm: int) -> None:
+    def _apply_side_effects(self, old_perm: int, log_level_changed: bool) -> None:
         c = self.controller
         c.rebalance_lock_manager.max_live = c.config.rebalance_lock_max_live_time / 1000
         if c.config.broker_permission != old_perm:
             # routes must show the new permission: bump the version, register now
             c.topic_config_manager.data_version.next_version()
             c.request_register(force=True)
-        logging.getLogger("mq").setLevel(c.config.log_level.upper())
+        if log_level_changed:
+            logging.getLogger("mq").setLevel(c.config.log_level.upper())
 
 
 def _checked_values(config: PropertiesConfig, props: dict[str, str]) -> dict[str, Any]:
