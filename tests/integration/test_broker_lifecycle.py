@@ -1,0 +1,227 @@
+"""`mq broker` / `mq up` as processes: config printing and errors, clean stop and
+restart (messages and offsets survive), two brokers of one cluster at two name servers."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from broker_helpers import RawBrokerClient, mq, start_broker
+from namesrv_helpers import start_namesrv
+
+from mqcore.protocol import RemotingCommand, RequestCode, ResponseCode
+from mqcore.protocol.bodies import ClusterInfo, TopicRouteData
+from mqcore.protocol.headers import GetRouteInfoRequestHeader
+from mqcore.remoting import RemotingClient
+
+
+def test_print_config_merges_file_and_flags(tmp_path: Path) -> None:
+    conf = tmp_path / "broker.conf"
+    conf.write_text(
+        "brokerName=broker-x\nflushDiskType=SYNC_FLUSH\nmapedFileSizeCommitLog=1048576\n"
+        "listenPort=20911\nnamesrvAddr=1.2.3.4:9876\n"
+    )
+    done = mq(
+        "broker",
+        "-c",
+        str(conf),
+        "-p",
+        "-n",
+        "127.0.0.1:1;127.0.0.1:2",
+        "--store",
+        str(tmp_path / "s"),
+    )
+    assert done.returncode == 0, done.stderr
+    props = dict(line.split("=", 1) for line in done.stdout.splitlines() if "=" in line)
+    assert props["brokerName"] == "broker-x"
+    assert props["listenPort"] == "20911"
+    assert props["namesrvAddr"] == "127.0.0.1:1;127.0.0.1:2"
+    assert props["flushDiskType"] == "SYNC_FLUSH"
+    assert props["mappedFileSizeCommitLog"] == "1048576"
+    assert props["storePathRootDir"] == str(tmp_path / "s")
+    assert "# broker" in done.stdout and "# store" in done.stdout
+    listen = mq("broker", "-p", "--listen", "127.0.0.1:0")
+    assert "listenPort=0" in listen.stdout and "brokerIP1=127.0.0.1" in listen.stdout
+
+
+@pytest.mark.parametrize(
+    ("content", "args", "message"),
+    [
+        ("listenPort=abc\n", [], "bad value for listenPort"),
+        ("flushDiskType=SOMETIMES\n", [], "flushDiskType"),
+        ("brokerId=-1\n", [], "brokerId"),
+        ("", ["--listen", "nowhere"], "HOST:PORT"),
+    ],
+)
+def test_bad_config_and_flags_fail_clearly(
+    tmp_path: Path, content: str, args: list[str], message: str
+) -> None:
+    conf = tmp_path / "broker.conf"
+    conf.write_text(content)
+    done = mq("broker", "-c", str(conf), "-p", *args)
+    assert done.returncode != 0
+    assert message in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_missing_config_file_and_locked_store(tmp_path: Path) -> None:
+    done = mq("broker", "-c", str(tmp_path / "absent.conf"))
+    assert done.returncode != 0 and "absent.conf" in done.stderr
+    first = start_broker(tmp_path / "b1")
+    try:
+        second = mq(
+            "broker",
+            "--store",
+            str(first.store),
+            "--listen",
+            "127.0.0.1:0",
+            env={"HOME": str(tmp_path)},
+        )
+        assert second.returncode != 0
+        assert "lock" in second.stderr.lower() and "Traceback" not in second.stderr
+    finally:
+        assert first.stop() == 0
+
+
+async def test_messages_and_offsets_survive_a_clean_restart(tmp_path: Path) -> None:
+    broker = start_broker(tmp_path / "b", flushConsumerOffsetInterval="60000")
+    try:
+        async with RawBrokerClient(broker.addr) as c:
+            for i in range(10):
+                assert (await c.send("Durable", f"m{i}".encode(), keys=f"k{i}")).code == 0
+            assert await c.update_offset("g1", "Durable", 0, 6) == 0
+            await c.pull("Durable", 0, 0, group="g2", commit_offset=3)
+    finally:
+        assert broker.stop() == 0
+    store = broker.store
+    assert not (store / "abort").exists()
+    assert '"Durable@g1":{0:6' in (store / "config" / "consumerOffset.json").read_text().replace(
+        " ", ""
+    ).replace("\n", "").replace("\t", "")
+    verify = mq("store", "verify", str(store))
+    assert verify.returncode == 0, verify.stdout + verify.stderr
+
+    again = start_broker(tmp_path / "b2", store=store)
+    try:
+        async with RawBrokerClient(again.addr) as c:
+            assert await c.query_offset("g1", "Durable", 0) == (0, 6)
+            assert await c.query_offset("g2", "Durable", 0) == (0, 3)
+            msgs = await c.pull_all("Durable", 0)
+            assert [m.body for m in msgs] == [f"m{i}".encode() for i in range(10)]
+            r = await c.send("Durable", b"m10")
+            assert r.code == 0 and r.ext_fields["queueOffset"] == "10"
+    finally:
+        assert again.stop() == 0
+
+
+async def _route(client: RemotingClient, namesrv: str, topic: str) -> TopicRouteData | None:
+    request = RemotingCommand.request(
+        RequestCode.GET_ROUTEINFO_BY_TOPIC, GetRouteInfoRequestHeader(topic).to_ext_fields()
+    )
+    r = await client.invoke(namesrv, request)
+    return TopicRouteData.decode(r.body) if r.code == ResponseCode.SUCCESS else None
+
+
+async def test_two_brokers_of_one_cluster_at_two_name_servers(tmp_path: Path) -> None:
+    ns1, ns2 = start_namesrv(tmp_path / "ns1"), start_namesrv(tmp_path / "ns2")
+    addrs = f"{ns1.addr};{ns2.addr}"
+    brokers = []
+    try:
+        brokers.append(start_broker(tmp_path / "a", addrs, name="broker-a", brokerClusterName="C1"))
+        brokers.append(start_broker(tmp_path / "b", addrs, name="broker-b", brokerClusterName="C1"))
+        for b in brokers:
+            async with RawBrokerClient(b.addr) as c:
+                assert (await c.send("Shared", b"x", queue_nums=2)).code == 0
+        expected = {"broker-a": brokers[0].addr, "broker-b": brokers[1].addr}
+        async with RemotingClient() as rc:
+            for ns in (ns1, ns2):
+                deadline = time.monotonic() + 10
+                while True:
+                    route = await _route(rc, ns.addr, "Shared")
+                    got = (
+                        {}
+                        if route is None
+                        else {bd.broker_name: bd.broker_addrs[0] for bd in route.broker_datas}
+                    )
+                    if got == expected or time.monotonic() > deadline:
+                        break
+                    await asyncio.sleep(0.05)
+                assert got == expected
+                assert route is not None and all(q.write_queue_nums == 2 for q in route.queue_datas)
+                r = await rc.invoke(
+                    ns.addr, RemotingCommand.request(RequestCode.GET_BROKER_CLUSTER_INFO)
+                )
+                info = ClusterInfo.decode(r.body)
+                assert info.cluster_addr_table["C1"] == {"broker-a", "broker-b"}
+        # A stopped broker unregisters itself at both name servers.
+        assert brokers.pop().stop() == 0
+        async with RemotingClient() as rc:
+            for ns in (ns1, ns2):
+                route = await _route(rc, ns.addr, "Shared")
+                assert route is not None
+                assert [bd.broker_name for bd in route.broker_datas] == ["broker-a"]
+    finally:
+        for b in brokers:
+            b.stop()
+        ns1.stop()
+        ns2.stop()
+
+
+async def test_mq_up_runs_both_and_stops_on_sigint(tmp_path: Path) -> None:
+    env = {**os.environ, "HOME": str(tmp_path)}
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "mqcli.main",
+            "up",
+            "--store",
+            str(tmp_path / "store"),
+            "--namesrv-port",
+            "0",
+            "--broker-port",
+            "0",
+            "--host",
+            "127.0.0.1",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    try:
+        assert proc.stdout is not None
+        found: dict[str, str] = {}
+        # Blocking reads: the two lines arrive together, and select() cannot see text
+        # already buffered by the first readline (pytest-timeout bounds a hang).
+        while len(found) < 2:
+            line = proc.stdout.readline()
+            if not line:
+                break
+            if m := re.search(r"mq (namesrv|broker) listening on (\S+:\d+)", line):
+                found[m.group(1)] = m.group(2)
+        assert set(found) == {"namesrv", "broker"}, (
+            proc.stderr.read() if proc.poll() is not None else found
+        )
+        async with RawBrokerClient(found["broker"]) as c:
+            assert (await c.send("UpTopic", b"hello")).code == 0
+        async with RemotingClient() as rc:
+            deadline = time.monotonic() + 10
+            while (route := await _route(rc, found["namesrv"], "UpTopic")) is None:
+                assert time.monotonic() < deadline
+                await asyncio.sleep(0.05)
+            assert route.broker_datas[0].broker_addrs[0] == found["broker"]
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(20) == 0
+        assert not (tmp_path / "store" / "abort").exists()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(10)
