@@ -28,6 +28,7 @@ __all__ = [
     "ClientChannelInfo",
     "ConsumerGroupEvent",
     "ConsumerGroupInfo",
+    "ConsumerGroupListener",
     "ConsumerManager",
     "ProducerManager",
 ]

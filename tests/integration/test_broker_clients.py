@@ -13,7 +13,9 @@ from mqcore.protocol import RemotingCommand, RequestCode, ResponseCode
 from mqcore.protocol.bodies import (
     CheckClientRequestBody,
     ConsumerConnection,
+    ConsumerData,
     GetConsumerListByGroupResponseBody,
+    HeartbeatData,
     LockBatchRequestBody,
     LockBatchResponseBody,
     MessageQueue,
@@ -196,6 +198,15 @@ async def test_bad_requests_get_codes_and_the_broker_keeps_serving(tmp_path: Pat
             # still serving
             assert (await a.heartbeat(["g1"])).code == ResponseCode.SUCCESS
             assert await consumer_ids(a, "g1") == ["a"]
+
+            # SQL92 subscriptions are kept in consumerFilter.json's table while on
+            broker.config.enable_property_filter = True
+            sql = SubscriptionData("TopicTest", "a > 5", sub_version=9, expression_type="SQL92")
+            data = HeartbeatData("a", [], [ConsumerData("g2", subscription_data_set=[sql])])
+            assert (await a.invoke(RequestCode.HEART_BEAT, body=data.encode())).code == 0
+            stored = broker.consumer_filter_manager.get("TopicTest", "g2")
+            assert stored is not None and stored.expression == "a > 5"
+            assert stored.client_version == 9
         finally:
             await a.close()
 

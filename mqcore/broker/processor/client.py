@@ -10,9 +10,15 @@ consumer group persists ``subscriptionGroup.json`` and may create ``%RETRY%<grou
 from __future__ import annotations
 
 import logging
+import time
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from mqcore.broker.client_manager import ClientChannelInfo
+from mqcore.broker.client_manager import (
+    ClientChannelInfo,
+    ConsumerGroupEvent,
+    ConsumerGroupListener,
+)
 from mqcore.broker.processor import reply
 from mqcore.errors import FilterSyntaxError
 from mqcore.filter import compile_sql
@@ -23,6 +29,7 @@ from mqcore.protocol.bodies import (
     HeartbeatData,
     LockBatchRequestBody,
     LockBatchResponseBody,
+    SubscriptionData,
     UnlockBatchRequestBody,
 )
 from mqcore.protocol.headers import (
@@ -30,7 +37,12 @@ from mqcore.protocol.headers import (
     UnregisterClientRequestHeader,
 )
 from mqcore.remoting import Channel
-from mqcore.store.metadata import PERM_READ, PERM_WRITE, SubscriptionGroupConfig
+from mqcore.store.metadata import (
+    PERM_READ,
+    PERM_WRITE,
+    ConsumerFilterData,
+    SubscriptionGroupConfig,
+)
 from mqcore.store.metadata.topic import RETRY_GROUP_TOPIC_PREFIX
 
 if TYPE_CHECKING:
@@ -196,6 +208,41 @@ def _compile_sql92(expression: str) -> str | None:
     return None
 
 
+def filter_listener(controller: BrokerController) -> ConsumerGroupListener:
+    """Keep ``consumerFilter.json`` in step with SQL92 subscriptions (RocketMQ's
+    ConsumerFilterManager is fed by the same REGISTER / UNREGISTER events)."""
+    filters = controller.consumer_filter_manager
+
+    def on_event(event: ConsumerGroupEvent, group: str, args: Sequence[object]) -> None:
+        if event is ConsumerGroupEvent.UNREGISTER:
+            filters.unregister(group)
+            return
+        if event is not ConsumerGroupEvent.REGISTER or not controller.config.enable_property_filter:
+            return
+        for sub in args:
+            if not isinstance(sub, SubscriptionData) or sub.expression_type.upper() != "SQL92":
+                continue
+            old = filters.get(sub.topic, group)
+            if (
+                old is not None
+                and old.expression == sub.sub_string
+                and old.client_version >= sub.sub_version
+            ):
+                continue  # the same expression, no newer version
+            filters.register(
+                ConsumerFilterData(
+                    group,
+                    sub.topic,
+                    sub.sub_string,
+                    "SQL92",
+                    born_time=int(time.time() * 1000),
+                    client_version=sub.sub_version,
+                )
+            )
+
+    return on_event
+
+
 def register(controller: BrokerController) -> ClientProcessor:
     """Serve the client codes on both ports; watch closes; scan silent clients."""
     proc = ClientProcessor(controller)
@@ -211,6 +258,7 @@ def register(controller: BrokerController) -> ClientProcessor:
         for code, fn in table.items():
             server.register(code, fn)
         server.add_close_listener(proc.channel_closed)
+    controller.consumer_manager.listeners.append(filter_listener(controller))
 
     def start() -> None:  # returns nothing: start hooks that return awaitables are awaited
         controller.schedule(
