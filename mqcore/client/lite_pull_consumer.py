@@ -39,7 +39,7 @@ from mqcore.client.offset_store import (
     RemoteBrokerOffsetStore,
 )
 from mqcore.client.process_queue import ProcessQueue, QueueEvent
-from mqcore.client.push_consumer import resolve_strategy, timestamp_ms
+from mqcore.client.push_consumer import check_client_config, resolve_strategy, timestamp_ms
 from mqcore.client.rebalance import (
     ConsumeFromWhere,
     MessageModel,
@@ -181,33 +181,35 @@ class LitePullConsumer:
             return
         if self._closed:
             raise ClientStateError(f"consumer {self._group} was shut down; create a new one")
-        self._instance = ClientInstance.get(
+        instance = self._instance = ClientInstance.get(
             self.namesrv, instance_name=self.instance_name, config=self.client_config
         )
-        api = self._instance.api
-        if self.message_model is MessageModel.CLUSTERING:
-            self._offset_store = RemoteBrokerOffsetStore(self._group, api)
-        else:
-            self._offset_store = LocalFileOffsetStore(
-                self._group, self._instance.client_id, self.offset_store_dir
-            )
-        await self._offset_store.load()
-        self._rebalance = RebalanceImpl(
-            self._group,
-            api,
-            self,
-            message_model=self.message_model,
-            strategy=self.strategy,
-            drop_idle_queues=False,
-        )
-        self._rebalance.subscriptions.update(self._subscriptions)
-        self._running = True
+        await instance.acquire()  # held until registered, so a failed start cleans up
         try:
-            await self._instance.register_consumer(self)
+            if self.message_model is MessageModel.CLUSTERING:
+                self._offset_store = RemoteBrokerOffsetStore(self._group, instance.api)
+            else:
+                self._offset_store = LocalFileOffsetStore(
+                    self._group, instance.client_id, self.offset_store_dir
+                )
+            await self._offset_store.load()
+            await check_client_config(instance, self._group, self._subscriptions.values())
+            self._rebalance = RebalanceImpl(
+                self._group,
+                instance.api,
+                self,
+                message_model=self.message_model,
+                strategy=self.strategy,
+                drop_idle_queues=False,
+            )
+            self._rebalance.subscriptions.update(self._subscriptions)
+            self._running = True
+            await instance.register_consumer(self)
         except BaseException:
             self._running = False
-            await self._instance._release_if_unused()
+            await instance.release()
             raise
+        await instance.release()
         if self._assigned is not None:
             await self._apply_assignment()
         else:

@@ -37,7 +37,7 @@ from mqcore.client.consume_service import (
     ConsumeService,
     MessageListener,
 )
-from mqcore.client.errors import ClientStateError
+from mqcore.client.errors import ClientStateError, TopicRouteNotFoundError
 from mqcore.client.instance import AUTO_CREATE_TOPIC_KEY, ClientConfig, ClientInstance
 from mqcore.client.offset_store import (
     LocalFileOffsetStore,
@@ -55,16 +55,22 @@ from mqcore.client.rebalance import (
     compute_pull_from_where,
     retry_topic,
 )
-from mqcore.errors import MQError
+from mqcore.errors import MQBrokerError, MQError
 from mqcore.message import MessageExt, encode_properties
 from mqcore.message import const as mc
-from mqcore.protocol.bodies import ConsumerData, MessageQueue, SubscriptionData
+from mqcore.protocol import RequestCode, ResponseCode
+from mqcore.protocol.bodies import (
+    CheckClientRequestBody,
+    ConsumerData,
+    MessageQueue,
+    SubscriptionData,
+)
 from mqcore.protocol.headers import SendMessageRequestHeader
 
 if TYPE_CHECKING:
     from mqcore.client.api import MQClientAPI, PullResult
 
-__all__ = ["PushConsumer", "resolve_strategy", "timestamp_ms"]
+__all__ = ["PushConsumer", "check_client_config", "resolve_strategy", "timestamp_ms"]
 
 log = logging.getLogger("mq.client.push")
 
@@ -89,6 +95,36 @@ def resolve_strategy(strategy: AllocateStrategy | str | None) -> AllocateStrateg
     if strategy is None or isinstance(strategy, str):
         return strategy_by_name(strategy or "AVG")
     return strategy
+
+
+async def check_client_config(
+    instance: ClientInstance, group: str, subscriptions: Iterable[SubscriptionData]
+) -> None:
+    """CHECK_CLIENT_CONFIG for every non-TAG subscription at the masters of its topic, as
+    the Java consumer does at start: a broker without ``enablePropertyFilter``, or one
+    that cannot parse the expression, fails ``start()`` with its reason instead of every
+    pull failing later. Topics without a route yet are skipped."""
+    for sub in subscriptions:
+        if sub.expression_type == "TAG":
+            continue
+        try:
+            route = await instance.get_route(sub.topic)
+        except TopicRouteNotFoundError:
+            continue
+        body = CheckClientRequestBody(instance.client_id, group, sub).encode()
+        for broker in route.broker_datas:
+            addr = broker.master_addr()
+            if addr is None:
+                continue
+            request = instance.request(RequestCode.CHECK_CLIENT_CONFIG, body=body)
+            response = await instance.invoke(addr, request)
+            if response.code != ResponseCode.SUCCESS:
+                raise MQBrokerError(
+                    response.code,
+                    f"broker {broker.broker_name} refuses the {sub.expression_type} subscription"
+                    f" {sub.sub_string!r} of {sub.topic}: {response.remark}"
+                    " (SQL92 needs enablePropertyFilter=true in broker.conf)",
+                )
 
 
 class PushConsumer:
@@ -224,34 +260,36 @@ class PushConsumer:
         if self.message_model is MessageModel.CLUSTERING:
             rtopic = retry_topic(self._group)
             self._subscriptions.setdefault(rtopic, build_subscription(rtopic, "*"))
-        self._instance = ClientInstance.get(
+        instance = self._instance = ClientInstance.get(
             self.namesrv, instance_name=self.instance_name, config=self.client_config
         )
-        api = self._instance.api
-        if self.message_model is MessageModel.CLUSTERING:
-            self._offset_store = RemoteBrokerOffsetStore(self._group, api)
-        else:
-            self._offset_store = LocalFileOffsetStore(
-                self._group, self._instance.client_id, self.offset_store_dir
-            )
-        await self._offset_store.load()
-        self._rebalance = RebalanceImpl(
-            self._group,
-            api,
-            self,
-            message_model=self.message_model,
-            strategy=self.strategy,
-            orderly=self._orderly,
-        )
-        self._rebalance.subscriptions.update(self._subscriptions)
-        self._service = self._make_service()
-        self._running = True
+        await instance.acquire()  # held until registered, so a failed start cleans up
         try:
-            await self._instance.register_consumer(self)
+            if self.message_model is MessageModel.CLUSTERING:
+                self._offset_store = RemoteBrokerOffsetStore(self._group, instance.api)
+            else:
+                self._offset_store = LocalFileOffsetStore(
+                    self._group, instance.client_id, self.offset_store_dir
+                )
+            await self._offset_store.load()
+            await check_client_config(instance, self._group, self._subscriptions.values())
+            self._rebalance = RebalanceImpl(
+                self._group,
+                instance.api,
+                self,
+                message_model=self.message_model,
+                strategy=self.strategy,
+                orderly=self._orderly,
+            )
+            self._rebalance.subscriptions.update(self._subscriptions)
+            self._service = self._make_service()
+            self._running = True
+            await instance.register_consumer(self)
         except BaseException:
             self._running = False
-            await self._instance._release_if_unused()
+            await instance.release()
             raise
+        await instance.release()
         if self._orderly and self.message_model is MessageModel.CLUSTERING:
             self._spawn(self._lock_loop(), "lock")
         await self.do_rebalance()

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import contextlib
 import itertools
 import time
 from collections.abc import AsyncIterator, Callable
@@ -20,14 +21,18 @@ import pytest
 from mqcore.broker.config import BrokerConfig
 from mqcore.broker.controller import BrokerController
 from mqcore.client.consume_service import ConsumeContext, ConsumeOrderlyStatus, ConsumeStatus
+from mqcore.client.errors import ClientStateError
+from mqcore.client.instance import ClientInstance
 from mqcore.client.lite_pull_consumer import LitePullConsumer
 from mqcore.client.producer import Producer, make_message, select_by_hash
 from mqcore.client.push_consumer import PushConsumer
-from mqcore.client.rebalance import ConsumeFromWhere, MessageModel
+from mqcore.client.rebalance import ConsumeFromWhere, MessageModel, MessageSelector
 from mqcore.common.metadata import TopicConfig
+from mqcore.errors import MQBrokerError
 from mqcore.message import MessageExt
 from mqcore.namesrv.config import NamesrvConfig
 from mqcore.namesrv.controller import NamesrvController
+from mqcore.protocol import ResponseCode
 from mqcore.protocol.bodies import MessageQueue
 from mqcore.store.store_config import MessageStoreConfig
 
@@ -78,33 +83,40 @@ class Cluster:
         return bodies
 
 
-@pytest.fixture
-async def cluster(tmp_path: Path) -> AsyncIterator[Cluster]:
+@contextlib.asynccontextmanager
+async def running_cluster(tmp_path: Path, **broker: object) -> AsyncIterator[Cluster]:
     namesrv = NamesrvController(
         NamesrvConfig(
             listen_port=0, bind_address="127.0.0.1", kv_config_path=str(tmp_path / "kv.json")
         )
     )
     await namesrv.start()
-    broker = BrokerController(
+    controller = BrokerController(
         BrokerConfig(
             listen_port=0,
             broker_ip1="127.0.0.1",
             broker_name="broker-a",
             namesrv_addr=namesrv.listen_address,
+            **broker,  # type: ignore[arg-type]
         ),
         # Retries are delayed by level 3 + n: keep every level at 1 s for the retry test.
         MessageStoreConfig(
             store_path_root_dir=str(tmp_path / "store"), message_delay_level=" ".join(["1s"] * 18)
         ),
     )
-    await broker.start()
+    await controller.start()
     try:
         await until(lambda: bool(namesrv.routes.live_broker_addrs()), what="broker registration")
-        yield Cluster(namesrv, broker, tmp_path)
+        yield Cluster(namesrv, controller, tmp_path)
     finally:
-        await broker.shutdown()
+        await controller.shutdown()
         await namesrv.shutdown()
+
+
+@pytest.fixture
+async def cluster(tmp_path: Path) -> AsyncIterator[Cluster]:
+    async with running_cluster(tmp_path) as running:
+        yield running
 
 
 def owned(consumer: PushConsumer, topic: str) -> set[MessageQueue]:
@@ -132,11 +144,11 @@ class Collector:
 
 
 def push(cluster: Cluster, group: str, topic: str, expr: str = "*", **kw: object) -> PushConsumer:
+    kw.setdefault("instance_name", f"i{next(_names)}")
     consumer = PushConsumer(
         group,
         namesrv=cluster.addr,
         consume_from_where=ConsumeFromWhere.FIRST,
-        instance_name=f"i{next(_names)}",
         offset_store_dir=str(cluster.tmp / "offsets"),
         **kw,  # type: ignore[arg-type]
     )
@@ -400,3 +412,43 @@ async def test_reconsume_later_goes_through_retry_topic(cluster: Cluster) -> Non
         assert again.topic == "T9" and again.reconsume_times == 1
         assert again.properties.get("RETRY_TOPIC") == "T9"
         assert attempts["m0"] == attempts["m2"] == 1
+
+
+async def test_sql92_subscription_checked_at_start(tmp_path: Path) -> None:
+    async with running_cluster(tmp_path / "plain") as plain:
+        await plain.create_topic("S1")
+        consumer = PushConsumer("g-sql", namesrv=plain.addr, instance_name="sql1")
+        consumer.subscribe("S1", MessageSelector.by_sql("a > 5"))
+        consumer.register_listener(Collector())
+        with pytest.raises(MQBrokerError, match="enablePropertyFilter"):
+            await consumer.start()
+        # The failed start left nothing running.
+        assert all(key[2] != "sql1" for key in ClientInstance._instances)
+    async with running_cluster(tmp_path / "sql", enable_property_filter=True) as sql:
+        await sql.create_topic("S1")
+        bad = LitePullConsumer("g-sql", namesrv=sql.addr, instance_name="sql2")
+        bad.subscribe("S1", MessageSelector.by_sql("a >"))
+        with pytest.raises(MQBrokerError) as info:
+            await bad.start()
+        assert info.value.code == ResponseCode.SUBSCRIPTION_PARSE_FAILED
+        good = PushConsumer("g-sql", namesrv=sql.addr, instance_name="sql3")
+        good.subscribe("S1", MessageSelector.by_sql("a > 5 AND TAGS = 'x'"))
+        good.register_listener(Collector())
+        async with good:
+            data = good.consumer_data().subscription_data_set
+            assert {(d.topic, d.expression_type) for d in data} == {
+                ("S1", "SQL92"),
+                ("%RETRY%g-sql", "TAG"),
+            }
+
+
+async def test_one_consumer_per_group_per_instance(cluster: Cluster) -> None:
+    await cluster.create_topic("T10")
+    first = push(cluster, "g-dup", "T10", instance_name="dup")
+    first.register_listener(Collector())
+    second = push(cluster, "g-dup", "T10", instance_name="dup")
+    second.register_listener(Collector())
+    async with first:
+        with pytest.raises(ClientStateError, match="already used"):
+            await second.start()
+        assert first.instance.consumers["g-dup"] is first
