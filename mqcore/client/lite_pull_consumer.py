@@ -39,14 +39,16 @@ from mqcore.client.offset_store import (
     RemoteBrokerOffsetStore,
 )
 from mqcore.client.process_queue import ProcessQueue, QueueEvent
-from mqcore.client.push_consumer import check_client_config, resolve_strategy, timestamp_ms
 from mqcore.client.rebalance import (
     ConsumeFromWhere,
     MessageModel,
     MessageSelector,
     RebalanceImpl,
     build_subscription,
+    check_client_config,
     compute_pull_from_where,
+    resolve_strategy,
+    timestamp_ms,
 )
 from mqcore.errors import MQError
 from mqcore.message import MessageExt

@@ -30,14 +30,14 @@ import time
 from collections.abc import Coroutine, Iterable
 from typing import TYPE_CHECKING, Any
 
-from mqcore.client.allocate import AllocateStrategy, strategy_by_name
+from mqcore.client.allocate import AllocateStrategy
 from mqcore.client.consume_service import (
     ConsumeConcurrentlyService,
     ConsumeOrderlyService,
     ConsumeService,
     MessageListener,
 )
-from mqcore.client.errors import ClientStateError, TopicRouteNotFoundError
+from mqcore.client.errors import ClientStateError
 from mqcore.client.instance import AUTO_CREATE_TOPIC_KEY, ClientConfig, ClientInstance
 from mqcore.client.offset_store import (
     LocalFileOffsetStore,
@@ -52,15 +52,16 @@ from mqcore.client.rebalance import (
     MessageSelector,
     RebalanceImpl,
     build_subscription,
+    check_client_config,
     compute_pull_from_where,
+    resolve_strategy,
     retry_topic,
+    timestamp_ms,
 )
-from mqcore.errors import MQBrokerError, MQError
+from mqcore.errors import MQError
 from mqcore.message import MessageExt, encode_properties
 from mqcore.message import const as mc
-from mqcore.protocol import RequestCode, ResponseCode
 from mqcore.protocol.bodies import (
-    CheckClientRequestBody,
     ConsumerData,
     MessageQueue,
     SubscriptionData,
@@ -70,7 +71,7 @@ from mqcore.protocol.headers import SendMessageRequestHeader
 if TYPE_CHECKING:
     from mqcore.client.api import MQClientAPI, PullResult
 
-__all__ = ["PushConsumer", "check_client_config", "resolve_strategy", "timestamp_ms"]
+__all__ = ["PushConsumer"]
 
 log = logging.getLogger("mq.client.push")
 
@@ -80,51 +81,6 @@ FLOW_CONTROL_DELAY = 0.05
 """Seconds between checks while a queue is over its cache limits."""
 LOCK_INTERVAL = 20.0
 INNER_PRODUCER_GROUP = "CLIENT_INNER_PRODUCER"
-
-
-def timestamp_ms(value: int | float | dt.datetime | None, default_age: float = 1800.0) -> int:
-    """A consume timestamp in ms: datetime, epoch ms, or ``None`` for 30 min ago."""
-    if value is None:
-        return int((time.time() - default_age) * 1000)
-    if isinstance(value, dt.datetime):
-        return int(value.timestamp() * 1000)
-    return int(value)
-
-
-def resolve_strategy(strategy: AllocateStrategy | str | None) -> AllocateStrategy:
-    if strategy is None or isinstance(strategy, str):
-        return strategy_by_name(strategy or "AVG")
-    return strategy
-
-
-async def check_client_config(
-    instance: ClientInstance, group: str, subscriptions: Iterable[SubscriptionData]
-) -> None:
-    """CHECK_CLIENT_CONFIG for every non-TAG subscription at the masters of its topic, as
-    the Java consumer does at start: a broker without ``enablePropertyFilter``, or one
-    that cannot parse the expression, fails ``start()`` with its reason instead of every
-    pull failing later. Topics without a route yet are skipped."""
-    for sub in subscriptions:
-        if sub.expression_type == "TAG":
-            continue
-        try:
-            route = await instance.get_route(sub.topic)
-        except TopicRouteNotFoundError:
-            continue
-        body = CheckClientRequestBody(instance.client_id, group, sub).encode()
-        for broker in route.broker_datas:
-            addr = broker.master_addr()
-            if addr is None:
-                continue
-            request = instance.request(RequestCode.CHECK_CLIENT_CONFIG, body=body)
-            response = await instance.invoke(addr, request)
-            if response.code != ResponseCode.SUCCESS:
-                raise MQBrokerError(
-                    response.code,
-                    f"broker {broker.broker_name} refuses the {sub.expression_type} subscription"
-                    f" {sub.sub_string!r} of {sub.topic}: {response.remark}"
-                    " (SQL92 needs enablePropertyFilter=true in broker.conf)",
-                )
 
 
 class PushConsumer:

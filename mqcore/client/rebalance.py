@@ -14,28 +14,40 @@ the locks every 20 s.
 
 What the owner (push or lite pull consumer) does with a queue it gains or loses lives in
 its :class:`RebalanceOwner` hooks; where a new queue starts is
-:func:`compute_pull_from_where` (committed offset, else consume-from-where).
+:func:`compute_pull_from_where` (committed offset, else consume-from-where). The small
+helpers both consumers share (subscriptions, strategy names, consume timestamps, the
+SQL92 start check) live here too.
 """
 
 from __future__ import annotations
 
 import asyncio
+import datetime as dt
 import enum
 import logging
 import time
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
-from mqcore.client.allocate import AllocateMessageQueueAveragely, AllocateStrategy
+from mqcore.client.allocate import (
+    AllocateMessageQueueAveragely,
+    AllocateStrategy,
+    strategy_by_name,
+)
+from mqcore.client.errors import TopicRouteNotFoundError
 from mqcore.client.offset_store import OffsetStore, ReadOffsetType
 from mqcore.client.process_queue import LockEvent, ProcessQueue
 from mqcore.common.javahash import java_string_hash
-from mqcore.errors import MQError
+from mqcore.errors import MQBrokerError, MQError
 from mqcore.message import MessageExt
 from mqcore.message.const import RETRY_GROUP_TOPIC_PREFIX
-from mqcore.protocol.bodies import MessageQueue, SubscriptionData
+from mqcore.protocol import RequestCode, ResponseCode
+from mqcore.protocol.bodies import CheckClientRequestBody, MessageQueue, SubscriptionData
+
+if TYPE_CHECKING:
+    from mqcore.client.instance import ClientInstance
 
 __all__ = [
     "ConsumeFromWhere",
@@ -47,9 +59,12 @@ __all__ = [
     "RebalanceImpl",
     "RebalanceOwner",
     "build_subscription",
+    "check_client_config",
     "compute_pull_from_where",
     "filter_by_tags",
+    "resolve_strategy",
     "retry_topic",
+    "timestamp_ms",
 ]
 
 log = logging.getLogger("mq.client.rebalance")
@@ -135,6 +150,51 @@ def filter_by_tags(msgs: list[MessageExt], sub: SubscriptionData) -> list[Messag
         return msgs
     tags = sub.tags_set
     return [m for m in msgs if m.tags is not None and m.tags in tags]
+
+
+def timestamp_ms(value: int | float | dt.datetime | None, default_age: float = 1800.0) -> int:
+    """A consume timestamp in ms: datetime, epoch ms, or ``None`` for 30 min ago."""
+    if value is None:
+        return int((time.time() - default_age) * 1000)
+    if isinstance(value, dt.datetime):
+        return int(value.timestamp() * 1000)
+    return int(value)
+
+
+def resolve_strategy(strategy: AllocateStrategy | str | None) -> AllocateStrategy:
+    if strategy is None or isinstance(strategy, str):
+        return strategy_by_name(strategy or "AVG")
+    return strategy
+
+
+async def check_client_config(
+    instance: ClientInstance, group: str, subscriptions: Iterable[SubscriptionData]
+) -> None:
+    """CHECK_CLIENT_CONFIG for every non-TAG subscription at the masters of its topic, as
+    the Java consumer does at start: a broker without ``enablePropertyFilter``, or one
+    that cannot parse the expression, fails ``start()`` with its reason instead of every
+    pull failing later. Topics without a route yet are skipped."""
+    for sub in subscriptions:
+        if sub.expression_type == "TAG":
+            continue
+        try:
+            route = await instance.get_route(sub.topic)
+        except TopicRouteNotFoundError:
+            continue
+        body = CheckClientRequestBody(instance.client_id, group, sub).encode()
+        for broker in route.broker_datas:
+            addr = broker.master_addr()
+            if addr is None:
+                continue
+            request = instance.request(RequestCode.CHECK_CLIENT_CONFIG, body=body)
+            response = await instance.invoke(addr, request)
+            if response.code != ResponseCode.SUCCESS:
+                raise MQBrokerError(
+                    response.code,
+                    f"broker {broker.broker_name} refuses the {sub.expression_type} subscription"
+                    f" {sub.sub_string!r} of {sub.topic}: {response.remark}"
+                    " (SQL92 needs enablePropertyFilter=true in broker.conf)",
+                )
 
 
 class OffsetLookupAPI(Protocol):

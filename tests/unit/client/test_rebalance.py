@@ -3,9 +3,15 @@ orderly locks, consume-from-where; subscriptions and the client-side tag check."
 
 from __future__ import annotations
 
+import datetime as dt
+import time
+
 import pytest
 
-from mqcore.client.allocate import AllocateMessageQueueAveragelyByCircle
+from mqcore.client.allocate import (
+    AllocateMessageQueueAveragely,
+    AllocateMessageQueueAveragelyByCircle,
+)
 from mqcore.client.offset_store import RemoteBrokerOffsetStore
 from mqcore.client.process_queue import ProcessQueue, QueueEvent
 from mqcore.client.rebalance import (
@@ -16,6 +22,8 @@ from mqcore.client.rebalance import (
     build_subscription,
     compute_pull_from_where,
     filter_by_tags,
+    resolve_strategy,
+    timestamp_ms,
 )
 from mqcore.common.javahash import java_string_hash
 from mqcore.errors import MQClientError
@@ -297,3 +305,16 @@ def test_filter_by_tags() -> None:
     assert filter_by_tags(msgs, build_subscription("T", "TagA || TagB")) == [msgs[0]]
     assert filter_by_tags(msgs, build_subscription("T", "*")) == msgs
     assert filter_by_tags(msgs, build_subscription("T", MessageSelector.by_sql("x=1"))) == msgs
+
+
+def test_timestamp_and_strategy_helpers() -> None:
+    when = dt.datetime(2026, 1, 2, 10, 0, tzinfo=dt.UTC)
+    assert timestamp_ms(when) == 1767348000000
+    assert timestamp_ms(1234) == 1234
+    assert abs(timestamp_ms(None) - (time.time() - 1800) * 1000) < 5000
+    assert isinstance(resolve_strategy(None), AllocateMessageQueueAveragely)
+    assert resolve_strategy("avg_by_circle").name == "AVG_BY_CIRCLE"
+    circle = AllocateMessageQueueAveragelyByCircle()
+    assert resolve_strategy(circle) is circle
+    with pytest.raises(ValueError):
+        resolve_strategy("nope")
