@@ -205,6 +205,8 @@ class LitePullConsumer:
                 drop_idle_queues=False,
             )
             self._rebalance.subscriptions.update(self._subscriptions)
+            if self._assigned is None:
+                self._queues = self._rebalance.process_queues  # one table, rebalance's
             self._running = True
             await instance.register_consumer(self)
         except BaseException:
@@ -350,8 +352,6 @@ class LitePullConsumer:
         pq = ProcessQueue()
         pq.fire(QueueEvent.START)
         self._queues[mq] = pq
-        if self._rebalance is not None and mq in self._rebalance.process_queues:
-            self._rebalance.process_queues[mq] = pq
         assert self._offset_store is not None
         self._offset_store.update(mq, offset)
         self._start_pulling(mq, pq, offset)
@@ -388,7 +388,6 @@ class LitePullConsumer:
     async def do_rebalance(self) -> None:
         if self._running and self._assigned is None and self._rebalance is not None:
             await self._rebalance.do_rebalance()
-            self._queues = self._rebalance.process_queues
 
     async def persist_consumer_offset(self) -> None:
         due = time.monotonic() - self._last_commit >= self.auto_commit_interval - 0.01

@@ -452,3 +452,17 @@ async def test_one_consumer_per_group_per_instance(cluster: Cluster) -> None:
         with pytest.raises(ClientStateError, match="already used"):
             await second.start()
         assert first.instance.consumers["g-dup"] is first
+
+
+async def test_lite_pull_members_rebalance(cluster: Cluster) -> None:
+    await cluster.create_topic("T11", queues=4)
+    a = LitePullConsumer("g-lite2", namesrv=cluster.addr, instance_name="la")
+    b = LitePullConsumer("g-lite2", namesrv=cluster.addr, instance_name="lb")
+    a.subscribe("T11")
+    b.subscribe("T11")
+    async with a:
+        await until(lambda: len(a.assignment()) == 4, what="a owns all")
+        async with b:
+            await until(lambda: len(a.assignment()) == 2 and len(b.assignment()) == 2, what="2 + 2")
+            assert a.assignment().isdisjoint(b.assignment())
+        await until(lambda: len(a.assignment()) == 4, what="a owns all again")
