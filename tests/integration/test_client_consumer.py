@@ -466,3 +466,22 @@ async def test_lite_pull_members_rebalance(cluster: Cluster) -> None:
             await until(lambda: len(a.assignment()) == 2 and len(b.assignment()) == 2, what="2 + 2")
             assert a.assignment().isdisjoint(b.assignment())
         await until(lambda: len(a.assignment()) == 4, what="a owns all again")
+
+
+async def test_max_reconsume_times_ends_in_dlq(cluster: Cluster) -> None:
+    await cluster.create_topic("T12", queues=1)
+    got = Collector(lambda m: ConsumeStatus.RECONSUME_LATER)
+    consumer = push(cluster, "g-dlq", "T12", max_reconsume_times=1)
+    consumer.register_listener(got)
+    await cluster.produce("T12", 1)
+    store = cluster.broker.store
+    async with consumer:
+        await until(
+            lambda: store.get_max_offset_in_queue("%DLQ%g-dlq", 0) == 1,
+            timeout=30,
+            what="the message in the DLQ",
+        )
+        # One retry through the broker's send-back, none through the client's fallback
+        # copy (RocketMQ counts that copy as a retry already).
+        assert 1 <= len(got.msgs) <= 2
+        assert all(m.body == b"m0" and m.topic == "T12" for m in got.msgs)
