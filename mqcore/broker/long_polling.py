@@ -80,6 +80,10 @@ class LongPollingService:
                 if not waiting:
                     del self._held[key]
 
+    def has_waiters(self, topic: str, queue_id: int) -> bool:
+        """Cheap test so writers skip work (tag hashing) when nobody waits."""
+        return (topic, queue_id) in self._held
+
     def notify_message_arriving(
         self, topic: str, queue_id: int, max_offset: int, tags_code: int | None = None
     ) -> None:

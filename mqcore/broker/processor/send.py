@@ -39,7 +39,6 @@ from mqcore.protocol import RemotingCommand, RequestCode, ResponseCode
 from mqcore.protocol.headers import (
     HeaderError,
     SendMessageRequestHeader,
-    SendMessageResponseHeader,
     decode_send_message_header,
 )
 from mqcore.remoting import Channel
@@ -396,10 +395,15 @@ class SendMessageProcessor:
         if not result.ok:
             return
         first = batch[0]
-        tags_code = tags_hash_code(first.properties.get(PROPERTY_TAGS)) if len(batch) == 1 else None
-        self.controller.long_polling.notify_message_arriving(
-            first.topic, first.queue_id, result.queue_offset + result.msg_count, tags_code
-        )
+        long_polling = self.controller.long_polling
+        if long_polling.has_waiters(first.topic, first.queue_id):
+            tags = first.properties.get(PROPERTY_TAGS) if len(batch) == 1 else None
+            long_polling.notify_message_arriving(
+                first.topic,
+                first.queue_id,
+                result.queue_offset + result.msg_count,
+                tags_hash_code(tags) if len(batch) == 1 else None,
+            )
         self.controller.stats.on_put(first.topic, result.msg_count, result.wrote_bytes)
 
     def answer(
@@ -416,15 +420,21 @@ class SendMessageProcessor:
                 log.info("send to %s refused by the store: %s", header.topic, result.remark)
             return reply(request, code, remark or result.remark or status.value)
         host = self.store_host
-        msg_id = ",".join(create_offset_msg_id(host, off) for off in result.record_offsets)
-        response_header = SendMessageResponseHeader(
-            msg_id=msg_id,
-            queue_id=queue_id,
-            queue_offset=result.queue_offset,
-            msg_region=self.config.region_id,
-            trace_on=str(self.config.trace_on).lower(),
+        offsets = result.record_offsets
+        msg_id = (
+            create_offset_msg_id(host, offsets[0])
+            if len(offsets) == 1
+            else ",".join(create_offset_msg_id(host, off) for off in offsets)
         )
-        return reply(request, code, remark, response_header)
+        # The SendMessageResponseHeader fields, built directly: this is the hot path.
+        ext = {
+            "msgId": msg_id,
+            "queueId": str(queue_id),
+            "queueOffset": str(result.queue_offset),
+            "MSG_REGION": self.config.region_id,
+            "TRACE_ON": "true" if self.config.trace_on else "false",
+        }
+        return RemotingCommand.response_to(request, code, remark, ext)
 
 
 def _delay_level(props: dict[str, str]) -> int:
