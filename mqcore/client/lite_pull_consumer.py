@@ -25,7 +25,7 @@ import datetime as dt
 import logging
 import time
 from collections import deque
-from collections.abc import Coroutine, Iterable
+from collections.abc import Coroutine, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -39,6 +39,7 @@ from mqcore.client.offset_store import (
     RemoteBrokerOffsetStore,
 )
 from mqcore.client.process_queue import ProcessQueue, QueueEvent
+from mqcore.client.producer import default_namesrv
 from mqcore.client.rebalance import (
     ConsumeFromWhere,
     MessageModel,
@@ -73,13 +74,16 @@ class _Batch:
 
 
 class LitePullConsumer:
-    """A consumer whose caller asks for messages; see the module docstring."""
+    """A consumer whose caller asks for messages; see the module docstring.
+
+    ``namesrv`` defaults to ``MQ_NAMESRV_ADDR``, ``NAMESRV_ADDR``, then 127.0.0.1:9876.
+    """
 
     def __init__(
         self,
         group: str,
         *,
-        namesrv: str = "127.0.0.1:9876",
+        namesrv: str | Sequence[str] | None = None,
         message_model: MessageModel = MessageModel.CLUSTERING,
         consume_from_where: ConsumeFromWhere = ConsumeFromWhere.LAST,
         consume_timestamp: int | dt.datetime | None = None,
@@ -97,7 +101,7 @@ class LitePullConsumer:
         if not group:
             raise ValueError("a consumer needs a group name")
         self._group = group
-        self.namesrv = namesrv
+        self.namesrv = namesrv if namesrv is not None else default_namesrv()
         self.message_model = message_model
         self.consume_from_where = consume_from_where
         self.consume_timestamp = timestamp_ms(consume_timestamp)

@@ -27,7 +27,7 @@ import contextlib
 import datetime as dt
 import logging
 import time
-from collections.abc import Coroutine, Iterable
+from collections.abc import Coroutine, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from mqcore.client.allocate import AllocateStrategy
@@ -46,6 +46,7 @@ from mqcore.client.offset_store import (
     RemoteBrokerOffsetStore,
 )
 from mqcore.client.process_queue import ProcessQueue, QueueEvent
+from mqcore.client.producer import default_namesrv
 from mqcore.client.rebalance import (
     ConsumeFromWhere,
     MessageModel,
@@ -86,6 +87,7 @@ INNER_PRODUCER_GROUP = "CLIENT_INNER_PRODUCER"
 class PushConsumer:
     """Long-polling consumer that calls a listener; see the module docstring.
 
+    ``namesrv`` defaults to ``MQ_NAMESRV_ADDR``, ``NAMESRV_ADDR``, then 127.0.0.1:9876.
     Durations follow RocketMQ's option names where they are in ms; the rest are seconds.
     ``max_reconsume_times`` -1 means 16 for concurrent listeners and unlimited for orderly
     ones (RocketMQ's defaults). ``client_config`` / ``instance_name`` choose the shared
@@ -97,7 +99,7 @@ class PushConsumer:
         self,
         group: str,
         *,
-        namesrv: str = "127.0.0.1:9876",
+        namesrv: str | Sequence[str] | None = None,
         message_model: MessageModel = MessageModel.CLUSTERING,
         consume_from_where: ConsumeFromWhere = ConsumeFromWhere.LAST,
         consume_timestamp: int | dt.datetime | None = None,
@@ -119,7 +121,7 @@ class PushConsumer:
         if not group:
             raise ValueError("a consumer needs a group name")
         self._group = group
-        self.namesrv = namesrv
+        self.namesrv = namesrv if namesrv is not None else default_namesrv()
         self.message_model = message_model
         self.consume_from_where = consume_from_where
         self.consume_timestamp = timestamp_ms(consume_timestamp)
