@@ -237,7 +237,8 @@ class PushConsumer:
                 self,
                 message_model=self.message_model,
                 strategy=self.strategy,
-                orderly=self._orderly,
+                # Broadcasting members each read every queue: nothing to lock.
+                orderly=self._orderly and self.message_model is MessageModel.CLUSTERING,
             )
             self._rebalance.subscriptions.update(self._subscriptions)
             self._service = self._make_service()
