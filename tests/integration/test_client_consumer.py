@@ -24,6 +24,7 @@ from mqcore.client.consume_service import ConsumeContext, ConsumeOrderlyStatus, 
 from mqcore.client.errors import ClientStateError
 from mqcore.client.instance import ClientInstance
 from mqcore.client.lite_pull_consumer import LitePullConsumer
+from mqcore.client.process_queue import ProcessQueue
 from mqcore.client.producer import Producer, make_message, select_by_hash
 from mqcore.client.push_consumer import PushConsumer
 from mqcore.client.rebalance import ConsumeFromWhere, MessageModel, MessageSelector
@@ -485,3 +486,35 @@ async def test_max_reconsume_times_ends_in_dlq(cluster: Cluster) -> None:
         # copy (RocketMQ counts that copy as a retry already).
         assert 1 <= len(got.msgs) <= 2
         assert all(m.body == b"m0" and m.topic == "T12" for m in got.msgs)
+
+
+async def test_flow_control_bounds_the_cache(cluster: Cluster) -> None:
+    await cluster.create_topic("T13", queues=1)
+    await cluster.produce("T13", 40)
+    gate = asyncio.Event()
+    got: list[MessageExt] = []
+
+    async def listener(msgs: list[MessageExt], ctx: ConsumeContext) -> None:
+        await gate.wait()
+        got.extend(msgs)
+
+    consumer = push(cluster, "g-flow", "T13", pull_batch_size=4, pull_threshold_for_queue=5)
+    consumer.register_listener(listener)
+    held_back = 0
+    check = consumer._flow_controlled
+
+    def counting(pq: ProcessQueue) -> bool:
+        nonlocal held_back
+        blocked = check(pq)
+        held_back += blocked
+        return blocked
+
+    consumer._flow_controlled = counting  # type: ignore[method-assign]
+    async with consumer:
+        await until(lambda: held_back >= 3, what="the pull loop holding back")
+        impl = consumer._rebalance
+        assert impl is not None
+        pq = next(pq for mq, pq in impl.process_queues.items() if mq.topic == "T13")
+        assert 5 < pq.msg_count <= 5 + 4  # stops once over the threshold
+        gate.set()
+        await until(lambda: len(got) == 40, what="everything after the release")
