@@ -250,6 +250,7 @@ class RawBrokerClient:
         suspend_ms: int = 0,
         commit_offset: int | None = None,
         timeout: float = 10.0,
+        expression_type: str = "TAG",
     ) -> PullResult:
         flags = 0
         if subscription is not None:
@@ -269,7 +270,7 @@ class RawBrokerClient:
             suspend_timeout_millis=suspend_ms,
             sub_version=0,
             subscription=subscription,
-            expression_type="TAG",
+            expression_type=expression_type,
         )
         request = RemotingCommand.request(RequestCode.PULL_MESSAGE, header.to_ext_fields())
         response = await self.invoke(request, timeout)

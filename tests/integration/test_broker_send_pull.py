@@ -27,7 +27,9 @@ def cluster(
 ) -> Iterator[tuple[NamesrvProcess, BrokerProcess]]:
     base = tmp_path_factory.mktemp("broker")
     ns = start_namesrv(base / "ns")
-    broker = start_broker(base / "broker", ns.addr, maxMessageSize=str(64 * 1024))
+    broker = start_broker(
+        base / "broker", ns.addr, maxMessageSize=str(64 * 1024), enablePropertyFilter="true"
+    )
     yield ns, broker
     try:
         assert broker.stop() == 0
@@ -121,6 +123,18 @@ async def test_tag_filtering(client: RawBrokerClient) -> None:
     assert none.code == ResponseCode.PULL_RETRY_IMMEDIATELY and none.next_begin_offset == 12
     star = await client.pull("Tagged", 0, 0, subscription="*")
     assert len(star.messages) == 12
+
+
+async def test_sql92_filtering_on_properties(client: RawBrokerClient) -> None:
+    for i in range(10):
+        r = await client.send("Sql", f"m{i}".encode(), tags="T", properties={"a": str(i)})
+        assert r.code == 0
+    hits = await client.pull(
+        "Sql", 0, 0, subscription="a >= 7 AND TAGS = 'T'", expression_type="SQL92"
+    )
+    assert [m.body for m in hits.messages] == [b"m7", b"m8", b"m9"]
+    bad = await client.pull("Sql", 0, 0, subscription="a >>> 1", expression_type="SQL92")
+    assert bad.code == ResponseCode.SUBSCRIPTION_PARSE_FAILED
 
 
 async def test_long_polling_answers_soon_after_a_send(

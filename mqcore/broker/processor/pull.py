@@ -2,7 +2,8 @@
 
 Checks (broker/group/topic permissions, queue id), the subscription (from the request
 with the SUBSCRIPTION flag, else the one the group registered by heartbeat), then a
-store read filtered by the consume queue's tag hash. Found records go back as one
+store read filtered by the consume queue's tag hash (TAG) or by the record's properties
+(SQL92, with ``enablePropertyFilter``). Found records go back as one
 body joined once from the store's memoryviews, byte-identical to the commit log.
 
 A pull that finds nothing (PULL_NOT_FOUND) with the SUSPEND flag is held in
@@ -21,6 +22,10 @@ from collections.abc import Awaitable
 from typing import TYPE_CHECKING
 
 from mqcore.common.javahash import tags_hash_code
+from mqcore.errors import CorruptRecordError, FilterSyntaxError
+from mqcore.filter import compile_sql
+from mqcore.message.const import RETRY_GROUP_TOPIC_PREFIX
+from mqcore.message.record import decode_dispatch
 from mqcore.protocol import RemotingCommand, RequestCode, ResponseCode
 from mqcore.protocol.bodies.client import SubscriptionData
 from mqcore.protocol.headers import (
@@ -31,7 +36,7 @@ from mqcore.protocol.headers import (
 )
 from mqcore.remoting import Channel
 from mqcore.store.metadata import PERM_READ
-from mqcore.store.results import GetResult, GetStatus, TagFilter
+from mqcore.store.results import GetResult, GetStatus, RecordFilter, TagFilter
 from mqcore.store.store_config import BrokerRole
 
 from . import reply
@@ -47,6 +52,8 @@ MASTER_ID = 0
 SUB_ALL = "*"
 _SUCCESS = int(ResponseCode.SUCCESS)
 _NOT_FOUND = int(ResponseCode.PULL_NOT_FOUND)
+
+Filters = tuple[TagFilter | None, RecordFilter | None]
 
 
 class PullRefused(Exception):
@@ -95,16 +102,16 @@ class PullMessageProcessor:
         except HeaderError as exc:
             return reply(request, ResponseCode.SYSTEM_ERROR, str(exc))
         try:
-            matcher = self.check(channel, request, header)
+            filters = self.check(channel, request, header)
         except PullRefused as exc:
             return reply(request, exc.code, exc.remark)
-        response = self.pull(request, header, matcher)
+        response = self.pull(request, header, filters)
         if header.sys_flag & PullSysFlag.COMMIT_OFFSET and self._is_master:
             self.controller.consumer_offset_manager.commit(
                 header.consumer_group, header.topic, header.queue_id, header.commit_offset
             )
         if response.code == _NOT_FOUND and header.sys_flag & PullSysFlag.SUSPEND:
-            return self._hold(request, header, matcher)
+            return self._hold(request, header, filters)
         return response
 
     @property
@@ -112,7 +119,7 @@ class PullMessageProcessor:
         return self.controller.store_config.broker_role is not BrokerRole.SLAVE
 
     async def _hold(
-        self, request: RemotingCommand, header: PullMessageRequestHeader, matcher: TagFilter | None
+        self, request: RemotingCommand, header: PullMessageRequestHeader, filters: Filters
     ) -> RemotingCommand:
         timeout_ms = (
             header.suspend_timeout_millis
@@ -120,15 +127,15 @@ class PullMessageProcessor:
             else self.config.short_polling_time_mills
         )
         await self.controller.long_polling.hold(
-            header.topic, header.queue_id, header.queue_offset, timeout_ms / 1000, matcher
+            header.topic, header.queue_id, header.queue_offset, timeout_ms / 1000, filters[0]
         )
-        return self.pull(request, header, matcher)
+        return self.pull(request, header, filters)
 
     # -- checks ---------------------------------------------------------------------------
     def check(
         self, channel: Channel, request: RemotingCommand, header: PullMessageRequestHeader
-    ) -> TagFilter | None:
-        """Permissions, group, topic, queue id and subscription; the tag filter to use."""
+    ) -> Filters:
+        """Permissions, group, topic, queue id and subscription; the filters to use."""
         c = self.controller
         if not self.config.broker_permission & PERM_READ:
             raise PullRefused(
@@ -172,6 +179,8 @@ class PullMessageProcessor:
         if header.sys_flag & PullSysFlag.SUBSCRIPTION:
             expression_type = header.expression_type or "TAG"
             self._check_expression_type(expression_type)
+            if expression_type != "TAG":
+                return None, self._sql_filter(topic, header.subscription or "")
             sub = build_subscription(topic, header.subscription, header.sub_version)
         else:
             found = c.consumer_manager.find_subscription(group, topic)
@@ -184,9 +193,30 @@ class PullMessageProcessor:
                     ResponseCode.SUBSCRIPTION_NOT_LATEST,
                     "the consumer's subscription not latest",
                 )
-            self._check_expression_type(found.expression_type or "TAG")
+            expression_type = found.expression_type or "TAG"
+            self._check_expression_type(expression_type)
+            if expression_type != "TAG":
+                return None, self._sql_filter(topic, found.sub_string)
             sub = found
-        return tag_filter(sub)
+        return tag_filter(sub), None
+
+    def _sql_filter(self, topic: str, expression: str) -> RecordFilter | None:
+        """SQL92 on each record's properties; retry topics pass unfiltered unless
+        ``filterSupportRetry`` (as RocketMQ's ExpressionMessageFilter)."""
+        try:
+            sql = compile_sql(expression)
+        except FilterSyntaxError as exc:
+            raise PullRefused(ResponseCode.SUBSCRIPTION_PARSE_FAILED, str(exc)) from None
+        if topic.startswith(RETRY_GROUP_TOPIC_PREFIX) and not self.config.filter_support_retry:
+            return None
+
+        def matches(record: memoryview) -> bool:
+            try:
+                return sql.evaluate(decode_dispatch(record).properties)
+            except CorruptRecordError:
+                return False
+
+        return matches
 
     def _check_expression_type(self, expression_type: str) -> None:
         if expression_type == "TAG":
@@ -197,9 +227,7 @@ class PullMessageProcessor:
                 f"The broker does not support consumer to filter message by {expression_type}",
             )
         if expression_type == "SQL92":
-            raise PullRefused(
-                ResponseCode.SYSTEM_ERROR, "SQL92 filtering is not available on this broker yet"
-            )
+            return
         raise PullRefused(
             ResponseCode.SUBSCRIPTION_PARSE_FAILED,
             f"unknown expression type {expression_type!r}",
@@ -207,7 +235,7 @@ class PullMessageProcessor:
 
     # -- the read -------------------------------------------------------------------------
     def pull(
-        self, request: RemotingCommand, header: PullMessageRequestHeader, matcher: TagFilter | None
+        self, request: RemotingCommand, header: PullMessageRequestHeader, filters: Filters
     ) -> RemotingCommand:
         store_config = self.controller.store_config
         max_count = max(
@@ -219,7 +247,8 @@ class PullMessageProcessor:
             header.queue_offset,
             max_count,
             store_config.max_transfer_bytes_on_message_in_memory,
-            tag_filter=matcher,
+            tag_filter=filters[0],
+            record_filter=filters[1],
         )
         code, next_begin = self._map_status(header.queue_offset, result)
         response_header = PullMessageResponseHeader(
