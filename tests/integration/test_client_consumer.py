@@ -432,15 +432,28 @@ async def test_sql92_subscription_checked_at_start(tmp_path: Path) -> None:
         with pytest.raises(MQBrokerError) as info:
             await bad.start()
         assert info.value.code == ResponseCode.SUBSCRIPTION_PARSE_FAILED
-        good = PushConsumer("g-sql", namesrv=sql.addr, instance_name="sql3")
+        async with Producer("pg-sql", namesrv=sql.addr) as producer:
+            for i in range(10):
+                tags = "x" if i % 2 else "y"
+                msg = make_message("S1", f"s{i}", tags=tags, properties={"a": str(i)})
+                assert (await producer.send(msg)).ok
+        got = Collector()
+        good = PushConsumer(
+            "g-sql",
+            namesrv=sql.addr,
+            instance_name="sql3",
+            consume_from_where=ConsumeFromWhere.FIRST,
+        )
         good.subscribe("S1", MessageSelector.by_sql("a > 5 AND TAGS = 'x'"))
-        good.register_listener(Collector())
+        good.register_listener(got)
         async with good:
             data = good.consumer_data().subscription_data_set
             assert {(d.topic, d.expression_type) for d in data} == {
                 ("S1", "SQL92"),
                 ("%RETRY%g-sql", "TAG"),
             }
+            await until(lambda: len(got.msgs) >= 2, what="the two matching messages")
+            assert sorted(got.bodies()) == ["s7", "s9"]
 
 
 async def test_one_consumer_per_group_per_instance(cluster: Cluster) -> None:
