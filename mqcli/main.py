@@ -38,12 +38,13 @@ def _root(
 
 def _register() -> None:
     # Each subcommand lives in its own module under mqcli.commands and exposes `register`.
-    from mqcli.commands import broker, completion, namesrv, store, up
+    from mqcli.commands import broker, completion, context, namesrv, store, up
 
     store.register(app)
     namesrv.register(app)
     broker.register(app)
     up.register(app)
+    context.register(app)
     completion.register(app)
 
 

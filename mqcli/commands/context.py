@@ -1,0 +1,86 @@
+"""`mq context add|use|ls|rm`: named name-server addresses, like natscli's contexts."""
+
+from __future__ import annotations
+
+import typer
+from rich.table import Table
+
+from mqcli.connect import Context, ContextStore, config_dir, resolve_namesrv
+from mqcli.output import console, fail, print_json
+
+context_app = typer.Typer(
+    help="Save name server addresses under names and pick one.", no_args_is_help=True
+)
+
+
+@context_app.command("add")
+def add(
+    name: str = typer.Argument(..., help="Context name."),
+    namesrv: str = typer.Option(..., "--namesrv", "-n", help="host:port[;host:port...]"),
+    description: str = typer.Option("", "--description", "-d"),
+    select: bool = typer.Option(False, "--select", help="Make it the current context."),
+) -> None:
+    """Save a context (replacing one of the same name)."""
+    if not all(":" in part for part in namesrv.split(";") if part):
+        fail(f"bad name server list {namesrv!r}", hint="use host:port, several joined by ';'")
+    store = ContextStore.load()
+    store.contexts[name] = Context(name, namesrv, description)
+    if select or store.current is None:
+        store.current = name
+    store.save()
+    console.print(
+        f"saved context [bold]{name}[/] -> {namesrv}"
+        + (" (current)" if store.current == name else "")
+    )
+
+
+@context_app.command("use")
+def use(name: str = typer.Argument(..., help="Context to select.")) -> None:
+    """Select the context used when -n and the environment give no address."""
+    store = ContextStore.load()
+    if name not in store.contexts:
+        fail(f"no context named {name!r}", hint="`mq context ls` lists them")
+    store.current = name
+    store.save()
+    console.print(f"using context [bold]{name}[/] -> {store.contexts[name].namesrv}")
+
+
+@context_app.command("ls")
+def ls(as_json: bool = typer.Option(False, "--json", "-j", help="JSON output.")) -> None:
+    """List contexts; the current one is marked."""
+    store = ContextStore.load()
+    if as_json:
+        print_json(
+            {
+                "current": store.current,
+                "effective": resolve_namesrv(None),
+                "contexts": [
+                    {"name": c.name, "namesrv": c.namesrv, "description": c.description}
+                    for c in store.contexts.values()
+                ],
+            }
+        )
+        return
+    table = Table(title=f"Contexts ({config_dir() / 'contexts.json'})", title_justify="left")
+    for col in ("", "NAME", "NAMESRV", "DESCRIPTION"):
+        table.add_column(col)
+    for c in sorted(store.contexts.values(), key=lambda c: c.name):
+        table.add_row("*" if c.name == store.current else "", c.name, c.namesrv, c.description)
+    console.print(table)
+    console.print(f"effective name server: {resolve_namesrv(None)}")
+
+
+@context_app.command("rm")
+def rm(name: str = typer.Argument(..., help="Context to delete.")) -> None:
+    """Delete a context."""
+    store = ContextStore.load()
+    if store.contexts.pop(name, None) is None:
+        fail(f"no context named {name!r}")
+    if store.current == name:
+        store.current = None
+    store.save()
+    console.print(f"deleted context {name}")
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(context_app, name="context")

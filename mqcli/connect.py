@@ -1,0 +1,109 @@
+"""Where the CLI connects: the `-n` option, environment, and named contexts.
+
+Resolution order for the name server, like natscli's contexts and kcat's config:
+``-n/--namesrv`` > ``MQ_NAMESRV_ADDR`` > RocketMQ's ``NAMESRV_ADDR`` > the selected
+context (``mq context use NAME``) > ``127.0.0.1:9876``. Contexts live in
+``$MQ_CONFIG_DIR/contexts.json`` (default ``~/.config/mq``).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Coroutine
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+import orjson
+import typer
+
+from mqcli import output
+from mqcore.errors import MQError
+from mqcore.remoting.loop import run
+
+T = TypeVar("T")
+
+DEFAULT_NAMESRV = "127.0.0.1:9876"
+
+NamesrvOpt = typer.Option(
+    None,
+    "--namesrv",
+    "-n",
+    help="Name server(s) host:port;host:port (default: MQ_NAMESRV_ADDR, NAMESRV_ADDR, "
+    "the current context, 127.0.0.1:9876).",
+    show_default=False,
+)
+
+
+def config_dir() -> Path:
+    return Path(os.environ.get("MQ_CONFIG_DIR") or Path.home() / ".config" / "mq")
+
+
+@dataclass(slots=True)
+class Context:
+    name: str
+    namesrv: str
+    description: str = ""
+
+
+@dataclass(slots=True)
+class ContextStore:
+    """The saved contexts and which one is selected."""
+
+    contexts: dict[str, Context]
+    current: str | None
+
+    @classmethod
+    def load(cls) -> ContextStore:
+        path = config_dir() / "contexts.json"
+        try:
+            doc = orjson.loads(path.read_bytes())
+        except FileNotFoundError:
+            return cls({}, None)
+        except (OSError, orjson.JSONDecodeError) as exc:
+            output.fail(f"cannot read {path}: {exc}", hint="fix or delete the file")
+        contexts = {
+            name: Context(name, str(c.get("namesrv", "")), str(c.get("description", "")))
+            for name, c in dict(doc.get("contexts", {})).items()
+        }
+        current = doc.get("current")
+        return cls(contexts, current if current in contexts else None)
+
+    def save(self) -> None:
+        path = config_dir() / "contexts.json"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        doc = {
+            "current": self.current,
+            "contexts": {
+                n: {"namesrv": c.namesrv, "description": c.description}
+                for n, c in sorted(self.contexts.items())
+            },
+        }
+        tmp = path.with_suffix(".tmp")
+        tmp.write_bytes(orjson.dumps(doc, option=orjson.OPT_INDENT_2))
+        tmp.replace(path)
+
+
+def resolve_namesrv(option: str | None) -> str:
+    """The name server address list to use for this command."""
+    if option:
+        return option
+    env = os.environ.get("MQ_NAMESRV_ADDR") or os.environ.get("NAMESRV_ADDR")
+    if env:
+        return env
+    store = ContextStore.load()
+    if store.current is not None:
+        return store.contexts[store.current].namesrv
+    return DEFAULT_NAMESRV
+
+
+def run_async(main: Coroutine[Any, Any, T]) -> T:
+    """Run a command's coroutine (uvloop when installed); errors become one clear line."""
+    try:
+        return run(main)
+    except MQError as exc:
+        if output.debug_enabled():
+            raise
+        output.fail(str(exc))
+    except KeyboardInterrupt:
+        raise typer.Exit(130) from None
