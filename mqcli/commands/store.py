@@ -14,6 +14,7 @@ from rich.table import Table
 from mqcli import output
 from mqcli.output import console, fail, print_json, print_json_line
 from mqcli.render import fmt_ts, message_json, message_line
+from mqcli.tables import delay_table, fmt_perm
 from mqcore.errors import CorruptRecordError, StoreError
 from mqcore.message import decode_record
 from mqcore.message.const import BLANK_MAGIC_CODE
@@ -140,25 +141,11 @@ def _render_summary(s: StoreSummary) -> None:
             )
         console.print(t)
     if s.delay_levels:
-        t = _table(
-            "Delay levels (SCHEDULE_TOPIC_XXXX, config/delayOffset.json)",
-            "LEVEL",
-            "DELAY",
-            "DELIVERED",
-            "MAX",
-            "WAITING",
-            "HEAD DUE",
-        )
-        for d in s.delay_levels:
-            t.add_row(
-                str(d.level),
-                _fmt_delay(d.delay_ms),
-                str(d.delivered),
-                str(d.max_offset),
-                str(d.waiting),
-                fmt_ts(d.head_due_timestamp or 0),
+        console.print(
+            delay_table(
+                s.delay_levels, "Delay levels (SCHEDULE_TOPIC_XXXX, config/delayOffset.json)"
             )
-        console.print(t)
+        )
     t = _table(
         f"Index files · {len(s.index_files)}",
         "FILE",
@@ -201,23 +188,12 @@ def _render_summary(s: StoreSummary) -> None:
                 escape(name),
                 str(cfg.get("readQueueNums", "-")),
                 str(cfg.get("writeQueueNums", "-")),
-                _fmt_perm(int(cfg.get("perm", 0))),
+                fmt_perm(int(cfg.get("perm", 0))),
                 "yes" if cfg.get("order") else "",
             )
         console.print(t)
     for p in s.problems:
         output.err_console.print(f"[red]problem:[/] {escape(p)}")
-
-
-def _fmt_delay(ms: int) -> str:
-    for unit, size in (("h", 3_600_000), ("m", 60_000), ("s", 1000)):
-        if ms % size == 0:
-            return f"{ms // size}{unit}"
-    return f"{ms}ms"
-
-
-def _fmt_perm(perm: int) -> str:
-    return ("R" if perm & 4 else "-") + ("W" if perm & 2 else "-") + ("X" if perm & 1 else "-")
 
 
 # -- verify ----------------------------------------------------------------------------

@@ -1,0 +1,197 @@
+"""Rich table builders and cell formats shared by the admin commands and the store tools.
+
+One look everywhere, after rpk: UPPER-KEBAB headers, ``-`` for "not applicable / not
+known", numbers right-aligned, and the row count in the title so a cut-off screen still
+says how much there was. The delay-level table lives here because ``mq store inspect``
+(offline, from ``config/delayOffset.json``) and ``mq broker status`` (live, from
+``scheduleMessageOffset_<level>``) show the same thing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Protocol
+
+from rich.table import Table
+
+from mqcli.render import fmt_ts
+
+__all__ = [
+    "DelayRow",
+    "cell",
+    "delay_table",
+    "fmt_age",
+    "fmt_bytes",
+    "fmt_delay",
+    "fmt_perm",
+    "fmt_rate",
+    "make_table",
+    "parse_perm",
+]
+
+# Columns whose values are text, so they stay left-aligned; all others are numbers.
+_TEXT_COLUMNS = frozenset(
+    {
+        "TOPIC",
+        "GROUP",
+        "NAME",
+        "FILE",
+        "BROKER",
+        "CLUSTER",
+        "ADDRESS",
+        "ADDR",
+        "KIND",
+        "PERM",
+        "VERSION",
+        "CLIENT-ID",
+        "LANGUAGE",
+        "EXPRESSION",
+        "TYPE",
+        "MSG-ID",
+        "ORIGIN-TOPIC",
+        "ORIGIN-MSG-ID",
+        "TAGS",
+        "KEYS",
+        "BODY",
+        "SLAVES",
+        "ORDER",
+        "BROADCAST",
+        "CONSUME",
+        "KEY",
+        "VALUE",
+    }
+)
+
+
+def make_table(title: str, *columns: str, count: int | None = None) -> Table:
+    """A table with ``columns`` (UPPER-KEBAB) and ``title``, plus `` · N rows`` when
+    ``count`` is given."""
+    if count is not None:
+        title = f"{title} · {count} {'row' if count == 1 else 'rows'}"
+    table = Table(title=title, title_justify="left", title_style="bold", header_style="cyan")
+    for col in columns:
+        text = col in _TEXT_COLUMNS or col.endswith(("-ID", "TIME", "-AT", "DUE", "STORED"))
+        table.add_column(col, justify="left" if text else "right", no_wrap=col in ("TOPIC",))
+    return table
+
+
+def cell(value: object) -> str:
+    """``-`` for None / empty, the value as text otherwise."""
+    if value is None or value == "":
+        return "-"
+    if isinstance(value, float):
+        return f"{value:.1f}"
+    return str(value)
+
+
+def fmt_delay(ms: int) -> str:
+    """A delay as RocketMQ's ``messageDelayLevel`` spells it (``10s``, ``2m``, ``1h``)."""
+    for unit, size in (("d", 86_400_000), ("h", 3_600_000), ("m", 60_000), ("s", 1000)):
+        if ms and ms % size == 0:
+            return f"{ms // size}{unit}"
+    return f"{ms}ms"
+
+
+def fmt_age(ms: int | None) -> str:
+    """A duration for humans: ``0s``, ``4.2s``, ``3m12s``, ``2h05m``, ``3d04h``."""
+    if ms is None:
+        return "-"
+    ms = max(0, ms)
+    if ms < 60_000:
+        return f"{ms / 1000:.1f}s" if ms % 1000 else f"{ms // 1000}s"
+    s = ms // 1000
+    if s < 3600:
+        return f"{s // 60}m{s % 60:02d}s"
+    if s < 86_400:
+        return f"{s // 3600}h{s % 3600 // 60:02d}m"
+    return f"{s // 86_400}d{s % 86_400 // 3600:02d}h"
+
+
+def fmt_rate(per_s: float | None) -> str:
+    return "-" if per_s is None else f"{per_s:.1f}/s"
+
+
+def fmt_bytes(n: int | None) -> str:
+    if n is None:
+        return "-"
+    size = float(n)
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if abs(size) < 1024 or unit == "TiB":
+            return f"{int(size)} {unit}" if unit == "B" else f"{size:.1f} {unit}"
+        size /= 1024
+    return f"{n} B"  # pragma: no cover
+
+
+def fmt_perm(perm: int) -> str:
+    """``RW-`` style: read, write, inherit (PermName's 4, 2, 1)."""
+    return ("R" if perm & 4 else "-") + ("W" if perm & 2 else "-") + ("X" if perm & 1 else "-")
+
+
+def parse_perm(text: str) -> int:
+    """``R``/``W``/``RW`` (any case) or mqadmin's numbers 2/4/6; raises ValueError."""
+    t = text.strip().upper()
+    if t.isdigit():
+        value = int(t)
+        if value not in (2, 4, 6):
+            raise ValueError(f"perm {text!r}: use 2 (write), 4 (read) or 6 (read+write)")
+        return value
+    if not t or set(t) - {"R", "W"}:
+        raise ValueError(f"perm {text!r}: use R, W or RW (or 4, 2, 6)")
+    return (4 if "R" in t else 0) | (2 if "W" in t else 0)
+
+
+class DelayRow(Protocol):
+    """One delay level's progress, whether read from a store or from a live broker."""
+
+    @property
+    def level(self) -> int: ...
+    @property
+    def delay_ms(self) -> int: ...
+    @property
+    def delivered(self) -> int: ...
+    @property
+    def max_offset(self) -> int: ...
+    @property
+    def waiting(self) -> int: ...
+    @property
+    def head_due_timestamp(self) -> int | None: ...
+
+
+def delay_table(
+    rows: Iterable[DelayRow],
+    title: str,
+    *,
+    rates: dict[int, float | None] | None = None,
+    now_ms: int | None = None,
+) -> Table:
+    """The per-level table: delivered / max offsets of ``SCHEDULE_TOPIC_XXXX`` queue
+    level-1, messages waiting, when the head is due (and how overdue it is when
+    ``now_ms`` is given), and the delivery rate when ``rates`` (level -> msg/s) is given."""
+    rows = list(rows)
+    columns = ["LEVEL", "DELAY", "DELIVERED", "MAX", "WAITING", "HEAD-DUE"]
+    if now_ms is not None:
+        columns.append("DUE-IN")
+    if rates is not None:
+        columns.append("RATE")
+    table = make_table(title, *columns, count=len(rows))
+    for d in rows:
+        due = d.head_due_timestamp if d.waiting else None
+        values = [
+            str(d.level),
+            fmt_delay(d.delay_ms),
+            str(d.delivered),
+            str(d.max_offset),
+            str(d.waiting),
+            fmt_ts(due) if due else "-",
+        ]
+        if now_ms is not None:
+            if not due:
+                values.append("-")
+            elif due >= now_ms:
+                values.append(fmt_age(due - now_ms))
+            else:
+                values.append(f"[yellow]overdue {fmt_age(now_ms - due)}[/]")
+        if rates is not None:
+            values.append(fmt_rate(rates.get(d.level)))
+        table.add_row(*values)
+    return table
