@@ -11,6 +11,7 @@ from datetime import datetime
 from typing import Any
 
 from rich.markup import escape
+from rich.table import Table
 
 from mqcore.message import MessageExt
 from mqcore.message.const import SysFlag
@@ -31,15 +32,22 @@ def fmt_ts(ms: int) -> str:
         return str(ms)
 
 
-def body_fields(body: bytes) -> dict[str, Any]:
-    """``body`` as UTF-8 text when it decodes, else base64 with ``bodyEncoding``."""
+def body_fields(body: bytes, charset: str = "utf-8") -> dict[str, Any]:
+    """``body`` as text when it decodes with ``charset``, else base64 with ``bodyEncoding``."""
     try:
-        return {"body": body.decode("utf-8")}
+        return {"body": body.decode(charset)}
     except UnicodeDecodeError:
         return {"body": base64.b64encode(body).decode("ascii"), "bodyEncoding": "base64"}
 
 
-def message_json(msg: MessageExt, *, with_body: bool = True) -> dict[str, Any]:
+def decode_body(body: bytes, charset: str = "utf-8") -> str:
+    """Body text for people: undecodable bytes become U+FFFD rather than an error."""
+    return body.decode(charset, errors="replace")
+
+
+def message_json(
+    msg: MessageExt, *, with_body: bool = True, charset: str = "utf-8"
+) -> dict[str, Any]:
     obj: dict[str, Any] = {
         "msgId": msg.msg_id,
         "topic": msg.topic,
@@ -67,19 +75,20 @@ def message_json(msg: MessageExt, *, with_body: bool = True) -> dict[str, Any]:
     if msg.unique_key:
         obj["uniqKey"] = msg.unique_key
     if with_body:
-        obj.update(body_fields(msg.body))
+        obj.update(body_fields(msg.body, charset))
     return obj
 
 
-def preview(body: bytes, limit: int = 60) -> str:
-    """A one-line, printable preview of a body."""
+def preview(body: bytes, limit: int = 60, charset: str = "utf-8") -> str:
+    """A one-line, printable preview of a body (``limit`` 0: the whole body)."""
     try:
-        text = body.decode("utf-8")
+        text = body.decode(charset)
     except UnicodeDecodeError:
-        head = body[: limit // 2].hex()
-        return f"<{len(body)} bytes> {head}" + ("…" if len(body) > limit // 2 else "")
+        half = limit // 2 if limit > 0 else 32
+        head = body[:half].hex()
+        return f"<{len(body)} bytes> {head}" + ("…" if len(body) > half else "")
     text = text.replace("\n", "\\n").replace("\r", "\\r")
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    return text if limit <= 0 or len(text) <= limit else text[: limit - 1] + "…"
 
 
 def message_line(msg: MessageExt) -> str:
@@ -102,3 +111,89 @@ def message_line(msg: MessageExt) -> str:
     parts.append(f"id={msg.msg_id}")
     parts.append(f"body={escape(repr(preview(msg.body)))}")
     return " ".join(parts)
+
+
+def fmt_props(props: dict[str, str]) -> str:
+    """``k=v,k=v`` or ``-`` (kcat's header style)."""
+    return ",".join(f"{k}={v}" for k, v in props.items()) or "-"
+
+
+def broker_of(broker_addrs: dict[str, dict[int, str]], host: tuple[str, int]) -> str | None:
+    """The broker name whose registered address is ``host`` (a record's store host)."""
+    addr = fmt_host(host)
+    for name, by_id in broker_addrs.items():
+        if addr in by_id.values():
+            return name
+    return None
+
+
+MESSAGE_HEADERS = ("QUEUE", "OFFSET", "TAGS", "KEYS", "PROPERTIES", "BODY")
+MESSAGE_HEADERS_WIDE = (
+    "QUEUE", "OFFSET", "STORE-TIME", "TAGS", "KEYS", "RETRY", "UNIQ-KEY", "MSG-ID",
+    "PROPERTIES", "BODY",
+)  # fmt: skip
+
+
+def message_row(
+    msg: MessageExt, *, broker: str | None = None, wide: bool = False, charset: str = "utf-8"
+) -> list[str]:
+    """The cells of one message under MESSAGE_HEADERS (or _WIDE); ``-`` for n/a, like rpk.
+    Wide shows every property and the whole body; narrow user properties and a preview."""
+    queue = f"{broker or fmt_host(msg.store_host)}/{msg.queue_id}"
+    keys = " ".join(msg.keys) or "-"
+    if not wide:
+        return [
+            queue,
+            str(msg.queue_offset),
+            msg.tags or "-",
+            keys,
+            fmt_props(msg.user_properties),
+            preview(msg.body, 80, charset),
+        ]
+    return [
+        queue,
+        str(msg.queue_offset),
+        fmt_ts(msg.store_timestamp),
+        msg.tags or "-",
+        keys,
+        str(msg.reconsume_times),
+        msg.unique_key or "-",
+        msg.msg_id,
+        fmt_props(msg.properties),
+        preview(msg.body, 0, charset),
+    ]
+
+
+def message_detail(msg: MessageExt, *, broker: str | None = None, charset: str = "utf-8") -> Table:
+    """Every field of one message, mqadmin ``queryMsgById`` style, as a two-column grid."""
+    grid = Table.grid(padding=(0, 2))
+    grid.add_column(style="bold cyan", no_wrap=True)
+    grid.add_column(overflow="fold")
+    rows: list[tuple[str, str]] = [
+        ("Topic", msg.topic),
+        ("Msg ID", msg.msg_id),
+        ("Unique Key", msg.unique_key or "-"),
+        ("Tags", msg.tags or "-"),
+        ("Keys", " ".join(msg.keys) or "-"),
+        ("Queue", f"{broker or fmt_host(msg.store_host)}/{msg.queue_id}"),
+        ("Queue Offset", str(msg.queue_offset)),
+        ("CommitLog Offset", str(msg.commit_log_offset)),
+        ("Reconsume Times", str(msg.reconsume_times)),
+        ("Born Time", f"{fmt_ts(msg.born_timestamp)} ({msg.born_timestamp})"),
+        ("Born Host", fmt_host(msg.born_host)),
+        ("Store Time", f"{fmt_ts(msg.store_timestamp)} ({msg.store_timestamp})"),
+        ("Store Host", fmt_host(msg.store_host)),
+        ("Sys Flag", str(msg.sys_flag)),
+        ("Body CRC", str(msg.body_crc)),
+        ("Body Length", str(len(msg.body))),
+    ]
+    for name, value in rows:
+        grid.add_row(name, escape(value))
+    for i, (name, value) in enumerate(sorted(msg.properties.items())):
+        grid.add_row("Properties" if i == 0 else "", escape(f"{name}={value}"))
+    try:
+        body = escape(msg.body.decode(charset))
+    except UnicodeDecodeError:
+        body = f"[dim]<{len(msg.body)} bytes, not {escape(charset)}>[/] {msg.body[:256].hex()}"
+    grid.add_row("Body", body)
+    return grid
