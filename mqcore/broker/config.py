@@ -61,6 +61,8 @@ class BrokerConfig(PropertiesConfig):
     transaction_time_out: int = 6000
     transaction_check_max: int = 15
     transaction_check_interval: int = 60_000
+    reject_transaction_message: bool = False
+    """Refuse half messages (TRAN_MSG=true) with NO_PERMISSION."""
     region_id: str = "DefaultRegion"
     trace_on: bool = True
     max_reconsume_times: int = 16

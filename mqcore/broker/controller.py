@@ -105,6 +105,10 @@ class BrokerController:
         client.register(self)
         query.register(self)
         admin.register(self)
+        # -- transactions: END_TRANSACTION and the check-back --
+        from mqcore.broker.processor import end_transaction
+
+        self.transaction_service = end_transaction.register(self)
 
     # -- addresses ------------------------------------------------------------------------
     @property

@@ -21,6 +21,7 @@ import random
 from collections.abc import Awaitable
 from typing import TYPE_CHECKING
 
+from mqcore.broker.transaction import is_half_message, prepare_half_message
 from mqcore.common.javahash import tags_hash_code
 from mqcore.errors import CorruptRecordError
 from mqcore.message.const import (
@@ -277,6 +278,18 @@ class SendMessageProcessor:
         self.controller.topics.create_in_send_back(dlq, 1, PERM_READ | PERM_WRITE)
         msg.topic, msg.queue_id = dlq, 0
 
+    def rewrite_half(self, msg: MessageExt) -> MessageExt:
+        """A transactional half message (``TRAN_MSG=true``) is parked in
+        ``RMQ_SYS_TRANS_HALF_TOPIC`` queue 0 until END_TRANSACTION (store-format §13)."""
+        if not is_half_message(msg):
+            return msg
+        if self.config.reject_transaction_message:
+            raise SendRefused(
+                ResponseCode.NO_PERMISSION,
+                f"the broker[{self.config.broker_ip1}] sending transaction message is forbidden",
+            )
+        return prepare_half_message(self.controller, msg)
+
     # -- building -------------------------------------------------------------------------
     def _base_properties(self, header: SendMessageRequestHeader) -> dict[str, str]:
         props = parse_properties(header.properties)
@@ -316,6 +329,7 @@ class SendMessageProcessor:
         )
         queue_id = msg.queue_id
         self._retry_or_dlq(request, header, msg)
+        msg = self.rewrite_half(msg)
         return self.rewrite_delay(msg), queue_id
 
     def build_batch(
