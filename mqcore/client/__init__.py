@@ -38,6 +38,11 @@ from mqcore.client.producer import (
 from mqcore.client.push_consumer import PushConsumer
 from mqcore.client.rebalance import ConsumeFromWhere, MessageModel, MessageSelector
 from mqcore.client.sync import SyncAdmin, SyncClient, SyncProducer
+from mqcore.client.transaction import (
+    LocalTransactionState,
+    TransactionProducer,
+    TransactionSendResult,
+)
 from mqcore.message import Message, MessageExt
 from mqcore.protocol.bodies import MessageQueue
 
@@ -53,6 +58,7 @@ __all__ = [
     "ConsumeStatus",
     "InvalidMessageError",
     "LitePullConsumer",
+    "LocalTransactionState",
     "MQClientAPI",
     "Message",
     "MessageExt",
@@ -76,6 +82,8 @@ __all__ = [
     "SyncClient",
     "SyncProducer",
     "TopicRouteNotFoundError",
+    "TransactionProducer",
+    "TransactionSendResult",
     "default_namesrv",
     "make_message",
     "select_by_hash",
