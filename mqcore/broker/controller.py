@@ -109,6 +109,12 @@ class BrokerController:
         from mqcore.broker.processor import end_transaction
 
         self.transaction_service = end_transaction.register(self)
+        # -- delay levels (SCHEDULE_TOPIC_XXXX) and CONSUMER_SEND_MSG_BACK --
+        from mqcore.broker import schedule
+        from mqcore.broker.processor import send_back
+
+        self.schedule_service = schedule.register(self)
+        send_back.register(self)
 
     # -- addresses ------------------------------------------------------------------------
     @property

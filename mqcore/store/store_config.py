@@ -112,6 +112,9 @@ class MessageStoreConfig(PropertiesConfig):
     message_delay_level: str = field(
         default=DEFAULT_DELAY_LEVELS, metadata=_key("messageDelayLevel")
     )
+    flush_delay_offset_interval: int = field(
+        default=10_000, metadata=_key("flushDelayOffsetInterval")
+    )
     max_transfer_bytes_on_message_in_memory: int = field(
         default=256 * 1024, metadata=_key("maxTransferBytesOnMessageInMemory")
     )
@@ -195,6 +198,7 @@ class MessageStoreConfig(PropertiesConfig):
             "max_hash_slot_num",
             "max_index_num",
             "clean_resource_interval",
+            "flush_delay_offset_interval",
         ):
             if getattr(self, name) <= 0:
                 raise ConfigError(f"{_field_key(name)} must be > 0, got {getattr(self, name)}")

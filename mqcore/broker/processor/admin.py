@@ -41,7 +41,7 @@ from mqcore.store.metadata import (
     is_system_topic,
     validate_topic_name,
 )
-from mqcore.store.metadata.topic import SCHEDULE_QUEUE_NUMS, SYSTEM_TOPICS
+from mqcore.store.metadata.topic import SYSTEM_TOPICS
 from mqcore.store.store_config import BrokerRole
 
 if TYPE_CHECKING:
@@ -294,18 +294,9 @@ class AdminProcessor:
         return out
 
     def _schedule_offsets(self) -> dict[str, str]:
-        """``scheduleMessageOffset_<level>`` = ``"<delivered>,<max>"`` for every level."""
-        c = self.controller
-        delay = c.delay_offset_manager
-        levels = sorted(c.store_config.delay_level_table()) or list(
-            range(1, SCHEDULE_QUEUE_NUMS + 1)
-        )
-        out: dict[str, str] = {}
-        for level in levels:
-            delivered = delay.get(level)
-            max_offset = c.store.get_max_offset_in_queue(SCHEDULE_TOPIC, level - 1)
-            out[f"scheduleMessageOffset_{level}"] = f"{delivered},{max_offset}"
-        return out
+        """``scheduleMessageOffset_<level>`` = ``"<delivered>,<max>"`` for every level, and
+        mq's per-level head due time and delivery rate (see :mod:`mqcore.broker.schedule`)."""
+        return self.controller.schedule_service.runtime_info()
 
     def get_broker_runtime_info(
         self, channel: Channel, request: RemotingCommand

@@ -59,7 +59,7 @@ from . import reply
 if TYPE_CHECKING:
     from mqcore.broker.controller import BrokerController
 
-__all__ = ["SendMessageProcessor", "register"]
+__all__ = ["SendMessageProcessor", "notify_put", "register"]
 
 log = logging.getLogger("mq.broker.send")
 
@@ -398,27 +398,14 @@ class SendMessageProcessor:
         return out
 
     def rewrite_delay(self, msg: MessageExt) -> MessageExt:
-        """Hook for scheduled messages (issue 6): a ``DELAY`` > 0 message will be rewritten
-        to ``SCHEDULE_TOPIC_XXXX`` queue ``level - 1`` with ``REAL_TOPIC``/``REAL_QID``.
-        Until then it is stored as sent, ``DELAY`` property included."""
-        return msg
+        """A ``DELAY`` > 0 message goes to ``SCHEDULE_TOPIC_XXXX`` queue ``level - 1`` with
+        ``REAL_TOPIC``/``REAL_QID`` (spec §11; see :mod:`mqcore.broker.schedule`)."""
+        return self.controller.schedule_service.rewrite_delay(msg)
 
     # -- after the append -----------------------------------------------------------------
     def after_put(self, batch: list[MessageExt], result: PutResult) -> None:
         """Wake the long polls of the queue and count the put."""
-        if not result.ok:
-            return
-        first = batch[0]
-        long_polling = self.controller.long_polling
-        if long_polling.has_waiters(first.topic, first.queue_id):
-            tags = first.properties.get(PROPERTY_TAGS) if len(batch) == 1 else None
-            long_polling.notify_message_arriving(
-                first.topic,
-                first.queue_id,
-                result.queue_offset + result.msg_count,
-                tags_hash_code(tags) if len(batch) == 1 else None,
-            )
-        self.controller.stats.on_put(first.topic, result.msg_count, result.wrote_bytes)
+        notify_put(self.controller, batch, result)
 
     def answer(
         self,
@@ -449,6 +436,24 @@ class SendMessageProcessor:
             "TRACE_ON": "true" if self.config.trace_on else "false",
         }
         return RemotingCommand.response_to(request, code, remark, ext)
+
+
+def notify_put(controller: BrokerController, batch: list[MessageExt], result: PutResult) -> None:
+    """After an append to ``batch[0]``'s queue: wake its long polls and count the put (the
+    send path, CONSUMER_SEND_MSG_BACK and the schedule service's deliveries share it)."""
+    if not result.ok:
+        return
+    first = batch[0]
+    long_polling = controller.long_polling
+    if long_polling.has_waiters(first.topic, first.queue_id):
+        tags = first.properties.get(PROPERTY_TAGS) if len(batch) == 1 else None
+        long_polling.notify_message_arriving(
+            first.topic,
+            first.queue_id,
+            result.queue_offset + result.msg_count,
+            tags_hash_code(tags) if len(batch) == 1 else None,
+        )
+    controller.stats.on_put(first.topic, result.msg_count, result.wrote_bytes)
 
 
 def _delay_level(props: dict[str, str]) -> int:
