@@ -1,0 +1,430 @@
+"""`mq consume`: print a topic's messages as they arrive, with a push or a pull consumer.
+
+Stops after ``--count``, at the end with ``--no-follow`` (end offsets pinned at start,
+like ``kcat -e``), or on Ctrl-C / SIGTERM; in every case offsets are committed before the
+process exits (exit 0), unless ``--no-ack``. Messages the command did not print (beyond
+``--count``) are never acknowledged, so the group's next consumer gets them.
+
+Modes:
+
+* push (default): ``PushConsumer`` with a listener that prints; ``--fail-rate`` /
+  ``--nack`` make it answer RECONSUME_LATER, which shows retries and the DLQ.
+* pull: ``LitePullConsumer`` subscribed with the group (``--pull``), or, when ``--from``
+  names an offset or a time, assigned every queue and seeked there (the group's
+  committed offsets are then ignored for reading, and overwritten unless ``--no-ack``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import codecs
+import contextlib
+import random
+import signal
+import sys
+import time
+from collections.abc import Callable
+from typing import Any
+
+import orjson
+import typer
+
+from mqcli.connect import NamesrvOpt, config_dir, resolve_namesrv, run_async
+from mqcli.output import err_console, fail
+from mqcli.render import MESSAGE_HEADERS, MESSAGE_HEADERS_WIDE, broker_of, message_json, message_row
+from mqcli.template import Template, TemplateError, compile_template
+from mqcli.timespec import Kind, Position, TimespecError, parse_position
+from mqcore.client import (
+    Admin,
+    ConsumeContext,
+    ConsumeFromWhere,
+    ConsumeStatus,
+    LitePullConsumer,
+    MessageModel,
+    MessageQueue,
+    MessageSelector,
+    PushConsumer,
+)
+from mqcore.client.rebalance import compute_pull_from_where
+from mqcore.errors import FilterSyntaxError
+from mqcore.filter import compile_sql, compile_tags
+from mqcore.message import MessageExt
+
+FORMATS = ("table", "json", "wide")
+IDLE_ASSIGNMENT_GRACE = 5.0
+"""Seconds ``--no-follow`` waits for rebalance to hand this member a queue."""
+CHECK_INTERVAL = 0.2
+MIN_WIDTHS = {"QUEUE": 16, "OFFSET": 6, "TAGS": 8, "KEYS": 8, "PROPERTIES": 10, "RETRY": 5}
+
+
+class Sink:
+    """Prints messages in the chosen format and counts them against ``--count``."""
+
+    def __init__(
+        self,
+        fmt: str,
+        template: Template | None,
+        charset: str,
+        limit: int | None,
+        show_result: bool,
+    ) -> None:
+        self.fmt = fmt
+        self.template = template
+        self.charset = charset
+        self.limit = limit
+        self.show_result = show_result
+        self.count = 0
+        self._header = False
+        self._widths: list[int] = []
+
+    @property
+    def full(self) -> bool:
+        return self.limit is not None and self.count >= self.limit
+
+    def emit(self, msg: MessageExt, broker: str | None, nack: bool = False) -> None:
+        self.count += 1
+        out = sys.stdout
+        if self.template is not None:
+            out.write(self.template.render(msg, charset=self.charset, broker=broker))
+        elif self.fmt == "json":
+            obj = message_json(msg, charset=self.charset)
+            obj["brokerName"] = broker
+            if self.show_result:
+                obj["consumeResult"] = "RECONSUME_LATER" if nack else "CONSUME_SUCCESS"
+            out.write(orjson.dumps(obj, option=orjson.OPT_NON_STR_KEYS).decode() + "\n")
+        else:
+            wide = self.fmt == "wide"
+            cells = message_row(msg, broker=broker, wide=wide, charset=self.charset)
+            headers = list(MESSAGE_HEADERS_WIDE if wide else MESSAGE_HEADERS)
+            if not wide and msg.reconsume_times:
+                cells[0] += f" retry={msg.reconsume_times}"
+            if self.show_result:
+                headers.insert(0, "RESULT")
+                cells.insert(0, "NACK" if nack else "ACK")
+            if not self._header:
+                self._header = True
+                self._widths = [max(len(h), MIN_WIDTHS.get(h, 0)) for h in headers[:-1]]
+                out.write(self._line(headers))
+            out.write(self._line(cells))
+        out.flush()
+
+    def _line(self, cells: list[str]) -> str:
+        for i, cell in enumerate(cells[:-1]):
+            self._widths[i] = max(self._widths[i], min(len(cell), 40))
+        head = "  ".join(c.ljust(w) for c, w in zip(cells[:-1], self._widths, strict=True))
+        return f"{head}  {cells[-1]}\n"
+
+
+class ClientFilter:
+    """Tag / SQL92 checks for assigned queues (the broker only filters subscriptions)."""
+
+    def __init__(self, tag: str | None, sql: str | None) -> None:
+        self.tags = compile_tags(tag) if tag else None
+        self.sql = compile_sql(sql) if sql else None
+
+    def __call__(self, msg: MessageExt) -> bool:
+        if self.tags is not None and not self.tags.match_tag(msg.tags):
+            return False
+        return self.sql is None or self.sql.evaluate(msg.properties)
+
+
+def _positions(consumer: Any, topic: str) -> dict[MessageQueue, int]:
+    """Each owned queue's next offset, as the consumer's offset table has it."""
+    store = getattr(consumer, "_offset_store", None)
+    return dict(store.offsets(topic)) if store is not None else {}
+
+
+def _assigned(consumer: Any, topic: str) -> set[MessageQueue]:
+    if isinstance(consumer, LitePullConsumer):
+        return {mq for mq in consumer.assignment() if mq.topic == topic}
+    rebalance = getattr(consumer, "_rebalance", None)
+    table = getattr(rebalance, "process_queues", {}) if rebalance is not None else {}
+    return {mq for mq, pq in table.items() if mq.topic == topic and not pq.dropped}
+
+
+class EndWatch:
+    """``--no-follow``: done once every queue this member owns reached its pinned end."""
+
+    def __init__(
+        self, consumer: Any, topic: str, ends: dict[MessageQueue, int], start_of: Any
+    ) -> None:
+        self.consumer = consumer
+        self.topic = topic
+        self.ends = ends
+        self.start_of = start_of
+        self.started = time.monotonic()
+        self._starts: dict[MessageQueue, int] = {}
+
+    async def done(self) -> bool:
+        mine = _assigned(self.consumer, self.topic)
+        if not mine:
+            return time.monotonic() - self.started > IDLE_ASSIGNMENT_GRACE
+        positions = _positions(self.consumer, self.topic)
+        for mq in mine:
+            pos = positions.get(mq)
+            if pos is None:
+                if mq not in self._starts:
+                    self._starts[mq] = await self.start_of(mq)
+                pos = self._starts[mq]
+            if pos < self.ends.get(mq, 0):
+                return False
+        return True
+
+
+def _install_stop(stop: asyncio.Event, hits: list[int]) -> Callable[[], None]:
+    """SIGINT/SIGTERM set ``stop`` (clean commit); a second Ctrl-C exits at once."""
+    loop = asyncio.get_running_loop()
+
+    def handler() -> None:
+        hits[0] += 1
+        if hits[0] > 1:
+            err_console.print("interrupted again: exiting without committing")
+            raise SystemExit(130)
+        stop.set()
+
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, handler)
+
+    def remove() -> None:
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.remove_signal_handler(sig)
+
+    return remove
+
+
+async def _wait(stop: asyncio.Event, watch: EndWatch | None) -> None:
+    while not stop.is_set():
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(CHECK_INTERVAL):
+                await stop.wait()
+        if watch is not None and not stop.is_set() and await watch.done():
+            stop.set()
+
+
+async def _consume(opts: dict[str, Any], sink: Sink) -> tuple[int, bool]:
+    """Run until a stop condition; returns (messages printed, interrupted?)."""
+    topic: str = opts["topic"]
+    group: str = opts["group"]
+    stop = asyncio.Event()
+    signals = [0]
+    remove_handlers = _install_stop(stop, signals)
+    admin = Admin(opts["namesrv"])
+    await admin.start()
+    consumer: PushConsumer | LitePullConsumer | None = None
+    try:
+        api = admin.instance.api
+        queues = await admin.instance.subscribe_queues(topic, refresh=True)  # unknown topic?
+        ends = {mq: await api.max_offset(mq) for mq in queues} if not opts["follow"] else {}
+        position: Position | None = opts["position"]
+        where = (
+            ConsumeFromWhere.FIRST
+            if position is not None and position.kind is Kind.FIRST
+            else ConsumeFromWhere.LAST
+        )
+        model = MessageModel.BROADCASTING if opts["broadcast"] else MessageModel.CLUSTERING
+        selector = MessageSelector.by_sql(opts["sql"]) if opts["sql"] else opts["tag"] or "*"
+        common: dict[str, Any] = {
+            "namesrv": opts["namesrv"],
+            "message_model": model,
+            "consume_from_where": where,
+            "offset_store_dir": str(config_dir() / "offsets"),
+        }
+        if opts["mode"] == "push":
+            consumer = PushConsumer(
+                group,
+                max_reconsume_times=opts["max_reconsume"],
+                await_termination=1.0,
+                **common,
+            )
+            consumer.subscribe(topic, selector)
+            consumer.register_listener(_push_listener(sink, stop, opts["fail_rate"]))
+        else:
+            consumer = LitePullConsumer(
+                group, auto_commit=opts["ack"], pull_batch_size=32, **common
+            )
+            if position is not None and position.explicit:
+                consumer.assign(queues)
+                consumer.pause(queues)
+            else:
+                consumer.subscribe(topic, selector)
+        await consumer.start()
+        watch = None
+        if not opts["follow"]:
+
+            async def start_of(mq: MessageQueue) -> int:
+                assert consumer is not None
+                store: Any = getattr(consumer, "_offset_store", None)
+                return await compute_pull_from_where(mq, store, api, where, 0)
+
+            watch = EndWatch(consumer, topic, ends, start_of)
+        if isinstance(consumer, PushConsumer):
+            await _wait(stop, watch)
+        else:
+            await _pull_loop(consumer, sink, stop, watch, opts, queues)
+        interrupted = signals[0] > 0
+        if isinstance(consumer, LitePullConsumer) and opts["ack"]:
+            await consumer.commit_sync()
+        return sink.count, interrupted
+    finally:
+        remove_handlers()
+        if consumer is not None:
+            await consumer.shutdown()
+        await admin.shutdown()
+
+
+def _push_listener(sink: Sink, stop: asyncio.Event, fail_rate: float) -> Any:
+    async def listener(msgs: list[MessageExt], ctx: ConsumeContext) -> ConsumeStatus:
+        if sink.full or stop.is_set():
+            # Not printed, so not consumed: leave it for the group's next consumer.
+            raise asyncio.CancelledError
+        nack = False
+        for msg in msgs:
+            nack = fail_rate > 0 and random.random() < fail_rate
+            sink.emit(msg, ctx.message_queue.broker_name, nack)
+        if sink.full:
+            stop.set()
+        return ConsumeStatus.RECONSUME_LATER if nack else ConsumeStatus.CONSUME_SUCCESS
+
+    return listener
+
+
+async def _pull_loop(
+    consumer: LitePullConsumer,
+    sink: Sink,
+    stop: asyncio.Event,
+    watch: EndWatch | None,
+    opts: dict[str, Any],
+    queues: list[MessageQueue],
+) -> None:
+    position: Position | None = opts["position"]
+    check: ClientFilter | None = None
+    not_before = 0
+    if position is not None and position.explicit:
+        check = ClientFilter(opts["tag"], opts["sql"])
+        api = consumer.api
+        for mq in queues:
+            await consumer.seek(mq, await position.offset_in(api, mq))
+        if position.kind is Kind.TIME:
+            not_before = position.value
+        consumer.resume(queues)
+    addrs = consumer.instance.broker_addrs
+    last_check = time.monotonic()
+    while not stop.is_set():
+        msgs = await consumer.poll(timeout=CHECK_INTERVAL)
+        for msg in msgs:
+            broker = broker_of(addrs, msg.store_host)
+            if sink.full:
+                # Put the rest back: what was not printed must not be committed.
+                if broker is not None:
+                    mq = MessageQueue(msg.topic, broker, msg.queue_id)
+                    await consumer.seek(mq, msg.queue_offset)
+                break
+            if msg.store_timestamp < not_before or (check is not None and not check(msg)):
+                continue
+            sink.emit(msg, broker)
+        if sink.full:
+            break
+        if watch is not None and (not msgs or time.monotonic() - last_check > 1.0):
+            last_check = time.monotonic()
+            if await watch.done():
+                break
+
+
+def consume(
+    topic: str = typer.Option(..., "--topic", "-t", help="Topic to read."),
+    group: str = typer.Option(..., "--group", "-g", help="Consumer group."),
+    push: bool = typer.Option(False, "--push", help="Push consumer (the default)."),
+    pull: bool = typer.Option(False, "--pull", help="Lite pull consumer."),
+    tag: str | None = typer.Option(None, "--tag", help="Tag expression: 'TagA || TagB'."),
+    sql: str | None = typer.Option(None, "--sql", help="SQL92 filter on properties."),
+    broadcast: bool = typer.Option(False, "--broadcast", help="BROADCASTING model."),
+    start: str | None = typer.Option(
+        None,
+        "--from",
+        help="first | last: where a group WITHOUT committed offsets starts (RocketMQ's "
+        "consumeFromWhere; default last). An offset (42), +N, -N, or a time (@-1h, "
+        "@2026-01-02T10:00, @<epoch ms>): read every queue from there whatever the group "
+        "committed (pull consumer, assign + seek).",
+    ),
+    count: int | None = typer.Option(None, "--count", "-c", min=1, help="Stop after N."),
+    follow: bool = typer.Option(
+        True, "--follow/--no-follow", help="Keep waiting, or exit at the end (pinned at start)."
+    ),
+    fmt: str = typer.Option("table", "--format", "-o", help="table | json | wide."),
+    template: str | None = typer.Option(
+        None, "-f", "--template", help="kcat-style template: '%t %q %o %T %k %b\\n'."
+    ),
+    as_json: bool = typer.Option(False, "--json", "-j", help="Same as --format json."),
+    ack: bool = typer.Option(
+        True, "--ack/--no-ack", help="Commit offsets (--no-ack never does; pull mode)."
+    ),
+    charset: str = typer.Option("utf-8", "--charset", help="Decode bodies with this charset."),
+    fail_rate: float = typer.Option(
+        0.0, "--fail-rate", min=0.0, max=1.0, help="Answer RECONSUME_LATER this often (push)."
+    ),
+    nack: bool = typer.Option(False, "--nack", help="Answer RECONSUME_LATER always (push)."),
+    max_reconsume: int = typer.Option(
+        -1, "--max-reconsume-times", help="Retries before the DLQ (default 16)."
+    ),
+    namesrv: str | None = NamesrvOpt,
+) -> None:
+    """Print messages of TOPIC as they arrive.
+
+    Stops after --count, at the end with --no-follow, or on Ctrl-C, committing offsets
+    first (exit 0). Messages beyond --count are not acknowledged.
+
+    Examples:
+      mq consume -t Orders -g audit --from first --no-follow
+      mq consume -t Orders -g audit --pull --from @-1h -f '%d %T %b\\n'
+      mq consume -t Orders -g audit --nack --max-reconsume-times 2
+    """
+    if push and pull:
+        fail("choose --push or --pull, not both")
+    if tag and sql:
+        fail("--tag and --sql exclude each other (SQL92 can test TAGS itself)")
+    if as_json:
+        fmt = "json"
+    if fmt not in FORMATS:
+        fail(f"unknown --format {fmt!r}", hint=f"use one of {', '.join(FORMATS)}")
+    try:
+        codecs.lookup(charset)
+    except LookupError:
+        fail(f"unknown charset {charset!r}", hint="e.g. utf-8, gbk, latin-1")
+    try:
+        tmpl = compile_template(template) if template is not None else None
+        position = parse_position(start) if start is not None else None
+        if sql:
+            compile_sql(sql)
+    except (TemplateError, TimespecError, FilterSyntaxError) as exc:
+        fail(str(exc))
+    failing = nack or fail_rate > 0
+    needs_pull = (not ack) or (position is not None and position.explicit)
+    if failing and (pull or needs_pull):
+        fail("--fail-rate/--nack need the push consumer (its listener answers RECONSUME_LATER)")
+    if push and needs_pull:
+        why = "--no-ack" if not ack else f"--from {start}"
+        fail(f"{why} needs the pull consumer", hint="drop --push (or use --pull)")
+    mode = "pull" if pull or needs_pull else "push"
+    opts: dict[str, Any] = {
+        "topic": topic,
+        "group": group,
+        "namesrv": resolve_namesrv(namesrv),
+        "mode": mode,
+        "tag": tag,
+        "sql": sql,
+        "broadcast": broadcast,
+        "position": position,
+        "follow": follow,
+        "ack": ack,
+        "fail_rate": 1.0 if nack else fail_rate,
+        "max_reconsume": max_reconsume,
+    }
+    sink = Sink(fmt, tmpl, charset, count, show_result=failing)
+    printed, interrupted = run_async(_consume(opts, sink))
+    if interrupted or err_console.is_terminal:
+        what = "not committed (--no-ack)" if not ack else "offsets committed"
+        err_console.print(f"{printed} message(s) from {topic}; {what}", highlight=False)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("consume")(consume)
