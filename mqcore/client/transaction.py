@@ -27,6 +27,7 @@ override the two methods of the same names.
 
 from __future__ import annotations
 
+import asyncio
 import enum
 import inspect
 import logging
@@ -129,6 +130,43 @@ class TransactionProducer(Producer):
         self._check = check_local_transaction
         self.checks_answered = 0
         """CHECK_TRANSACTION_STATE requests answered (for tools and tests)."""
+        self._answered: asyncio.Condition | None = None
+
+    @classmethod
+    def answering(
+        cls,
+        local: LocalTransactionState | str,
+        check: LocalTransactionState | str | None = None,
+        group: str = "DEFAULT_PRODUCER",
+        namesrv: str | list[str] | None = None,
+        **kwargs: Any,
+    ) -> TransactionProducer:
+        """A producer whose local transactions always end ``local`` and whose check-back
+        answer is ``check`` (default: the same): for demos and tools such as
+        ``mq produce --transaction unknown --check-answer commit``."""
+        local_state = LocalTransactionState.coerce(local)
+        check_state = local_state if check is None else LocalTransactionState.coerce(check)
+        return cls(
+            group,
+            namesrv,
+            execute_local_transaction=lambda msg, arg: local_state,
+            check_local_transaction=lambda msg: check_state,
+            **kwargs,
+        )
+
+    async def wait_checks_answered(self, count: int = 1, timeout: float | None = None) -> bool:
+        """Wait until ``count`` check-backs have been answered; False on timeout (a demo
+        that leaves a transaction UNKNOWN stays up until the broker asks)."""
+        if self._answered is None:
+            self._answered = asyncio.Condition()
+        async with self._answered:
+            try:
+                await asyncio.wait_for(
+                    self._answered.wait_for(lambda: self.checks_answered >= count), timeout
+                )
+            except TimeoutError:
+                return False
+        return True
 
     # -- the callbacks (override, or pass them to the constructor) ------------------------
 
@@ -243,6 +281,9 @@ class TransactionProducer(Producer):
         remark = f"checkLocalTransactionState exception: {error!r}" if error else None
         await self.instance.api.end_transaction_oneway(broker_addr, answer, remark)
         self.checks_answered += 1
+        if self._answered is not None:
+            async with self._answered:
+                self._answered.notify_all()
 
     def __repr__(self) -> str:
         return f"<TransactionProducer {self.group} {'started' if self._instance else 'new'}>"

@@ -186,6 +186,7 @@ async def test_check_transaction_state_is_answered_from_check_local_transaction(
     async with tx_producer(
         cluster, execute_local_transaction=lambda m, a: UNKNOWN, check_local_transaction=check
     ) as producer:
+        assert not await producer.wait_checks_answered(1, timeout=0.01)
         result = await producer.send_message_in_transaction(make_message("T", "later"))
         stored = broker.queues[("T", 0)][0]
         props = decode_properties(stored.properties.encode())
@@ -208,10 +209,24 @@ async def test_check_transaction_state_is_answered_from_check_local_transaction(
             RequestCode.CHECK_TRANSACTION_STATE, header.to_ext_fields(), bytes(body), oneway=True
         )
         broker.channels[-1].send(request)
-        await until(lambda: producer.checks_answered == 1 and len(broker.ends) == 2)
+        assert await producer.wait_checks_answered(1, timeout=5)
+        await until(lambda: len(broker.ends) == 2)
     assert [m.body for m in asked] == [b"later"] and asked[0].topic == "T"
     answer = broker.headers()[1]
     assert answer.from_transaction_check is True and answer.commit_or_rollback == 8
     assert (answer.tran_state_table_offset, answer.commit_log_offset) == (9, 4242)
     assert answer.producer_group == "tpg"
     assert answer.msg_id == result.msg_id == answer.transaction_id
+
+
+async def test_answering_builds_a_demo_producer(cluster: FakeCluster) -> None:
+    producer = TransactionProducer.answering(
+        "unknown", "commit", "tpg3", NAMESRV, client_config=cluster.config()
+    )
+    async with producer:
+        result = await producer.send_message_in_transaction(make_message("T", "d"))
+        msg = MessageExt(topic="T", body=b"d")
+        assert await producer.check_local_transaction(msg) is COMMIT
+    assert result.local_transaction_state is UNKNOWN
+    same = TransactionProducer.answering(ROLLBACK)
+    assert await same.check_local_transaction(MessageExt(topic="T")) is ROLLBACK
