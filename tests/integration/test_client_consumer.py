@@ -409,9 +409,18 @@ async def test_reconsume_later_goes_through_retry_topic(cluster: Cluster) -> Non
             what="the failed message sent back",
         )
         await until(lambda: attempts["m1"] >= 2, timeout=30, what="redelivery of m1")
+        first = next(m for m in got.msgs if m.body == b"m1")
         again = [m for m in got.msgs if m.body == b"m1"][-1]
         assert again.topic == "T9" and again.reconsume_times == 1
-        assert again.properties.get("RETRY_TOPIC") == "T9"
+        props = again.properties
+        assert props.get("RETRY_TOPIC") == "T9"
+        # The broker's CONSUMER_SEND_MSG_BACK stored it (the client's fallback copy would
+        # carry RECONSUME_TIME and MAX_RECONSUME_TIMES): delay level 3 + 0 through the
+        # schedule topic, the original's offset msgId as ORIGIN_MESSAGE_ID.
+        assert "RECONSUME_TIME" not in props and "MAX_RECONSUME_TIMES" not in props
+        assert props.get("ORIGIN_MESSAGE_ID") == first.msg_id
+        assert props.get("DELAY") == "3" and props.get("WAIT") == "false"
+        assert props.get("REAL_TOPIC") == "%RETRY%g-retry" and props.get("REAL_QID") == "0"
         assert attempts["m0"] == attempts["m2"] == 1
 
 
