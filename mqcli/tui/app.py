@@ -1,0 +1,185 @@
+"""The dashboard App: one mode per view, the keys, and the refresh loop.
+
+Refreshing follows dolphie's live dashboard rather than kaskade's manual refresh: a
+``set_interval`` tick starts an async worker that takes one :class:`Snapshot` from the
+:class:`~mqcli.tui.poller.Poller`; a tick is skipped while a poll is still running (a
+slow broker never piles polls up) and while a dialog is open (so a confirmation is not
+redrawn under the operator's fingers). Errors become toasts, only when something changes
+state (a broker goes down or comes back), never exceptions.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from textual import work
+from textual.app import App
+from textual.binding import Binding, BindingType
+from textual.screen import ModalScreen
+
+from mqcli.tui.dialogs.help import HelpScreen
+from mqcli.tui.model import Snapshot
+from mqcli.tui.poller import Poller
+from mqcli.tui.screens.base import ViewScreen
+from mqcli.tui.screens.cluster import ClusterScreen
+from mqcli.tui.screens.delay import DelayScreen
+from mqcli.tui.screens.dlq import DeadLettersScreen
+from mqcli.tui.screens.groups import GroupsScreen
+from mqcli.tui.screens.messages import MessagesScreen
+from mqcli.tui.screens.topics import TopicsScreen
+from mqcore.errors import MQError
+
+__all__ = ["VIEWS", "MQApp"]
+
+VIEWS = ("cluster", "topics", "groups", "delay", "messages", "dlq")
+"""Mode names, in number-key order."""
+
+
+class MQApp(App[None]):
+    """``mq tui``: see the module docstring. ``refresh`` <= 0 disables the timer (tests
+    and snapshot scripts drive :meth:`refresh_now` themselves)."""
+
+    CSS_PATH = "mq.tcss"
+    TITLE = "mq"
+    ENABLE_COMMAND_PALETTE = False
+
+    MODES: ClassVar[dict[str, type[ViewScreen]]] = {  # type: ignore[assignment]
+        "cluster": ClusterScreen,
+        "topics": TopicsScreen,
+        "groups": GroupsScreen,
+        "delay": DelayScreen,
+        "messages": MessagesScreen,
+        "dlq": DeadLettersScreen,
+    }
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("q", "quit", "Quit"),
+        Binding("r", "refresh", "Refresh"),
+        Binding("question_mark", "help", "Help"),
+        *(
+            Binding(str(i), f"view('{name}')", name.capitalize(), show=False)
+            for i, name in enumerate(VIEWS, start=1)
+        ),
+    ]
+
+    def __init__(
+        self,
+        namesrv: str,
+        *,
+        refresh: float = 2.0,
+        poller: Poller | None = None,
+        view: str = "cluster",
+    ) -> None:
+        super().__init__()
+        self.namesrv = namesrv
+        self.refresh_seconds = refresh
+        self.poller = poller if poller is not None else Poller(namesrv)
+        self.initial_view = view
+        self.snapshot: Snapshot | None = None
+        """The last poll's snapshot (the views render it)."""
+        self.last_good_ms: int | None = None
+        self.polls = 0
+        """Polls applied so far (tests wait on it)."""
+        self._polling = False
+
+    def on_mount(self) -> None:
+        self.switch_mode(self.initial_view)
+        if self.refresh_seconds > 0:
+            self.set_interval(self.refresh_seconds, self._tick, name="poll")
+        self.refresh_now()
+
+    async def on_unmount(self) -> None:
+        await self.poller.close()
+
+    # -- refreshing -----------------------------------------------------------------------
+
+    @property
+    def view(self) -> ViewScreen | None:
+        screen = self.screen
+        return screen if isinstance(screen, ViewScreen) else None
+
+    @property
+    def dialog_open(self) -> bool:
+        return isinstance(self.screen, ModalScreen)
+
+    def _tick(self) -> None:
+        view = self._view_under_dialog()
+        if view is not None:
+            view.set_paused(self.dialog_open)
+        if self.dialog_open or self._polling:
+            return
+        self.refresh_now()
+
+    def _view_under_dialog(self) -> ViewScreen | None:
+        for screen in reversed(self.screen_stack):
+            if isinstance(screen, ViewScreen):
+                return screen
+        return None
+
+    def refresh_now(self) -> None:
+        """Start a poll now (unless one is running)."""
+        if not self._polling:
+            self._polling = True
+            self._poll()
+
+    @work(exclusive=True, group="poll")
+    async def _poll(self) -> None:
+        view = self.view
+        group = view.selected_group if isinstance(view, GroupsScreen) else None
+        try:
+            snap = await self.poller.poll(group=group, delay_heads=isinstance(view, DelayScreen))
+        except (MQError, OSError) as exc:
+            self.notify(str(exc), severity="error", title="Poll failed")
+            return
+        finally:
+            self._polling = False
+        self.apply_snapshot(snap)
+
+    def apply_snapshot(self, snap: Snapshot) -> None:
+        """Toast what changed state, keep the snapshot, and show it in the active view."""
+        old = self.snapshot
+        if old is not None:
+            was_up = {b.key: b.up for b in old.brokers}
+            for b in snap.brokers:
+                if not b.up and was_up.get(b.key, True):
+                    self.notify(
+                        f"broker {b.key} is down: {b.error}", severity="error", title="Broker"
+                    )
+                elif b.up and was_up.get(b.key) is False:
+                    self.notify(f"broker {b.key} is back", title="Broker")
+            if old.connected and not snap.connected:
+                self.notify("no name server answers", severity="error", title="Name server")
+        elif snap.brokers_down:
+            names = ", ".join(b.key for b in snap.brokers_down)
+            self.notify(f"down: {names}", severity="error", title="Broker")
+        if snap.connected:
+            self.last_good_ms = snap.taken_ms
+        self.snapshot = snap
+        self.polls += 1
+        view = self.view
+        if view is not None:
+            view.set_paused(False)
+            view.show(snap)
+
+    # -- actions --------------------------------------------------------------------------
+
+    def action_view(self, name: str) -> None:
+        if name in self.MODES and self.current_mode != name:
+            self.switch_mode(name)
+
+    def _step_view(self, step: int) -> None:
+        index = VIEWS.index(self.current_mode) if self.current_mode in VIEWS else 0
+        self.switch_mode(VIEWS[(index + step) % len(VIEWS)])
+
+    def action_next_view(self) -> None:
+        self._step_view(1)
+
+    def action_prev_view(self) -> None:
+        self._step_view(-1)
+
+    def action_refresh(self) -> None:
+        self.refresh_now()
+
+    def action_help(self) -> None:
+        if not self.dialog_open:
+            self.push_screen(HelpScreen())

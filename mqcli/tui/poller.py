@@ -1,0 +1,458 @@
+"""The dashboard's async poller: one :class:`~mqcli.tui.model.Snapshot` per refresh.
+
+What one :meth:`Poller.poll` asks, all concurrently (nothing per queue):
+
+* every name server: GET_BROKER_CLUSTER_INFO (its health and the broker list);
+* every broker: GET_BROKER_RUNTIME_INFO (TPS, today's counts, disk, commit log, and
+  ``scheduleMessageOffset_<level>`` = delay-level progress);
+* every master: GET_ALL_TOPIC_CONFIG, GET_ALL_CONSUMER_OFFSET (every group's offsets in
+  one answer, so group lag needs no request per group), GET_ALL_SUBSCRIPTIONGROUP_CONFIG,
+  and GET_TOPIC_STATS_INFO per topic it hosts (RocketMQ 4.x has no all-topics stats
+  request, so that one is per topic, never per queue);
+* the highlighted group only: GET_CONSUME_STATS per master (exact last consume times)
+  and its connections; on the delay view, one 1-message pull per level with waiting
+  messages, to show when the next one is due;
+* once per broker: GET_BROKER_CONFIG, for the ``messageDelayLevel`` table.
+
+A broker that fails is returned as down with its error (and stays listed as down when
+it leaves the name server), so one dead broker never fails the poll. Put TPS per topic
+is derived from max-offset deltas between polls, and the rolling series for sparklines
+and lag trends live in :class:`~mqcli.tui.model.History`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+
+from mqcli.tui.model import (
+    DEFAULT_DELAY_LEVELS,
+    BrokerRow,
+    DelayLevelRow,
+    GroupDetail,
+    GroupQueueRow,
+    GroupRow,
+    History,
+    Member,
+    NamesrvHealth,
+    QueueRow,
+    Snapshot,
+    TopicRow,
+    topic_kind,
+)
+from mqcore.client import Admin
+from mqcore.client.admin import QueueProgress
+from mqcore.common.properties import parse_properties
+from mqcore.errors import MQBrokerError, MQError
+from mqcore.message import MessageExt
+from mqcore.protocol import RemotingCommand, RequestCode, ResponseCode
+from mqcore.protocol.bodies import (
+    ClusterInfo,
+    ConsumerOffsetSerializeWrapper,
+    KVTable,
+    SubscriptionGroupWrapper,
+    TopicConfigSerializeWrapper,
+    TopicStatsTable,
+)
+from mqcore.protocol.headers import GetTopicStatsInfoRequestHeader, PullMessageRequestHeader
+from mqcore.protocol.headers.consume import PullSysFlag
+from mqcore.store.metadata.subscription_group import SYSTEM_GROUPS
+from mqcore.store.metadata.topic import (
+    REPLY_TOPIC_POSTFIX,
+    RMQ_SYS_SCHEDULE_TOPIC,
+    perm_to_string,
+)
+
+__all__ = ["TOOLS_GROUP", "BrokerData", "Poller", "parse_delay_levels"]
+
+TOOLS_GROUP = "TOOLS_CONSUMER"
+"""The group admin tools pull as (a built-in group every broker has)."""
+
+_UNITS_MS = {"s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
+
+
+def parse_delay_levels(text: str) -> list[tuple[str, int]]:
+    """``"1s 5s 1m"`` -> ``[("1s", 1000), ("5s", 5000), ("1m", 60000)]``; bad parts skipped."""
+    out = []
+    for part in text.split():
+        m = re.fullmatch(r"(\d+)([smhd])", part.strip())
+        if m:
+            out.append((part, int(m.group(1)) * _UNITS_MS[m.group(2)]))
+    return out
+
+
+def _system_group(name: str) -> bool:
+    """The groups a broker makes for itself (and the transaction checker's)."""
+    return name in SYSTEM_GROUPS or name.startswith("CID_RMQ_SYS_")
+
+
+def _ok(response: RemotingCommand) -> RemotingCommand:
+    if response.code != ResponseCode.SUCCESS:
+        raise MQBrokerError(response.code, response.remark)
+    return response
+
+
+def _first_float(text: str | None) -> float:
+    """Runtime info TPS values are ``"<10s> <1m> <10m>"``: the first window."""
+    try:
+        return float((text or "0").split()[0])
+    except (ValueError, IndexError):
+        return 0.0
+
+
+def _int(text: str | None, default: int = 0) -> int:
+    try:
+        return int(text or default)
+    except ValueError:
+        return default
+
+
+@dataclass(slots=True)
+class BrokerData:
+    """What one broker answered this poll (raw enough to merge across brokers)."""
+
+    row: BrokerRow
+    runtime: dict[str, str] = field(default_factory=dict)
+    topics: dict[str, tuple[int, int]] = field(default_factory=dict)
+    """topic -> (perm, read queue nums)."""
+    stats: dict[tuple[str, int], QueueRow] = field(default_factory=dict)
+    offsets: dict[str, dict[int, int]] = field(default_factory=dict)
+    """``topic@group`` -> {queue id: consumer offset}."""
+    groups: dict[str, tuple[bool, int]] = field(default_factory=dict)
+    """group -> (broadcast enabled, retry max times)."""
+
+
+class Poller:
+    """Polls a cluster through an :class:`~mqcore.client.Admin`; see the module docstring.
+
+    ``clock`` (epoch seconds) is injectable so rates are testable without sleeping.
+    """
+
+    def __init__(
+        self,
+        namesrv: str,
+        *,
+        timeout: float = 3.0,
+        history: int = 60,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.namesrv = namesrv
+        self.timeout = timeout
+        self.clock = clock
+        self.admin = Admin(namesrv, instance_name=f"mq-tui-{os.getpid()}", timeout=timeout)
+        self.history = History(history)
+        self._known: dict[str, BrokerRow] = {}
+        self._delay_tables: dict[str, list[tuple[str, int]]] = {}
+        self._prev_max: dict[str, tuple[float, int]] = {}
+        self._started = False
+
+    async def start(self) -> None:
+        if not self._started:
+            await self.admin.start()
+            self._started = True
+
+    async def close(self) -> None:
+        if self._started:
+            self._started = False
+            await self.admin.shutdown()
+
+    # -- one refresh ----------------------------------------------------------------------
+
+    async def poll(self, *, group: str | None = None, delay_heads: bool = False) -> Snapshot:
+        """One snapshot of the cluster; raises only when no name server answers."""
+        await self.start()
+        started = time.perf_counter()
+        now_s = self.clock()
+        namesrvs, info = await self._namesrvs()
+        snap = Snapshot(taken_ms=int(now_s * 1000), namesrvs=namesrvs)
+        if info is None:
+            snap.errors.append("no name server answers: " + "; ".join(
+                f"{n.addr}: {n.error}" for n in namesrvs
+            ))  # fmt: skip
+            snap.brokers = [
+                replace(b, up=False, error="name server down") for b in self._known.values()
+            ]
+            snap.latency_ms = (time.perf_counter() - started) * 1000
+            return snap
+        targets = [
+            BrokerRow(data.cluster, name, bid, addr)
+            for name, data in sorted(info.broker_addr_table.items())
+            for bid, addr in sorted(data.broker_addrs.items())
+        ]
+        results = await asyncio.gather(*(self._broker(t) for t in targets))
+        listed = {r.row.key for r in results}
+        gone = [
+            replace(b, up=False, error="no longer registered with the name server")
+            for k, b in self._known.items()
+            if k not in listed
+        ]
+        for r in results:
+            self._known[r.row.key] = r.row
+        self._slave_lag(results)
+        snap.brokers = sorted([r.row for r in results] + gone, key=lambda b: (b.name, b.broker_id))
+        snap.errors.extend(f"{b.key} @ {b.addr}: {b.error}" for b in snap.brokers if b.error)
+        clusters = frozenset(info.cluster_addr_table)
+        reserved = (
+            clusters
+            | frozenset(info.broker_addr_table)
+            | {f"{c}_{REPLY_TOPIC_POSTFIX}" for c in clusters}
+        )
+        masters = [r for r in results if r.row.broker_id == 0 and r.row.up]
+        snap.topics = self._topics(masters, reserved, now_s)
+        snap.groups = self._groups(masters)
+        snap.delay_levels = await self._delay_levels(masters, heads=delay_heads)
+        if group:
+            snap.group_detail = await self._group_detail(group)
+        snap.latency_ms = (time.perf_counter() - started) * 1000
+        return snap
+
+    async def _namesrvs(self) -> tuple[list[NamesrvHealth], ClusterInfo | None]:
+        instance = self.admin.instance
+
+        async def one(addr: str) -> tuple[NamesrvHealth, ClusterInfo | None]:
+            t0 = time.perf_counter()
+            try:
+                request = instance.request(RequestCode.GET_BROKER_CLUSTER_INFO)
+                response = _ok(await instance.invoke(addr, request, self.timeout))
+                info = ClusterInfo.decode(response.body)
+            except (MQError, OSError) as exc:
+                instance.remoting.close_channel(addr)
+                return NamesrvHealth(addr, False, error=str(exc) or type(exc).__name__), None
+            return NamesrvHealth(addr, True, (time.perf_counter() - t0) * 1000), info
+
+        answers = await asyncio.gather(*(one(a) for a in instance.namesrv_addrs))
+        infos = [i for _, i in answers if i is not None]
+        return [h for h, _ in answers], (infos[0] if infos else None)
+
+    async def _call(self, addr: str, code: int, header: object = None) -> RemotingCommand:
+        instance = self.admin.instance
+        request = instance.request(code, header)  # type: ignore[arg-type]
+        return _ok(await instance.invoke(addr, request, self.timeout))
+
+    async def _broker(self, row: BrokerRow) -> BrokerData:
+        data = BrokerData(row)
+        try:
+            if row.broker_id == 0:
+                runtime, topics, offsets, groups = await asyncio.gather(
+                    self._call(row.addr, RequestCode.GET_BROKER_RUNTIME_INFO),
+                    self._call(row.addr, RequestCode.GET_ALL_TOPIC_CONFIG),
+                    self._call(row.addr, RequestCode.GET_ALL_CONSUMER_OFFSET),
+                    self._call(row.addr, RequestCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG),
+                )
+                table = TopicConfigSerializeWrapper.decode(topics.body).topic_config_table
+                data.topics = {
+                    t: (c.perm, c.read_queue_nums)
+                    for t, c in table.items()
+                    if t != RMQ_SYS_SCHEDULE_TOPIC
+                }
+                data.offsets = ConsumerOffsetSerializeWrapper.decode(offsets.body).offset_table
+                wrapper = SubscriptionGroupWrapper.decode(groups.body)
+                data.groups = {
+                    g: (c.consume_broadcast_enable, c.retry_max_times)
+                    for g, c in wrapper.subscription_group_table.items()
+                }
+                await self._topic_stats(data)
+                await self._delay_table(row.addr)
+            else:
+                runtime = await self._call(row.addr, RequestCode.GET_BROKER_RUNTIME_INFO)
+            data.runtime = KVTable.decode(runtime.body).table
+        except (MQError, OSError) as exc:
+            row.up = False
+            row.error = str(exc) or type(exc).__name__
+            # keep what we knew about it (version, boot time) for the down row
+            old = self._known.get(row.key)
+            if old is not None:
+                row.version, row.boot_ms = old.version, old.boot_ms
+            return data
+        rt = data.runtime
+        row.version = rt.get("brokerVersionDesc", "-")
+        row.boot_ms = _int(rt.get("bootTimestamp")) or None
+        row.put_tps = _first_float(rt.get("putTps"))
+        row.get_tps = _first_float(rt.get("getTransferedTps"))
+        row.put_today = _int(rt.get("msgPutTotalTodayNow"))
+        row.get_today = _int(rt.get("msgGetTotalTodayNow"))
+        ratio = rt.get("commitLogDiskRatio")
+        row.disk_ratio = float(ratio) if ratio not in (None, "-1") else None
+        row.commit_log_max = _int(rt.get("commitLogMaxOffset"))
+        return data
+
+    async def _topic_stats(self, data: BrokerData) -> None:
+        async def one(topic: str) -> None:
+            try:
+                response = await self._call(
+                    data.row.addr,
+                    RequestCode.GET_TOPIC_STATS_INFO,
+                    GetTopicStatsInfoRequestHeader(topic),
+                )
+            except MQBrokerError:
+                return  # deleted between the two requests
+            for mq, o in TopicStatsTable.decode(response.body).offset_table.items():
+                data.stats[(topic, mq.queue_id)] = QueueRow(
+                    topic, data.row.name, mq.queue_id, o.min_offset, o.max_offset,
+                    o.last_update_timestamp,
+                )  # fmt: skip
+
+        await asyncio.gather(*(one(t) for t in sorted(data.topics)))
+
+    async def _delay_table(self, addr: str) -> None:
+        if addr in self._delay_tables:
+            return
+        try:
+            response = await self._call(addr, RequestCode.GET_BROKER_CONFIG)
+            text = parse_properties(bytes(response.body).decode("utf-8", "replace")).get(
+                "messageDelayLevel", DEFAULT_DELAY_LEVELS
+            )
+        except MQError:
+            text = DEFAULT_DELAY_LEVELS
+        self._delay_tables[addr] = parse_delay_levels(text) or parse_delay_levels(
+            DEFAULT_DELAY_LEVELS
+        )
+
+    @staticmethod
+    def _slave_lag(results: list[BrokerData]) -> None:
+        masters = {r.row.name: r.row for r in results if r.row.broker_id == 0 and r.row.up}
+        for r in results:
+            master = masters.get(r.row.name)
+            if r.row.broker_id != 0 and r.row.up and master is not None:
+                r.row.slave_lag_bytes = max(0, master.commit_log_max - r.row.commit_log_max)
+
+    # -- merging --------------------------------------------------------------------------
+
+    def _topics(
+        self, masters: list[BrokerData], reserved: frozenset[str], now_s: float
+    ) -> dict[str, TopicRow]:
+        topics: dict[str, TopicRow] = {}
+        for data in masters:
+            for name, (perm, _) in data.topics.items():
+                row = topics.setdefault(name, TopicRow(name, topic_kind(name, reserved)))
+                row.perm = perm_to_string(perm)
+            for q in data.stats.values():
+                if q.topic in topics:
+                    topics[q.topic].queues.append(q)
+        for row in topics.values():
+            row.queues.sort(key=lambda q: (q.broker, q.queue_id))
+            total = row.max_offset
+            prev = self._prev_max.get(row.name)
+            if prev is not None and now_s > prev[0]:
+                row.put_tps = max(0, total - prev[1]) / (now_s - prev[0])
+            self._prev_max[row.name] = (now_s, total)
+            row.tps_history = self.history.add("topic:" + row.name, row.put_tps)
+        return dict(sorted(topics.items()))
+
+    def _groups(self, masters: list[BrokerData]) -> dict[str, GroupRow]:
+        groups: dict[str, GroupRow] = {}
+        for data in masters:
+            for name, (broadcast, retry_max) in data.groups.items():
+                groups.setdefault(name, GroupRow(name, broadcast, _system_group(name), retry_max))
+            for key, offsets in data.offsets.items():
+                topic, _, name = key.partition("@")
+                row = groups.setdefault(name, GroupRow(name, system=_system_group(name)))
+                if topic not in row.topics:
+                    row.topics.append(topic)
+                # as GET_CONSUME_STATS: every queue of the topic, no offset yet = 0
+                for q in (q for (t, _), q in data.stats.items() if t == topic):
+                    row.queues += 1
+                    row.total_lag += max(0, q.max_offset - max(0, offsets.get(q.queue_id, 0)))
+        for row in groups.values():
+            row.topics.sort()
+            row.lag_history = [int(v) for v in self.history.add("group:" + row.name, row.total_lag)]
+        live = {"topic:" + t for m in masters for t in m.topics} | {"group:" + g for g in groups}
+        self.history.retain(live)
+        return dict(sorted(groups.items()))
+
+    async def _delay_levels(self, masters: list[BrokerData], *, heads: bool) -> list[DelayLevelRow]:
+        rows: list[DelayLevelRow] = []
+        for data in masters:
+            table = self._delay_tables.get(data.row.addr) or parse_delay_levels(
+                DEFAULT_DELAY_LEVELS
+            )
+            for level, (text, _) in enumerate(table, start=1):
+                value = data.runtime.get(f"scheduleMessageOffset_{level}")
+                delivered, _, max_offset = (value or "0,0").partition(",")
+                rows.append(
+                    DelayLevelRow(data.row.name, level, text, _int(delivered), _int(max_offset))
+                )
+        if heads:
+            addrs = {d.row.name: d.row.addr for d in masters}
+            delays = {d.row.name: self._delay_tables.get(d.row.addr, []) for d in masters}
+            await asyncio.gather(
+                *(self._delay_head(r, addrs[r.broker], delays[r.broker]) for r in rows if r.waiting)
+            )
+        return rows
+
+    async def _delay_head(
+        self, row: DelayLevelRow, addr: str, table: list[tuple[str, int]]
+    ) -> None:
+        """Deliver time of the level's next message: its store time plus the level's delay."""
+        msg = await self.pull_one(addr, RMQ_SYS_SCHEDULE_TOPIC, row.level - 1, row.delivered)
+        if msg is not None and row.level <= len(table):
+            row.next_due_ms = msg.store_timestamp + table[row.level - 1][1]
+
+    async def pull_one(
+        self, addr: str, topic: str, queue_id: int, offset: int, max_nums: int = 1
+    ) -> MessageExt | None:
+        found = await self.pull(addr, topic, queue_id, offset, max_nums)
+        return found[0] if found else None
+
+    async def pull(
+        self, addr: str, topic: str, queue_id: int, offset: int, max_nums: int = 32
+    ) -> list[MessageExt]:
+        """Messages of one queue from ``offset`` at ``addr`` as TOOLS_CONSUMER (no commit,
+        no long poll); an error reads as "nothing there"."""
+        header = PullMessageRequestHeader(
+            consumer_group=TOOLS_GROUP, topic=topic, queue_id=queue_id, queue_offset=offset,
+            max_msg_nums=max_nums, sys_flag=PullSysFlag.SUBSCRIPTION, commit_offset=0,
+            suspend_timeout_millis=0, sub_version=0, subscription="*", expression_type="TAG",
+        )  # fmt: skip
+        try:
+            result = await self.admin.instance.api.pull_message(addr, header, self.timeout)
+        except MQError:
+            return []
+        return result.messages
+
+    async def _group_detail(self, group: str) -> GroupDetail:
+        detail = GroupDetail(group)
+        progress: list[QueueProgress] = []
+        try:
+            progress, connection = await asyncio.gather(
+                self.admin.consume_progress(group),
+                self.admin.consumer_connections(group),
+                return_exceptions=False,
+            )
+        except MQBrokerError as exc:
+            if exc.code != ResponseCode.CONSUMER_NOT_ONLINE:
+                detail.error = str(exc)
+            else:
+                detail.model = "offline"
+            try:
+                progress = await self.admin.consume_progress(group)
+            except MQError as exc2:
+                detail.error = str(exc2)
+        except MQError as exc:
+            detail.error = str(exc)
+        else:
+            detail.model = connection.message_model or "-"
+            detail.consume_type = connection.consume_type or "-"
+            detail.subscriptions = {
+                t: s.sub_string for t, s in sorted(connection.subscription_table.items())
+            }
+            detail.members = [
+                Member(c.client_id, c.client_addr, c.language, c.version)
+                for c in sorted(connection.connection_set, key=lambda c: c.client_id)
+            ]
+        detail.queues = [
+            GroupQueueRow(
+                p.mq.topic,
+                p.mq.broker_name,
+                p.mq.queue_id,
+                p.broker_offset,
+                p.consumer_offset,
+                p.last_timestamp,
+            )
+            for p in progress
+        ]
+        return detail

@@ -1,0 +1,130 @@
+"""What every view shares: the status bar, the footer, the filter box, and how a
+snapshot reaches it."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, ClassVar
+
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.screen import Screen
+from textual.widgets import Footer, Input
+
+from mqcli.tui.model import Snapshot
+from mqcli.tui.widgets.status_bar import StatusBar
+
+if TYPE_CHECKING:
+    from mqcli.tui.app import MQApp
+
+__all__ = ["ViewScreen", "fmt_int"]
+
+
+def fmt_int(value: int | None) -> str:
+    return "-" if value is None else f"{value:,}"
+
+
+class ViewScreen(Screen[None]):
+    """A view (one App mode). Subclasses compose their body in :meth:`compose_body` and
+    render a snapshot in :meth:`render_snapshot`; the app calls :meth:`show` after every
+    poll while the view is active, and the view re-renders the latest snapshot when it
+    comes back, so switching views never waits for the network."""
+
+    TITLE: ClassVar[str] = ""
+    FILTERABLE: ClassVar[bool] = True
+    AUTO_FOCUS = "LiveTable"
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("tab", "app.next_view", "Next view", show=False),
+        Binding("shift+tab", "app.prev_view", "Prev view", show=False),
+        Binding("slash", "filter", "Filter"),
+    ]
+
+    filter_text: str = ""
+
+    @property
+    def mq_app(self) -> MQApp:
+        from mqcli.tui.app import MQApp
+
+        assert isinstance(self.app, MQApp)
+        return self.app
+
+    def compose(self) -> ComposeResult:
+        yield StatusBar(self.mq_app.namesrv, self.TITLE)
+        if self.FILTERABLE:
+            yield Input(placeholder="filter (enter keeps it, esc clears it)", id="filter")
+        yield from self.compose_body()
+        yield Footer()
+
+    def compose_body(self) -> ComposeResult:
+        yield from ()
+
+    def on_mount(self) -> None:
+        self.call_after_refresh(self.on_screen_resume)
+
+    def on_screen_resume(self) -> None:
+        snap = self.mq_app.snapshot
+        if snap is not None:
+            self.show(snap)
+
+    def show(self, snapshot: Snapshot) -> None:
+        if not self.is_mounted:
+            return  # on_mount shows the latest snapshot
+        bar = self.query_one(StatusBar)
+        bar.last_good_ms = self.mq_app.last_good_ms
+        bar.snapshot = snapshot
+        self.render_snapshot(snapshot)
+
+    def set_paused(self, paused: bool) -> None:
+        self.query_one(StatusBar).paused = paused
+
+    def render_snapshot(self, snapshot: Snapshot) -> None:
+        """Patch the view's widgets from ``snapshot`` (never rebuild them)."""
+
+    # -- filtering ------------------------------------------------------------------------
+
+    def action_filter(self) -> None:
+        if not self.FILTERABLE:
+            return
+        box = self.query_one("#filter", Input)
+        box.add_class("shown")
+        box.focus()
+
+    def on_input_changed(self, event: Input.Changed) -> None:
+        if event.input.id == "filter":
+            self.filter_text = event.value.strip()
+            self.rerender()
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        if event.input.id == "filter":
+            event.stop()
+            if not event.value.strip():
+                event.input.remove_class("shown")
+            self.focus_main()
+
+    def on_key(self, event: object) -> None:
+        from textual.events import Key
+
+        if isinstance(event, Key) and event.key == "escape" and self.FILTERABLE:
+            box = self.query_one("#filter", Input)
+            if box.has_focus or self.filter_text:
+                event.stop()
+                box.value = ""
+                box.remove_class("shown")
+                self.filter_text = ""
+                self.rerender()
+                self.focus_main()
+
+    def matches(self, *texts: str) -> bool:
+        """Case-insensitive substring match of the active filter."""
+        needle = self.filter_text.lower()
+        return not needle or any(needle in t.lower() for t in texts)
+
+    def rerender(self) -> None:
+        snap = self.mq_app.snapshot
+        if snap is not None:
+            self.render_snapshot(snap)
+
+    def focus_main(self) -> None:
+        """Focus the view's main widget (its first table)."""
+        if self.AUTO_FOCUS:
+            self.query(self.AUTO_FOCUS).first().focus()

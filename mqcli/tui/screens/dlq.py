@@ -1,0 +1,154 @@
+"""The dead-letters view: browse a group's %DLQ% topic, view, resend to the origin."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.widgets import DataTable
+
+from mqcli.tui.dialogs.confirm_name import ConfirmByName
+from mqcli.tui.lookup import dlq_messages, original_topic, resend
+from mqcli.tui.model import Snapshot
+from mqcli.tui.screens.base import ViewScreen, fmt_int
+from mqcli.tui.screens.messages import MESSAGE_COLUMNS, message_cells
+from mqcli.tui.widgets.live_table import LiveTable
+from mqcli.tui.widgets.message_detail import MessageDetail, fmt_ms
+from mqcore.client import Producer
+from mqcore.errors import MQError
+from mqcore.message import MessageExt
+from mqcore.store.metadata.topic import DLQ_GROUP_TOPIC_PREFIX
+
+__all__ = ["DeadLettersScreen"]
+
+RESEND_GROUP = "MQ_TUI_RESEND"
+"""Producer group of resent dead letters."""
+
+
+class DeadLettersScreen(ViewScreen):
+    """Groups with dead letters (DLQ depth, last store); ``enter`` loads the highlighted
+    group's messages; ``e`` resends the highlighted one and ``E`` all of them to the
+    topic they were first sent to, after the group's name is typed."""
+
+    TITLE = "Dead letters"
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("enter", "load", "Load DLQ", show=False),
+        Binding("e", "resend_one", "Resend one"),
+        Binding("E", "resend_all", "Resend all"),
+        Binding("h", "toggle_hex", "Hex/text"),
+    ]
+
+    loaded_group: str | None = None
+    messages: list[MessageExt]
+
+    def compose_body(self) -> ComposeResult:
+        self.messages = []
+        yield LiveTable(
+            [("group", "GROUP"), ("topic", "DLQ TOPIC"), ("depth", "DEAD LETTERS"),
+             ("last", "LAST STORE")],
+            title="Groups with dead letters", order_by=("group",), id="dlq-groups",
+        )  # fmt: skip
+        yield LiveTable(
+            [*MESSAGE_COLUMNS, ("origin", "ORIGIN TOPIC")], title="Dead letters", id="dlq-messages"
+        )
+        yield MessageDetail(id="dlq-detail")
+
+    def render_snapshot(self, snapshot: Snapshot) -> None:
+        table = self.query_one("#dlq-groups", LiveTable)
+        dlqs = [t for t in snapshot.topics.values() if t.kind == "dlq"]
+        rows = [t for t in dlqs if self.matches(t.name)]
+        table.filter_text = self.filter_text
+        table.total = len(dlqs) if self.filter_text else None
+        table.sync(
+            {
+                t.name[len(DLQ_GROUP_TOPIC_PREFIX) :]: (
+                    t.name[len(DLQ_GROUP_TOPIC_PREFIX) :],
+                    t.name,
+                    fmt_int(t.depth),
+                    fmt_ms(t.last_store_ms),
+                )
+                for t in rows
+            }
+        )
+
+    @on(DataTable.RowSelected, "#dlq-groups")
+    def _group_selected(self) -> None:
+        self.action_load()
+
+    def action_load(self) -> None:
+        group = self.query_one("#dlq-groups", LiveTable).highlighted_key
+        if group is not None:
+            self.load(group)
+
+    @work(exclusive=True, group="dlq")
+    async def load(self, group: str) -> None:
+        snap = self.mq_app.snapshot
+        if snap is None:
+            return
+        table = self.query_one("#dlq-messages", LiveTable)
+        table.loading = True
+        try:
+            found = await dlq_messages(self.mq_app.poller, snap, group)
+        except MQError as exc:
+            self.notify(f"DLQ of {group}: {exc}", severity="error", title="Error")
+            found = []
+        finally:
+            table.loading = False
+        self.loaded_group, self.messages = group, found
+        table.title = f"Dead letters of {group}"
+        table.sync(
+            {
+                f"{i}:{m.msg_id}": (*message_cells(m), original_topic(m) or "-")
+                for i, m in enumerate(found)
+            }
+        )
+        self.query_one(MessageDetail).message = found[0] if found else None
+        if found:
+            table.focus()
+
+    @on(DataTable.RowHighlighted, "#dlq-messages")
+    def _message_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        if 0 <= event.cursor_row < len(self.messages):
+            self.query_one(MessageDetail).message = self.messages[event.cursor_row]
+
+    def action_toggle_hex(self) -> None:
+        detail = self.query_one(MessageDetail)
+        detail.hex = not detail.hex
+
+    def action_resend_one(self) -> None:
+        row = self.query_one("#dlq-messages", LiveTable).cursor_row
+        if self.loaded_group and 0 <= row < len(self.messages):
+            self._confirm_resend([self.messages[row]])
+
+    def action_resend_all(self) -> None:
+        if self.loaded_group and self.messages:
+            self._confirm_resend(list(self.messages))
+
+    def _confirm_resend(self, messages: list[MessageExt]) -> None:
+        group = self.loaded_group
+        assert group is not None
+        what = "1 dead letter" if len(messages) == 1 else f"{len(messages)} dead letters"
+
+        def confirmed(ok: bool | None) -> None:
+            if ok:
+                self.resend(messages)
+
+        self.app.push_screen(
+            ConfirmByName(f"Resend {what} of {group} to their original topic", group), confirmed
+        )
+
+    @work(group="dlq-resend")
+    async def resend(self, messages: list[MessageExt]) -> None:
+        producer = Producer(RESEND_GROUP, self.mq_app.namesrv, instance_name="mq-tui-resend")
+        try:
+            await producer.start()
+            sent = await resend(producer, messages)
+        except MQError as exc:
+            self.notify(f"resend: {exc}", severity="error", title="Error")
+            return
+        finally:
+            await producer.shutdown()
+        self.notify(f"resent {sent} of {len(messages)} dead letter(s)")
+        self.mq_app.refresh_now()

@@ -1,0 +1,174 @@
+"""The consumer groups view: lag per group with a trend, and the highlighted group's
+members and per-queue progress."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from rich.text import Text
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal, Vertical
+from textual.widgets import DataTable, Static
+
+from mqcli.tui.dialogs.confirm_name import ConfirmByName
+from mqcli.tui.model import GroupRow, Snapshot
+from mqcli.tui.screens.base import ViewScreen, fmt_int
+from mqcli.tui.widgets.lag_sparkline import LagSparkline, spark, trend
+from mqcli.tui.widgets.live_table import LiveTable
+from mqcli.tui.widgets.message_detail import fmt_ms
+from mqcore.errors import MQError
+from mqcore.store.metadata.topic import RETRY_GROUP_TOPIC_PREFIX
+
+__all__ = ["GroupsScreen"]
+
+
+class GroupsScreen(ViewScreen):
+    """Groups (model, topics, queues, total lag, trend); groups whose lag grew over the
+    last polls are highlighted in red. The highlighted group's subscription, members and
+    per-queue broker offset / consumer offset / lag / last consume time come from
+    GET_CONSUME_STATS, polled for that group only."""
+
+    TITLE = "Groups"
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("s", "toggle_system", "System groups"),
+        Binding("x", "skip_backlog", "Skip backlog"),
+    ]
+
+    show_system: bool = False
+
+    def compose_body(self) -> ComposeResult:
+        yield LiveTable(
+            [
+                ("group", "GROUP"), ("model", "MODEL"), ("topics", "TOPICS"),
+                ("queues", "QUEUES"), ("lag", "TOTAL LAG"), ("trend", "TREND"),
+                ("spark", "LAG HISTORY"),
+            ],
+            title="Groups", order_by=("group",), id="groups",
+        )  # fmt: skip
+        with Horizontal(id="group-detail"):
+            with Vertical(id="group-info-pane"):
+                yield Static(id="group-info")
+                yield LagSparkline("total lag", id="group-lag")
+                yield LiveTable(
+                    [("client", "CLIENT ID"), ("addr", "ADDRESS"), ("lang", "LANGUAGE"),
+                     ("version", "VERSION")],
+                    title="Members", order_by=("client",), id="members",
+                )  # fmt: skip
+            yield LiveTable(
+                [
+                    ("topic", "TOPIC"), ("broker", "BROKER"), ("qid", "QUEUE"),
+                    ("broker_offset", "BROKER OFFSET"), ("consumer_offset", "CONSUMER OFFSET"),
+                    ("lag", "LAG"), ("last", "LAST CONSUMED"),
+                ],
+                title="Queues", order_by=("topic", "broker", "qid"), id="group-queues",
+            )  # fmt: skip
+
+    @property
+    def selected_group(self) -> str | None:
+        return self.query_one("#groups", LiveTable).highlighted_key
+
+    def render_snapshot(self, snapshot: Snapshot) -> None:
+        table = self.query_one("#groups", LiveTable)
+        shown = [g for g in snapshot.groups.values() if self.show_system or not g.system]
+        rows = [g for g in shown if self.matches(g.name, *g.topics)]
+        table.filter_text = self.filter_text
+        table.title = "Groups" if self.show_system else "Groups, system hidden"
+        table.total = len(shown) if self.filter_text else None
+        table.sync({g.name: self._cells(g) for g in rows})
+        self._render_detail(snapshot)
+
+    @staticmethod
+    def _cells(g: GroupRow) -> tuple[object, ...]:
+        style = "bold red" if g.lag_growing else ""
+        topics = [t for t in g.topics if not t.startswith(RETRY_GROUP_TOPIC_PREFIX)]
+        return (
+            Text(g.name, style), "broadcast" if g.broadcast else "clustering",
+            ", ".join(topics) or "-", g.queues, Text(fmt_int(g.total_lag), style),
+            trend(g.lag_history), Text(spark(g.lag_history), "magenta"),
+        )  # fmt: skip
+
+    def _render_detail(self, snapshot: Snapshot) -> None:
+        name = self.selected_group
+        detail = snapshot.group_detail
+        info = self.query_one("#group-info", Static)
+        members = self.query_one("#members", LiveTable)
+        queues = self.query_one("#group-queues", LiveTable)
+        group = snapshot.groups.get(name) if name else None
+        if group is not None:
+            self.query_one("#group-lag", LagSparkline).values = [
+                float(v) for v in group.lag_history
+            ]
+        if detail is None or detail.name != name:
+            info.update(Text(f"{name or 'no group'}: loading…" if name else "No group", "dim"))
+            members.sync({})
+            queues.sync({})
+            return
+        subs = ", ".join(f"{t} [{e}]" for t, e in detail.subscriptions.items()) or "-"
+        text = Text.assemble(
+            (detail.name, "bold"), f"  model {detail.model}  type {detail.consume_type}\n",
+            f"subscriptions: {subs}",
+        )  # fmt: skip
+        if detail.error:
+            text.append(f"\n{detail.error}", style="red")
+        info.update(text)
+        members.sync(
+            {m.client_id: (m.client_id, m.addr, m.language, m.version) for m in detail.members}
+        )
+        queues.title = f"Queues of {detail.name}"
+        queues.sync(
+            {
+                f"{q.topic}/{q.broker}/{q.queue_id}": (
+                    q.topic,
+                    q.broker,
+                    q.queue_id,
+                    fmt_int(q.broker_offset),
+                    fmt_int(q.consumer_offset),
+                    Text(fmt_int(q.lag), "bold yellow" if q.lag else ""),
+                    fmt_ms(q.last_consume_ms),
+                )
+                for q in detail.queues
+            }
+        )
+
+    @on(DataTable.RowHighlighted, "#groups")
+    def _group_highlighted(self) -> None:
+        snap = self.mq_app.snapshot
+        if snap is not None:
+            self._render_detail(snap)
+            if snap.group_detail is None or snap.group_detail.name != self.selected_group:
+                self.mq_app.refresh_now()
+
+    def action_toggle_system(self) -> None:
+        self.show_system = not self.show_system
+        self.rerender()
+
+    def action_skip_backlog(self) -> None:
+        snap, name = self.mq_app.snapshot, self.selected_group
+        if snap is None or name is None or name not in snap.groups:
+            return
+        topics = [t for t in snap.groups[name].topics if not t.startswith(RETRY_GROUP_TOPIC_PREFIX)]
+
+        def confirmed(ok: bool | None) -> None:
+            if ok:
+                self._skip(name, topics)
+
+        self.app.push_screen(
+            ConfirmByName(
+                f"Skip the backlog of {name}: offsets to the end of {', '.join(topics)}", name
+            ),
+            confirmed,
+        )
+
+    @work(group="group-admin")
+    async def _skip(self, group: str, topics: list[str]) -> None:
+        admin = self.mq_app.poller.admin
+        try:
+            for topic in topics:
+                await admin.reset_offset_by_time(group, topic, -1)
+        except MQError as exc:
+            self.notify(f"skip backlog of {group}: {exc}", severity="error", title="Error")
+            return
+        self.notify(f"{group}: offsets moved to the end of {', '.join(topics)}")
+        self.mq_app.refresh_now()

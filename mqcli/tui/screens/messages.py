@@ -1,0 +1,120 @@
+"""The messages view: look up by key, message id or store time range."""
+
+from __future__ import annotations
+
+import time
+from typing import ClassVar
+
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal
+from textual.widgets import DataTable, Input
+
+from mqcli.tui.lookup import LookupQuery, lookup, parse_query
+from mqcli.tui.screens.base import ViewScreen
+from mqcli.tui.widgets.live_table import LiveTable
+from mqcli.tui.widgets.message_detail import MessageDetail, fmt_ms
+from mqcore.errors import MQError
+from mqcore.message import MessageExt
+
+__all__ = ["MessagesScreen", "message_cells"]
+
+
+def message_cells(m: MessageExt) -> tuple[object, ...]:
+    return (
+        m.msg_id, m.topic, f"{m.store_host[0]}:{m.store_host[1]}", m.queue_id,
+        m.queue_offset, fmt_ms(m.store_timestamp), " ".join(m.keys) or "-", m.tags or "-",
+        len(m.body),
+    )  # fmt: skip
+
+
+MESSAGE_COLUMNS = [
+    ("id", "MSG ID"), ("topic", "TOPIC"), ("host", "STORE HOST"), ("qid", "QUEUE"),
+    ("offset", "OFFSET"), ("stored", "STORED"), ("keys", "KEYS"), ("tags", "TAGS"),
+    ("size", "SIZE"),
+]  # fmt: skip
+
+
+class MessagesScreen(ViewScreen):
+    """A topic and a query (``key:K``, ``id:ID``, ``time:-1h..now``; bare text is a key),
+    the results, and the highlighted message in full. Searches run as workers."""
+
+    TITLE = "Messages"
+    FILTERABLE = False
+    AUTO_FOCUS = "#results"
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("slash", "search", "Search"),
+        Binding("h", "toggle_hex", "Hex/text"),
+    ]
+
+    results: list[MessageExt]
+
+    def compose_body(self) -> ComposeResult:
+        self.results = []
+        with Horizontal(id="search-bar"):
+            yield Input(placeholder="topic (/ to search)", id="topic")
+            yield Input(
+                placeholder="key:K | id:MSG_ID | time:-1h..now (enter searches)", id="query"
+            )
+        yield LiveTable(MESSAGE_COLUMNS, title="Results", id="results")
+        yield MessageDetail(id="detail")
+
+    def action_search(self) -> None:
+        box = self.query_one("#topic", Input)
+        (self.query_one("#query", Input) if box.value else box).focus()
+
+    def on_key(self, event: object) -> None:
+        from textual.events import Key
+
+        # esc leaves the search boxes, so number keys switch views again
+        if isinstance(event, Key) and event.key == "escape":
+            event.stop()
+            self.query_one("#results", LiveTable).focus()
+
+    def action_toggle_hex(self) -> None:
+        detail = self.query_one(MessageDetail)
+        detail.hex = not detail.hex
+
+    @on(Input.Submitted, "#topic")
+    def _topic_entered(self) -> None:
+        self.query_one("#query", Input).focus()
+
+    @on(Input.Submitted, "#query")
+    def _query_entered(self) -> None:
+        topic = self.query_one("#topic", Input).value.strip()
+        text = self.query_one("#query", Input).value
+        try:
+            query = parse_query(topic, text, int(time.time() * 1000))
+        except ValueError as exc:
+            self.notify(str(exc), severity="warning")
+            return
+        self.search(query)
+
+    @work(exclusive=True, group="lookup")
+    async def search(self, query: LookupQuery) -> None:
+        table = self.query_one("#results", LiveTable)
+        table.loading = True
+        try:
+            found = await lookup(self.mq_app.poller, query)
+        except (MQError, ValueError) as exc:
+            self.notify(f"{query.mode} {query.value}: {exc}", severity="error", title="Lookup")
+            found = []
+        finally:
+            table.loading = False
+        self.show_results(found, f"{query.mode} {query.value} in {query.topic or 'any topic'}")
+
+    def show_results(self, found: list[MessageExt], what: str) -> None:
+        self.results = found
+        table = self.query_one("#results", LiveTable)
+        table.title = f"Results of {what}"
+        table.sync({f"{i}:{m.msg_id}": message_cells(m) for i, m in enumerate(found)})
+        self.query_one(MessageDetail).message = found[0] if found else None
+        if found:
+            table.focus()
+
+    @on(DataTable.RowHighlighted, "#results")
+    def _highlighted(self, event: DataTable.RowHighlighted) -> None:
+        index = event.cursor_row
+        if 0 <= index < len(self.results):
+            self.query_one(MessageDetail).message = self.results[index]

@@ -1,0 +1,1 @@
+"""Small widgets of the dashboard, each in Textual's widget shape."""

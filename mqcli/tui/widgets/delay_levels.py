@@ -1,0 +1,137 @@
+"""Delay-level progress: one row per ``SCHEDULE_TOPIC_XXXX`` queue with a progress bar."""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Sequence
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.containers import Horizontal, VerticalScroll
+from textual.reactive import reactive
+from textual.widgets import Label, ProgressBar
+
+from mqcli.tui.model import DelayLevelRow
+
+__all__ = ["DelayLevel", "DelayLevels", "due_text"]
+
+
+def due_text(next_due_ms: int | None, now_ms: int) -> str:
+    """``"in 1m05s (12:01:30)"``, ``"overdue 3s"`` or ``"-"``."""
+    if next_due_ms is None:
+        return "-"
+    clock = time.strftime("%H:%M:%S", time.localtime(next_due_ms / 1000))
+    delta = (next_due_ms - now_ms) // 1000
+    if delta < 0:
+        return f"overdue {-delta}s ({clock})"
+    minutes, seconds = divmod(delta, 60)
+    hours, minutes = divmod(minutes, 60)
+    span = f"{hours}h{minutes:02d}m" if hours else f"{minutes}m{seconds:02d}s"
+    return f"in {span} ({clock})"
+
+
+class DelayLevel(Horizontal):
+    """One level: name and delay, delivered/max, waiting, next due, and a bar of
+    delivered over everything ever scheduled at that level."""
+
+    DEFAULT_CSS = """
+    DelayLevel {
+        height: 1;
+    }
+    DelayLevel > Label {
+        padding: 0 1 0 0;
+    }
+    DelayLevel > .level { width: 22; }
+    DelayLevel > .offsets { width: 22; }
+    DelayLevel > .waiting { width: 16; }
+    DelayLevel > .due { width: 30; }
+    DelayLevel > ProgressBar { width: 1fr; }
+    """
+
+    row: reactive[DelayLevelRow | None] = reactive(None, always_update=True)
+    """What the last poll said about this level."""
+    now_ms: reactive[int] = reactive(0)
+    """The poll's time, for "next due in ...": never the wall clock, so tests are stable."""
+
+    def __init__(self, row: DelayLevelRow, *, now_ms: int = 0, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.set_reactive(DelayLevel.row, row)
+        self.set_reactive(DelayLevel.now_ms, now_ms)
+
+    def compose(self) -> ComposeResult:
+        yield Label(classes="level")
+        yield Label(classes="offsets")
+        yield Label(classes="waiting")
+        yield Label(classes="due")
+        yield ProgressBar(show_eta=False, show_percentage=True)
+
+    def on_mount(self) -> None:
+        self.watch_row()
+
+    @property
+    def waiting(self) -> int:
+        return self.row.waiting if self.row is not None else 0
+
+    def watch_row(self) -> None:
+        row = self.row
+        if row is None or not self.is_mounted:
+            return
+        self.query_one(".level", Label).update(f"{row.broker} L{row.level:<2} {row.delay_text}")
+        self.query_one(".offsets", Label).update(f"{row.delivered:,} / {row.max_offset:,}")
+        style = "bold yellow" if row.waiting else "dim"
+        self.query_one(".waiting", Label).update(Text(f"waiting {row.waiting:,}", style=style))
+        self.query_one(".due", Label).update(due_text(row.next_due_ms, self.now_ms))
+        bar = self.query_one(ProgressBar)
+        if row.max_offset > 0:
+            bar.update(total=row.max_offset, progress=row.delivered)
+        else:
+            bar.update(total=1, progress=1)
+
+
+class DelayLevels(VerticalScroll):
+    """Every level of every master, patched in place by :meth:`sync` (keyed by broker
+    and level), so scrolling survives refreshes. The border title sums the waiting."""
+
+    DEFAULT_CSS = """
+    DelayLevels {
+        border: round $primary 40%;
+        height: 1fr;
+    }
+    """
+
+    def sync(self, rows: Sequence[DelayLevelRow], now_ms: int) -> None:
+        wanted = {self.row_id(r): r for r in rows}
+        existing = {w.id: w for w in self.query(DelayLevel) if w.id is not None}
+        for key, widget in existing.items():
+            if key not in wanted:
+                widget.remove()
+        new: list[DelayLevel] = []
+        for key, row in wanted.items():
+            found = existing.get(key)
+            if found is None:
+                new.append(DelayLevel(row, now_ms=now_ms, id=key))
+            else:
+                found.now_ms = now_ms
+                found.row = row
+        if new:
+            self.mount_all(new)
+        waiting = sum(r.waiting for r in rows)
+        levels = sum(1 for r in rows if r.waiting)
+        self.border_title = (
+            f"Delay levels, SCHEDULE_TOPIC_XXXX ({len(rows)}): "
+            f"{waiting:,} waiting in {levels} level(s)"
+        )
+
+    @staticmethod
+    def row_id(row: DelayLevelRow) -> str:
+        return _level_id(row.broker, row.level)
+
+    def waiting(self, broker: str, level: int) -> int | None:
+        """The waiting count shown for a level (``None`` when not shown)."""
+        found = self.query(f"#{_level_id(broker, level)}")
+        return found.first(DelayLevel).waiting if found else None
+
+
+def _level_id(broker: str, level: int) -> str:
+    return "level-" + re.sub(r"[^A-Za-z0-9_-]", "_", broker) + f"-{level}"

@@ -1,0 +1,85 @@
+"""Sparklines and trends for rolling series (topic put TPS, group lag)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.reactive import reactive
+from textual.widget import Widget
+from textual.widgets import Label, Sparkline
+
+__all__ = ["LagSparkline", "spark", "trend"]
+
+_BARS = "▁▂▃▄▅▆▇█"
+
+
+def spark(values: Sequence[float], width: int = 12) -> str:
+    """The last ``width`` values as block characters, scaled to their own maximum, so a
+    sparkline fits in a DataTable cell (blank while there is no history)."""
+    tail = list(values)[-width:]
+    if not tail:
+        return ""
+    top = max(tail)
+    if top <= 0:
+        return _BARS[0] * len(tail)
+    return "".join(_BARS[min(7, int(v / top * 7.999))] for v in tail)
+
+
+def trend(values: Sequence[float]) -> Text:
+    """An arrow for the last change: red up (growing), green down, dim flat."""
+    if len(values) < 2 or values[-1] == values[-2]:
+        return Text("→", style="dim")
+    if values[-1] > values[-2]:
+        return Text("↑", style="bold red")
+    return Text("↓", style="green")
+
+
+class LagSparkline(Widget):
+    """A labelled sparkline with the current value and a trend arrow, e.g. for a group's
+    total lag under its per-queue table."""
+
+    DEFAULT_CSS = """
+    LagSparkline {
+        layout: horizontal;
+        height: 1;
+    }
+    LagSparkline > Label {
+        width: auto;
+        padding: 0 1 0 0;
+    }
+    LagSparkline > Sparkline {
+        width: 1fr;
+    }
+    """
+
+    values: reactive[list[float]] = reactive(list, always_update=True)
+    """The series, oldest first."""
+
+    def __init__(
+        self,
+        label: str,
+        values: Sequence[float] = (),
+        *,
+        name: str | None = None,
+        id: str | None = None,
+        classes: str | None = None,
+    ) -> None:
+        super().__init__(name=name, id=id, classes=classes)
+        self.label = label
+        self.set_reactive(LagSparkline.values, list(values))
+
+    def compose(self) -> ComposeResult:
+        yield Label(self._text(), id="value")
+        yield Sparkline(self.values or [0.0], id="spark")
+
+    def _text(self) -> Text:
+        current = int(self.values[-1]) if self.values else 0
+        return Text.assemble(f"{self.label} {current:,} ", trend(self.values))
+
+    def watch_values(self) -> None:
+        if not self.is_mounted:
+            return
+        self.query_one("#value", Label).update(self._text())
+        self.query_one("#spark", Sparkline).data = self.values or [0.0]

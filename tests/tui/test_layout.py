@@ -1,0 +1,162 @@
+"""Views, keys, filtering and dialogs from a fixed snapshot (no cluster, no clock)."""
+
+from __future__ import annotations
+
+import pytest
+from conftest import poll, wait_until
+from tui_fakes import FakePoller, sample_snapshot
+
+from mqcli.tui.app import VIEWS, MQApp
+from mqcli.tui.dialogs.confirm_name import ConfirmByName
+from mqcli.tui.dialogs.help import HelpScreen
+from mqcli.tui.widgets.delay_levels import DelayLevels
+from mqcli.tui.widgets.live_table import LiveTable
+
+
+def keys(table: LiveTable) -> list[str | None]:
+    """Row keys in display order."""
+    return [row.key.value for row in table.ordered_rows]
+
+
+def make_app(view: str = "cluster") -> MQApp:
+    return MQApp("10.0.0.1:9876", refresh=0, poller=FakePoller(), view=view)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("size", [(80, 24), (200, 50)])
+async def test_every_view_renders_at_small_and_large_sizes(size: tuple[int, int]) -> None:
+    app = make_app()
+    async with app.run_test(size=size) as pilot:
+        await poll(pilot)
+        for i, name in enumerate(VIEWS, start=1):
+            await pilot.press(str(i))
+            await wait_until(pilot, lambda name=name: app.current_mode == name, 5, name)
+            await pilot.pause()
+            assert app.export_screenshot()  # renders without raising
+
+
+async def test_number_keys_and_tab_switch_views() -> None:
+    app = make_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await poll(pilot)
+        await pilot.press("3")
+        assert app.current_mode == "groups"
+        await pilot.press("tab")
+        assert app.current_mode == "delay"
+        await pilot.press("shift+tab", "shift+tab")
+        assert app.current_mode == "topics"
+        await pilot.press("5", "escape", "1")  # esc leaves the search boxes
+        assert app.current_mode == "cluster"
+
+
+async def test_cluster_view_shows_roles_slave_lag_and_down_brokers() -> None:
+    app = make_app()
+    async with app.run_test(size=(200, 40)) as pilot:
+        await poll(pilot)
+        table = app.screen.query_one("#brokers", LiveTable)
+        assert table.row_count == 3
+        slave = table.get_row("broker-a/1")
+        assert slave[3] == "slave" and slave[-1] == "10,320 B"
+        down = table.get_row("broker-b/0")
+        assert str(down[5]) == "DOWN"
+        assert table.get_row("broker-a/0")[7] == "3h00m"  # uptime from the poll's time
+
+
+async def test_topics_filter_as_you_type_and_system_toggle() -> None:
+    app = make_app("topics")
+    async with app.run_test(size=(160, 40)) as pilot:
+        await poll(pilot)
+        topics = app.screen.query_one("#topics", LiveTable)
+        assert keys(topics) == ["Orders", "Payments"]
+        await pilot.press("s")
+        assert set(keys(topics)) == {
+            "Orders",
+            "Payments",
+            "%RETRY%billing",
+            "%DLQ%billing",
+        }
+        await pilot.press("s", "slash", "p", "a", "y")
+        assert keys(topics) == ["Payments"]
+        assert "filter: pay" in str(topics.border_title)
+        assert "1 of 2" in str(topics.border_title)
+        await pilot.press("escape")
+        assert topics.row_count == 2 and "filter" not in str(topics.border_title)
+        # the highlighted topic's queues, keyed by broker/queue
+        await pilot.press("down")
+        queues = app.screen.query_one("#queues", LiveTable)
+        await wait_until(pilot, lambda: queues.row_count == 1, 5)
+        assert queues.get_row("broker-a/0")[4] == "50"
+
+
+async def test_groups_highlight_growing_lag_and_show_detail() -> None:
+    app = make_app("groups")
+    async with app.run_test(size=(200, 50)) as pilot:
+        await poll(pilot)
+        groups = app.screen.query_one("#groups", LiveTable)
+        billing = groups.get_row("billing")
+        assert billing[4].plain == "40" and "red" in str(billing[4].style)
+        assert groups.get_row("shipping")[1] == "broadcast"
+        queues = app.screen.query_one("#group-queues", LiveTable)
+        assert queues.row_count == 4
+        assert queues.get_row("Orders/broker-a/2")[5].plain == "10"
+        assert app.screen.query_one("#members", LiveTable).row_count == 1
+
+
+async def test_delay_view_counts_waiting_per_level() -> None:
+    app = make_app("delay")
+    async with app.run_test(size=(160, 40)) as pilot:
+        await poll(pilot)
+        levels = app.screen.query_one(DelayLevels)
+        assert levels.waiting("broker-a", 3) == 10
+        assert levels.waiting("broker-a", 18) == 0
+        assert "10 waiting in 1 level" in str(levels.border_title)
+        await pilot.press("w")
+        assert len(levels.query("DelayLevel")) == 1
+
+
+async def test_refresh_pauses_while_a_dialog_is_open() -> None:
+    app = make_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await poll(pilot)
+        poller = app.poller
+        assert isinstance(poller, FakePoller)
+        await pilot.press("question_mark")
+        assert isinstance(app.screen, HelpScreen)
+        before = poller.polls
+        app._tick()
+        await pilot.pause()
+        assert poller.polls == before
+        await pilot.press("escape")
+        app._tick()
+        await wait_until(pilot, lambda: poller.polls == before + 1, 5)
+
+
+async def test_delete_needs_the_topic_name_typed() -> None:
+    app = make_app("topics")
+    async with app.run_test(size=(160, 40)) as pilot:
+        await poll(pilot)
+        await pilot.press("d")
+        assert isinstance(app.screen, ConfirmByName)
+        assert app.screen.expected == "Orders"
+        await pilot.press("O", "r", "d", "enter")  # wrong: stays open
+        assert isinstance(app.screen, ConfirmByName)
+        await pilot.press("escape")
+        assert not isinstance(app.screen, ConfirmByName)
+
+
+async def test_rows_are_patched_in_place_and_keep_the_cursor() -> None:
+    snap = sample_snapshot()
+    app = MQApp("x:1", refresh=0, poller=FakePoller(snap), view="topics")  # type: ignore[arg-type]
+    async with app.run_test(size=(160, 40)) as pilot:
+        await poll(pilot)
+        topics = app.screen.query_one("#topics", LiveTable)
+        await pilot.press("down")
+        assert topics.highlighted_key == "Payments"
+        # a new topic sorts before the cursor row, and Payments grows
+        snap.topics["Apples"] = snap.topics.pop("Payments").__class__("Apples", "normal")
+        snap.topics["Payments"] = sample_snapshot().topics["Payments"]
+        snap.topics["Payments"].queues[0].max_offset = 99
+        await poll(pilot)
+        assert keys(topics) == ["Apples", "Orders", "Payments"]
+        assert topics.highlighted_key == "Payments"
+        assert topics.cursor_row == 2
+        assert topics.get_row("Payments")[4] == "89"

@@ -1,0 +1,99 @@
+"""Deterministic snapshots and a fake poller for layout tests and the SVG snapshots:
+live data varies (times, TPS, ports), so pictures are made from fixed data."""
+
+from __future__ import annotations
+
+from mqcli.tui.model import (
+    DEFAULT_DELAY_LEVELS,
+    BrokerRow,
+    DelayLevelRow,
+    GroupDetail,
+    GroupQueueRow,
+    GroupRow,
+    Member,
+    NamesrvHealth,
+    QueueRow,
+    Snapshot,
+    TopicRow,
+)
+from mqcli.tui.poller import parse_delay_levels
+
+NOW_MS = 1_700_000_000_000
+"""2023-11-14 22:13:20 UTC: every time in the sample is relative to it."""
+
+
+def sample_snapshot() -> Snapshot:
+    brokers = [
+        BrokerRow("DefaultCluster", "broker-a", 0, "10.0.0.1:10911", version="V4_9_8",
+                  boot_ms=NOW_MS - 3 * 3600_000, put_tps=120.5, get_tps=98.0, put_today=86_400,
+                  get_today=80_000, disk_ratio=0.42, commit_log_max=73_400_320),
+        BrokerRow("DefaultCluster", "broker-a", 1, "10.0.0.2:10911", version="V4_9_8",
+                  boot_ms=NOW_MS - 3 * 3600_000, put_tps=0.0, get_tps=0.0,
+                  disk_ratio=0.40, commit_log_max=73_390_000, slave_lag_bytes=10_320),
+        BrokerRow("DefaultCluster", "broker-b", 0, "10.0.0.3:10911", up=False,
+                  error="broker 10.0.0.3:10911 is unreachable", version="V4_9_8"),
+    ]  # fmt: skip
+    orders = TopicRow(
+        "Orders",
+        "normal",
+        [QueueRow("Orders", "broker-a", q, 0, 100 + q, NOW_MS - 1000 * q) for q in range(4)],
+        put_tps=12.0,
+        tps_history=[0, 3, 6, 12, 9, 12, 15, 12],
+    )
+    payments = TopicRow(
+        "Payments", "normal", [QueueRow("Payments", "broker-a", 0, 10, 60, NOW_MS - 5000)]
+    )
+    retry = TopicRow("%RETRY%billing", "retry", [QueueRow("%RETRY%billing", "broker-a", 0, 0, 3)])
+    dlq = TopicRow("%DLQ%billing", "dlq", [QueueRow("%DLQ%billing", "broker-a", 0, 0, 2, NOW_MS)])
+    topics = {t.name: t for t in (dlq, retry, orders, payments)}
+    groups = {
+        "billing": GroupRow("billing", topics=["%RETRY%billing", "Orders"], queues=5,
+                            total_lag=40, lag_history=[10, 20, 40]),
+        "shipping": GroupRow("shipping", broadcast=True, topics=["Orders"], queues=4,
+                             total_lag=0, lag_history=[5, 0, 0]),
+    }  # fmt: skip
+    detail = GroupDetail(
+        "billing",
+        model="CLUSTERING",
+        consume_type="CONSUME_PASSIVELY",
+        subscriptions={"Orders": "*"},
+        members=[Member("10.0.0.9@4711", "10.0.0.9:51234", "PYTHON", 453)],
+        queues=[
+            GroupQueueRow("Orders", "broker-a", q, 100 + q, 90 + q, NOW_MS - 2000) for q in range(4)
+        ],
+    )
+    table = parse_delay_levels(DEFAULT_DELAY_LEVELS)
+    levels = [
+        DelayLevelRow(
+            "broker-a", i, text, 50 if i in (3, 18) else 0, 60 if i == 3 else 50 if i == 18 else 0
+        )
+        for i, (text, _) in enumerate(table, start=1)
+    ]
+    levels[2].next_due_ms = NOW_MS + 4000
+    return Snapshot(
+        taken_ms=NOW_MS,
+        latency_ms=12.0,
+        namesrvs=[NamesrvHealth("10.0.0.1:9876", True, 1.5)],
+        brokers=brokers,
+        topics=topics,
+        groups=groups,
+        group_detail=detail,
+        delay_levels=levels,
+    )
+
+
+class FakePoller:
+    """Answers every poll with :func:`sample_snapshot` (or what ``snapshots`` yields)."""
+
+    admin = None
+
+    def __init__(self, snapshot: Snapshot | None = None) -> None:
+        self.snapshot = snapshot or sample_snapshot()
+        self.polls = 0
+
+    async def poll(self, *, group: str | None = None, delay_heads: bool = False) -> Snapshot:
+        self.polls += 1
+        return self.snapshot
+
+    async def close(self) -> None:
+        pass
