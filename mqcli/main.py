@@ -47,6 +47,10 @@ def _register() -> None:
     context.register(app)
     completion.register(app)
 
+    from mqcli.commands import tui
+
+    tui.register(app)
+
 
 _register()
 

@@ -1,0 +1,37 @@
+"""`mq tui`: the live dashboard (see mqcli.tui)."""
+
+from __future__ import annotations
+
+import typer
+
+from mqcli.connect import NamesrvOpt, resolve_namesrv
+from mqcli.output import fail
+
+
+def tui(
+    namesrv: str | None = NamesrvOpt,
+    refresh: float = typer.Option(
+        2.0, "--refresh", "-r", help="Seconds between refreshes (at least 0.5).", min=0.5
+    ),
+    view: str = typer.Option(
+        "cluster",
+        "--view",
+        help="View to open: cluster, topics, groups, delay, messages or dlq.",
+    ),
+) -> None:
+    """Live dashboard of a cluster (Textual).
+
+    Views: cluster (brokers, name servers), topics (depth, put TPS), groups (lag per
+    queue, members), delay levels (SCHEDULE_TOPIC_XXXX progress), messages (by key, id
+    or time range) and dead letters (browse, resend). Keys: 1-6 or tab switch views,
+    / filters, r refreshes, ? shows help, q quits.
+    """
+    from mqcli.tui.app import VIEWS, MQApp
+
+    if view not in VIEWS:
+        fail(f"no view named {view!r}", hint="use one of " + ", ".join(VIEWS))
+    MQApp(resolve_namesrv(namesrv), refresh=refresh, view=view).run()
+
+
+def register(app: typer.Typer) -> None:
+    app.command("tui")(tui)
