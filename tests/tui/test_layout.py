@@ -160,3 +160,13 @@ async def test_rows_are_patched_in_place_and_keep_the_cursor() -> None:
         assert topics.highlighted_key == "Payments"
         assert topics.cursor_row == 2
         assert topics.get_row("Payments")[4] == "89"
+
+
+def test_every_view_has_a_committed_svg_snapshot() -> None:
+    from pathlib import Path
+
+    snapshots = Path(__file__).parent / "snapshots"
+    for i, view in enumerate(VIEWS, start=1):
+        svg = snapshots / f"{i}-{view}.svg"
+        assert svg.is_file(), f"run tests/tui/make_snapshots.py ({svg.name} missing)"
+        assert svg.read_text().startswith("<svg")

@@ -96,6 +96,10 @@ class DeadLettersScreen(ViewScreen):
             found = []
         finally:
             table.loading = False
+        self.show_messages(group, found)
+
+    def show_messages(self, group: str, found: list[MessageExt]) -> None:
+        table = self.query_one("#dlq-messages", LiveTable)
         self.loaded_group, self.messages = group, found
         table.title = f"Dead letters of {group}"
         table.sync(
