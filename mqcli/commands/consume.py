@@ -46,7 +46,7 @@ from mqcore.client import (
     PushConsumer,
 )
 from mqcore.client.rebalance import compute_pull_from_where
-from mqcore.errors import FilterSyntaxError
+from mqcore.errors import FilterSyntaxError, MQError
 from mqcore.filter import compile_sql, compile_tags
 from mqcore.message import MessageExt
 
@@ -264,12 +264,30 @@ async def _consume(opts: dict[str, Any], sink: Sink) -> tuple[int, bool]:
         interrupted = signals[0] > 0
         if isinstance(consumer, LitePullConsumer) and opts["ack"]:
             await consumer.commit_sync()
+        elif isinstance(consumer, PushConsumer):
+            await _pin_unset_positions(consumer, topic, api, where)
         return sink.count, interrupted
     finally:
         remove_handlers()
         if consumer is not None:
             await consumer.shutdown()
         await admin.shutdown()
+
+
+async def _pin_unset_positions(
+    consumer: PushConsumer, topic: str, api: Any, where: ConsumeFromWhere
+) -> None:
+    """Give queues that returned nothing yet (their first long poll still held) their
+    start offset, so shutdown commits it: a group that started at ``first`` must not
+    jump to the end of those queues next time (a new group's queues start at ``last``)."""
+    store: Any = getattr(consumer, "_offset_store", None)
+    if store is None:
+        return
+    known = store.offsets(topic)
+    for mq in _assigned(consumer, topic):
+        if mq not in known:
+            with contextlib.suppress(MQError):
+                store.update(mq, await compute_pull_from_where(mq, store, api, where, 0))
 
 
 def _push_listener(sink: Sink, stop: asyncio.Event, fail_rate: float) -> Any:
