@@ -47,6 +47,13 @@ def _register() -> None:
     context.register(app)
     completion.register(app)
 
+    from mqcli.commands import consume, message, produce, query
+
+    produce.register(app)
+    consume.register(app)
+    query.register(app)
+    message.register(app)
+
     from mqcli.commands import tui
 
     tui.register(app)
