@@ -24,7 +24,7 @@ from mqcore.message import MessageExt
 from mqcore.message.const import SCHEDULE_TOPIC
 from mqcore.message.record import decode_record
 from mqcore.protocol import RemotingCommand, RequestCode, ResponseCode
-from mqcore.protocol.headers import ConsumerSendMsgBackRequestHeader
+from mqcore.protocol.headers import ConsumerSendMsgBackRequestHeader, SendMessageRequestHeader
 from mqcore.remoting import RemotingClient
 from mqcore.store.store_config import MessageStoreConfig
 
@@ -236,3 +236,36 @@ async def test_failing_consumer_ends_in_dlq_with_reconsume_counts(tmp_path: Path
             assert store.get_max_offset_in_queue(SCHEDULE_TOPIC, 3) == 1  # level 4
         finally:
             await broker.shutdown()
+
+
+async def test_client_fallback_copy_through_the_send_path(broker: BrokerController) -> None:
+    """A consumer that could not send back resends a copy to %RETRY% itself: delayed like
+    any send, and redirected to the DLQ (undelayed) once its retries are used up."""
+    client = RemotingClient()
+    try:
+        for reconsume in (1, 16):
+            header = SendMessageRequestHeader(
+                producer_group="CLIENT_INNER_PRODUCER",
+                topic="%RETRY%g",
+                default_topic="TBW102",
+                default_topic_queue_nums=4,
+                queue_id=0,
+                sys_flag=0,
+                born_timestamp=int(time.time() * 1000),
+                flag=0,
+                properties="RETRY_TOPIC\x01T\x02DELAY\x014\x02RECONSUME_TIME\x011",
+                reconsume_times=reconsume,
+                max_reconsume_times=16,
+            )
+            request = RemotingCommand.request(
+                RequestCode.SEND_MESSAGE_V2, header.to_v2().to_ext_fields(), b"copy"
+            )
+            resp = await client.invoke(broker.broker_addr, request, 5.0)
+            assert resp.code == ResponseCode.SUCCESS, resp.remark
+    finally:
+        await client.close()
+    delayed = last(broker, SCHEDULE_TOPIC, 3)
+    assert delayed.properties["REAL_TOPIC"] == "%RETRY%g" and delayed.reconsume_times == 1
+    dead = last(broker, "%DLQ%g", 0)
+    assert dead.reconsume_times == 16 and dead.body == b"copy"
+    assert broker.store.get_max_offset_in_queue(SCHEDULE_TOPIC, 3) == 1
