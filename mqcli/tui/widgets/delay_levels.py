@@ -75,8 +75,8 @@ class DelayLevel(Horizontal):
 
     def watch_row(self) -> None:
         row = self.row
-        if row is None or not self.is_mounted:
-            return
+        if row is None or not self.children:
+            return  # not composed yet: on_mount renders
         self.query_one(".level", Label).update(f"{row.broker} L{row.level:<2} {row.delay_text}")
         self.query_one(".offsets", Label).update(f"{row.delivered:,} / {row.max_offset:,}")
         style = "bold yellow" if row.waiting else "dim"

@@ -79,7 +79,7 @@ class LagSparkline(Widget):
         return Text.assemble(f"{self.label} {current:,} ", trend(self.values))
 
     def watch_values(self) -> None:
-        if not self.is_mounted:
-            return
+        if not self.children:
+            return  # not composed yet
         self.query_one("#value", Label).update(self._text())
         self.query_one("#spark", Sparkline).data = self.values or [0.0]

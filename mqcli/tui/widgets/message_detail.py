@@ -8,6 +8,7 @@ from rich.table import Table
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import VerticalScroll
+from textual.css.query import NoMatches
 from textual.reactive import reactive
 from textual.widgets import Static
 
@@ -57,9 +58,10 @@ class MessageDetail(VerticalScroll):
         self._render_message()
 
     def _render_message(self) -> None:
-        if not self.is_mounted:
-            return
-        fields, body = self.query_one("#fields", Static), self.query_one("#body", Static)
+        try:
+            fields, body = self.query_one("#fields", Static), self.query_one("#body", Static)
+        except NoMatches:
+            return  # not composed yet: on_mount renders
         msg = self.message
         if msg is None:
             fields.update(Text("Select a message to see its properties and body.", style="dim"))
