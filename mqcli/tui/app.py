@@ -161,6 +161,13 @@ class MQApp(App[None]):
             view.set_paused(False)
             view.show(snap)
 
+    def mode_of(self, screen: ViewScreen) -> str:
+        """The mode a view screen belongs to."""
+        for mode, cls in self.MODES.items():
+            if type(screen) is cls:
+                return mode
+        return ""
+
     # -- actions --------------------------------------------------------------------------
 
     def action_view(self, name: str) -> None:

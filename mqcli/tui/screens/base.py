@@ -11,7 +11,7 @@ from textual.screen import Screen
 from textual.widgets import Footer, Input
 
 from mqcli.tui.model import Snapshot
-from mqcli.tui.widgets.status_bar import StatusBar
+from mqcli.tui.widgets.status_bar import StatusBar, ViewTabs
 
 if TYPE_CHECKING:
     from mqcli.tui.app import MQApp
@@ -50,6 +50,8 @@ class ViewScreen(Screen[None]):
 
     def compose(self) -> ComposeResult:
         yield StatusBar(self.mq_app.namesrv, self.TITLE)
+        modes = self.mq_app.MODES
+        yield ViewTabs([(m, modes[m].TITLE) for m in modes], self.mq_app.mode_of(self))
         if self.FILTERABLE:
             yield Input(placeholder="filter (enter keeps it, esc clears it)", id="filter")
         yield from self.compose_body()

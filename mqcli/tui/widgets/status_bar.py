@@ -10,7 +10,7 @@ from textual.widgets import Static
 
 from mqcli.tui.model import Snapshot
 
-__all__ = ["StatusBar"]
+__all__ = ["StatusBar", "ViewTabs"]
 
 
 class StatusBar(Static):
@@ -19,7 +19,6 @@ class StatusBar(Static):
 
     DEFAULT_CSS = """
     StatusBar {
-        dock: top;
         height: 1;
         background: $panel;
         color: $text;
@@ -65,4 +64,31 @@ class StatusBar(Static):
                 text.append(f" in {snap.latency_ms:.0f} ms")
         if self.paused:
             text.append("  ⏸ paused", style="bold yellow")
+        return text
+
+
+class ViewTabs(Static):
+    """The views and their number keys, the current one reversed (always visible, so
+    the keys are discoverable without ``?``)."""
+
+    DEFAULT_CSS = """
+    ViewTabs {
+        height: 1;
+        background: $boost;
+        padding: 0 1;
+    }
+    """
+
+    def __init__(self, views: list[tuple[str, str]], current: str, *, id: str | None = None):
+        """``views`` are ``(mode, title)`` pairs in number-key order."""
+        super().__init__(id=id)
+        self.views = views
+        self.current = current
+
+    def render(self) -> Text:
+        text = Text()
+        for i, (mode, title) in enumerate(self.views, start=1):
+            style = "reverse bold" if mode == self.current else ""
+            text.append(f" {i} {title} ", style=style)
+            text.append(" ")
         return text
