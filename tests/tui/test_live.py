@@ -117,6 +117,12 @@ async def test_views_show_depth_lag_delay_and_lookups(tmp_path: Path) -> None:
             levels = app.screen.query_one(DelayLevels)
             await wait_until(pilot, lambda: levels.waiting("broker-a", 18) == 3, what="L18")
             assert levels.waiting("broker-a", 1) == 0
+            # the next due message: its store time plus the level's 2 h
+            snap = app.snapshot
+            assert snap is not None
+            (l18,) = [r for r in snap.delay_levels if r.level == 18]
+            assert l18.next_due_ms is not None
+            assert 7_100_000 < l18.next_due_ms - snap.taken_ms <= 7_200_000
 
             await pilot.press("5", "slash")
             for ch in "Orders":
@@ -130,6 +136,22 @@ async def test_views_show_depth_lag_delay_and_lookups(tmp_path: Path) -> None:
             await wait_until(pilot, lambda: results.row_count == 1, what="key lookup")
             msg = app.screen.query_one(MessageDetail).message
             assert msg is not None and msg.keys == ["order-7"] and msg.body == b"order 7"
+
+            query = app.screen.query_one("#query", Input)
+            for text, count in ((f"id:{msg.msg_id}", 1), ("time:-1h..now", 12)):
+                query.value = text
+                query.focus()
+                await pilot.press("enter")
+                await wait_until(
+                    pilot,
+                    lambda text=text, count=count: (
+                        results.row_count == count
+                        and text.split(":")[1] in str(results.border_title)
+                    ),
+                    what=text,
+                )
+            by_id = app.screen.query_one(MessageDetail).message
+            assert by_id is not None and by_id.topic == "Orders"
 
 
 async def test_a_broker_stopped_mid_run_shows_as_down(tmp_path: Path) -> None:
@@ -149,6 +171,17 @@ async def test_a_broker_stopped_mid_run_shows_as_down(tmp_path: Path) -> None:
             assert app.is_running
             await pilot.press("2")  # other views still render
             await poll(pilot)
+            # and with the name server gone: disconnected, every broker down, no crash
+            assert cluster.namesrv is not None
+            await cluster.namesrv.shutdown()
+            cluster.namesrv = None
+            await pilot.press("1")
+            await poll(pilot)
+            snap = app.snapshot
+            assert snap is not None and not snap.connected
+            assert all(not b.up for b in snap.brokers)
+            assert any("no name server answers" in t for t in toasts)
+            assert str(brokers.get_row("broker-a/0")[5]) == "DOWN"
 
 
 async def test_dead_letters_browse_and_resend_after_typing_the_group(tmp_path: Path) -> None:

@@ -1,0 +1,82 @@
+"""The dashboard's pure parts: delay tables, rates, lookups' parsing, body rendering."""
+
+from __future__ import annotations
+
+import pytest
+
+from mqcli.tui.lookup import body_text, hex_dump, parse_query, parse_time
+from mqcli.tui.model import History, QueueRow, TopicRow, topic_kind
+from mqcli.tui.poller import Poller, parse_delay_levels
+from mqcli.tui.widgets.delay_levels import due_text
+from mqcli.tui.widgets.lag_sparkline import spark, trend
+
+NOW = 1_700_000_000_000
+
+
+def test_delay_levels_parse_rocketmq_syntax() -> None:
+    assert parse_delay_levels("1s 5m 2h 1d bad") == [
+        ("1s", 1000), ("5m", 300_000), ("2h", 7_200_000), ("1d", 86_400_000),
+    ]  # fmt: skip
+
+
+def test_topic_kinds() -> None:
+    assert topic_kind("%RETRY%g") == "retry"
+    assert topic_kind("%DLQ%g") == "dlq"
+    assert topic_kind("SCHEDULE_TOPIC_XXXX") == "system"
+    assert topic_kind("DefaultCluster", frozenset({"DefaultCluster"})) == "system"
+    assert topic_kind("Orders") == "normal"
+
+
+def test_put_tps_comes_from_max_offset_deltas_between_polls() -> None:
+    clock = iter([100.0, 102.0])
+    poller = Poller("127.0.0.1:1", clock=lambda: next(clock))
+
+    def topics(max_offset: int) -> dict[str, TopicRow]:
+        from mqcli.tui.model import BrokerRow
+        from mqcli.tui.poller import BrokerData
+
+        data = BrokerData(BrokerRow("c", "b", 0, "a:1"), topics={"T": (6, 1)})
+        data.stats[("T", 0)] = QueueRow("T", "b", 0, 0, max_offset)
+        return poller._topics([data], frozenset(), poller.clock())
+
+    assert topics(10)["T"].put_tps == 0.0
+    second = topics(30)["T"]
+    assert second.put_tps == 10.0 and second.tps_history == [0.0, 10.0]
+
+
+def test_history_forgets_vanished_keys() -> None:
+    h = History(length=3)
+    for v in (1, 2, 3, 4):
+        h.add("a", v)
+    h.add("b", 1)
+    assert h.get("a") == [2, 3, 4]
+    h.retain({"a"})
+    assert h.get("b") == []
+
+
+def test_time_and_query_parsing() -> None:
+    assert parse_time("now", NOW) == NOW
+    assert parse_time("-10m", NOW) == NOW - 600_000
+    assert parse_time("1234", NOW) == 1234
+    with pytest.raises(ValueError):
+        parse_time("yesterday", NOW)
+    q = parse_query("Orders", "time:-1h..-30m", NOW)
+    assert (q.mode, q.begin_ms, q.end_ms) == ("time", NOW - 3_600_000, NOW - 1_800_000)
+    assert parse_query("Orders", "order-1", NOW).mode == "key"
+    assert parse_query("", "id:0A0000", NOW).value == "0A0000"
+    with pytest.raises(ValueError):
+        parse_query("", "key:k", NOW)
+
+
+def test_bodies_render_as_text_or_hex() -> None:
+    assert body_text("héllo\n".encode()) == "héllo\n"
+    assert body_text(b"\x00\x01") is None
+    assert hex_dump(b"AB\x00") == "00000000  41 42 00" + " " * 40 + " AB."
+
+
+def test_sparkline_trend_and_due_texts() -> None:
+    assert spark([]) == "" and spark([0, 0]) == "▁▁" and spark([1, 8])[-1] == "█"
+    assert trend([1, 2]).plain == "↑" and trend([2, 1]).plain == "↓"
+    assert due_text(None, NOW) == "-"
+    assert due_text(NOW + 65_000, NOW).startswith("in 1m05s")
+    assert due_text(NOW - 3000, NOW).startswith("overdue 3s")
