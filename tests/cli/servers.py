@@ -1,0 +1,204 @@
+"""Real `mq namesrv` and `mq broker` processes for CLI tests, and a way to run `mq`.
+
+The servers run in their own processes (as users run them), on 127.0.0.1 port 0; a test
+module starts one :class:`Cluster` (a name server and one or two brokers) and stops it
+at the end. :meth:`Cluster.mq` runs the CLI against it with a private config dir.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import select
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import orjson
+
+_LISTEN = re.compile(r"listening on (\S+):(\d+)")
+
+
+def _start(args: list[str], workdir: Path, what: str) -> tuple[subprocess.Popen[str], str]:
+    workdir.mkdir(parents=True, exist_ok=True)
+    env = {**os.environ, "HOME": str(workdir)}
+    env.pop("NAMESRV_ADDR", None)
+    env.pop("MQ_NAMESRV_ADDR", None)
+    with open(workdir / "stderr.txt", "ab") as err:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "mqcli.main", *args],
+            stdout=subprocess.PIPE,
+            stderr=err,
+            text=True,
+            env=env,
+        )
+    assert proc.stdout is not None
+    deadline = time.monotonic() + 30
+    seen: list[str] = []
+    while time.monotonic() < deadline:
+        ready, _, _ = select.select([proc.stdout], [], [], max(0.0, deadline - time.monotonic()))
+        if not ready:
+            break
+        line = proc.stdout.readline()
+        if not line:
+            break
+        seen.append(line)
+        if m := _LISTEN.search(line):
+            return proc, f"{m.group(1)}:{m.group(2)}"
+    proc.kill()
+    proc.wait(5)
+    raise AssertionError(f"{what} did not start: {seen!r} {(workdir / 'stderr.txt').read_text()!r}")
+
+
+def _stop(proc: subprocess.Popen[str]) -> None:
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(10)
+    if proc.stdout is not None:
+        proc.stdout.close()
+
+
+@dataclass
+class Cluster:
+    namesrv: str
+    brokers: dict[str, str]
+    base: Path
+    procs: list[subprocess.Popen[str]] = field(default_factory=list)
+
+    @property
+    def env(self) -> dict[str, str]:
+        return {
+            "COLUMNS": "200",
+            "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+            "HOME": str(self.base / "home"),
+            "MQ_CONFIG_DIR": str(self.base / "config"),
+            "MQ_NAMESRV_ADDR": self.namesrv,
+            "PYTHONUNBUFFERED": "1",
+        }
+
+    def mq(
+        self, *args: str, input: str | None = None, timeout: float = 60, check: bool = False
+    ) -> subprocess.CompletedProcess[str]:
+        """Run `mq ARGS` to completion against this cluster."""
+        done = subprocess.run(
+            [sys.executable, "-m", "mqcli.main", *args],
+            capture_output=True,
+            text=True,
+            input=input,
+            timeout=timeout,
+            env=self.env,
+            stdin=None if input is not None else subprocess.DEVNULL,
+        )
+        if check and done.returncode != 0:
+            raise AssertionError(
+                f"mq {' '.join(args)} exited {done.returncode}:\n{done.stdout}\n{done.stderr}"
+            )
+        return done
+
+    def spawn(self, *args: str) -> subprocess.Popen[str]:
+        """Start `mq ARGS` in the background (stdout piped, line buffered)."""
+        return subprocess.Popen(
+            [sys.executable, "-m", "mqcli.main", *args],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            stdin=subprocess.DEVNULL,
+            text=True,
+            env=self.env,
+        )
+
+    def stop(self) -> None:
+        for proc in reversed(self.procs):
+            with contextlib.suppress(Exception):
+                _stop(proc)
+
+
+def start_cluster(base: Path, brokers: int = 1, **broker_props: str) -> Cluster:
+    """A name server and ``brokers`` brokers (broker-a, broker-b) in one cluster."""
+    procs: list[subprocess.Popen[str]] = []
+    try:
+        ns_dir = base / "ns"
+        ns_dir.mkdir(parents=True)
+        (ns_dir / "namesrv.properties").write_text(
+            f"kvConfigPath={ns_dir / 'kv.json'}\nlogDir={ns_dir / 'logs'}\n"
+        )
+        ns_proc, ns_addr = _start(
+            ["namesrv", "-c", str(ns_dir / "namesrv.properties"), "--listen", "127.0.0.1:0"],
+            ns_dir,
+            "namesrv",
+        )
+        procs.append(ns_proc)
+        addrs: dict[str, str] = {}
+        for name in ("broker-a", "broker-b")[:brokers]:
+            wd = base / name
+            wd.mkdir()
+            settings = {
+                "brokerName": name,
+                "brokerIP1": "127.0.0.1",
+                "namesrvAddr": ns_addr,
+                "logDir": str(wd / "logs"),
+                "storePathRootDir": str(wd / "store"),
+                "mappedFileSizeCommitLog": str(4 * 1024 * 1024),
+                "mappedFileSizeConsumeQueue": str(20 * 10_000),
+                "maxHashSlotNum": "1000",
+                "maxIndexNum": "4000",
+                **broker_props,
+            }
+            conf = wd / "broker.conf"
+            conf.write_text("".join(f"{k}={v}\n" for k, v in settings.items()))
+            proc, addr = _start(["broker", "-c", str(conf), "--listen", "127.0.0.1:0"], wd, name)
+            procs.append(proc)
+            addrs[name] = addr
+    except BaseException:
+        for proc in reversed(procs):
+            _stop(proc)
+        raise
+    cluster = Cluster(ns_addr, addrs, base, procs)
+    # Wait until every broker is in the name server's cluster table.
+    wait_for(lambda: _registered(cluster, brokers), what="brokers to register")
+    return cluster
+
+
+def _registered(cluster: Cluster, brokers: int) -> bool:
+    import asyncio
+
+    from mqcore.client import Admin
+
+    async def check() -> int:
+        async with Admin(cluster.namesrv, instance_name=f"probe-{os.getpid()}") as admin:
+            return len(await admin.master_addrs())
+
+    try:
+        return asyncio.run(check()) >= brokers
+    except Exception:
+        return False
+
+
+def wait_for(cond: Callable[[], bool], *, timeout: float = 20, what: str = "condition") -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if cond():
+            return
+        time.sleep(0.1)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def json_lines(text: str) -> list[dict[str, object]]:
+    return [orjson.loads(line) for line in text.splitlines() if line.strip()]
+
+
+@contextlib.contextmanager
+def running(base: Path, brokers: int = 1, **props: str) -> Iterator[Cluster]:
+    cluster = start_cluster(base, brokers, **props)
+    try:
+        yield cluster
+    finally:
+        cluster.stop()

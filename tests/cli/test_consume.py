@@ -1,0 +1,139 @@
+"""`mq consume` end to end: push and pull, --count, --no-follow, --from, Ctrl-C, --no-ack."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import time
+from collections.abc import Iterator
+
+import pytest
+from servers import Cluster, json_lines, running
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    with running(tmp_path_factory.mktemp("consume"), brokers=2) as c:
+        yield c
+
+
+def produce(cluster: Cluster, topic: str, n: int, *extra: str, start: int = 0) -> None:
+    body = "".join(f"m{start + i}\n" for i in range(n))
+    cluster.mq("produce", "-t", topic, "-q", *extra, input=body, check=True)
+
+
+def consume(cluster: Cluster, topic: str, group: str, *extra: str) -> list[dict[str, object]]:
+    done = cluster.mq("consume", "-t", topic, "-g", group, "--json", *extra, check=True)
+    return json_lines(done.stdout)
+
+
+def bodies(msgs: list[dict[str, object]]) -> list[str]:
+    return sorted(str(m["body"]) for m in msgs)
+
+
+@pytest.mark.parametrize("mode", ["--push", "--pull"])
+def test_everything_once_with_contents(cluster: Cluster, mode: str) -> None:
+    topic = f"CAll{mode[2:]}"
+    for tag in ("TagA", "TagB"):
+        produce(cluster, topic, 6, "--tag", tag, "--key", f"key-{tag}", "--prop", f"t={tag}")
+    msgs = consume(cluster, topic, "g1", mode, "--from", "first", "--no-follow")
+    assert len(msgs) == 12 and bodies(msgs) == sorted([f"m{i}" for i in range(6)] * 2)
+    assert {m["brokerName"] for m in msgs} == {"broker-a", "broker-b"}
+    for m in msgs:
+        assert m["keys"] == f"key-{m['tags']}" and m["properties"]["t"] == m["tags"]  # type: ignore[index]
+        assert m["topic"] == topic and isinstance(m["queueOffset"], int) and m["uniqKey"]
+    # The group committed everything: nothing more, whatever --from says.
+    assert consume(cluster, topic, "g1", mode, "--from", "first", "--no-follow") == []
+    # Tag filtering, and a second group gets its own copy.
+    only_b = consume(cluster, topic, "g2", mode, "--from", "first", "--no-follow", "--tag", "TagB")
+    assert len(only_b) == 6 and {m["tags"] for m in only_b} == {"TagB"}
+
+
+@pytest.mark.parametrize("mode", ["--push", "--pull"])
+def test_count_leaves_the_rest_for_the_group(cluster: Cluster, mode: str) -> None:
+    topic = f"CCount{mode[2:]}"
+    produce(cluster, topic, 20)
+    first = consume(cluster, topic, "gc", mode, "--from", "first", "--count", "7")
+    assert len(first) == 7
+    rest = consume(cluster, topic, "gc", mode, "--no-follow")
+    assert len(rest) == 13
+    assert bodies(first + rest) == sorted(f"m{i}" for i in range(20))
+
+
+def test_explicit_positions_and_no_ack(cluster: Cluster) -> None:
+    topic = "CPos"
+    produce(cluster, topic, 8, "--order-key", "one-queue")
+    # An explicit offset reads from there whatever the group committed.
+    done = cluster.mq(
+        "consume", "-t", topic, "-g", "gp", "--from", "5", "--no-follow", "-f", r"%o:%b\n",
+        check=True,
+    )  # fmt: skip
+    assert done.stdout.splitlines() == ["5:m5", "6:m6", "7:m7"]
+    msgs = consume(cluster, topic, "gp", "--from", "-2", "--no-follow")
+    assert [m["body"] for m in msgs] == ["m6", "m7"]
+    # --no-ack never commits: the same messages come again.
+    again = consume(cluster, topic, "gn", "--pull", "--from", "first", "--no-follow", "--no-ack")
+    assert len(again) == 8
+    assert len(consume(cluster, topic, "gn", "--pull", "--from", "first", "--no-follow")) == 8
+    # A time: everything stored since then.
+    assert len(consume(cluster, topic, "gt", "--from", "@-1h", "--no-follow")) == 8
+
+
+def test_ctrl_c_commits_and_the_next_consumer_resumes(cluster: Cluster) -> None:
+    topic = "CSigint"
+    produce(cluster, topic, 5)
+    for n, mode in enumerate(("--push", "--pull")):
+        group = f"gs{mode[2:]}"
+        total = 5 + 2 * n  # the earlier round produced two more
+        proc = cluster.spawn("consume", "-t", topic, "-g", group, mode, "--from", "first", "--json")
+        try:
+            seen = _read_lines(proc, total)
+            proc.send_signal(signal.SIGINT)
+            out, err = proc.communicate(timeout=20)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+        assert proc.returncode == 0, err
+        assert "offsets committed" in err and "Traceback" not in err
+        assert len(seen) == total and out == ""
+        produce(cluster, topic, 2, start=100 * (n + 1))
+        later = consume(cluster, topic, group, mode, "--no-follow")
+        assert bodies(later) == [f"m{100 * (n + 1)}", f"m{100 * (n + 1) + 1}"]
+
+
+def _read_lines(proc: subprocess.Popen[str], n: int, timeout: float = 20) -> list[str]:
+    assert proc.stdout is not None
+    deadline = time.monotonic() + timeout
+    lines: list[str] = []
+    while len(lines) < n:
+        assert time.monotonic() < deadline, f"only {lines!r}"
+        line = proc.stdout.readline()
+        assert line, f"consumer exited early: {proc.stderr.read() if proc.stderr else ''}"
+        lines.append(line)
+    return lines
+
+
+def test_nack_answers_reconsume_later(cluster: Cluster) -> None:
+    produce(cluster, "CNack", 1)
+    (msg,) = consume(cluster, "CNack", "gk", "--from", "first", "--nack", "--count", "1")
+    assert msg["consumeResult"] == "RECONSUME_LATER" and msg["body"] == "m0"
+    done = cluster.mq("consume", "-t", "CNack", "-g", "gk", "--from", "first", "--count", "1",
+                      "--from", "first", "--nack", "--pull")  # fmt: skip
+    assert done.returncode == 1 and "push consumer" in done.stderr
+
+
+def test_wrong_input(cluster: Cluster) -> None:
+    cases = [
+        (["-t", "NoSuchTopic", "-g", "g"], "no route for topic NoSuchTopic"),
+        (["-t", "CAllpush", "-g", "g", "--from", "@yesterday"], "bad time '@yesterday'"),
+        (["-t", "CAllpush", "-g", "g", "--push", "--no-ack"], "needs the pull consumer"),
+        (["-t", "CAllpush", "-g", "g", "-f", "%z"], "unknown template field %z"),
+        (["-t", "CAllpush", "-g", "g", "--sql", "a >>> 1"], "a >>> 1"),
+        (["-t", "CAllpush", "-g", "g", "-n", "127.0.0.1:1"], "unreachable"),
+    ]
+    for args, needle in cases:
+        done = cluster.mq("consume", *args, timeout=30)
+        assert done.returncode == 1, (args, done.stderr)
+        assert needle in done.stderr, (args, done.stderr)
+        assert "Traceback" not in done.stderr and len(done.stderr.splitlines()) <= 3

@@ -1,0 +1,176 @@
+"""`mq produce` end to end against real name server and broker processes.
+
+Every send mode (sync, --async, --oneway, --batch, --order-key, stdin lines, --file) is
+checked by reading the topic back with `mq consume --pull --no-follow`.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from servers import Cluster, json_lines, running
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    with running(tmp_path_factory.mktemp("produce")) as c:
+        yield c
+
+
+def read_all(cluster: Cluster, topic: str, group: str) -> list[dict[str, object]]:
+    done = cluster.mq(
+        "consume", "-t", topic, "-g", group, "--pull", "--from", "first", "--no-follow", "--json",
+        check=True,
+    )  # fmt: skip
+    return json_lines(done.stdout)
+
+
+def test_rows_and_json_fields(cluster: Cluster) -> None:
+    done = cluster.mq(
+        "produce", "-t", "PTags", "--tag", "TagA", "--key", "k1", "--key", "k2",
+        "--prop", "color=red", "--body", "hello {{Count}}", "--count", "3",
+        check=True,
+    )  # fmt: skip
+    lines = done.stdout.splitlines()
+    assert lines[0].split() == ["STATUS", "MSG-ID", "BROKER", "QUEUE", "OFFSET"]
+    assert len(lines) == 4 and all(line.startswith("SEND_OK") for line in lines[1:])
+    assert "3 sent to PTags" in done.stderr
+    done = cluster.mq("produce", "-t", "PTags", "--body", "one", "--json", check=True)
+    (row,) = json_lines(done.stdout)
+    assert row["sendStatus"] == "SEND_OK" and row["topic"] == "PTags"
+    assert row["brokerName"] == "broker-a" and isinstance(row["queueOffset"], int)
+    assert len(str(row["msgId"])) == 32 and len(str(row["offsetMsgId"])) == 32
+    msgs = read_all(cluster, "PTags", "g-read")
+    assert sorted(str(m["body"]) for m in msgs) == ["hello 1", "hello 2", "hello 3", "one"]
+    first = next(m for m in msgs if m["body"] == "hello 1")
+    assert first["tags"] == "TagA" and first["keys"] == "k1 k2"
+    assert first["properties"]["color"] == "red"  # type: ignore[index]
+
+
+def test_stdin_lines_batch_async_oneway_and_file(cluster: Cluster, tmp_path: Path) -> None:
+    lines = "".join(f"line-{i}\n" for i in range(10)) + "\n"
+    done = cluster.mq("produce", "-t", "PModes", "-q", input=lines, check=True)
+    assert done.stdout == "" and "10 sent" in done.stderr and "1 empty line" in done.stderr
+    batch = "".join(f"batch-{i}\n" for i in range(25))
+    done = cluster.mq("produce", "-t", "PModes", "--batch", "10", "--json", input=batch, check=True)
+    rows = json_lines(done.stdout)
+    assert len(rows) == 25 and {r["sendStatus"] for r in rows} == {"SEND_OK"}
+    # Messages of one batch request share a queue and have consecutive offsets.
+    by_queue: dict[tuple[object, object], list[int]] = defaultdict(list)
+    for r in rows[:10]:
+        by_queue[r["brokerName"], r["queueId"]].append(int(r["queueOffset"]))  # type: ignore[call-overload]
+    ((offsets),) = by_queue.values()
+    assert offsets == list(range(offsets[0], offsets[0] + 10))
+    done = cluster.mq("produce", "-t", "PModes", "--body", "a{{Count}}", "-c", "20", "--async")
+    assert done.returncode == 0 and done.stdout.count("SEND_OK") == 20
+    done = cluster.mq("produce", "-t", "PModes", "--body", "o{{Count}}", "-c", "5", "--oneway")
+    assert done.returncode == 0 and done.stdout.count("ONEWAY") == 5
+    blob = tmp_path / "blob.bin"
+    blob.write_bytes(b"\x00\x01binary\xff")
+    cluster.mq("produce", "-t", "PModes", "--file", str(blob), "-q", check=True)
+    msgs = read_all(cluster, "PModes", "g-modes")
+    bodies = sorted(str(m["body"]) for m in msgs)
+    expected = sorted(
+        [f"line-{i}" for i in range(10)]
+        + [f"batch-{i}" for i in range(25)]
+        + [f"a{i}" for i in range(1, 21)]
+        + [f"o{i}" for i in range(1, 6)]
+        + ["AAFiaW5hcnn/"]
+    )
+    assert bodies == expected
+    assert [m["bodyEncoding"] for m in msgs if "bodyEncoding" in m] == ["base64"]
+
+
+def test_order_key_keeps_per_key_order(cluster: Cluster) -> None:
+    for key in ("alice", "bob", "carol"):
+        body = "".join(f"{key}-{i}\n" for i in range(8))
+        cluster.mq("produce", "-t", "POrder", "--order-key", key, "-q", input=body, check=True)
+    msgs = read_all(cluster, "POrder", "g-order")
+    assert len(msgs) == 24
+    for key in ("alice", "bob", "carol"):
+        mine = [m for m in msgs if str(m["body"]).startswith(key)]
+        assert len({(m["brokerName"], m["queueId"]) for m in mine}) == 1
+        mine.sort(key=lambda m: int(m["queueOffset"]))  # type: ignore[call-overload]
+        assert [m["body"] for m in mine] == [f"{key}-{i}" for i in range(8)]
+
+
+def test_wrong_input(cluster: Cluster) -> None:
+    cases = [
+        (["--body", "x", "--async", "--oneway"], "exclude each other"),
+        (["--body", "x", "--batch", "2", "--delay", "3"], "cannot be batched"),
+        (["--body", "x", "--order-key", "k", "--async"], "drop --async"),
+        (["--body", "x", "--prop", "novalue"], "bad --prop"),
+        (["--body", "{{Nope}}"], "unknown template {{Nope}}"),
+        (["--body", "x", "-n", "127.0.0.1:1"], "name server 127.0.0.1:1 unreachable"),
+        (["--file", "/nonexistent/f"], "cannot read"),
+    ]
+    for args, needle in cases:
+        done = cluster.mq("produce", "-t", "PBad", *args)
+        assert done.returncode != 0, args
+        assert needle in done.stderr, (args, done.stderr)
+        assert "Traceback" not in done.stderr
+    bad_topic = cluster.mq("produce", "-t", "bad topic!", "--body", "x")
+    assert bad_topic.returncode == 1 and "illegal characters" in bad_topic.stderr
+    unknown_flag = cluster.mq("produce", "-t", "PBad", "--bogus")
+    assert unknown_flag.returncode == 2 and "Traceback" not in unknown_flag.stderr
+
+
+def test_interactive_prompt(cluster: Cluster) -> None:
+    """Type messages and :commands into `mq produce -i` through a pseudo-terminal."""
+    import os
+    import sys
+
+    import pexpect
+
+    env = {**cluster.env, "PROMPT_TOOLKIT_NO_CPR": "1", "TERM": "xterm"}
+    cluster.mq("produce", "-t", "PKnown", "--body", "x", "-q", check=True)  # a topic to complete
+    child = pexpect.spawn(
+        sys.executable,
+        ["-m", "mqcli.main", "produce", "-t", "PInter", "-i"],
+        env=env,
+        encoding="utf-8",
+        timeout=20,
+        dimensions=(40, 160),
+    )
+    try:
+        child.expect("PInter>")
+        child.sendline("plain one")
+        child.expect("SEND_OK")
+        child.sendline(":tag X")
+        child.expect(r"tag=X\]>")
+        child.sendline("tagged two")
+        child.expect("SEND_OK")
+        child.sendline(":prop color=blue")
+        child.expect("properties:")
+        child.sendline("::colon three")
+        child.expect("SEND_OK")
+        child.sendline(":nope")
+        child.expect("unknown command :nope")
+        child.send(":top")  # completion: :top<Tab> -> :topic, then a topic from the name server
+        child.expect("PInter")
+        child.send("\t")
+        child.expect("topic")
+        child.send(" PKno")
+        child.expect("PKno")
+        child.send("\t")
+        child.expect("PKnown")
+        child.sendline("")
+        child.expect("topic: PKnown")
+        child.sendline(":quit")
+        child.expect(pexpect.EOF)
+    finally:
+        child.close(force=True)
+    assert child.exitstatus == 0
+    msgs = read_all(cluster, "PInter", "g-inter")
+    got = sorted((m["body"], m["tags"], m["properties"].get("color")) for m in msgs)  # type: ignore[attr-defined]
+    assert got == [
+        (":colon three", "X", "blue"),
+        ("plain one", None, None),
+        ("tagged two", "X", None),
+    ]
+    history = (cluster.base / "config" / "produce_history").read_text()
+    assert "+tagged two" in history and "+:tag X" in history
+    assert os.path.getsize(cluster.base / "config" / "produce_history") > 0
