@@ -54,7 +54,10 @@ FORMATS = ("table", "json", "wide")
 IDLE_ASSIGNMENT_GRACE = 5.0
 """Seconds ``--no-follow`` waits for rebalance to hand this member a queue."""
 CHECK_INTERVAL = 0.2
-MIN_WIDTHS = {"QUEUE": 16, "OFFSET": 6, "TAGS": 8, "KEYS": 8, "PROPERTIES": 10, "RETRY": 5}
+MIN_WIDTHS = {
+    "QUEUE": 16, "OFFSET": 6, "TAGS": 8, "KEYS": 8, "PROPERTIES": 10, "RETRY": 5,
+    "STORE-TIME": 23, "UNIQ-KEY": 32, "MSG-ID": 32,
+}  # fmt: skip
 
 
 class Sink:
@@ -229,6 +232,9 @@ async def _consume(opts: dict[str, Any], sink: Sink) -> tuple[int, bool]:
             "consume_from_where": where,
             "offset_store_dir": str(config_dir() / "offsets"),
         }
+        if opts["broadcast"]:
+            # Local offsets live under the client id; a stable one lets the next run resume.
+            common["instance_name"] = f"mq-cli-{group}"
         if opts["mode"] == "push":
             consumer = PushConsumer(
                 group,

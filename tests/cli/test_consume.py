@@ -114,6 +114,16 @@ def _read_lines(proc: subprocess.Popen[str], n: int, timeout: float = 20) -> lis
     return lines
 
 
+def test_broadcast_offsets_are_local_and_resume(cluster: Cluster) -> None:
+    produce(cluster, "CBcast", 3)
+    first = consume(cluster, "CBcast", "gb", "--broadcast", "--from", "first", "--no-follow")
+    assert bodies(first) == ["m0", "m1", "m2"]
+    produce(cluster, "CBcast", 1, start=3)
+    later = consume(cluster, "CBcast", "gb", "--broadcast", "--pull", "--no-follow")
+    assert bodies(later) == ["m3"]
+    assert (cluster.base / "config" / "offsets").is_dir()
+
+
 def test_nack_answers_reconsume_later(cluster: Cluster) -> None:
     produce(cluster, "CNack", 1)
     (msg,) = consume(cluster, "CNack", "gk", "--from", "first", "--nack", "--count", "1")
