@@ -11,9 +11,11 @@ property values and the order key may use natscli's templates: ``{{Count}}`` (1,
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import random
 import re
 import sys
+import threading
 import time
 import uuid
 from collections.abc import AsyncIterator, Callable
@@ -250,10 +252,10 @@ async def _bodies(
         for _ in range(count):
             yield data, templated
         return
-    loop = asyncio.get_running_loop()
+    lines = _stdin_lines()
     while True:
-        line = await loop.run_in_executor(None, sys.stdin.buffer.readline)
-        if not line:
+        line = await lines.get()
+        if line is None:
             return
         line = line.rstrip(b"\r\n")
         if not line:
@@ -261,6 +263,27 @@ async def _bodies(
             continue
         for _ in range(count):
             yield line, True
+
+
+def _stdin_lines(buffered: int = 1024) -> asyncio.Queue[bytes | None]:
+    """stdin lines (None at the end) read by a daemon thread: a blocked read never keeps
+    the process from exiting on Ctrl-C, and a slow broker slows the reader down."""
+    loop = asyncio.get_running_loop()
+    queue: asyncio.Queue[bytes | None] = asyncio.Queue(buffered)
+
+    def put(item: bytes | None) -> None:
+        asyncio.run_coroutine_threadsafe(queue.put(item), loop).result()
+
+    def read() -> None:
+        try:
+            for line in sys.stdin.buffer:
+                put(line)
+            put(None)
+        except (RuntimeError, concurrent.futures.CancelledError):
+            pass  # the loop is gone: we are exiting
+
+    threading.Thread(target=read, name="mq-produce-stdin", daemon=True).start()
+    return queue
 
 
 def _progress(total: int | None) -> Progress | None:
