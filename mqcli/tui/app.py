@@ -27,7 +27,6 @@ from mqcli.tui.screens.dlq import DeadLettersScreen
 from mqcli.tui.screens.groups import GroupsScreen
 from mqcli.tui.screens.messages import MessagesScreen
 from mqcli.tui.screens.topics import TopicsScreen
-from mqcore.errors import MQError
 
 __all__ = ["VIEWS", "MQApp"]
 
@@ -128,7 +127,7 @@ class MQApp(App[None]):
         group = view.selected_group if isinstance(view, GroupsScreen) else None
         try:
             snap = await self.poller.poll(group=group, delay_heads=isinstance(view, DelayScreen))
-        except (MQError, OSError) as exc:
+        except Exception as exc:  # a poll never takes the app down: it is a toast
             self.notify(str(exc), severity="error", title="Poll failed")
             return
         finally:

@@ -219,7 +219,7 @@ class Poller:
                 request = instance.request(RequestCode.GET_BROKER_CLUSTER_INFO)
                 response = _ok(await instance.invoke(addr, request, self.timeout))
                 info = ClusterInfo.decode(response.body)
-            except (MQError, OSError) as exc:
+            except Exception as exc:  # any failure means: this name server is down
                 instance.remoting.close_channel(addr)
                 return NamesrvHealth(addr, False, error=str(exc) or type(exc).__name__), None
             return NamesrvHealth(addr, True, (time.perf_counter() - t0) * 1000), info
@@ -260,7 +260,7 @@ class Poller:
             else:
                 runtime = await self._call(row.addr, RequestCode.GET_BROKER_RUNTIME_INFO)
             data.runtime = KVTable.decode(runtime.body).table
-        except (MQError, OSError) as exc:
+        except Exception as exc:  # a bad answer marks this broker down, not the poll
             row.up = False
             row.error = str(exc) or type(exc).__name__
             # keep what we knew about it (version, boot time) for the down row

@@ -17,7 +17,6 @@ from mqcli.tui.screens.messages import MESSAGE_COLUMNS, message_cells
 from mqcli.tui.widgets.live_table import LiveTable
 from mqcli.tui.widgets.message_detail import MessageDetail, fmt_ms
 from mqcore.client import Producer
-from mqcore.errors import MQError
 from mqcore.message import MessageExt
 from mqcore.store.metadata.topic import DLQ_GROUP_TOPIC_PREFIX
 
@@ -91,7 +90,7 @@ class DeadLettersScreen(ViewScreen):
         table.loading = True
         try:
             found = await dlq_messages(self.mq_app.poller, snap, group)
-        except MQError as exc:
+        except Exception as exc:  # errors are toasts, never crashes
             self.notify(f"DLQ of {group}: {exc}", severity="error", title="Error")
             found = []
         finally:
@@ -149,7 +148,7 @@ class DeadLettersScreen(ViewScreen):
         try:
             await producer.start()
             sent = await resend(producer, messages)
-        except MQError as exc:
+        except Exception as exc:  # errors are toasts, never crashes
             self.notify(f"resend: {exc}", severity="error", title="Error")
             return
         finally:

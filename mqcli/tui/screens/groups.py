@@ -18,7 +18,6 @@ from mqcli.tui.screens.base import ViewScreen, fmt_int
 from mqcli.tui.widgets.lag_sparkline import LagSparkline, spark, trend
 from mqcli.tui.widgets.live_table import LiveTable
 from mqcli.tui.widgets.message_detail import fmt_ms
-from mqcore.errors import MQError
 from mqcore.store.metadata.topic import RETRY_GROUP_TOPIC_PREFIX
 
 __all__ = ["GroupsScreen"]
@@ -167,7 +166,7 @@ class GroupsScreen(ViewScreen):
         try:
             for topic in topics:
                 await admin.reset_offset_by_time(group, topic, -1)
-        except MQError as exc:
+        except Exception as exc:  # errors are toasts, never crashes
             self.notify(f"skip backlog of {group}: {exc}", severity="error", title="Error")
             return
         self.notify(f"{group}: offsets moved to the end of {', '.join(topics)}")

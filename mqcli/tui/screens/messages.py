@@ -15,7 +15,6 @@ from mqcli.tui.lookup import LookupQuery, lookup, parse_query
 from mqcli.tui.screens.base import ViewScreen
 from mqcli.tui.widgets.live_table import LiveTable
 from mqcli.tui.widgets.message_detail import MessageDetail, fmt_ms
-from mqcore.errors import MQError
 from mqcore.message import MessageExt
 
 __all__ = ["MessagesScreen", "message_cells"]
@@ -97,7 +96,7 @@ class MessagesScreen(ViewScreen):
         table.loading = True
         try:
             found = await lookup(self.mq_app.poller, query)
-        except (MQError, ValueError) as exc:
+        except Exception as exc:  # errors are toasts, never crashes
             self.notify(f"{query.mode} {query.value}: {exc}", severity="error", title="Lookup")
             found = []
         finally:

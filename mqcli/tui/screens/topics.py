@@ -16,7 +16,6 @@ from mqcli.tui.screens.base import ViewScreen, fmt_int
 from mqcli.tui.widgets.lag_sparkline import spark
 from mqcli.tui.widgets.live_table import LiveTable
 from mqcli.tui.widgets.message_detail import fmt_ms
-from mqcore.errors import MQError
 
 __all__ = ["TopicsScreen"]
 
@@ -132,7 +131,7 @@ class TopicsScreen(ViewScreen):
     async def _delete(self, topic: str) -> None:
         try:
             await self.mq_app.poller.admin.delete_topic(topic)
-        except MQError as exc:
+        except Exception as exc:  # errors are toasts, never crashes
             self.notify(f"delete {topic}: {exc}", severity="error", title="Error")
             return
         self.notify(f"deleted topic {topic}")
