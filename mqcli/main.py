@@ -54,6 +54,12 @@ def _register() -> None:
     query.register(app)
     message.register(app)
 
+    from mqcli.commands import cluster, group, topic
+
+    topic.register(app)
+    group.register(app)
+    cluster.register(app)
+
     from mqcli.commands import tui
 
     tui.register(app)

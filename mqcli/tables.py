@@ -37,6 +37,7 @@ _TEXT_COLUMNS = frozenset(
         "NAME",
         "FILE",
         "BROKER",
+        "BROKERS",
         "CLUSTER",
         "ADDRESS",
         "ADDR",

@@ -1,0 +1,193 @@
+"""What the admin commands (`mq topic|group|cluster|broker status`) share: the options,
+an :class:`Admin` per command, the ``--watch`` loop, time arguments, and shell
+completion of topic and group names asked of the name server."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from datetime import datetime
+from typing import Any
+
+import typer
+
+from mqcli.connect import resolve_namesrv
+from mqcli.output import console, err_console
+from mqcore.client import Admin
+
+JsonOpt = typer.Option(False, "--json", "-j", help="JSON output (one document per sample).")
+WatchOpt = typer.Option(
+    None,
+    "--watch",
+    min=0.2,
+    metavar="SECONDS",
+    help="Refresh every SECONDS until Ctrl-C (like mqadmin clusterList -i).",
+)
+YesOpt = typer.Option(False, "--yes", "-y", help="Do not ask for confirmation.")
+
+# Topics and groups the system owns; list commands hide them unless asked.
+SYSTEM_TOPIC_PREFIXES = ("RMQ_SYS_", "rmq_sys_", "SCHEDULE_TOPIC_XXXX", "TBW102", "BenchmarkTest")
+SYSTEM_TOPICS = frozenset({"OFFSET_MOVED_EVENT", "SELF_TEST_TOPIC"})
+SYSTEM_GROUPS = frozenset(
+    {
+        "TOOLS_CONSUMER",
+        "FILTERSRV_CONSUMER",
+        "__MONITOR_CONSUMER",
+        "CLIENT_INNER_PRODUCER",
+        "SELF_TEST_C_GROUP",
+        "CID_ONS-HTTP-PROXY",
+        "CID_ONSAPI_PERMISSION",
+        "CID_ONSAPI_OWNER",
+        "CID_ONSAPI_PULL",
+        "CID_RMQ_SYS_TRANS",
+    }
+)
+TOOLS_GROUP = "TOOLS_CONSUMER"  # RocketMQ's MixAll.TOOLS_CONSUMER_GROUP, for admin pulls
+
+
+@asynccontextmanager
+async def admin_session(namesrv: str | None, timeout: float = 5.0) -> AsyncIterator[Admin]:
+    """An :class:`Admin` on the resolved name server(s) for one command."""
+    async with Admin(namesrv=resolve_namesrv(namesrv), timeout=timeout) as admin:
+        yield admin
+
+
+async def watch(
+    interval: float | None, sample: Callable[[int], Awaitable[None]], *, as_json: bool = False
+) -> None:
+    """Run ``sample(0)`` once, or every ``interval`` seconds until Ctrl-C (clearing the
+    screen on a terminal, a time line before each table); ``sample`` gets the round."""
+    if interval is None:
+        await sample(0)
+        return
+    round_no = 0
+    while True:
+        started = time.monotonic()
+        if not as_json:
+            if console.is_terminal:
+                console.clear()
+            console.print(
+                f"[dim]{datetime.now():%H:%M:%S} · every {interval:g}s · Ctrl-C to stop[/]"
+            )
+        await sample(round_no)
+        round_no += 1
+        await asyncio.sleep(max(0.0, interval - (time.monotonic() - started)))
+
+
+def confirm(question: str) -> bool:
+    """Ask on the terminal (or read y/n from stdin); end of input counts as no."""
+    try:
+        return typer.confirm(question, default=False, err=True)
+    except (typer.Abort, EOFError):
+        err_console.print("")
+        return False
+
+
+_DURATION = re.compile(r"^@?([+-])?(\d+(?:\.\d+)?)(ms|s|m|h|d)$")
+_UNIT_MS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
+
+
+def parse_time_ms(text: str, now_ms: int | None = None) -> int:
+    """A point in time, as the --from/--to grammar and mqadmin spell it: ``now``, epoch
+    milliseconds (or seconds), ISO ``2026-01-02T10:00[:SS]``, mqadmin's
+    ``2026-01-02#10:00:00:000``, or a duration back from now (``-1h``, ``@-30m``, ``90s``).
+    Raises ValueError saying what is accepted."""
+    t = text.strip()
+    now = int(time.time() * 1000) if now_ms is None else now_ms
+    if t.startswith("@"):
+        t = t[1:]
+    if t.lower() == "now":
+        return now
+    if t.isdigit():
+        value = int(t)
+        return value if value >= 100_000_000_000 else value * 1000
+    if m := _DURATION.match(t):
+        amount = float(m.group(2)) * _UNIT_MS[m.group(3)]
+        return int(now + amount) if m.group(1) == "+" else int(now - amount)
+    if m := re.fullmatch(r"(\d{4}-\d{2}-\d{2})#(\d{2}):(\d{2}):(\d{2}):(\d{3})", t):
+        t = f"{m.group(1)}T{m.group(2)}:{m.group(3)}:{m.group(4)}.{m.group(5)}"
+    try:
+        return int(datetime.fromisoformat(t).timestamp() * 1000)
+    except ValueError:
+        raise ValueError(
+            f"bad time {text!r}: use now, epoch ms, 2026-01-02T10:00[:00], "
+            "2026-01-02#10:00:00:000 or a duration ago like -1h"
+        ) from None
+
+
+# -- shell completion ------------------------------------------------------------------
+
+
+def _names(ctx: typer.Context, fetch: Callable[[Admin], Awaitable[list[str]]]) -> list[str]:
+    """Ask the name server with a short timeout; any failure completes nothing."""
+    params = ctx.params if ctx is not None else {}
+    namesrv = params.get("namesrv")
+
+    async def go() -> list[str]:
+        async with admin_session(namesrv if isinstance(namesrv, str) else None, 1.0) as admin:
+            return await asyncio.wait_for(fetch(admin), 1.5)
+
+    try:
+        return asyncio.run(go())
+    except BaseException:  # completion must never print a traceback into the shell
+        return []
+
+
+def complete_topic(ctx: typer.Context, incomplete: str) -> list[str]:
+    async def fetch(admin: Admin) -> list[str]:
+        return sorted(await admin.topic_list())
+
+    names = [t for t in _names(ctx, fetch) if t.startswith(incomplete)]
+    # System topics only when the user has started typing one.
+    return names if incomplete else [t for t in names if topic_kind(t) != "system"]
+
+
+def complete_group(ctx: typer.Context, incomplete: str) -> list[str]:
+    async def fetch(admin: Admin) -> list[str]:
+        return sorted(await admin.subscription_groups())
+
+    names = [g for g in _names(ctx, fetch) if g.startswith(incomplete)]
+    return names if incomplete else [g for g in names if g not in SYSTEM_GROUPS]
+
+
+def topic_option(required: bool = True, help_text: str = "Topic name.") -> Any:
+    """``-t/--topic`` with completion of topic names."""
+    return typer.Option(
+        ... if required else None,
+        "--topic",
+        "-t",
+        help=help_text,
+        autocompletion=complete_topic,
+    )
+
+
+def group_option(required: bool = True, help_text: str = "Consumer group.") -> Any:
+    """``-g/--group`` with completion of group names."""
+    return typer.Option(
+        ... if required else None,
+        "--group",
+        "-g",
+        help=help_text,
+        autocompletion=complete_group,
+    )
+
+
+def topic_kind(topic: str, cluster_and_broker_names: frozenset[str] = frozenset()) -> str:
+    """normal, retry, dlq or system (RocketMQ's TopicValidator system set: RMQ_SYS_*,
+    SCHEDULE_TOPIC_XXXX, TBW102, ..., ``<cluster>_REPLY_TOPIC`` and the cluster and broker
+    names the name server lists as topics)."""
+    if topic.startswith("%RETRY%"):
+        return "retry"
+    if topic.startswith("%DLQ%"):
+        return "dlq"
+    if (
+        topic.startswith(SYSTEM_TOPIC_PREFIXES)
+        or topic in SYSTEM_TOPICS
+        or topic.endswith("_REPLY_TOPIC")
+        or topic in cluster_and_broker_names
+    ):
+        return "system"
+    return "normal"

@@ -1,0 +1,167 @@
+"""`mq cluster list`: one row per broker, as mqadmin clusterList prints it (cluster,
+broker, id, address, version, in/out TPS, today's totals, uptime, disk), with
+``--watch N`` in place of its ``-i``."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any
+
+import typer
+from rich.markup import escape
+
+from mqcli.commands.admin_util import JsonOpt, WatchOpt, admin_session, watch
+from mqcli.connect import NamesrvOpt, run_async
+from mqcli.output import console, print_json, print_json_line
+from mqcli.tables import cell, fmt_age, make_table
+from mqcore.client import Admin
+from mqcore.errors import MQError
+
+cluster_app = typer.Typer(help="Clusters and their brokers.", no_args_is_help=True)
+
+
+def first_rate(value: str | None) -> float | None:
+    """The 10-second figure of a ``"<10s> <60s> <600s>"`` TPS value."""
+    if not value:
+        return None
+    try:
+        return float(value.split()[0])
+    except ValueError:
+        return None
+
+
+def as_int(value: str | None) -> int | None:
+    try:
+        return int(value) if value is not None else None
+    except ValueError:
+        return None
+
+
+def as_float(value: str | None) -> float | None:
+    try:
+        return float(value) if value is not None else None
+    except ValueError:
+        return None
+
+
+async def broker_rows(admin: Admin, cluster: str | None = None) -> list[dict[str, Any]]:
+    """Every broker address the name server lists (masters and slaves) with its runtime
+    figures; a broker that does not answer gets ``up: false`` and ``error``."""
+    info = await admin.cluster_info()
+    targets: list[tuple[str, str, int, str]] = []
+    for cluster_name, names in sorted(info.cluster_addr_table.items()):
+        if cluster is not None and cluster_name != cluster:
+            continue
+        for name in sorted(names):
+            data = info.broker_addr_table.get(name)
+            for bid, addr in sorted((data.broker_addrs if data else {}).items()):
+                targets.append((cluster_name, name, bid, addr))
+
+    async def one(target: tuple[str, str, int, str]) -> dict[str, Any]:
+        cluster_name, name, bid, addr = target
+        row: dict[str, Any] = {"cluster": cluster_name, "broker": name, "brokerId": bid}
+        row["addr"] = addr
+        try:
+            rt = await admin.broker_runtime_info(addr)
+        except MQError as exc:
+            return {**row, "up": False, "error": str(exc)}
+        boot = as_int(rt.get("bootTimestamp"))
+        put_now, get_now = (
+            as_int(rt.get("msgPutTotalTodayNow")),
+            as_int(rt.get("msgGetTotalTodayNow")),
+        )
+        put_morning = as_int(rt.get("msgPutTotalTodayMorning")) or 0
+        get_morning = as_int(rt.get("msgGetTotalTodayMorning")) or 0
+        return {
+            **row,
+            "up": True,
+            "version": rt.get("brokerVersionDesc"),
+            "inTps": first_rate(rt.get("putTps")),
+            "outTps": first_rate(rt.get("getTransferedTps")),
+            "todayIn": None if put_now is None else max(0, put_now - put_morning),
+            "todayOut": None if get_now is None else max(0, get_now - get_morning),
+            "bootTimestamp": boot,
+            "uptimeMs": int(time.time() * 1000) - boot if boot else None,
+            "commitLogDiskRatio": as_float(rt.get("commitLogDiskRatio")),
+            "runtime": rt,
+        }
+
+    return list(await asyncio.gather(*(one(t) for t in targets)))
+
+
+@cluster_app.command("list")
+def list_clusters(
+    cluster: str | None = typer.Option(None, "--cluster", "-c", help="Only this cluster."),
+    as_json: bool = JsonOpt,
+    interval: float | None = WatchOpt,
+    namesrv: str | None = NamesrvOpt,
+) -> None:
+    """One row per broker: cluster, name, id (0 = master), address, version, TPS in and
+    out, messages in and out today, uptime and commit-log disk use."""
+
+    async def go() -> None:
+        async with admin_session(namesrv) as admin:
+
+            async def sample(_: int) -> None:
+                rows = await broker_rows(admin, cluster)
+                if as_json:
+                    docs = [{k: v for k, v in r.items() if k != "runtime"} for r in rows]
+                    print_json_line(docs) if interval is not None else print_json(docs)
+                    return
+                _print_rows(rows)
+
+            await watch(interval, sample, as_json=as_json)
+
+    run_async(go())
+
+
+def _print_rows(rows: list[dict[str, Any]]) -> None:
+    table = make_table(
+        "Brokers",
+        "CLUSTER",
+        "BROKER",
+        "BID",
+        "ADDRESS",
+        "VERSION",
+        "IN-TPS",
+        "OUT-TPS",
+        "TODAY-IN",
+        "TODAY-OUT",
+        "UPTIME",
+        "DISK",
+        count=len(rows),
+    )
+    for r in rows:
+        if not r["up"]:
+            table.add_row(
+                escape(r["cluster"]),
+                escape(r["broker"]),
+                str(r["brokerId"]),
+                r["addr"],
+                "[red]down[/]",
+                *["-"] * 6,
+            )
+            continue
+        ratio = r["commitLogDiskRatio"]
+        table.add_row(
+            escape(r["cluster"]),
+            escape(r["broker"]),
+            str(r["brokerId"]),
+            r["addr"],
+            cell(r["version"]),
+            cell(r["inTps"]),
+            cell(r["outTps"]),
+            cell(r["todayIn"]),
+            cell(r["todayOut"]),
+            fmt_age(r["uptimeMs"]),
+            "-" if ratio is None or ratio < 0 else f"{ratio:.0%}",
+        )
+    console.print(table)
+    for r in rows:
+        if not r["up"]:
+            console.print(f"[red]{escape(r['broker'])} {r['addr']}:[/] {escape(r['error'])}")
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(cluster_app, name="cluster")

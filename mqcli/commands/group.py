@@ -1,0 +1,626 @@
+"""`mq group list|lag|reset|clients|create|delete|dlq`: consumer groups as mqadmin's
+consumerProgress, resetOffsetByTime / skipAccumulatedMessage, consumerConnection,
+updateSubGroup / deleteSubGroup see them, plus the group's dead letters.
+
+Lag is shown in messages and as an age (now minus the store time of the first
+unconsumed message), never negative (apache/rocketmq#6600); a reset shows old -> new per
+queue and asks before it changes anything (apache/rocketmq-dashboard#3993, rpk seek).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any
+
+import typer
+from rich.markup import escape
+
+from mqcli.commands.admin_util import (
+    SYSTEM_GROUPS,
+    TOOLS_GROUP,
+    JsonOpt,
+    WatchOpt,
+    YesOpt,
+    admin_session,
+    complete_group,
+    confirm,
+    group_option,
+    parse_time_ms,
+    topic_option,
+    watch,
+)
+from mqcli.connect import NamesrvOpt, run_async
+from mqcli.output import console, err_console, fail, print_json, print_json_line
+from mqcli.render import fmt_ts, message_json, preview
+from mqcli.tables import cell, fmt_age, make_table
+from mqcore.client import Admin, QueueProgress, ResetRow, TopicRouteNotFoundError
+from mqcore.client.instance import subscribe_queues
+from mqcore.common.metadata import SubscriptionGroupConfig
+from mqcore.errors import MQBrokerError, MQError
+from mqcore.message import MessageExt
+from mqcore.message.const import (
+    PROPERTY_ORIGIN_MESSAGE_ID,
+    PROPERTY_REAL_TOPIC,
+    PROPERTY_RETRY_TOPIC,
+)
+from mqcore.protocol import ResponseCode
+from mqcore.protocol.bodies import ConsumerConnection
+
+group_app = typer.Typer(
+    help="Consumer groups: lag, members, offset resets, dead letters.", no_args_is_help=True
+)
+
+GroupArg = typer.Argument(
+    None,
+    metavar="GROUP",
+    help="Consumer group (or -g).",
+    autocompletion=complete_group,
+    show_default=False,
+)
+ClusterOpt = typer.Option(
+    None, "--cluster", "-c", help="Only the masters of this cluster (default: every cluster)."
+)
+LAG_CAVEAT = (
+    "lag counts every message in a queue, also tags this group does not subscribe to "
+    "(apache/rocketmq#3323)"
+)
+
+
+def _group(positional: str | None, option: str | None) -> str:
+    if positional and option and positional != option:
+        raise typer.BadParameter(f"two groups given: {positional!r} and -g {option!r}")
+    group = positional or option
+    if not group:
+        raise typer.BadParameter("give the consumer group as GROUP or -g GROUP")
+    return group
+
+
+def _is_system_group(name: str) -> bool:
+    return name in SYSTEM_GROUPS or name.startswith("CID_RMQ_SYS_")
+
+
+# -- list ------------------------------------------------------------------------------------
+
+
+@group_app.command("list")
+def list_groups(
+    topic: str | None = topic_option(False, "Only groups that consume this topic."),
+    show_all: bool = typer.Option(False, "--all", "-a", help="Also the system groups."),
+    long: bool = typer.Option(
+        False, "--long", "-l", help="Also members online and total lag (two calls a group)."
+    ),
+    cluster: str | None = ClusterOpt,
+    as_json: bool = JsonOpt,
+    namesrv: str | None = NamesrvOpt,
+) -> None:
+    """List the subscription groups the brokers know."""
+
+    async def go() -> None:
+        async with admin_session(namesrv) as admin:
+            configs = await admin.subscription_groups(cluster)
+            names = [g for g in configs if show_all or not _is_system_group(g)]
+            if topic is not None:
+                consumers = await admin.groups_of_topic(topic)
+                names = [g for g in names if g in consumers]
+            extra: list[dict[str, Any]] = []
+            if long:
+                extra = list(await asyncio.gather(*(_group_summary(admin, g) for g in names)))
+        rows = []
+        for i, name in enumerate(names):
+            c = configs[name]
+            row: dict[str, Any] = {
+                "group": name,
+                "consumeEnable": c.consume_enable,
+                "consumeBroadcastEnable": c.consume_broadcast_enable,
+                "retryQueueNums": c.retry_queue_nums,
+                "retryMaxTimes": c.retry_max_times,
+                "brokerId": c.broker_id,
+            }
+            if long:
+                row.update(extra[i])
+            rows.append(row)
+        if as_json:
+            print_json(rows)
+            return
+        cols = ["GROUP", "CONSUME", "BROADCAST", "RETRY-QUEUES", "RETRY-MAX"]
+        if long:
+            cols += ["MEMBERS", "TYPE", "MODEL", "LAG"]
+        table = make_table("Consumer groups", *cols, count=len(rows))
+        for r in rows:
+            values = [
+                escape(r["group"]),
+                "yes" if r["consumeEnable"] else "no",
+                "yes" if r["consumeBroadcastEnable"] else "no",
+                str(r["retryQueueNums"]),
+                str(r["retryMaxTimes"]),
+            ]
+            if long:
+                values += [
+                    str(r["members"]),
+                    cell(r["consumeType"]),
+                    cell(r["messageModel"]),
+                    cell(r["lag"]),
+                ]
+            table.add_row(*values)
+        console.print(table)
+        if not show_all:
+            console.print("[dim]system groups hidden: --all shows them[/]")
+
+    run_async(go())
+
+
+async def _group_summary(admin: Admin, group: str) -> dict[str, Any]:
+    out: dict[str, Any] = {"members": 0, "consumeType": None, "messageModel": None, "lag": None}
+    try:
+        conn = await admin.consumer_connections(group)
+        out.update(
+            members=len(conn.connection_set),
+            consumeType=conn.consume_type,
+            messageModel=conn.message_model,
+        )
+    except MQError:
+        pass
+    try:
+        out["lag"] = sum(r.lag for r in await admin.consume_progress(group))
+    except MQError:
+        pass
+    return out
+
+
+# -- lag -------------------------------------------------------------------------------------
+
+
+def _lag_json(group: str, rows: list[QueueProgress], now_ms: int) -> dict[str, Any]:
+    return {
+        "group": group,
+        "timestamp": now_ms,
+        "totalLag": sum(r.lag for r in rows),
+        "maxAgeMs": max((r.age_ms(now_ms) for r in rows), default=0),
+        "queues": [
+            {
+                "topic": r.mq.topic,
+                "broker": r.mq.broker_name,
+                "queueId": r.mq.queue_id,
+                "brokerOffset": r.broker_offset,
+                "consumerOffset": r.consumer_offset,
+                "lag": r.lag,
+                "ageMs": r.age_ms(now_ms),
+                "lastTimestamp": r.last_timestamp,
+                "firstUnconsumedTimestamp": r.first_unconsumed_ts,
+            }
+            for r in rows
+        ],
+    }
+
+
+@group_app.command("lag")
+def lag(
+    group: str | None = GroupArg,
+    group_opt: str | None = group_option(False),
+    topic: str | None = topic_option(False, "Only this topic."),
+    as_json: bool = JsonOpt,
+    interval: float | None = WatchOpt,
+    namesrv: str | None = NamesrvOpt,
+) -> None:
+    """How far a group is behind, per queue: in messages and in age (how long the oldest
+    unconsumed message has waited)."""
+    group = _group(group, group_opt)
+
+    async def go() -> None:
+        async with admin_session(namesrv) as admin:
+
+            async def sample(_: int) -> None:
+                rows = await admin.consume_progress(group, topic, with_age=True)
+                if not rows and group not in await admin.subscription_groups():
+                    fail(f"no group named {group}", hint="`mq group list` shows the groups")
+                now_ms = int(time.time() * 1000)
+                doc = _lag_json(group, rows, now_ms)
+                if as_json:
+                    print_json_line(doc) if interval is not None else print_json(doc)
+                    return
+                table = make_table(
+                    f"Lag of {escape(group)} · {doc['totalLag']} messages behind · oldest "
+                    f"waiting {fmt_age(doc['maxAgeMs'])}",
+                    "TOPIC",
+                    "BROKER",
+                    "QUEUE",
+                    "BROKER-OFFSET",
+                    "CONSUMER-OFFSET",
+                    "LAG",
+                    "AGE",
+                    "LAST-CONSUMED",
+                    count=len(rows),
+                )
+                for r in rows:
+                    behind = r.lag > 0
+                    table.add_row(
+                        escape(r.mq.topic),
+                        escape(r.mq.broker_name),
+                        str(r.mq.queue_id),
+                        str(r.broker_offset),
+                        str(r.consumer_offset) if r.consumer_offset >= 0 else "-",
+                        f"[yellow]{r.lag}[/]" if behind else "0",
+                        fmt_age(r.age_ms(now_ms)) if behind else "-",
+                        fmt_ts(r.last_timestamp),
+                    )
+                console.print(table)
+                if doc["totalLag"]:
+                    console.print(f"[dim]{LAG_CAVEAT}[/]")
+
+            await watch(interval, sample, as_json=as_json)
+
+    run_async(go())
+
+
+# -- reset -----------------------------------------------------------------------------------
+
+
+@group_app.command("reset")
+def reset(
+    group: str | None = GroupArg,
+    group_opt: str | None = group_option(False),
+    topic: str = topic_option(True, "Topic whose offsets to move."),
+    to_offset: int | None = typer.Option(
+        None, "--to-offset", help="This offset in every queue (clamped to min..max)."
+    ),
+    to_time: str | None = typer.Option(
+        None,
+        "--to-time",
+        metavar="TIME",
+        help="The first message stored at or after TIME (now, epoch ms, 2026-01-02T10:00, -1h).",
+    ),
+    to: str | None = typer.Option(
+        None, "--to", metavar="end|begin", help="end (skip the backlog) or begin (replay all)."
+    ),
+    yes: bool = YesOpt,
+    as_json: bool = JsonOpt,
+    namesrv: str | None = NamesrvOpt,
+) -> None:
+    """Move a group's offsets on a topic: shows old -> new per queue, asks, then applies.
+
+    Offline groups get the offsets written directly; with members online a reset by
+    time or to end/begin goes through the broker, which tells the members."""
+    group = _group(group, group_opt)
+    if sum(x is not None for x in (to_offset, to_time, to)) != 1:
+        raise typer.BadParameter("give exactly one of --to-offset, --to-time, --to end|begin")
+    if to is not None and to not in ("end", "begin", "last", "first"):
+        raise typer.BadParameter(f"--to {to!r}: use end or begin")
+    time_ms: int | None = None
+    if to_time is not None:
+        try:
+            time_ms = parse_time_ms(to_time)
+        except ValueError as exc:
+            raise typer.BadParameter(str(exc), param_hint="--to-time") from None
+    to_end = to in ("end", "last")
+    to_begin = to in ("begin", "first")
+
+    async def go() -> None:
+        async with admin_session(namesrv) as admin:
+            await admin.topic_route(topic)  # a clear error for an unknown topic
+            plan = await admin.plan_reset(
+                group,
+                topic,
+                to_offset=to_offset,
+                to_time_ms=time_ms,
+                to_end=to_end,
+                to_begin=to_begin,
+            )
+            if time_ms is not None:
+                plan = await _at_or_after(admin, plan, time_ms)
+            _print_plan(group, topic, plan, as_json)
+            if all(r.old_offset == r.new_offset for r in plan):
+                err_console.print("nothing to change")
+                return
+            if not yes and not confirm(f"Apply this reset to group {group}?"):
+                fail("not applied", hint="add --yes to apply without asking")
+            members = await _members(admin, group)
+            if members and to_offset is not None:
+                fail(
+                    f"group {group} has {members} member(s) online; they keep offsets in memory"
+                    " and would overwrite a reset to an offset",
+                    hint="stop them first, or reset with --to-time / --to end|begin",
+                )
+            if members:
+                stamp = -1 if to_end else 0 if to_begin else time_ms
+                assert stamp is not None
+                # The broker resets only queues the group has offsets for: write the plan
+                # first, then let the broker tell the members (RESET_CONSUMER_CLIENT_OFFSET).
+                await admin.apply_reset(group, plan)
+                result = await admin.reset_offset_by_time(group, topic, stamp)
+                changed = len(result)
+                how = f"through the broker; {members} member(s) told"
+            else:
+                await admin.apply_reset(group, plan)
+                changed = len(plan)
+                how = "written directly (no member online)"
+        err_console.print(f"reset {changed} queue(s) of {group} on {topic}: {how}")
+
+    run_async(go())
+
+
+async def _at_or_after(admin: Admin, plan: list[ResetRow], time_ms: int) -> list[ResetRow]:
+    """SEARCH_OFFSET_BY_TIMESTAMP answers the *nearest* message (RocketMQ's semantics, and
+    the last one for a later time); a reset wants the first stored at or after the time,
+    as the broker's own reset by time does. One single-message pull per queue settles it."""
+    api = admin.instance.api
+
+    async def fix(row: ResetRow) -> ResetRow:
+        if row.new_offset >= await api.max_offset(row.mq):
+            return row
+        result = await api.pull(
+            row.mq, group=TOOLS_GROUP, offset=row.new_offset, max_nums=1, suspend=False
+        )
+        if result.messages and result.messages[0].store_timestamp < time_ms:
+            return ResetRow(row.mq, row.old_offset, row.new_offset + 1)
+        return row
+
+    await admin.instance.update_route(plan[0].mq.topic) if plan else None
+    return list(await asyncio.gather(*(fix(r) for r in plan)))
+
+
+async def _members(admin: Admin, group: str) -> int:
+    try:
+        return len((await admin.consumer_connections(group)).connection_set)
+    except MQBrokerError as exc:
+        if exc.code == ResponseCode.CONSUMER_NOT_ONLINE:
+            return 0
+        raise
+
+
+def _print_plan(group: str, topic: str, plan: list[ResetRow], as_json: bool) -> None:
+    if as_json:
+        print_json(
+            {
+                "group": group,
+                "topic": topic,
+                "queues": [
+                    {
+                        "broker": r.mq.broker_name,
+                        "queueId": r.mq.queue_id,
+                        "oldOffset": r.old_offset,
+                        "newOffset": r.new_offset,
+                    }
+                    for r in plan
+                ],
+            }
+        )
+        return
+    table = make_table(
+        f"Reset of {escape(group)} on {escape(topic)}",
+        "BROKER",
+        "QUEUE",
+        "OLD",
+        "NEW",
+        "CHANGE",
+        count=len(plan),
+    )
+    for r in plan:
+        old = r.old_offset if r.old_offset is not None and r.old_offset >= 0 else None
+        change = "-" if old is None else f"{r.new_offset - old:+d}"
+        table.add_row(
+            escape(r.mq.broker_name),
+            str(r.mq.queue_id),
+            cell(old),
+            str(r.new_offset),
+            change if change != "+0" else "0",
+        )
+    console.print(table)
+
+
+# -- clients ---------------------------------------------------------------------------------
+
+
+@group_app.command("clients")
+def clients(
+    group: str | None = GroupArg,
+    group_opt: str | None = group_option(False),
+    as_json: bool = JsonOpt,
+    namesrv: str | None = NamesrvOpt,
+) -> None:
+    """The group's members online (client id, address, language, version) and what
+    they subscribe to."""
+    group = _group(group, group_opt)
+
+    async def go() -> None:
+        async with admin_session(namesrv) as admin:
+            try:
+                conn = await admin.consumer_connections(group)
+            except MQBrokerError as exc:
+                if exc.code != ResponseCode.CONSUMER_NOT_ONLINE:
+                    raise
+                fail(
+                    f"group {group} has no consumer online",
+                    hint="`mq group list` shows the known groups; start a consumer first",
+                )
+        _print_connections(group, conn, as_json)
+
+    run_async(go())
+
+
+def _print_connections(group: str, conn: ConsumerConnection, as_json: bool) -> None:
+    if as_json:
+        print_json({"group": group, **conn.to_json()})
+        return
+    console.print(
+        f"[bold]{escape(group)}[/] · type {cell(conn.consume_type)} · model "
+        f"{cell(conn.message_model)} · from {cell(conn.consume_from_where)}"
+    )
+    table = make_table(
+        "Members", "CLIENT-ID", "ADDRESS", "LANGUAGE", "VERSION", count=len(conn.connection_set)
+    )
+    for c in sorted(conn.connection_set, key=lambda c: c.client_id):
+        table.add_row(escape(c.client_id), c.client_addr, c.language, str(c.version))
+    console.print(table)
+    subs = make_table(
+        "Subscriptions", "TOPIC", "EXPRESSION", "TYPE", count=len(conn.subscription_table)
+    )
+    for topic, sub in sorted(conn.subscription_table.items()):
+        subs.add_row(escape(topic), escape(sub.sub_string), sub.expression_type)
+    console.print(subs)
+
+
+# -- create / delete -------------------------------------------------------------------------
+
+
+@group_app.command("create")
+def create(
+    group: str | None = GroupArg,
+    group_opt: str | None = group_option(False),
+    retry_max: int = typer.Option(
+        16, "--retry-max", help="Reconsume times before a message goes to the DLQ."
+    ),
+    retry_queues: int = typer.Option(1, "--retry-queues", help="Queues of %RETRY%GROUP."),
+    broadcast: bool = typer.Option(
+        True, "--broadcast/--no-broadcast", help="Allow broadcasting consumers."
+    ),
+    consume: bool = typer.Option(True, "--consume/--no-consume", help="Allow consuming at all."),
+    cluster: str | None = ClusterOpt,
+    namesrv: str | None = NamesrvOpt,
+) -> None:
+    """Create (or update) a subscription group on every master."""
+    group = _group(group, group_opt)
+    config = SubscriptionGroupConfig(
+        group,
+        consume_enable=consume,
+        consume_broadcast_enable=broadcast,
+        retry_queue_nums=retry_queues,
+        retry_max_times=retry_max,
+    )
+
+    async def go() -> None:
+        async with admin_session(namesrv) as admin:
+            brokers = await admin.create_subscription_group(config, cluster=cluster)
+        if not brokers:
+            fail("no broker is registered with the name server", hint="is `mq broker` running?")
+        console.print(
+            f"group [bold]{escape(group)}[/] on {', '.join(brokers)}: retry max {retry_max}, "
+            f"{retry_queues} retry queue(s), broadcast {'on' if broadcast else 'off'}"
+        )
+
+    run_async(go())
+
+
+@group_app.command("delete")
+def delete(
+    group: str | None = GroupArg,
+    group_opt: str | None = group_option(False),
+    keep_offsets: bool = typer.Option(False, "--keep-offsets", help="Keep its offsets."),
+    cluster: str | None = ClusterOpt,
+    yes: bool = YesOpt,
+    namesrv: str | None = NamesrvOpt,
+) -> None:
+    """Delete a subscription group (and its offsets) on every master."""
+    group = _group(group, group_opt)
+
+    async def go() -> None:
+        async with admin_session(namesrv) as admin:
+            if group not in await admin.subscription_groups(cluster):
+                fail(f"no group named {group}", hint="`mq group list` shows the groups")
+            if not yes and not confirm(f"Delete group {group} and its offsets?"):
+                fail("not deleted")
+            await admin.delete_subscription_group(
+                group, cluster=cluster, remove_offset=not keep_offsets
+            )
+        console.print(f"deleted group [bold]{escape(group)}[/]")
+
+    run_async(go())
+
+
+# -- dead letters ----------------------------------------------------------------------------
+
+
+def _origin(msg: MessageExt) -> tuple[str | None, str | None]:
+    props = msg.properties
+    topic = props.get(PROPERTY_RETRY_TOPIC) or props.get(PROPERTY_REAL_TOPIC)
+    return topic, props.get(PROPERTY_ORIGIN_MESSAGE_ID) or msg.unique_key
+
+
+async def _read_dlq(admin: Admin, topic: str, limit: int) -> tuple[list[MessageExt], int]:
+    """Up to ``limit`` dead letters, oldest queue offsets first, and how many there are."""
+    route = await admin.topic_route(topic)
+    await admin.instance.update_route(topic)
+    api = admin.instance.api
+    out: list[MessageExt] = []
+    total = 0
+    for mq in subscribe_queues(topic, route):
+        lo, hi = await api.min_offset(mq), await api.max_offset(mq)
+        total += max(0, hi - lo)
+        offset = lo
+        while offset < hi and len(out) < limit:
+            result = await api.pull(
+                mq,
+                group=TOOLS_GROUP,
+                offset=offset,
+                max_nums=min(32, limit - len(out)),
+                suspend=False,
+                timeout=admin.timeout,
+            )
+            if not result.messages or result.next_begin_offset <= offset:
+                break
+            out.extend(result.messages)
+            offset = result.next_begin_offset
+    return out[:limit], total
+
+
+@group_app.command("dlq")
+def dlq(
+    group: str | None = GroupArg,
+    group_opt: str | None = group_option(False),
+    limit: int = typer.Option(64, "--max", "-m", min=1, help="Show at most this many."),
+    as_json: bool = JsonOpt,
+    namesrv: str | None = NamesrvOpt,
+) -> None:
+    """Dead letters of a group (topic %DLQ%GROUP): original topic and message id,
+    reconsume times, store time, tags, keys and a body preview."""
+    group = _group(group, group_opt)
+    topic = f"%DLQ%{group}"
+
+    async def go() -> None:
+        async with admin_session(namesrv) as admin:
+            try:
+                msgs, total = await _read_dlq(admin, topic, limit)
+            except TopicRouteNotFoundError:
+                msgs, total = [], 0
+        if as_json:
+            for m in msgs:
+                origin_topic, origin_id = _origin(m)
+                print_json_line(
+                    {**message_json(m), "originTopic": origin_topic, "originMsgId": origin_id}
+                )
+            return
+        if not total:
+            console.print(f"no dead letters for group {escape(group)} ({escape(topic)} is empty)")
+            return
+        table = make_table(
+            f"Dead letters of {escape(group)} · {total} in {escape(topic)}"
+            + (f" · first {len(msgs)}" if len(msgs) < total else ""),
+            "MSG-ID",
+            "ORIGIN-TOPIC",
+            "ORIGIN-MSG-ID",
+            "RECONSUME",
+            "STORED",
+            "TAGS",
+            "KEYS",
+            "BODY",
+            count=len(msgs),
+        )
+        for m in msgs:
+            origin_topic, origin_id = _origin(m)
+            table.add_row(
+                m.msg_id,
+                escape(cell(origin_topic)),
+                cell(origin_id),
+                str(m.reconsume_times),
+                fmt_ts(m.store_timestamp),
+                escape(cell(m.tags)),
+                escape(cell(" ".join(m.keys))),
+                escape(preview(m.body, 40)),
+            )
+        console.print(table)
+
+    run_async(go())
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(group_app, name="group")

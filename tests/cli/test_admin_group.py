@@ -1,0 +1,184 @@
+"""`mq group list|lag|reset|clients|create|delete|dlq` against a real name server and broker.
+
+The module's servers hold 20 messages in topic Lagging; each test uses its own groups
+(under xdist the tests of a module may run in different workers)."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from collections.abc import Iterator
+from typing import Any
+
+import orjson
+import pytest
+from admin_servers import Servers, running
+
+from mqcore.client import ConsumeFromWhere, LitePullConsumer
+
+
+@pytest.fixture(scope="module")
+def servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Servers]:
+    with running(tmp_path_factory.mktemp("admin-group")) as s:
+        s.ok("topic", "create", "-t", "Lagging", "-q", "4")
+        asyncio.run(s.produce("Lagging", 20))  # every test reads these 20
+        yield s
+
+
+def _offsets(s: Servers, group: str) -> dict[int, int]:
+    doc: Any = s.json("group", "lag", group, "-t", "Lagging")
+    return {q["queueId"]: q["consumerOffset"] for q in doc["queues"]}
+
+
+def test_lag_is_produced_minus_consumed_with_an_age(servers: Servers) -> None:
+    consumed = asyncio.run(servers.consume("Lagging", "laggers", 7))
+    assert 7 <= consumed < 20
+    doc: Any = servers.json("group", "lag", "laggers")
+    assert doc["group"] == "laggers"
+    assert doc["totalLag"] == 20 - consumed
+    lagging = [q for q in doc["queues"] if q["lag"] > 0]
+    assert lagging and all(q["ageMs"] >= 0 for q in doc["queues"])
+    assert all(q["lag"] == q["brokerOffset"] - q["consumerOffset"] for q in lagging)
+    assert all(q["firstUnconsumedTimestamp"] for q in lagging)
+    assert all(q["lag"] >= 0 for q in doc["queues"])
+    text = servers.ok("group", "lag", "-g", "laggers")
+    assert f"{20 - consumed} messages behind" in text
+    assert "AGE" in text and "CONSUMER-OFFSET" in text and "apache/rocketmq#3323" in text
+
+
+def test_reset_previews_asks_and_applies(servers: Servers) -> None:
+    asyncio.run(servers.consume("Lagging", "resetters", 20))
+    assert sum(_offsets(servers, "resetters").values()) == 20
+
+    # Declined: the preview is shown, nothing changes.
+    done = servers.mq(
+        "group", "reset", "resetters", "-t", "Lagging", "--to-offset", "1", input="n\n"
+    )
+    assert done.returncode == 1 and "not applied" in done.stderr
+    assert "OLD" in done.stdout and "NEW" in done.stdout and "CHANGE" in done.stdout
+    rows = re.findall(r"broker-a\s*│\s*(\d)\s*│\s*(\d+)\s*│\s*(\d+)", done.stdout)
+    assert len(rows) == 4 and all(new == "1" for _, _, new in rows)
+    assert sum(_offsets(servers, "resetters").values()) == 20
+
+    # Accepted on stdin: applied.
+    done = servers.mq(
+        "group", "reset", "resetters", "-t", "Lagging", "--to-offset", "1", input="y\n"
+    )
+    assert done.returncode == 0, done.stderr
+    assert "reset 4 queue(s)" in done.stderr
+    assert _offsets(servers, "resetters") == {0: 1, 1: 1, 2: 1, 3: 1}
+
+    # --to end with --yes: no question, back to the end.
+    done = servers.mq("group", "reset", "-g", "resetters", "-t", "Lagging", "--to", "end", "--yes")
+    assert done.returncode == 0 and "Apply" not in done.stderr
+    assert sum(_offsets(servers, "resetters").values()) == 20
+
+    # --to-time an hour ago: everything is newer, so every queue goes back to 0.
+    plan: Any = orjson.loads(
+        servers.ok(
+            "group", "reset", "resetters", "-t", "Lagging", "--to-time", "-1h", "--yes", "--json"
+        )
+    )
+    assert {q["newOffset"] for q in plan["queues"]} == {0}
+    assert sum(q["oldOffset"] for q in plan["queues"]) == 20
+    assert set(_offsets(servers, "resetters").values()) == {0}
+
+    # A time in the future: the end.
+    servers.ok("group", "reset", "resetters", "-t", "Lagging", "--to-time", "+1h", "--yes")
+    assert sum(_offsets(servers, "resetters").values()) == 20
+
+
+async def _online(servers: Servers, group: str) -> LitePullConsumer:
+    consumer = LitePullConsumer(
+        group, namesrv=servers.namesrv, consume_from_where=ConsumeFromWhere.FIRST
+    )
+    consumer.subscribe("Lagging", "A || B")
+    await consumer.start()
+    return consumer
+
+
+async def test_clients_lists_a_live_consumer(servers: Servers) -> None:
+    consumer = await _online(servers, "livegroup")
+    try:
+        doc: Any = orjson.loads(
+            await asyncio.to_thread(servers.ok, "group", "clients", "livegroup", "--json")
+        )
+        text = await asyncio.to_thread(servers.ok, "group", "clients", "-g", "livegroup")
+        # An online group is reset through the broker (which tells the member).
+        reset = await asyncio.to_thread(
+            servers.mq, "group", "reset", "livegroup", "-t", "Lagging", "--to", "end", "--yes"
+        )
+        refused = await asyncio.to_thread(
+            servers.mq, "group", "reset", "livegroup", "-t", "Lagging", "--to-offset", "0", "--yes"
+        )
+    finally:
+        await consumer.shutdown()
+    assert [c["clientId"] for c in doc["connectionSet"]] == [consumer.instance.client_id]
+    assert doc["subscriptionTable"]["Lagging"]["subString"] == "A || B"
+    assert doc["messageModel"] == "CLUSTERING"
+    assert consumer.instance.client_id in text and "A || B" in text and "PYTHON" in text
+    assert reset.returncode == 0 and "member(s) told" in reset.stderr, reset.stderr
+    assert refused.returncode == 1 and "online" in refused.stderr
+
+    offline = await asyncio.to_thread(servers.mq, "group", "clients", "nobody-home")
+    assert offline.returncode == 1
+    assert "no consumer online" in offline.stderr and "Traceback" not in offline.stderr
+
+
+def test_create_list_delete(servers: Servers) -> None:
+    out = servers.ok("group", "create", "made", "--retry-max", "3", "--no-broadcast")
+    assert "group made on broker-a: retry max 3" in out
+    groups: Any = servers.json("group", "list")
+    made = next(g for g in groups if g["group"] == "made")
+    assert made["retryMaxTimes"] == 3 and made["consumeBroadcastEnable"] is False
+    assert not any(g["group"] == "TOOLS_CONSUMER" for g in groups)
+    assert "made" in servers.ok("group", "list")
+    consumed = asyncio.run(servers.consume("Lagging", "listed", 1))
+    long: Any = servers.json("group", "list", "--long", "-t", "Lagging")
+    listed = next(g for g in long if g["group"] == "listed")
+    assert listed["members"] == 0 and listed["lag"] == 20 - consumed
+    assert "made" not in {g["group"] for g in long}  # it consumes nothing
+
+    assert servers.mq("group", "delete", "made", input="n\n").returncode == 1
+    assert "made" in {g["group"] for g in servers.json("group", "list")}  # type: ignore[union-attr]
+    servers.ok("group", "delete", "-g", "made", "--yes")
+    assert "made" not in {g["group"] for g in servers.json("group", "list")}  # type: ignore[union-attr]
+
+
+def test_dlq_lists_dead_letters(servers: Servers) -> None:
+    asyncio.run(servers.produce("%DLQ%deadgroup", 3, tag="Dead"))
+    lines = [
+        orjson.loads(x) for x in servers.ok("group", "dlq", "deadgroup", "--json").splitlines()
+    ]
+    assert len(lines) == 3
+    assert {m["topic"] for m in lines} == {"%DLQ%deadgroup"}
+    assert sorted(m["body"] for m in lines) == ["body 0", "body 1", "body 2"]
+    assert all("originTopic" in m and m["originMsgId"] for m in lines)
+    assert all(m["reconsumeTimes"] == 0 for m in lines)
+    text = servers.ok("group", "dlq", "-g", "deadgroup")
+    assert "Dead letters of deadgroup · 3 in %DLQ%deadgroup" in text
+    assert "ORIGIN-TOPIC" in text and "RECONSUME" in text and "Dead" in text
+    capped = servers.ok("group", "dlq", "deadgroup", "--max", "1", "--json")
+    assert len(capped.splitlines()) == 1
+    empty = servers.mq("group", "dlq", "no-dead-letters")
+    assert empty.returncode == 0 and "no dead letters" in empty.stdout
+
+
+@pytest.mark.parametrize(
+    ("args", "code", "expect"),
+    [
+        (("group", "lag", "ghost"), 1, "no group named ghost"),
+        (("group", "delete", "ghost", "--yes"), 1, "no group named ghost"),
+        (("group", "reset", "laggers", "-t", "NoSuchTopic", "--to", "end"), 1, "no route"),
+        (("group", "lag", "laggers", "-n", "127.0.0.1:1"), 1, "unreachable"),
+        (("group", "lag"), 2, "GROUP"),
+        (("group", "reset", "laggers", "-t", "Lagging"), 2, "exactly one"),
+        (("group", "reset", "laggers", "-t", "Lagging", "--to-time", "yesterday"), 2, "bad time"),
+        (("group", "reset", "laggers", "-t", "Lagging", "--to", "middle"), 2, "end or begin"),
+    ],
+)
+def test_wrong_input(servers: Servers, args: tuple[str, ...], code: int, expect: str) -> None:
+    done = servers.mq(*args)
+    assert done.returncode == code
+    assert expect in done.stderr
+    assert "Traceback" not in done.stderr

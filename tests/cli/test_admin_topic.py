@@ -1,0 +1,173 @@
+"""`mq topic create|update|delete|list|route|status` against a real name server and broker.
+
+Each test makes its own topics: under xdist the tests of a module may run in different
+workers, each with its own servers."""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import sys
+from collections.abc import Iterator
+from typing import Any
+
+import pexpect
+import pytest
+from admin_servers import Servers, running, wait_for
+
+from mqcore.client import Admin, TopicRouteNotFoundError
+
+
+@pytest.fixture(scope="module")
+def servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Servers]:
+    with running(tmp_path_factory.mktemp("admin-topic")) as s:
+        yield s
+
+
+def _ns_route(s: Servers, topic: str) -> Any:
+    async def go() -> Any:
+        async with Admin(s.namesrv, instance_name="route-check") as admin:
+            return await admin.topic_route(topic)
+
+    return asyncio.run(go())
+
+
+def test_create_shows_in_list_route_status_and_the_name_server(servers: Servers) -> None:
+    out = servers.ok("topic", "create", "-t", "Orders", "-q", "4")
+    assert "created topic Orders on broker-a: 4 read / 4 write queues, perm RW-" in out
+
+    route = _ns_route(servers, "Orders")
+    assert [
+        (q.broker_name, q.read_queue_nums, q.write_queue_nums, q.perm) for q in route.queue_datas
+    ] == [("broker-a", 4, 4, 6)]
+
+    listed = servers.json("topic", "list")
+    assert {"topic": "Orders", "kind": "normal"} in listed
+    assert all(t["kind"] == "normal" for t in listed)  # system topics hidden by default
+    everything = servers.json("topic", "list", "--all", "--long")
+    kinds = {t["topic"]: t for t in everything}
+    assert kinds["TBW102"]["kind"] == "system" and kinds["broker-a"]["kind"] == "system"
+    assert kinds["Orders"]["readQueueNums"] == 4 and kinds["Orders"]["perm"] == "RW-"
+    assert "Orders" in servers.ok("topic", "list")
+
+    doc = servers.json("topic", "route", "-t", "Orders")
+    assert doc["brokers"] == [
+        {
+            "broker": "broker-a",
+            "cluster": "DefaultCluster",
+            "master": servers.broker,
+            "slaves": [],
+            "readQueueNums": 4,
+            "writeQueueNums": 4,
+            "perm": 6,
+            "permText": "RW-",
+        }
+    ]
+    table = servers.ok("topic", "route", "-t", "Orders")
+    assert "READ-QUEUES" in table and servers.broker in table and "RW-" in table
+
+    asyncio.run(servers.produce("Orders", 6))
+    status = servers.json("topic", "status", "-t", "Orders")
+    assert status["total"] == 6
+    assert [q["queueId"] for q in status["queues"]] == [0, 1, 2, 3]
+    assert sum(q["maxOffset"] - q["minOffset"] for q in status["queues"]) == 6
+    text = servers.ok("topic", "status", "-t", "Orders")
+    assert "6 messages held" in text and "MAX-OFFSET" in text
+
+
+def test_update_changes_only_what_is_given_then_delete(servers: Servers) -> None:
+    servers.ok("topic", "create", "-t", "Changing", "-q", "2")
+    out = servers.ok("topic", "update", "-t", "Changing", "-w", "6", "-r", "6")
+    assert "6 read / 6 write queues, perm RW-" in out
+    out = servers.ok("topic", "update", "-t", "Changing", "--perm", "R")
+    assert "6 read / 6 write queues, perm R--" in out
+    q = _ns_route(servers, "Changing").queue_datas[0]
+    assert (q.read_queue_nums, q.write_queue_nums, q.perm) == (6, 6, 4)
+
+    refused = servers.mq("topic", "delete", "-t", "Changing", input="n\n")
+    assert refused.returncode == 1 and "not deleted" in refused.stderr
+    assert _ns_route(servers, "Changing").queue_datas
+
+    out = servers.ok("topic", "delete", "-t", "Changing", "--yes")
+    assert "deleted topic Changing" in out
+
+    def gone() -> bool:
+        try:
+            _ns_route(servers, "Changing")
+        except TopicRouteNotFoundError:
+            return True
+        return False
+
+    wait_for(gone, timeout=10, what="the route to disappear")
+    assert "Changing" not in {t["topic"] for t in servers.json("topic", "list", "--all")}
+
+
+@pytest.mark.parametrize(
+    ("args", "expect"),
+    [
+        (("topic", "status", "-t", "NoSuchTopic"), "no route for topic NoSuchTopic"),
+        (("topic", "route", "-t", "NoSuchTopic"), "no route for topic NoSuchTopic"),
+        (("topic", "update", "-t", "NoSuchTopic", "-q", "2"), "topic NoSuchTopic does not exist"),
+        (("topic", "delete", "-t", "NoSuchTopic", "--yes"), "topic NoSuchTopic does not exist"),
+        (("topic", "list", "-n", "127.0.0.1:1"), "unreachable"),
+        (("topic", "update", "-t", "Orders"), "nothing to change"),
+    ],
+)
+def test_wrong_input_is_one_clear_line(
+    servers: Servers, args: tuple[str, ...], expect: str
+) -> None:
+    done = servers.mq(*args)
+    assert done.returncode == 1
+    assert expect in done.stderr
+    assert "Traceback" not in done.stderr
+    assert done.stderr.splitlines()[0].startswith("error:")
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("topic", "create", "-t", "X", "--perm", "Q"),
+        ("topic", "create", "-t", "X", "-q", "0"),
+        ("topic", "list", "--bogus"),
+        ("topic", "status"),
+    ],
+)
+def test_bad_flags_exit_2_without_traceback(servers: Servers, args: tuple[str, ...]) -> None:
+    done = servers.mq(*args)
+    assert done.returncode == 2
+    assert "Traceback" not in done.stderr
+
+
+def test_status_watch_refreshes_until_ctrl_c(servers: Servers) -> None:
+    servers.ok("topic", "create", "-t", "Watched", "-q", "1")
+    child = servers.spawn("topic", "status", "-t", "Watched", "--watch", "1")
+    try:
+        child.expect("Status of Watched · 0 messages held")
+        asyncio.run(servers.produce("Watched", 2))
+        child.expect("Status of Watched · 2 messages held")
+        child.sendintr()
+        child.expect(pexpect.EOF)
+    finally:
+        child.close(force=True)
+    assert child.exitstatus == 130 or child.signalstatus is not None
+
+
+def test_topic_names_complete_from_the_name_server(servers: Servers) -> None:
+    servers.ok("topic", "create", "-t", "Completed", "-q", "1")
+    env = {
+        **servers.env,
+        "_MQ_COMPLETE": "complete_bash",
+        "COMP_WORDS": "mq topic status -t Compl",
+        "COMP_CWORD": "4",
+    }
+    code = "import sys; sys.argv[0] = 'mq'; from mqcli.main import main; main()"
+    done = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=20
+    )
+    assert done.stdout.split() == ["Completed"]
+    env["MQ_NAMESRV_ADDR"] = "127.0.0.1:1"  # name server down: nothing, silently
+    done = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=20
+    )
+    assert done.returncode == 0 and done.stdout.strip() == ""
+    assert "Traceback" not in done.stderr
