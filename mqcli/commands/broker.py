@@ -149,6 +149,7 @@ async def _serve(broker: BrokerConfig, store_config: MessageStoreConfig, log_fil
 
 
 def broker(
+    ctx: typer.Context,
     namesrv: str | None = typer.Option(
         None,
         "-n",
@@ -176,7 +177,11 @@ def broker(
         None, "--store", metavar="DIR", help="Store root (overrides storePathRootDir)."
     ),
 ) -> None:
-    """Run a broker: stores messages, serves producers and consumers, registers routes."""
+    """Run a broker: stores messages, serves producers and consumers, registers routes.
+
+    `mq broker status` shows a running broker's figures instead."""
+    if ctx.invoked_subcommand is not None:
+        return
     try:
         broker_config, store_config = load_config(
             config_file, namesrv=namesrv, listen=listen, store=store
@@ -195,4 +200,9 @@ def broker(
 
 
 def register(app: typer.Typer) -> None:
-    app.command("broker")(broker)
+    from mqcli.commands import broker_status
+
+    broker_app = typer.Typer(no_args_is_help=False, subcommand_metavar="[COMMAND [ARGS]...]")
+    broker_app.callback(invoke_without_command=True)(broker)
+    broker_status.register(broker_app)
+    app.add_typer(broker_app, name="broker")

@@ -1,0 +1,136 @@
+"""`mq cluster list` and `mq broker status` (runtime figures and delay levels) against a
+real name server and broker; completion of group names."""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import orjson
+import pexpect
+import pytest
+from admin_servers import Servers, running
+
+# Level 3 is 3 s here so a test can watch a level fill and drain.
+DELAYS = "1s 2s 3s 30s"
+
+
+@pytest.fixture(scope="module")
+def servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Servers]:
+    with running(tmp_path_factory.mktemp("admin-cluster"), messageDelayLevel=DELAYS) as s:
+        yield s
+
+
+def test_cluster_list_shows_the_broker(servers: Servers) -> None:
+    rows: Any = servers.json("cluster", "list")
+    assert len(rows) == 1
+    row = rows[0]
+    assert row["cluster"] == "DefaultCluster" and row["broker"] == "broker-a"
+    assert row["brokerId"] == 0 and row["addr"] == servers.broker and row["up"] is True
+    assert row["version"] == "V4_9_8"
+    assert row["uptimeMs"] >= 0 and row["todayIn"] >= 0
+    text = servers.ok("cluster", "list")
+    for needle in ("CLUSTER", "BID", "IN-TPS", "broker-a", servers.broker, "V4_9_8"):
+        assert needle in text
+    assert servers.json("cluster", "list", "-c", "NoSuchCluster") == []
+
+
+def test_broker_status_json_has_the_runtime_keys(servers: Servers) -> None:
+    docs = [orjson.loads(x) for x in servers.ok("broker", "status", "--json").splitlines()]
+    assert len(docs) == 1
+    doc = docs[0]
+    for key in (
+        "addr",
+        "broker",
+        "version",
+        "uptimeMs",
+        "putTps",
+        "getTps",
+        "messagesToday",
+        "commitLog",
+        "diskRatio",
+        "dispatchBehindBytes",
+        "delayLevels",
+        "runtime",
+    ):
+        assert key in doc, key
+    assert doc["addr"] == servers.broker and doc["broker"] == "broker-a"
+    assert set(doc["commitLog"]) == {"minOffset", "maxOffset"}
+    assert "scheduleMessageOffset_1" in doc["runtime"]
+    by_addr = orjson.loads(servers.ok("broker", "status", servers.broker, "--json"))
+    by_name = orjson.loads(servers.ok("broker", "status", "--name", "broker-a", "--json"))
+    assert by_addr["broker"] == by_name["broker"] == "broker-a"
+    text = servers.ok("broker", "status")
+    assert "uptime" in text and "commit log" in text and "V4_9_8" in text
+
+
+def _levels(s: Servers) -> dict[int, dict[str, Any]]:
+    doc = orjson.loads(s.ok("broker", "status", "--json"))
+    return {d["level"]: d for d in doc["delayLevels"]}
+
+
+def test_delay_levels_show_waiting_messages_and_the_head_due_time(servers: Servers) -> None:
+    before = int(time.time() * 1000)
+    asyncio.run(servers.produce("Delayed", 2, delay=4))  # 30 s: still waiting below
+    levels = _levels(servers)
+    assert 4 in levels, levels
+    level = levels[4]
+    assert level["delay"] == "30s" and level["waiting"] == 2 and level["maxOffset"] == 2
+    assert before + 30_000 <= level["headDueTimestamp"] <= int(time.time() * 1000) + 30_000
+    text = servers.ok("broker", "status")
+    assert "Delay levels (SCHEDULE_TOPIC_XXXX)" in text and "HEAD-DUE" in text
+
+
+def test_broker_status_watch_refreshes_and_shows_a_delivery_rate(servers: Servers) -> None:
+    child = servers.spawn("broker", "status", "--watch", "1")
+    try:
+        child.expect("every 1s")
+        child.expect("commit log")
+        asyncio.run(servers.produce("Delayed", 5, delay=3))  # 3 s
+        child.expect("every 1s")  # second refresh
+        child.expect("RATE")
+        # The level-3 messages come due and are delivered: some sample shows them gone
+        # with a rate measured between two samples.
+        child.expect(r"│\s+3 │\s+3s │\s+5 │\s+5 │\s+0 │.*?(\d+\.\d)/s", timeout=20)
+        child.sendintr()
+        child.expect(pexpect.EOF)
+    finally:
+        child.close(force=True)
+    assert child.exitstatus == 130 or child.signalstatus is not None
+
+
+@pytest.mark.parametrize(
+    ("args", "code", "expect"),
+    [
+        (("broker", "status", "--name", "broker-z"), 1, "no broker named broker-z"),
+        (("broker", "status", "127.0.0.1:1"), 1, "127.0.0.1:1"),
+        (("broker", "status", "-n", "127.0.0.1:1"), 1, "unreachable"),
+        (("cluster", "list", "-n", "127.0.0.1:1"), 1, "unreachable"),
+        (("broker", "status", "127.0.0.1:1", "--name", "x"), 2, "not both"),
+        (("broker", "status", "--watch", "0"), 2, "--watch"),
+    ],
+)
+def test_wrong_input(servers: Servers, args: tuple[str, ...], code: int, expect: str) -> None:
+    done = servers.mq(*args)
+    assert done.returncode == code, done.stderr
+    assert expect in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_group_names_complete_from_the_brokers(servers: Servers) -> None:
+    servers.ok("group", "create", "completed-group")
+    env = {
+        **servers.env,
+        "_MQ_COMPLETE": "complete_bash",
+        "COMP_WORDS": "mq group lag comp",
+        "COMP_CWORD": "3",
+    }
+    code = "import sys; sys.argv[0] = 'mq'; from mqcli.main import main; main()"
+    done = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=20
+    )
+    assert done.stdout.split() == ["completed-group"]
