@@ -83,6 +83,7 @@ class Cluster:
             "MQ_CONFIG_DIR": str(self.base / "config"),
             "MQ_NAMESRV_ADDR": self.namesrv,
             "PYTHONUNBUFFERED": "1",
+            **{k: v for k, v in os.environ.items() if k == "PYTHONPATH"},
         }
 
     def mq(
