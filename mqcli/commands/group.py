@@ -32,18 +32,11 @@ from mqcli.commands.admin_util import (
 )
 from mqcli.connect import NamesrvOpt, run_async
 from mqcli.output import console, err_console, fail, print_json, print_json_line
-from mqcli.render import fmt_ts, message_json, preview
+from mqcli.render import fmt_ts
 from mqcli.tables import cell, fmt_age, make_table
-from mqcore.client import Admin, QueueProgress, ResetRow, TopicRouteNotFoundError
-from mqcore.client.instance import subscribe_queues
+from mqcore.client import Admin, QueueProgress, ResetRow
 from mqcore.common.metadata import SubscriptionGroupConfig
 from mqcore.errors import MQBrokerError, MQError
-from mqcore.message import MessageExt
-from mqcore.message.const import (
-    PROPERTY_ORIGIN_MESSAGE_ID,
-    PROPERTY_REAL_TOPIC,
-    PROPERTY_RETRY_TOPIC,
-)
 from mqcore.protocol import ResponseCode
 from mqcore.protocol.bodies import ConsumerConnection
 
@@ -67,7 +60,7 @@ LAG_CAVEAT = (
 )
 
 
-def _group(positional: str | None, option: str | None) -> str:
+def resolve_group(positional: str | None, option: str | None) -> str:
     if positional and option and positional != option:
         raise typer.BadParameter(f"two groups given: {positional!r} and -g {option!r}")
     group = positional or option
@@ -205,7 +198,7 @@ def lag(
 ) -> None:
     """How far a group is behind, per queue: in messages and in age (how long the oldest
     unconsumed message has waited)."""
-    group = _group(group, group_opt)
+    group = resolve_group(group, group_opt)
 
     async def go() -> None:
         async with admin_session(namesrv) as admin:
@@ -281,7 +274,7 @@ def reset(
 
     Offline groups get the offsets written directly; with members online a reset by
     time or to end/begin goes through the broker, which tells the members."""
-    group = _group(group, group_opt)
+    group = resolve_group(group, group_opt)
     if sum(x is not None for x in (to_offset, to_time, to)) != 1:
         raise typer.BadParameter("give exactly one of --to-offset, --to-time, --to end|begin")
     if to is not None and to not in ("end", "begin", "last", "first"):
@@ -420,7 +413,7 @@ def clients(
 ) -> None:
     """The group's members online (client id, address, language, version) and what
     they subscribe to."""
-    group = _group(group, group_opt)
+    group = resolve_group(group, group_opt)
 
     async def go() -> None:
         async with admin_session(namesrv) as admin:
@@ -479,7 +472,7 @@ def create(
     namesrv: str | None = NamesrvOpt,
 ) -> None:
     """Create (or update) a subscription group on every master."""
-    group = _group(group, group_opt)
+    group = resolve_group(group, group_opt)
     config = SubscriptionGroupConfig(
         group,
         consume_enable=consume,
@@ -511,7 +504,7 @@ def delete(
     namesrv: str | None = NamesrvOpt,
 ) -> None:
     """Delete a subscription group (and its offsets) on every master."""
-    group = _group(group, group_opt)
+    group = resolve_group(group, group_opt)
 
     async def go() -> None:
         async with admin_session(namesrv) as admin:
@@ -527,100 +520,8 @@ def delete(
     run_async(go())
 
 
-# -- dead letters ----------------------------------------------------------------------------
-
-
-def _origin(msg: MessageExt) -> tuple[str | None, str | None]:
-    props = msg.properties
-    topic = props.get(PROPERTY_RETRY_TOPIC) or props.get(PROPERTY_REAL_TOPIC)
-    return topic, props.get(PROPERTY_ORIGIN_MESSAGE_ID) or msg.unique_key
-
-
-async def _read_dlq(admin: Admin, topic: str, limit: int) -> tuple[list[MessageExt], int]:
-    """Up to ``limit`` dead letters, oldest queue offsets first, and how many there are."""
-    route = await admin.topic_route(topic)
-    await admin.instance.update_route(topic)
-    api = admin.instance.api
-    out: list[MessageExt] = []
-    total = 0
-    for mq in subscribe_queues(topic, route):
-        lo, hi = await api.min_offset(mq), await api.max_offset(mq)
-        total += max(0, hi - lo)
-        offset = lo
-        while offset < hi and len(out) < limit:
-            result = await api.pull(
-                mq,
-                group=TOOLS_GROUP,
-                offset=offset,
-                max_nums=min(32, limit - len(out)),
-                suspend=False,
-                timeout=admin.timeout,
-            )
-            if not result.messages or result.next_begin_offset <= offset:
-                break
-            out.extend(result.messages)
-            offset = result.next_begin_offset
-    return out[:limit], total
-
-
-@group_app.command("dlq")
-def dlq(
-    group: str | None = GroupArg,
-    group_opt: str | None = group_option(False),
-    limit: int = typer.Option(64, "--max", "-m", min=1, help="Show at most this many."),
-    as_json: bool = JsonOpt,
-    namesrv: str | None = NamesrvOpt,
-) -> None:
-    """Dead letters of a group (topic %DLQ%GROUP): original topic and message id,
-    reconsume times, store time, tags, keys and a body preview."""
-    group = _group(group, group_opt)
-    topic = f"%DLQ%{group}"
-
-    async def go() -> None:
-        async with admin_session(namesrv) as admin:
-            try:
-                msgs, total = await _read_dlq(admin, topic, limit)
-            except TopicRouteNotFoundError:
-                msgs, total = [], 0
-        if as_json:
-            for m in msgs:
-                origin_topic, origin_id = _origin(m)
-                print_json_line(
-                    {**message_json(m), "originTopic": origin_topic, "originMsgId": origin_id}
-                )
-            return
-        if not total:
-            console.print(f"no dead letters for group {escape(group)} ({escape(topic)} is empty)")
-            return
-        table = make_table(
-            f"Dead letters of {escape(group)} · {total} in {escape(topic)}"
-            + (f" · first {len(msgs)}" if len(msgs) < total else ""),
-            "MSG-ID",
-            "ORIGIN-TOPIC",
-            "ORIGIN-MSG-ID",
-            "RECONSUME",
-            "STORED",
-            "TAGS",
-            "KEYS",
-            "BODY",
-            count=len(msgs),
-        )
-        for m in msgs:
-            origin_topic, origin_id = _origin(m)
-            table.add_row(
-                m.msg_id,
-                escape(cell(origin_topic)),
-                cell(origin_id),
-                str(m.reconsume_times),
-                fmt_ts(m.store_timestamp),
-                escape(cell(m.tags)),
-                escape(cell(" ".join(m.keys))),
-                escape(preview(m.body, 40)),
-            )
-        console.print(table)
-
-    run_async(go())
-
-
 def register(app: typer.Typer) -> None:
+    from mqcli.commands import group_dlq
+
+    group_dlq.register(group_app)
     app.add_typer(group_app, name="group")

@@ -85,7 +85,9 @@ class Servers:
 
     @property
     def env(self) -> dict[str, str]:
+        passed = {k: os.environ[k] for k in ("PYTHONPATH",) if k in os.environ}
         return {
+            **passed,
             "COLUMNS": "220",
             "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
             "HOME": str(self.base / "home"),

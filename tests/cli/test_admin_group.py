@@ -14,7 +14,7 @@ import orjson
 import pytest
 from admin_servers import Servers, running
 
-from mqcore.client import ConsumeFromWhere, LitePullConsumer
+from mqcore.client import Admin, ConsumeFromWhere, LitePullConsumer
 
 
 @pytest.fixture(scope="module")
@@ -162,6 +162,28 @@ def test_dlq_lists_dead_letters(servers: Servers) -> None:
     assert len(capped.splitlines()) == 1
     empty = servers.mq("group", "dlq", "no-dead-letters")
     assert empty.returncode == 0 and "no dead letters" in empty.stdout
+
+
+async def _send_back_to_dlq(servers: Servers, group: str) -> str:
+    """Pull one message of Lagging and send it back with delay level -1 (straight to the
+    DLQ, as a consumer past its max reconsume times does); returns its offset msg id,
+    which the broker records as ORIGIN_MESSAGE_ID."""
+    async with Admin(servers.namesrv, instance_name="dlq-maker") as admin:
+        api = admin.instance.api
+        mq = (await admin.instance.subscribe_queues("Lagging"))[0]
+        result = await api.pull(mq, group=group, offset=0, max_nums=1, suspend=False)
+        msg = result.messages[0]
+        await api.consumer_send_msg_back(msg, group, broker_name=mq.broker_name, delay_level=-1)
+        return msg.msg_id
+
+
+def test_dlq_shows_where_a_sent_back_message_came_from(servers: Servers) -> None:
+    key = asyncio.run(_send_back_to_dlq(servers, "failing"))
+    lines = [orjson.loads(x) for x in servers.ok("group", "dlq", "failing", "--json").splitlines()]
+    assert len(lines) == 1
+    assert lines[0]["originTopic"] == "Lagging" and lines[0]["originMsgId"] == key
+    text = servers.ok("group", "dlq", "failing")
+    assert "Lagging" in text and key in text
 
 
 @pytest.mark.parametrize(

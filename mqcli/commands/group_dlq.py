@@ -1,0 +1,119 @@
+"""`mq group dlq GROUP`: the dead letters of a group (topic ``%DLQ%GROUP``) with where
+they came from -- original topic and message id, reconsume times -- read with plain
+pulls as the TOOLS_CONSUMER group, so no offset of the group changes.
+`mq message resend ID` sends one back to its topic."""
+
+from __future__ import annotations
+
+import typer
+from rich.markup import escape
+
+from mqcli.commands.admin_util import TOOLS_GROUP, JsonOpt, admin_session, group_option
+from mqcli.commands.group import GroupArg, resolve_group
+from mqcli.connect import NamesrvOpt, run_async
+from mqcli.output import console, print_json_line
+from mqcli.render import fmt_ts, message_json, preview
+from mqcli.tables import cell, make_table
+from mqcore.client import Admin, TopicRouteNotFoundError
+from mqcore.client.instance import subscribe_queues
+from mqcore.message import MessageExt
+from mqcore.message.const import (
+    PROPERTY_ORIGIN_MESSAGE_ID,
+    PROPERTY_REAL_TOPIC,
+    PROPERTY_RETRY_TOPIC,
+)
+
+
+def _origin(msg: MessageExt) -> tuple[str | None, str | None]:
+    props = msg.properties
+    topic = props.get(PROPERTY_RETRY_TOPIC) or props.get(PROPERTY_REAL_TOPIC)
+    return topic, props.get(PROPERTY_ORIGIN_MESSAGE_ID) or msg.unique_key
+
+
+async def _read_dlq(admin: Admin, topic: str, limit: int) -> tuple[list[MessageExt], int]:
+    """Up to ``limit`` dead letters, oldest queue offsets first, and how many there are."""
+    route = await admin.topic_route(topic)
+    await admin.instance.update_route(topic)
+    api = admin.instance.api
+    out: list[MessageExt] = []
+    total = 0
+    for mq in subscribe_queues(topic, route):
+        lo, hi = await api.min_offset(mq), await api.max_offset(mq)
+        total += max(0, hi - lo)
+        offset = lo
+        while offset < hi and len(out) < limit:
+            result = await api.pull(
+                mq,
+                group=TOOLS_GROUP,
+                offset=offset,
+                max_nums=min(32, limit - len(out)),
+                suspend=False,
+                timeout=admin.timeout,
+            )
+            if not result.messages or result.next_begin_offset <= offset:
+                break
+            out.extend(result.messages)
+            offset = result.next_begin_offset
+    return out[:limit], total
+
+
+def dlq(
+    group: str | None = GroupArg,
+    group_opt: str | None = group_option(False),
+    limit: int = typer.Option(64, "--max", "-m", min=1, help="Show at most this many."),
+    as_json: bool = JsonOpt,
+    namesrv: str | None = NamesrvOpt,
+) -> None:
+    """Dead letters of a group (topic %DLQ%GROUP): original topic and message id,
+    reconsume times, store time, tags, keys and a body preview."""
+    group = resolve_group(group, group_opt)
+    topic = f"%DLQ%{group}"
+
+    async def go() -> None:
+        async with admin_session(namesrv) as admin:
+            try:
+                msgs, total = await _read_dlq(admin, topic, limit)
+            except TopicRouteNotFoundError:
+                msgs, total = [], 0
+        if as_json:
+            for m in msgs:
+                origin_topic, origin_id = _origin(m)
+                print_json_line(
+                    {**message_json(m), "originTopic": origin_topic, "originMsgId": origin_id}
+                )
+            return
+        if not total:
+            console.print(f"no dead letters for group {escape(group)} ({escape(topic)} is empty)")
+            return
+        table = make_table(
+            f"Dead letters of {escape(group)} · {total} in {escape(topic)}"
+            + (f" · first {len(msgs)}" if len(msgs) < total else ""),
+            "MSG-ID",
+            "ORIGIN-TOPIC",
+            "ORIGIN-MSG-ID",
+            "RECONSUME",
+            "STORED",
+            "TAGS",
+            "KEYS",
+            "BODY",
+            count=len(msgs),
+        )
+        for m in msgs:
+            origin_topic, origin_id = _origin(m)
+            table.add_row(
+                m.msg_id,
+                escape(cell(origin_topic)),
+                cell(origin_id),
+                str(m.reconsume_times),
+                fmt_ts(m.store_timestamp),
+                escape(cell(m.tags)),
+                escape(cell(" ".join(m.keys))),
+                escape(preview(m.body, 40)),
+            )
+        console.print(table)
+
+    run_async(go())
+
+
+def register(group_app: typer.Typer) -> None:
+    group_app.command("dlq")(dlq)
