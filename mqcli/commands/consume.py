@@ -29,6 +29,7 @@ from typing import Any
 import orjson
 import typer
 
+from mqcli.commands.admin_util import complete_group, complete_topic
 from mqcli.connect import NamesrvOpt, config_dir, resolve_namesrv, run_async
 from mqcli.output import err_console, fail
 from mqcli.render import MESSAGE_HEADERS, MESSAGE_HEADERS_WIDE, broker_of, message_json, message_row
@@ -355,8 +356,12 @@ async def _pull_loop(
 
 
 def consume(
-    topic: str = typer.Option(..., "--topic", "-t", help="Topic to read."),
-    group: str = typer.Option(..., "--group", "-g", help="Consumer group."),
+    topic: str = typer.Option(
+        ..., "--topic", "-t", help="Topic to read.", autocompletion=complete_topic
+    ),
+    group: str = typer.Option(
+        ..., "--group", "-g", help="Consumer group.", autocompletion=complete_group
+    ),
     push: bool = typer.Option(False, "--push", help="Push consumer (the default)."),
     pull: bool = typer.Option(False, "--pull", help="Lite pull consumer."),
     tag: str | None = typer.Option(None, "--tag", help="Tag expression: 'TagA || TagB'."),

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import typer
 
+from mqcli.commands.admin_util import complete_topic
 from mqcli.commands.produce import DEFAULT_GROUP, Printer
 from mqcli.commands.query import check_output, print_messages
 from mqcli.connect import NamesrvOpt, resolve_namesrv, run_async
@@ -29,7 +30,11 @@ from mqcore.message.const import (
 message_app = typer.Typer(help="Look at one message; resend a dead letter.", no_args_is_help=True)
 
 TopicOpt = typer.Option(
-    None, "--topic", "-t", help="Topic to look a unique key up in (e.g. %DLQ%group)."
+    None,
+    "--topic",
+    "-t",
+    help="Topic to look a unique key up in (e.g. %DLQ%group).",
+    autocompletion=complete_topic,
 )
 
 

@@ -35,6 +35,7 @@ from rich.progress import (
     TimeElapsedColumn,
 )
 
+from mqcli.commands.admin_util import complete_topic
 from mqcli.connect import NamesrvOpt, resolve_namesrv, run_async
 from mqcli.output import err_console, fail
 from mqcore.client import Producer, SendResult, SendStatus, make_message, select_by_hash
@@ -402,7 +403,9 @@ async def _produce(
 
 
 def produce(
-    topic: str = typer.Option(..., "--topic", "-t", help="Topic to send to."),
+    topic: str = typer.Option(
+        ..., "--topic", "-t", help="Topic to send to.", autocompletion=complete_topic
+    ),
     tag: str | None = typer.Option(None, "--tag", help="Tag of every message."),
     key: list[str] = typer.Option([], "--key", "-k", help="A key (repeat for several)."),
     prop: list[str] = typer.Option([], "--prop", "-p", help="A user property name=value."),

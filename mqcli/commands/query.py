@@ -21,6 +21,7 @@ from rich.rule import Rule
 from rich.table import Table
 from rich.text import Text
 
+from mqcli.commands.admin_util import complete_topic
 from mqcli.connect import NamesrvOpt, resolve_namesrv, run_async
 from mqcli.output import console, err_console, fail
 from mqcli.render import (
@@ -166,7 +167,9 @@ async def _run(opts: dict[str, Any]) -> tuple[list[MessageExt], bool, dict[str, 
 
 
 def query(
-    topic: str | None = typer.Option(None, "--topic", "-t", help="Topic to search."),
+    topic: str | None = typer.Option(
+        None, "--topic", "-t", help="Topic to search.", autocompletion=complete_topic
+    ),
     key: str | None = typer.Option(None, "--key", "-k", help="A message key (KEYS)."),
     msg_id: str | None = typer.Option(
         None, "--id", "-i", help="An offset msg id (with -t, a unique key works too)."
