@@ -467,7 +467,15 @@ class ClientInstance:
         for route in self.routes.values():
             for bd in route.broker_datas:
                 table[bd.broker_name] = dict(bd.broker_addrs)
+        known = {a for by_id in self.broker_addrs.values() for a in by_id.values()}
         self.broker_addrs = table
+        fresh = {a for by_id in table.values() for a in by_id.values()} - known
+        if fresh and (self.producers or self.consumers):
+            # A broker we had no route to yet must learn our groups now, not at the next
+            # 30 s heartbeat: it checks transactions back and notifies consumers by them.
+            task = asyncio.get_running_loop().create_task(self.send_heartbeat_to_all_brokers())
+            self._background.add(task)
+            task.add_done_callback(self._background.discard)
 
     def forget_route(self, topic: str) -> None:
         self.routes.pop(topic, None)
