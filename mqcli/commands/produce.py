@@ -38,7 +38,16 @@ from rich.progress import (
 from mqcli.commands.admin_util import complete_topic
 from mqcli.connect import NamesrvOpt, resolve_namesrv, run_async
 from mqcli.output import err_console, fail
-from mqcore.client import Producer, SendResult, SendStatus, make_message, select_by_hash
+from mqcore.client import (
+    LocalTransactionState,
+    Producer,
+    SendResult,
+    SendStatus,
+    TransactionProducer,
+    TransactionSendResult,
+    make_message,
+    select_by_hash,
+)
 from mqcore.client.errors import (
     InvalidMessageError,
     NameServerUnreachableError,
@@ -161,6 +170,8 @@ class Printer:
                     queueId=mq.queue_id if mq else None,
                     queueOffset=result.queue_offset,
                 )
+                if isinstance(result, TransactionSendResult):
+                    obj["transactionState"] = result.local_transaction_state.name
             if error:
                 obj["error"] = error
             self._write(orjson.dumps(obj).decode())
@@ -229,7 +240,10 @@ async def send_one(
         if oneway:
             await producer.send_oneway(msg, **kwargs)
             return None, None
-        result = await producer.send(msg, **kwargs)
+        if isinstance(producer, TransactionProducer):
+            result: SendResult = await producer.send_message_in_transaction(msg)
+        else:
+            result = await producer.send(msg, **kwargs)
     except FATAL:
         raise
     except MQError as exc:
@@ -314,6 +328,7 @@ async def _produce(
     batch: int,
     timeout: float,
     printer: Printer,
+    transaction: tuple[str, str, float] | None = None,
 ) -> Stats:
     stats = Stats()
     progress = _progress(total)
@@ -366,7 +381,12 @@ async def _produce(
             advance(size)
             i += size
 
-    producer = Producer(group, namesrv, send_timeout=timeout)
+    producer: Producer
+    if transaction is not None:
+        local, check, _ = transaction
+        producer = TransactionProducer.answering(local, check, group, namesrv, send_timeout=timeout)
+    else:
+        producer = Producer(group, namesrv, send_timeout=timeout)
     await producer.start()
     try:
         if progress is not None:
@@ -393,6 +413,18 @@ async def _produce(
             await flush(buf)
         if pending:
             await asyncio.gather(*pending)
+        if isinstance(producer, TransactionProducer) and transaction and transaction[2] > 0:
+            err_console.print(
+                f"waiting up to {transaction[2]:g} s for the broker to check back "
+                f"{stats.sent} transaction(s)...",
+                highlight=False,
+            )
+            if not await producer.wait_checks_answered(stats.sent, transaction[2]):
+                err_console.print(
+                    "[yellow]not every transaction was checked back in time; the broker "
+                    "will ask again (transactionCheckInterval)[/]",
+                    markup=True,
+                )
     finally:
         for t in pending:
             t.cancel()
@@ -427,6 +459,21 @@ def produce(
     timeout: float = typer.Option(3.0, "--timeout", min=0.1, help="Send timeout (seconds)."),
     as_json: bool = typer.Option(False, "--json", "-j", help="One JSON object per send."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No rows, only the final line."),
+    transaction: str | None = typer.Option(
+        None,
+        "--transaction",
+        help="Send as transactional messages whose local transaction ends commit, rollback "
+        "or unknown (then the broker checks back).",
+    ),
+    check_answer: str | None = typer.Option(
+        None, "--check-answer", help="What to answer the broker's check-back (default: commit)."
+    ),
+    check_wait: float | None = typer.Option(
+        None,
+        "--check-wait",
+        min=0,
+        help="With unknown: seconds to stay up for check-backs (default 90).",
+    ),
 ) -> None:
     """Send messages to TOPIC.
 
@@ -440,6 +487,7 @@ def produce(
       seq 100 | mq produce -t Orders --batch 50
       mq produce -t Orders --order-key 'customer-{{Random 1 5}}' --body x -c 20
       mq produce -t Orders -i
+      mq produce -t Orders --body paid --transaction unknown --check-answer commit
     """
     if body is not None and file is not None:
         fail("give the body with --body or --file, not both")
@@ -449,6 +497,12 @@ def produce(
         fail("--order-key sends one at a time to keep order; drop --async")
     if batch and delay:
         fail("delayed messages cannot be batched (RocketMQ refuses them); drop --batch")
+    tx = _transaction_options(
+        transaction,
+        check_answer,
+        check_wait,
+        use_async or oneway or batch > 0 or delay > 0 or order_key is not None,
+    )
     spec = Spec(topic, tag, list(key), parse_props(list(prop)), delay, order_key)
     addr = resolve_namesrv(namesrv)
     if interactive:
@@ -481,6 +535,7 @@ def produce(
             batch=batch,
             timeout=timeout,
             printer=printer,
+            transaction=tx,
         )
     )
     if stats.sent + stats.failed != 1 or stats.skipped:
@@ -489,6 +544,31 @@ def produce(
         fail("no message was sent (no input?)")
     if stats.failed:
         raise typer.Exit(1)
+
+
+def _transaction_options(
+    transaction: str | None, check_answer: str | None, check_wait: float | None, other: bool
+) -> tuple[str, str, float] | None:
+    """Validate --transaction/--check-answer/--check-wait: (local, check, wait seconds)."""
+    if transaction is None:
+        if check_answer is not None or check_wait is not None:
+            fail("--check-answer and --check-wait go with --transaction")
+        return None
+    states = {"commit", "rollback", "unknown"}
+    local = transaction.lower()
+    check = (check_answer or "commit").lower()
+    if local not in states:
+        fail(f"bad --transaction {transaction!r}", hint="use commit, rollback or unknown")
+    if check not in states:
+        fail(f"bad --check-answer {check_answer!r}", hint="use commit, rollback or unknown")
+    if other:
+        fail(
+            "transactional messages are sent one at a time without a delay; drop "
+            "--async/--oneway/--batch/--delay"
+        )
+    LocalTransactionState.coerce(local)  # the client's own spelling check
+    wait = check_wait if check_wait is not None else (90.0 if local == "unknown" else 0.0)
+    return local, check, wait
 
 
 def register(app: typer.Typer) -> None:
