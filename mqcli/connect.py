@@ -18,6 +18,7 @@ import orjson
 import typer
 
 from mqcli import output
+from mqcore.common.files import write_atomically
 from mqcore.errors import MQError
 from mqcore.remoting.loop import run
 
@@ -79,9 +80,7 @@ class ContextStore:
                 for n, c in sorted(self.contexts.items())
             },
         }
-        tmp = path.with_suffix(".tmp")
-        tmp.write_bytes(orjson.dumps(doc, option=orjson.OPT_INDENT_2))
-        tmp.replace(path)
+        write_atomically(path, orjson.dumps(doc, option=orjson.OPT_INDENT_2))
 
 
 def resolve_namesrv(option: str | None) -> str:

@@ -26,6 +26,7 @@ from typing import Protocol
 
 import orjson
 
+from mqcore.common.files import write_atomically, write_synced
 from mqcore.protocol.bodies.base import MessageQueue, mq_key, mq_key_text
 
 __all__ = [
@@ -206,12 +207,7 @@ class LocalFileOffsetStore(OffsetStore):
             {"offsetTable": {mq_key_text(mq): o for mq, o in sorted(table.items())}},
             option=orjson.OPT_INDENT_2,
         )
-        tmp = self.path.with_name(self.path.name + ".tmp")
-        with open(tmp, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
         if self.path.exists():
             with contextlib.suppress(OSError):
-                os.replace(self.path, self.path.with_name(self.path.name + ".bak"))
-        os.replace(tmp, self.path)
+                write_synced(self.path.with_name(self.path.name + ".bak"), self.path.read_bytes())
+        write_atomically(self.path, data, tmp=self.path.with_name(self.path.name + ".tmp"))

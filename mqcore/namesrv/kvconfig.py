@@ -10,37 +10,17 @@ feeds ``orderTopicConf`` in routes.
 from __future__ import annotations
 
 import logging
-import os
 from pathlib import Path
 
 from mqcore.common import fastjson
+from mqcore.common.files import write_atomically
 from mqcore.errors import ConfigError
 
-__all__ = ["NAMESPACE_ORDER_TOPIC_CONFIG", "KVConfigManager", "write_atomically"]
+__all__ = ["NAMESPACE_ORDER_TOPIC_CONFIG", "KVConfigManager"]
 
 log = logging.getLogger("mq.namesrv")
 
 NAMESPACE_ORDER_TOPIC_CONFIG = "ORDER_TOPIC_CONFIG"
-
-
-def write_atomically(path: Path, data: bytes) -> None:
-    """Replace ``path`` with ``data`` so that readers and crashes never see a partial file."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-    try:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view) :]
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    os.replace(tmp, path)
-    dir_fd = os.open(path.parent, os.O_RDONLY)
-    try:
-        os.fsync(dir_fd)
-    finally:
-        os.close(dir_fd)
 
 
 class KVConfigManager:

@@ -15,6 +15,7 @@ from typing import Any, Self
 import orjson
 
 from mqcore.common import fastjson
+from mqcore.common.metadata import JsonModel
 from mqcore.errors import MQError
 
 __all__ = [
@@ -99,21 +100,11 @@ def as_str(value: Any, default: str = "") -> str:
     return value if isinstance(value, str) else str(value)
 
 
-class RemotingBody:
-    """Base of JSON bodies: subclasses provide ``to_json`` and ``from_json``."""
+class RemotingBody(JsonModel):
+    """Base of JSON bodies: subclasses provide ``to_json`` and ``from_json``; decoding
+    also turns fastjson's MessageQueue object keys into :class:`MessageQueue`."""
 
     __slots__ = ()
-
-    def to_json(self) -> dict[str, Any]:
-        raise NotImplementedError
-
-    @classmethod
-    def from_json(cls, obj: Any) -> Self:
-        raise NotImplementedError
-
-    def encode(self) -> bytes:
-        """Strict compact JSON."""
-        return fastjson.dumps(self.to_json())
 
     @classmethod
     def decode(cls, data: bytes | bytearray | memoryview | str) -> Self:

@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from mqcore.common.fastjson import FastjsonError, dumps_pretty, loads
+from mqcore.common.files import fsync_dir, write_synced
 from mqcore.common.jsonfields import (
     get_bool,
     get_int,
@@ -170,16 +171,16 @@ class ConfigFileManager(ABC):
             tmp = self.tmp_path
             try:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
-                _write_synced(tmp, data)
+                write_synced(tmp, data)
                 if not self._keep_bak:
                     try:
                         previous = self.path.read_bytes()
                     except FileNotFoundError:
                         previous = b""
                     if previous.strip():
-                        _write_synced(self.bak_path, previous)
+                        write_synced(self.bak_path, previous)
                 os.replace(tmp, self.path)
-                _fsync_dir(self.path.parent)
+                fsync_dir(self.path.parent)
             except OSError as exc:
                 try:
                     tmp.unlink(missing_ok=True)
@@ -187,22 +188,3 @@ class ConfigFileManager(ABC):
                     pass
                 raise ConfigError(f"cannot write {self.path}: {exc}") from exc
             self._keep_bak = False
-
-
-def _write_synced(path: Path, data: bytes) -> None:
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-    try:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view) :]
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def _fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
