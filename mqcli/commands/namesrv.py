@@ -7,48 +7,17 @@ stops cleanly on SIGINT/SIGTERM.
 
 from __future__ import annotations
 
-import asyncio
 import logging
-import signal
 import sys
-from logging.handlers import RotatingFileHandler
 from pathlib import Path
 
 import typer
 
 from mqcli import output
+from mqcli.serving import parse_listen, serve_until_signal, setup_logging
 from mqcore.errors import ConfigError, MQError
 from mqcore.namesrv import NamesrvConfig, NamesrvController
 from mqcore.remoting import run, uvloop_available
-
-_LOG_FORMAT = "%(asctime)s %(levelname)-5s %(name)s - %(message)s"
-
-
-def _parse_listen(value: str) -> tuple[str, int]:
-    host, sep, port = value.rpartition(":")
-    if not sep or not port.isdigit() or not 0 <= int(port) <= 65535:
-        raise typer.BadParameter(f"expected HOST:PORT, got {value!r}", param_hint="--listen")
-    return host.strip("[]") or "0.0.0.0", int(port)
-
-
-def _setup_logging(config: NamesrvConfig) -> Path:
-    level = logging.getLevelName(config.log_level.upper())
-    if not isinstance(level, int):
-        raise ConfigError(f"logLevel must be DEBUG, INFO, WARNING or ERROR, not {config.log_level}")
-    log_dir = Path(config.log_dir).expanduser()
-    log_dir.mkdir(parents=True, exist_ok=True)
-    log_file = log_dir / "namesrv.log"
-    root = logging.getLogger("mq")
-    root.setLevel(min(level, logging.WARNING))
-    root.propagate = False
-    file_handler = RotatingFileHandler(log_file, maxBytes=64 * 1024 * 1024, backupCount=5)
-    file_handler.setLevel(level)
-    file_handler.setFormatter(logging.Formatter(_LOG_FORMAT))
-    stderr_handler = logging.StreamHandler(sys.stderr)
-    stderr_handler.setLevel(logging.WARNING)
-    stderr_handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
-    root.handlers[:] = [file_handler, stderr_handler]
-    return log_file
 
 
 async def _serve(config: NamesrvConfig, log_file: Path) -> None:
@@ -60,10 +29,6 @@ async def _serve(config: NamesrvConfig, log_file: Path) -> None:
             f"cannot listen on {config.bind_address}:{config.listen_port}: {exc.strerror}",
             hint="is another name server running? choose another port with --listen HOST:PORT",
         )
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, stop.set)
     loop_name = "uvloop" if uvloop_available() else "asyncio"
     print(
         f"mq namesrv listening on {controller.listen_address} "
@@ -71,12 +36,7 @@ async def _serve(config: NamesrvConfig, log_file: Path) -> None:
         flush=True,
     )
     logging.getLogger("mq.namesrv").info("name server started on %s", controller.listen_address)
-    try:
-        await stop.wait()
-    finally:
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            loop.remove_signal_handler(sig)
-        await controller.shutdown()
+    await serve_until_signal(controller.shutdown)
     print("mq namesrv stopped", flush=True)
 
 
@@ -104,12 +64,12 @@ def namesrv(
     except MQError as exc:
         output.fail(str(exc), hint="see `mq namesrv -p` for the known keys")
     if listen is not None:
-        config.bind_address, config.listen_port = _parse_listen(listen)
+        config.bind_address, config.listen_port = parse_listen(listen)
     if print_config:
         sys.stdout.write(config.to_properties_text())
         return
     try:
-        log_file = _setup_logging(config)
+        log_file = setup_logging(config.log_dir, config.log_level, "namesrv.log")
     except (ConfigError, OSError) as exc:
         output.fail(str(exc))
     run(_serve(config, log_file))

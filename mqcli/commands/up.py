@@ -13,7 +13,8 @@ from pathlib import Path
 import typer
 
 from mqcli import output
-from mqcli.commands.broker import describe, serve_until_signal, setup_logging, start_broker
+from mqcli.commands.broker import describe, start_broker
+from mqcli.serving import serve_until_signal, setup_logging
 from mqcore.broker.config import BrokerConfig, local_ip
 from mqcore.broker.controller import BrokerController
 from mqcore.errors import MQError

@@ -1,0 +1,67 @@
+"""Helpers shared by the server commands (`mq namesrv`, `mq broker`, `mq up`): the
+``--listen`` flag, logging to a file plus stderr, and a clean stop on SIGINT/SIGTERM."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+import sys
+from collections.abc import Awaitable, Callable
+from logging.handlers import RotatingFileHandler
+from pathlib import Path
+
+import typer
+
+from mqcore.errors import ConfigError
+
+__all__ = ["parse_listen", "serve_until_signal", "setup_logging"]
+
+_LOG_FORMAT = "%(asctime)s %(levelname)-5s %(name)s - %(message)s"
+
+
+def parse_listen(value: str, flag: str = "--listen") -> tuple[str, int]:
+    host, sep, port = value.rpartition(":")
+    if not sep or not port.isdigit() or not 0 <= int(port) <= 65535:
+        raise typer.BadParameter(f"expected HOST:PORT, got {value!r}", param_hint=flag)
+    return host.strip("[]") or "0.0.0.0", int(port)
+
+
+def setup_logging(log_dir: str, log_level: str, file_name: str) -> Path:
+    """``mq`` loggers to ``<log_dir>/<file_name>`` at ``log_level``, warnings to stderr."""
+    level = logging.getLevelName(log_level.upper())
+    if not isinstance(level, int):
+        raise ConfigError(f"logLevel must be DEBUG, INFO, WARNING or ERROR, not {log_level}")
+    directory = Path(log_dir).expanduser()
+    directory.mkdir(parents=True, exist_ok=True)
+    log_file = directory / file_name
+    root = logging.getLogger("mq")
+    root.setLevel(min(level, logging.WARNING))
+    root.propagate = False
+    file_handler = RotatingFileHandler(log_file, maxBytes=64 * 1024 * 1024, backupCount=5)
+    file_handler.setLevel(level)
+    file_handler.setFormatter(logging.Formatter(_LOG_FORMAT))
+    stderr_handler = logging.StreamHandler(sys.stderr)
+    stderr_handler.setLevel(logging.WARNING)
+    stderr_handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
+    root.handlers[:] = [file_handler, stderr_handler]
+    # The store logs under its module name; route it the same way.
+    store_log = logging.getLogger("mqcore")
+    store_log.setLevel(min(level, logging.WARNING))
+    store_log.propagate = False
+    store_log.handlers[:] = [file_handler, stderr_handler]
+    return log_file
+
+
+async def serve_until_signal(stop_all: Callable[[], Awaitable[None]]) -> None:
+    """Wait for SIGINT/SIGTERM, then run ``stop_all``."""
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    try:
+        await stop.wait()
+    finally:
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.remove_signal_handler(sig)
+        await stop_all()
