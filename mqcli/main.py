@@ -36,33 +36,42 @@ def _root(
     output.set_debug(debug)
 
 
+PANELS = {
+    "Servers": ("namesrv", "broker", "up"),
+    "Messages": ("produce", "consume", "query", "message"),
+    "Administration": ("topic", "group", "cluster"),
+    "Tools": ("tui", "store", "context", "completion"),
+}
+
+
 def _register() -> None:
-    # Each subcommand lives in its own module under mqcli.commands and exposes `register`.
-    from mqcli.commands import broker, completion, context, namesrv, store, up
+    # Each subcommand lives in its own module under mqcli.commands and exposes `register`;
+    # the help lists them by panel, in this order.
+    from mqcli.commands import (
+        broker,
+        cluster,
+        completion,
+        consume,
+        context,
+        group,
+        message,
+        namesrv,
+        produce,
+        query,
+        store,
+        topic,
+        tui,
+        up,
+    )
 
-    store.register(app)
-    namesrv.register(app)
-    broker.register(app)
-    up.register(app)
-    context.register(app)
-    completion.register(app)
-
-    from mqcli.commands import consume, message, produce, query
-
-    produce.register(app)
-    consume.register(app)
-    query.register(app)
-    message.register(app)
-
-    from mqcli.commands import cluster, group, topic
-
-    topic.register(app)
-    group.register(app)
-    cluster.register(app)
-
-    from mqcli.commands import tui
-
-    tui.register(app)
+    for module in (namesrv, broker, up, produce, consume, query, message, topic, group,
+                   cluster, tui, store, context, completion):  # fmt: skip
+        module.register(app)
+    panel_of = {name: panel for panel, names in PANELS.items() for name in names}
+    for command in app.registered_commands:
+        command.rich_help_panel = panel_of.get(command.name or "", "Tools")
+    for sub in app.registered_groups:
+        sub.rich_help_panel = panel_of.get(str(sub.name or ""), "Tools")
 
 
 _register()
