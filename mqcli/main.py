@@ -6,6 +6,11 @@ import sys
 
 import typer
 
+try:  # typer vendors click from 0.2x on
+    from typer._click.exceptions import ClickException
+except ImportError:  # pragma: no cover
+    from click.exceptions import ClickException  # type: ignore[no-redef]
+
 from mqcli import output
 from mqcore import __version__
 from mqcore.errors import MQError
@@ -78,15 +83,23 @@ _register()
 
 
 def main() -> None:
-    """Console-script entry: MQError becomes one line on stderr and exit code 1."""
+    """Console-script entry: a usage mistake or an MQError becomes one line on stderr
+    (plus a hint) and a non-zero exit code; `--debug` shows the traceback instead."""
     try:
-        app()
+        code = app(standalone_mode=False)
+    except ClickException as exc:
+        if not exc.format_message():  # e.g. a group run without a command: help was shown
+            sys.exit(exc.exit_code)
+        ctx = getattr(exc, "ctx", None)
+        where = ctx.command_path if ctx is not None else "mq"
+        output.fail(exc.format_message(), code=exc.exit_code, hint=f"see '{where} --help'")
     except MQError as exc:
         if output.debug_enabled():
             raise
         output.fail(str(exc))
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, typer.Abort):
         sys.exit(130)
+    sys.exit(code if isinstance(code, int) else 0)
 
 
 if __name__ == "__main__":
