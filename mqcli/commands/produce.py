@@ -11,7 +11,6 @@ property values and the order key may use natscli's templates: ``{{Count}}`` (1,
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import random
 import re
 import sys
@@ -267,7 +266,7 @@ async def _bodies(
         for _ in range(count):
             yield data, templated
         return
-    lines = _stdin_lines()
+    lines = _StdinLines()
     while True:
         line = await lines.get()
         if line is None:
@@ -280,25 +279,34 @@ async def _bodies(
             yield line, True
 
 
-def _stdin_lines(buffered: int = 1024) -> asyncio.Queue[bytes | None]:
+class _StdinLines:
     """stdin lines (None at the end) read by a daemon thread: a blocked read never keeps
-    the process from exiting on Ctrl-C, and a slow broker slows the reader down."""
-    loop = asyncio.get_running_loop()
-    queue: asyncio.Queue[bytes | None] = asyncio.Queue(buffered)
+    the process from exiting on Ctrl-C, and a slow broker slows the reader down (at most
+    ``buffered`` lines wait). The thread hands lines over with ``call_soon_threadsafe``,
+    never a coroutine, so a loop that closes first leaves nothing unawaited behind."""
 
-    def put(item: bytes | None) -> None:
-        asyncio.run_coroutine_threadsafe(queue.put(item), loop).result()
+    def __init__(self, buffered: int = 1024) -> None:
+        self._loop = asyncio.get_running_loop()
+        self._queue: asyncio.Queue[bytes | None] = asyncio.Queue()
+        self._slots = threading.Semaphore(buffered)
+        threading.Thread(target=self._read, name="mq-produce-stdin", daemon=True).start()
 
-    def read() -> None:
+    def _put(self, item: bytes | None) -> None:
+        self._slots.acquire()
+        self._loop.call_soon_threadsafe(self._queue.put_nowait, item)
+
+    def _read(self) -> None:
         try:
             for line in sys.stdin.buffer:
-                put(line)
-            put(None)
-        except (RuntimeError, concurrent.futures.CancelledError):
-            pass  # the loop is gone: we are exiting
+                self._put(line)
+            self._put(None)
+        except (RuntimeError, OSError, ValueError):
+            pass  # the loop is closed or stdin is gone: we are exiting
 
-    threading.Thread(target=read, name="mq-produce-stdin", daemon=True).start()
-    return queue
+    async def get(self) -> bytes | None:
+        item = await self._queue.get()
+        self._slots.release()
+        return item
 
 
 def _progress(total: int | None) -> Progress | None:

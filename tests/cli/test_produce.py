@@ -167,3 +167,23 @@ def test_interactive_prompt(cluster: Cluster) -> None:
     assert moved["body"] == "elsewhere" and moved["tags"] == "X"
     history = (cluster.base / "config" / "produce_history").read_text()
     assert "+tagged two" in history and "+:tag X" in history
+
+
+def test_unreachable_name_server_with_stdin_is_one_clean_error(tmp_path: Path) -> None:
+    """The stdin reader must not leave a never-awaited coroutine behind when the loop
+    closes on the error (it used to print RuntimeWarning lines first)."""
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, "-m", "mqcli.main", "produce", "-t", "T", "-n", "127.0.0.1:1", "-q"],
+        input="".join(f"{i}\n" for i in range(1, 6)),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "COLUMNS": "200"},
+    )
+    assert done.returncode == 1 and done.stdout == ""
+    lines = done.stderr.splitlines()
+    assert [line.split(":")[0] for line in lines] == ["error"], done.stderr
+    assert "name server 127.0.0.1:1 unreachable" in lines[0]
