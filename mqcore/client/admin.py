@@ -7,6 +7,7 @@
         for row in await admin.topic_status("Orders"): ...      # min/max offset per queue
         progress = await admin.consume_progress("g1")           # lag per queue, all brokers
         msgs = await admin.query_by_key("Orders", "order-42", max_num=64)
+        msgs = await admin.query_by_time("Orders", begin_ms, end_ms, max_num=64)
 
 Cluster-wide operations go to every master a cluster lists (GET_BROKER_CLUSTER_INFO);
 topic-wide ones to the masters of the topic's route. Results are merged across brokers
@@ -22,6 +23,7 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
+from mqcore.client.api import PullStatus
 from mqcore.client.errors import ClientStateError
 from mqcore.client.instance import ClientConfig, ClientInstance, subscribe_queues
 from mqcore.client.producer import default_namesrv, validate_topic
@@ -54,10 +56,12 @@ from mqcore.protocol.headers import (
     ResetOffsetRequestHeader,
 )
 
-__all__ = ["END_OF_TIME", "Admin", "QueueProgress", "QueueStatus", "ResetRow"]
+__all__ = ["END_OF_TIME", "TOOLS_GROUP", "Admin", "QueueProgress", "QueueStatus", "ResetRow"]
 
 T = TypeVar("T")
 END_OF_TIME = 2**63 - 1
+TOOLS_GROUP = "TOOLS_CONSUMER"  # RocketMQ's MixAll.TOOLS_CONSUMER_GROUP, for admin pulls
+_PULL_BATCH = 32
 
 
 @dataclass(frozen=True, slots=True)
@@ -511,6 +515,44 @@ class Admin:
                 seen.add(ident)
                 out.append(msg)
         return out[:max_num]
+
+    async def query_by_time(
+        self, topic: str, begin_ms: int, end_ms: int, *, max_num: int = 64
+    ) -> list[MessageExt]:
+        """Messages of ``topic`` stored in ``begin_ms..end_ms`` (both inclusive), oldest
+        first, at most ``max_num`` in total across all brokers.
+
+        Per queue of every broker, SEARCH_OFFSET_BY_TIMESTAMP for ``begin_ms`` and
+        ``end_ms`` bounds the range to pull (the broker answers the *nearest* message, so
+        both ends are inclusive and each message's store time is checked); at most
+        ``max_num`` are kept per queue, as the merged total is capped anyway.
+        """
+        if max_num <= 0 or end_ms < begin_ms:
+            return []
+        api = self.instance.api
+        queues = await self.instance.subscribe_queues(topic, refresh=True)
+
+        async def one(mq: MessageQueue) -> list[MessageExt]:
+            start = await api.search_offset(mq, begin_ms, self.timeout)
+            stop = await api.search_offset(mq, end_ms, self.timeout) + 1
+            found: list[MessageExt] = []
+            while start < stop and len(found) < max_num:
+                result = await api.pull(
+                    mq, group=TOOLS_GROUP, offset=start, max_nums=min(_PULL_BATCH, stop - start),
+                    suspend=False, send_subscription=True, timeout=self.timeout,
+                )  # fmt: skip
+                if result.status is not PullStatus.FOUND or result.next_begin_offset <= start:
+                    break
+                found += [
+                    m for m in result.messages
+                    if m.queue_offset < stop and begin_ms <= m.store_timestamp <= end_ms
+                ]  # fmt: skip
+                start = result.next_begin_offset
+            return found
+
+        batches = await asyncio.gather(*(one(mq) for mq in queues))
+        merged = sorted((m for b in batches for m in b), key=lambda m: m.store_timestamp)
+        return merged[:max_num]
 
     async def view_message(self, offset_msg_id: str) -> MessageExt:
         """VIEW_MESSAGE_BY_ID at the broker the offset msg id names."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -10,6 +11,7 @@ import pytest
 from client_cluster import LiveCluster
 
 from mqcore.client import Admin, Producer, make_message
+from mqcore.client.admin import END_OF_TIME
 from mqcore.client.errors import TopicRouteNotFoundError
 from mqcore.errors import MQBrokerError
 from mqcore.protocol import ResponseCode
@@ -123,3 +125,39 @@ async def test_query_messages_by_key_unique_key_and_id(cluster: LiveCluster, adm
     by_uniq = await admin.query_by_unique_key("Query", viewed.unique_key or "")
     assert [m.body for m in by_uniq] == [b"m3"]
     assert (await admin.find_message(viewed.unique_key or "", "Query")).body == b"m3"
+
+
+async def _clock_past(ms: int) -> int:
+    """Wait for the wall clock to pass ``ms`` (store times are ms); returns the new now."""
+    while (now := int(time.time() * 1000)) <= ms:
+        await asyncio.sleep(0.001)
+    return now
+
+
+async def test_query_by_time_takes_only_the_window(cluster: LiveCluster, admin: Admin) -> None:
+    await admin.create_topic("Timed", queues=2)
+    await cluster.wait_route("Timed", brokers=2)
+    async with Producer("apg", namesrv=cluster.addr) as p:
+
+        async def batch(tag: str) -> None:
+            for i in range(8):  # round robin: both queues of both brokers
+                await p.send(make_message("Timed", f"{tag}{i}"))
+
+        await batch("before")
+        begin = await _clock_past(int(time.time() * 1000))
+        await batch("in")
+        end = int(time.time() * 1000)
+        await _clock_past(end)
+        await batch("after")
+
+    found = await admin.query_by_time("Timed", begin, end)
+    assert sorted(m.body for m in found) == sorted(f"in{i}".encode() for i in range(8))
+    assert len({m.store_host for m in found}) == 2  # both brokers
+    assert [m.store_timestamp for m in found] == sorted(m.store_timestamp for m in found)
+    assert all(begin <= m.store_timestamp <= end for m in found)
+
+    capped = await admin.query_by_time("Timed", begin, end, max_num=3)
+    assert capped == found[:3]  # the cap is on the total, oldest first
+    assert await admin.query_by_time("Timed", end + 10**6, end + 2 * 10**6) == []
+    everything = await admin.query_by_time("Timed", 0, END_OF_TIME, max_num=100)
+    assert len(everything) == 24
