@@ -266,7 +266,7 @@ async def _bodies(
         for _ in range(count):
             yield data, templated
         return
-    lines = _StdinLines()
+    lines = _stdin_lines()
     while True:
         line = await lines.get()
         if line is None:
@@ -307,6 +307,10 @@ class _StdinLines:
         item = await self._queue.get()
         self._slots.release()
         return item
+
+
+def _stdin_lines(buffered: int = 1024) -> _StdinLines:
+    return _StdinLines(buffered)
 
 
 def _progress(total: int | None) -> Progress | None:
