@@ -142,7 +142,8 @@ class GroupRow:
     """A consumer group's summary, from the brokers' offset tables."""
 
     name: str
-    broadcast: bool = False
+    model: str = "-"
+    """CLUSTERING / BROADCASTING as the live consumers report it; "-" when none is known."""
     system: bool = False
     retry_max_times: int = 16
     topics: list[str] = field(default_factory=list)

@@ -12,7 +12,12 @@ What one :meth:`Poller.poll` asks, all concurrently (nothing per queue):
 * the highlighted group only: GET_CONSUME_STATS per master (exact last consume times)
   and its connections; on the delay view, one 1-message pull per level with waiting
   messages, to show when the next one is due;
-* once per broker: GET_BROKER_CONFIG, for the ``messageDelayLevel`` table.
+* once per broker: GET_BROKER_CONFIG, for the ``messageDelayLevel`` table;
+* every ``model_interval`` seconds (not every refresh): GET_CONSUMER_CONNECTION_LIST per
+  non-system group, for its message model (CLUSTERING / BROADCASTING), which only the
+  live consumers know (a subscription group's ``consumeBroadcastEnable`` means only that
+  broadcasting is *allowed*); the answers are cached, and the highlighted group's is
+  refreshed every poll. A group with no consumer online shows "-".
 
 A broker that fails is returned as down with its error (and stays listed as down when
 it leaves the name server), so one dead broker never fails the poll. Put TPS per topic
@@ -122,8 +127,8 @@ class BrokerData:
     stats: dict[tuple[str, int], QueueRow] = field(default_factory=dict)
     offsets: dict[str, dict[int, int]] = field(default_factory=dict)
     """``topic@group`` -> {queue id: consumer offset}."""
-    groups: dict[str, tuple[bool, int]] = field(default_factory=dict)
-    """group -> (broadcast enabled, retry max times)."""
+    groups: dict[str, int] = field(default_factory=dict)
+    """group -> retry max times."""
 
 
 class Poller:
@@ -139,8 +144,10 @@ class Poller:
         timeout: float = 3.0,
         history: int = 60,
         clock: Callable[[], float] = time.time,
+        model_interval: float = 15.0,
     ) -> None:
         self.namesrv = namesrv
+        self.model_interval = model_interval
         self.timeout = timeout
         self.clock = clock
         self.admin = Admin(namesrv, instance_name=f"mq-tui-{os.getpid()}", timeout=timeout)
@@ -148,6 +155,9 @@ class Poller:
         self._known: dict[str, BrokerRow] = {}
         self._delay_tables: dict[str, list[tuple[str, int]]] = {}
         self._prev_max: dict[str, tuple[float, int]] = {}
+        self._models: dict[str, str] = {}
+        """group -> message model of its live consumers (absent: none online/unknown)."""
+        self._models_at: float | None = None
         self._started = False
 
     async def start(self) -> None:
@@ -207,6 +217,7 @@ class Poller:
         snap.delay_levels = await self._delay_levels(masters, heads=delay_heads)
         if group:
             snap.group_detail = await self._group_detail(group)
+        await self._group_models(snap.groups, now_s)
         snap.latency_ms = (time.perf_counter() - started) * 1000
         return snap
 
@@ -252,8 +263,7 @@ class Poller:
                 data.offsets = ConsumerOffsetSerializeWrapper.decode(offsets.body).offset_table
                 wrapper = SubscriptionGroupWrapper.decode(groups.body)
                 data.groups = {
-                    g: (c.consume_broadcast_enable, c.retry_max_times)
-                    for g, c in wrapper.subscription_group_table.items()
+                    g: c.retry_max_times for g, c in wrapper.subscription_group_table.items()
                 }
                 await self._topic_stats(data)
                 await self._delay_table(row.addr)
@@ -346,8 +356,10 @@ class Poller:
     def _groups(self, masters: list[BrokerData]) -> dict[str, GroupRow]:
         groups: dict[str, GroupRow] = {}
         for data in masters:
-            for name, (broadcast, retry_max) in data.groups.items():
-                groups.setdefault(name, GroupRow(name, broadcast, _system_group(name), retry_max))
+            for name, retry_max in data.groups.items():
+                groups.setdefault(
+                    name, GroupRow(name, system=_system_group(name), retry_max_times=retry_max)
+                )
             for key, offsets in data.offsets.items():
                 topic, _, name = key.partition("@")
                 row = groups.setdefault(name, GroupRow(name, system=_system_group(name)))
@@ -363,6 +375,33 @@ class Poller:
         live = {"topic:" + t for m in masters for t in m.topics} | {"group:" + g for g in groups}
         self.history.retain(live)
         return dict(sorted(groups.items()))
+
+    async def _group_models(self, groups: dict[str, GroupRow], now_s: float) -> None:
+        """Fill each row's message model from the cache, refreshing it for every
+        non-system group when ``model_interval`` has passed since the last refresh."""
+        due = self._models_at is None or now_s - self._models_at >= self.model_interval
+        if due:
+            self._models_at = now_s
+
+            async def one(name: str) -> None:
+                try:
+                    connection = await self.admin.consumer_connections(name)
+                except MQBrokerError as exc:
+                    if exc.code == ResponseCode.CONSUMER_NOT_ONLINE:
+                        self._models.pop(name, None)
+                    return
+                except MQError:
+                    return  # keep what we knew
+                if connection.message_model:
+                    self._models[name] = connection.message_model
+                else:
+                    self._models.pop(name, None)
+
+            await asyncio.gather(*(one(g.name) for g in groups.values() if not g.system))
+            for gone in set(self._models) - set(groups):
+                del self._models[gone]
+        for row in groups.values():
+            row.model = self._models.get(row.name, "-")
 
     async def _delay_levels(self, masters: list[BrokerData], *, heads: bool) -> list[DelayLevelRow]:
         rows: list[DelayLevelRow] = []
@@ -428,6 +467,7 @@ class Poller:
                 detail.error = str(exc)
             else:
                 detail.model = "offline"
+                self._models.pop(group, None)
             try:
                 progress = await self.admin.consume_progress(group)
             except MQError as exc2:
@@ -436,6 +476,8 @@ class Poller:
             detail.error = str(exc)
         else:
             detail.model = connection.message_model or "-"
+            if connection.message_model:
+                self._models[group] = connection.message_model
             detail.consume_type = connection.consume_type or "-"
             detail.subscriptions = {
                 t: s.sub_string for t, s in sorted(connection.subscription_table.items())

@@ -94,7 +94,9 @@ async def test_groups_highlight_growing_lag_and_show_detail() -> None:
         groups = app.screen.query_one("#groups", LiveTable)
         billing = groups.get_row("billing")
         assert billing[4].plain == "40" and "red" in str(billing[4].style)
-        assert groups.get_row("shipping")[1] == "broadcast"
+        # the model the live consumers report, not "broadcast allowed" from the config
+        assert groups.get_row("shipping")[1] == "broadcasting"
+        assert groups.get_row("billing")[1] == "clustering"
         queues = app.screen.query_one("#group-queues", LiveTable)
         assert queues.row_count == 4
         assert queues.get_row("Orders/broker-a/2")[5].plain == "10"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -215,3 +216,48 @@ async def test_dead_letters_browse_and_resend_after_typing_the_group(tmp_path: P
                 lambda: broker.store.get_max_offset_in_queue("Orders", 0) == 2,
                 what="resent to Orders",
             )
+
+
+async def test_group_model_comes_from_the_live_consumers(tmp_path: Path) -> None:
+    """BROADCASTING/CLUSTERING as the consumers report it; "-" with nobody online, even
+    for a group whose config allows broadcasting."""
+    from mqcli.tui.poller import Poller
+    from mqcore.client import ConsumeStatus, PushConsumer
+    from mqcore.client.rebalance import MessageModel
+    from mqcore.common.metadata import SubscriptionGroupConfig
+
+    async with live(tmp_path, "broker-a") as cluster:
+        async with Admin(cluster.addr) as admin:
+            await admin.create_topic("Orders", queues=2)
+            await cluster.wait_route("Orders")
+            await admin.create_subscription_group(
+                SubscriptionGroupConfig("g-idle", consume_broadcast_enable=True)
+            )
+        consumers = {
+            "g-bc": PushConsumer("g-bc", namesrv=cluster.addr, instance_name="tui-bc",
+                                 message_model=MessageModel.BROADCASTING,
+                                 offset_store_dir=str(tmp_path / "offsets")),
+            "g-cl": PushConsumer("g-cl", namesrv=cluster.addr, instance_name="tui-cl"),
+        }  # fmt: skip
+        poller = Poller(cluster.addr, model_interval=0)
+        try:
+            for consumer in consumers.values():
+                consumer.subscribe("Orders", "*")
+                consumer.register_listener(lambda msgs, ctx: ConsumeStatus.CONSUME_SUCCESS)
+                await consumer.start()
+            want = {"g-bc": "BROADCASTING", "g-cl": "CLUSTERING", "g-idle": "-"}
+            deadline = time.monotonic() + 15
+            while True:
+                snap = await poller.poll()
+                got = {g: snap.groups[g].model for g in want if g in snap.groups}
+                if got == want or time.monotonic() > deadline:
+                    break
+            assert got == want
+            # the rate limit: with a long interval the cached answer stays
+            poller.model_interval = 3600
+            await consumers["g-cl"].shutdown()
+            assert (await poller.poll()).groups["g-cl"].model == "CLUSTERING"
+        finally:
+            for consumer in consumers.values():
+                await consumer.shutdown()
+            await poller.close()

@@ -47,9 +47,9 @@ def sample_snapshot() -> Snapshot:
     dlq = TopicRow("%DLQ%billing", "dlq", [QueueRow("%DLQ%billing", "broker-a", 0, 0, 2, NOW_MS)])
     topics = {t.name: t for t in (dlq, retry, orders, payments)}
     groups = {
-        "billing": GroupRow("billing", topics=["%RETRY%billing", "Orders"], queues=5,
-                            total_lag=40, lag_history=[10, 20, 40]),
-        "shipping": GroupRow("shipping", broadcast=True, topics=["Orders"], queues=4,
+        "billing": GroupRow("billing", model="CLUSTERING", topics=["%RETRY%billing", "Orders"],
+                            queues=5, total_lag=40, lag_history=[10, 20, 40]),
+        "shipping": GroupRow("shipping", model="BROADCASTING", topics=["Orders"], queues=4,
                              total_lag=0, lag_history=[5, 0, 0]),
     }  # fmt: skip
     detail = GroupDetail(

@@ -83,7 +83,7 @@ class GroupsScreen(ViewScreen):
         style = "bold red" if g.lag_growing else ""
         topics = [t for t in g.topics if not t.startswith(RETRY_GROUP_TOPIC_PREFIX)]
         return (
-            Text(g.name, style), "broadcast" if g.broadcast else "clustering",
+            Text(g.name, style), g.model.lower() if g.model != "-" else "-",
             ", ".join(topics) or "-", g.queues, Text(fmt_int(g.total_lag), style),
             trend(g.lag_history), Text(spark(g.lag_history), "magenta"),
         )  # fmt: skip
