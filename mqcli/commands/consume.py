@@ -297,6 +297,17 @@ async def _pin_unset_positions(
                 store.update(mq, await compute_pull_from_where(mq, store, api, where, 0))
 
 
+def _check_tags(tag: str) -> None:
+    """Refuse up front what the subscription would (``'||'``, ``' || '``): one line."""
+    tags = compile_tags(tag)
+    if not tags.is_all and not tags.tags and tag.strip():
+        raise FilterSyntaxError(
+            f"invalid tag expression {tag!r}: no tag between the '||' separators",
+            expression=tag,
+            position=0,
+        )
+
+
 def _push_listener(sink: Sink, stop: asyncio.Event, fail_rate: float) -> Any:
     async def listener(msgs: list[MessageExt], ctx: ConsumeContext) -> ConsumeStatus:
         if sink.full or stop.is_set():
@@ -424,6 +435,8 @@ def consume(
         position = parse_position(start) if start is not None else None
         if sql:
             compile_sql(sql)
+        if tag:
+            _check_tags(tag)
     except (TemplateError, TimespecError, FilterSyntaxError) as exc:
         fail(str(exc))
     failing = nack or fail_rate > 0
