@@ -10,8 +10,11 @@ Modes:
 * push (default): ``PushConsumer`` with a listener that prints; ``--fail-rate`` /
   ``--nack`` make it answer RECONSUME_LATER, which shows retries and the DLQ.
 * pull: ``LitePullConsumer`` subscribed with the group (``--pull``), or, when ``--from``
-  names an offset or a time, assigned every queue and seeked there (the group's
+  is ``last``, an offset or a time, assigned every queue and seeked there (the group's
   committed offsets are then ignored for reading, and overwritten unless ``--no-ack``).
+  ``--from last`` is "only messages sent from now on" (kcat's ``-o end``); without
+  ``--from`` a new group follows RocketMQ, whose broker answers offset 0 for a young
+  queue, so it may read that queue's history.
 """
 
 from __future__ import annotations
@@ -132,6 +135,13 @@ class ClientFilter:
         return self.sql is None or self.sql.evaluate(msg.properties)
 
 
+def _seeks(position: Position | None) -> bool:
+    """Whether ``--from`` overrides the group's committed offsets (assign + seek): any
+    offset or time, and ``last`` (only messages sent from now on, like ``kcat -o end``).
+    Without ``--from``, and with ``first``, the group's own offsets decide."""
+    return position is not None and (position.explicit or position.kind is Kind.LAST)
+
+
 def _positions(consumer: Any, topic: str) -> dict[MessageQueue, int]:
     """Each owned queue's next offset, as the consumer's offset table has it."""
     store = getattr(consumer, "_offset_store", None)
@@ -249,7 +259,7 @@ async def _consume(opts: dict[str, Any], sink: Sink) -> tuple[int, bool]:
             consumer = LitePullConsumer(
                 group, auto_commit=opts["ack"], pull_batch_size=32, **common
             )
-            if position is not None and position.explicit:
+            if _seeks(position):
                 consumer.assign(queues)
                 consumer.pause(queues)
             else:
@@ -335,7 +345,8 @@ async def _pull_loop(
     position: Position | None = opts["position"]
     check: ClientFilter | None = None
     not_before = 0
-    if position is not None and position.explicit:
+    if _seeks(position):
+        assert position is not None
         check = ClientFilter(opts["tag"], opts["sql"])
         api = consumer.api
         for mq in queues:
@@ -381,10 +392,15 @@ def consume(
     start: str | None = typer.Option(
         None,
         "--from",
-        help="first | last: where a group WITHOUT committed offsets starts (RocketMQ's "
-        "consumeFromWhere; default last). An offset (42), +N, -N, or a time (@-1h, "
-        "@2026-01-02T10:00, @<epoch ms>): read every queue from there whatever the group "
-        "committed (pull consumer, assign + seek).",
+        help="Where to start. Without --from: the group's committed offsets; a group "
+        "without any starts at each queue's end (RocketMQ's CONSUME_FROM_LAST_OFFSET), "
+        "except that the broker answers offset 0 for a queue whose first message is still "
+        "in memory, so a new group reads a young queue from its start. first: the same, "
+        "but a group without committed offsets starts at the oldest message. last: only "
+        "messages sent from now on, whatever the group committed (like kcat -o end). An "
+        "offset (42), +N, -N, or a time (@-1h, @2026-01-02T10:00, @<epoch ms>): read "
+        "every queue from there whatever the group committed. last, offsets and times "
+        "use the pull consumer (assign + seek).",
     ),
     count: int | None = typer.Option(None, "--count", "-c", min=1, help="Stop after N."),
     follow: bool = typer.Option(
@@ -440,7 +456,7 @@ def consume(
     except (TemplateError, TimespecError, FilterSyntaxError) as exc:
         fail(str(exc))
     failing = nack or fail_rate > 0
-    needs_pull = (not ack) or (position is not None and position.explicit)
+    needs_pull = (not ack) or _seeks(position)
     if failing and (pull or needs_pull):
         fail("--fail-rate/--nack need the push consumer (its listener answers RECONSUME_LATER)")
     if push and needs_pull:

@@ -79,6 +79,20 @@ def test_explicit_positions_and_no_ack(cluster: Cluster) -> None:
     assert len(consume(cluster, topic, "gt", "--from", "@-1h", "--no-follow")) == 8
 
 
+def test_from_last_means_only_new_messages(cluster: Cluster) -> None:
+    """An explicit --from last skips the history even for a new group on a young queue
+    (kcat -o end); without --from, RocketMQ's rule applies: the broker answers offset 0
+    for a young queue, so a new group reads it from the start."""
+    topic = "CLast"
+    produce(cluster, topic, 5)
+    assert consume(cluster, topic, "g-last-new", "--from", "last", "--no-follow") == []
+    assert consume(cluster, topic, "g-last-new", "--pull", "--from", "last", "--no-follow") == []
+    rocketmq = consume(cluster, topic, "g-last-default", "--pull", "--no-follow")
+    assert bodies(rocketmq) == [f"m{i}" for i in range(5)]
+    pushed = cluster.mq("consume", "-t", topic, "-g", "g-last-push", "--push", "--from", "last")
+    assert pushed.returncode == 1 and "--from last needs the pull consumer" in pushed.stderr
+
+
 def test_ctrl_c_commits_and_the_next_consumer_resumes(cluster: Cluster) -> None:
     topic = "CSigint"
     produce(cluster, topic, 5)
