@@ -11,7 +11,7 @@ from rich.markup import escape
 from mqcli.commands.admin_util import TOOLS_GROUP, JsonOpt, admin_session, group_option
 from mqcli.commands.group import GroupArg, resolve_group
 from mqcli.connect import NamesrvOpt, run_async
-from mqcli.output import console, print_json_line
+from mqcli.output import console, fail, print_json_line
 from mqcli.render import fmt_ts, message_json, preview
 from mqcli.tables import cell, make_table
 from mqcore.client import Admin, TopicRouteNotFoundError
@@ -74,6 +74,9 @@ def dlq(
             try:
                 msgs, total = await _read_dlq(admin, topic, limit)
             except TopicRouteNotFoundError:
+                # no DLQ topic: fine for a known group (nothing died yet), not for a typo
+                if group not in await admin.subscription_groups():
+                    fail(f"no group named {group}", hint="`mq group list` shows the groups")
                 msgs, total = [], 0
         if as_json:
             for m in msgs:

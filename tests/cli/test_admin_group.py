@@ -160,8 +160,12 @@ def test_dlq_lists_dead_letters(servers: Servers) -> None:
     assert "ORIGIN-TOPIC" in text and "RECONSUME" in text and "Dead" in text
     capped = servers.ok("group", "dlq", "deadgroup", "--max", "1", "--json")
     assert len(capped.splitlines()) == 1
+    servers.ok("group", "create", "no-dead-letters")
     empty = servers.mq("group", "dlq", "no-dead-letters")
     assert empty.returncode == 0 and "no dead letters" in empty.stdout
+    unknown = servers.mq("group", "dlq", "nosuchgroup")
+    assert unknown.returncode == 1 and "error: no group named nosuchgroup" in unknown.stderr
+    assert "no dead letters" not in unknown.stdout
 
 
 async def _send_back_to_dlq(servers: Servers, group: str) -> str:
