@@ -15,7 +15,7 @@ from typing import Any
 import typer
 
 from mqcli.connect import resolve_namesrv
-from mqcli.output import console, err_console
+from mqcli.output import console, err_console, fail
 from mqcore.client import Admin
 
 JsonOpt = typer.Option(False, "--json", "-j", help="JSON output (one document per sample).")
@@ -46,6 +46,23 @@ SYSTEM_GROUPS = frozenset(
     }
 )
 TOOLS_GROUP = "TOOLS_CONSUMER"  # RocketMQ's MixAll.TOOLS_CONSUMER_GROUP, for admin pulls
+
+
+_GROUP_NAME = re.compile(r"^[%|a-zA-Z0-9_-]+$")
+GROUP_NAME_MAX = 255
+
+
+def check_group(name: str, what: str = "group") -> str:
+    """``name`` if it is a valid group name (RocketMQ's rule: ``^[%|a-zA-Z0-9_-]+$``,
+    at most 255 characters); otherwise one error line and exit."""
+    if not _GROUP_NAME.match(name):
+        fail(
+            f"bad {what} name {name!r}: only letters, digits, %, |, _ and - are allowed",
+            hint="e.g. order-service_v2",
+        )
+    if len(name) > GROUP_NAME_MAX:
+        fail(f"bad {what} name: {len(name)} characters, at most {GROUP_NAME_MAX} are allowed")
+    return name
 
 
 @asynccontextmanager

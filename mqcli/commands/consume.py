@@ -32,7 +32,7 @@ from typing import Any
 import orjson
 import typer
 
-from mqcli.commands.admin_util import complete_group, complete_topic
+from mqcli.commands.admin_util import check_group, complete_group, complete_topic
 from mqcli.connect import NamesrvOpt, config_dir, resolve_namesrv, run_async
 from mqcli.output import err_console, fail
 from mqcli.render import MESSAGE_HEADERS, MESSAGE_HEADERS_WIDE, broker_of, message_json, message_row
@@ -434,6 +434,7 @@ def consume(
       mq consume -t Orders -g audit --pull --from @-1h -f '%d %T %b\\n'
       mq consume -t Orders -g audit --nack --max-reconsume-times 2
     """
+    check_group(group)
     if push and pull:
         fail("choose --push or --pull, not both")
     if tag and sql:

@@ -23,6 +23,7 @@ from mqcli.commands.admin_util import (
     WatchOpt,
     YesOpt,
     admin_session,
+    check_group,
     complete_group,
     confirm,
     group_option,
@@ -66,7 +67,7 @@ def resolve_group(positional: str | None, option: str | None) -> str:
     group = positional or option
     if not group:
         raise typer.BadParameter("give the consumer group as GROUP or -g GROUP")
-    return group
+    return check_group(group)
 
 
 def _is_system_group(name: str) -> bool:

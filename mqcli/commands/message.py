@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import typer
 
-from mqcli.commands.admin_util import complete_topic
+from mqcli.commands.admin_util import check_group, complete_topic
 from mqcli.commands.produce import DEFAULT_GROUP, Printer
 from mqcli.commands.query import check_output, print_messages
 from mqcli.connect import NamesrvOpt, resolve_namesrv, run_async
@@ -111,6 +111,7 @@ def resend(
       mq query -t %DLQ%billing --from @-1d
       mq message resend C0A8011E00002A9F... -t %DLQ%billing
     """
+    check_group(group, "producer group")
     if to is not None and not to.strip():
         fail("--to needs a topic name")
     old, copy, result = run_async(_resend(resolve_namesrv(namesrv), msg_id, topic, to, group))

@@ -34,7 +34,7 @@ from rich.progress import (
     TimeElapsedColumn,
 )
 
-from mqcli.commands.admin_util import complete_topic
+from mqcli.commands.admin_util import check_group, complete_topic
 from mqcli.connect import NamesrvOpt, resolve_namesrv, run_async
 from mqcli.output import err_console, fail
 from mqcore.client import (
@@ -453,7 +453,13 @@ def produce(
     tag: str | None = typer.Option(None, "--tag", help="Tag of every message."),
     key: list[str] = typer.Option([], "--key", "-k", help="A key (repeat for several)."),
     prop: list[str] = typer.Option([], "--prop", "-p", help="A user property name=value."),
-    delay: int = typer.Option(0, "--delay", min=0, help="Delay level (1 = 1s ... 18 = 2h)."),
+    delay: int = typer.Option(
+        0,
+        "--delay",
+        min=0,
+        help="Delay level (1 = 1s ... 18 = 2h with the default messageDelayLevel); the "
+        "broker clamps a level above its highest to that highest level. 0: no delay.",
+    ),
     body: str | None = typer.Option(None, "--body", "-b", help="The body text."),
     file: Path | None = typer.Option(None, "--file", "-F", help="A file's bytes ('-': stdin)."),
     count: int = typer.Option(1, "--count", "-c", min=1, help="Send each body N times."),
@@ -501,6 +507,7 @@ def produce(
       mq produce -t Orders -i
       mq produce -t Orders --body paid --transaction unknown --check-answer commit
     """
+    check_group(group, "producer group")
     if body is not None and file is not None:
         fail("give the body with --body or --file, not both")
     if sum([use_async, oneway, batch > 0]) > 1:

@@ -187,3 +187,48 @@ def test_unreachable_name_server_with_stdin_is_one_clean_error(tmp_path: Path) -
     lines = done.stderr.splitlines()
     assert [line.split(":")[0] for line in lines] == ["error"], done.stderr
     assert "name server 127.0.0.1:1 unreachable" in lines[0]
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["produce", "-t", "T", "-g", "bad.group", "--body", "x"],
+        ["consume", "-t", "T", "-g", "bad group"],
+        ["group", "lag", "bad/group"],
+        ["message", "resend", "X", "-g", "bad!"],
+        ["consume", "-t", "T", "-g", "g" * 256],
+    ],
+)
+def test_group_names_are_checked_before_connecting(args: list[str], tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, "-m", "mqcli.main", *args, "-n", "127.0.0.1:1"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "COLUMNS": "200"},
+    )
+    assert done.returncode == 1, done.stderr
+    first = done.stderr.splitlines()[0]
+    assert first.startswith("error: bad ") and "group name" in first, done.stderr
+    assert "unreachable" not in done.stderr
+
+
+def test_delay_help_and_negative_delay(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "mqcli.main", "produce", *args],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "COLUMNS": "200"},
+        )
+
+    assert "clamps" in " ".join(run("--help").stdout.split())
+    negative = run("-t", "T", "--delay", "-1", "--body", "x", "-n", "127.0.0.1:1")
+    assert negative.returncode == 2 and "--delay" in negative.stderr
