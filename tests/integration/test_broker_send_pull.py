@@ -109,6 +109,21 @@ async def test_batch_send_and_pull(client: RawBrokerClient) -> None:
     assert msgs[0].properties["WAIT"] == "true" and msgs[0].properties["CLUSTER"]
 
 
+async def test_send_answer_carries_the_stored_unique_key(client: RawBrokerClient) -> None:
+    # No UNIQ_KEY sent (as ali-ons): the broker makes one, stores it and answers it.
+    r = await client.send("UniqKey", b"no-key", queue_id=2)
+    assert r.code == ResponseCode.SUCCESS, r.remark
+    generated = r.ext_fields["uniqKey"]
+    assert generated and send_header(r).queue_offset == 0  # the header still decodes
+    r = await client.send("UniqKey", b"own-key", queue_id=2, properties={"UNIQ_KEY": "C0FFEE"})
+    assert r.ext_fields["uniqKey"] == "C0FFEE"
+    msgs = await client.pull_all("UniqKey", 2)
+    assert [m.unique_key for m in msgs] == [generated, "C0FFEE"]
+    # A batch without keys gets none (as a 4.9.8 broker): the field is left out.
+    r = await client.send_batch("UniqKey", [b"b0", b"b1"], queue_id=2)
+    assert r.code == ResponseCode.SUCCESS and "uniqKey" not in r.ext_fields
+
+
 async def test_tag_filtering(client: RawBrokerClient) -> None:
     for i in range(12):
         tag = ("TagA", "TagB", "TagC")[i % 3]

@@ -5,7 +5,10 @@ permission, topic name, forbidden system topics, the topic (auto-created from th
 template when allowed), queue id; then the ``%RETRY%`` -> ``%DLQ%`` redirect, and the
 message is built and appended in one store call, so a refused request writes nothing.
 Properties get ``CLUSTER`` and (single sends) lose ``WAIT``, and a missing ``UNIQ_KEY``
-is generated, as a 4.9.8 broker does.
+is generated, as a 4.9.8 broker does. The answer also carries that ``UNIQ_KEY`` as an
+extra ext field ``uniqKey`` so a client that sent none (ali-ons) learns the unique key
+(batches: the entries' keys, comma-separated, if they have any, as the broker generates
+none for them); Java, ali-ons and our header decoding ignore unknown ext fields (spec §2).
 
 The answer is built without a task switch for ASYNC_FLUSH; under SYNC_FLUSH the
 processor returns a coroutine that awaits the group commit covering the message
@@ -162,6 +165,10 @@ class SendMessageProcessor:
         wait = props.get(PROPERTY_WAIT_STORE_MSG_OK) != "false"
         if not header.batch:
             props.pop(PROPERTY_WAIT_STORE_MSG_OK, None)  # 4.9.8 saves these 9 bytes
+        uniq_key = props.get(PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX, "")
+        if header.batch:
+            keys = [m.properties.get(PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX, "") for m in batch]
+            uniq_key = ",".join(keys) if any(keys) else ""
         result = self.controller.store.put_messages(batch)
         self.after_put(batch, result)
         if (
@@ -169,14 +176,15 @@ class SendMessageProcessor:
             and wait
             and self.controller.store_config.flush_disk_type is FlushDiskType.SYNC_FLUSH
         ):
-            return self._await_flush(request, header, queue_id, result)
-        return self.answer(request, header, queue_id, result, result.status)
+            return self._await_flush(request, header, queue_id, uniq_key, result)
+        return self.answer(request, header, queue_id, uniq_key, result, result.status)
 
     async def _await_flush(
         self,
         request: RemotingCommand,
         header: SendMessageRequestHeader,
         queue_id: int,
+        uniq_key: str,
         result: PutResult,
     ) -> RemotingCommand:
         assert result.flush_future is not None
@@ -191,7 +199,7 @@ class SendMessageProcessor:
             log.exception("sync flush failed")
             flushed = False
         status = PutStatus.PUT_OK if flushed else PutStatus.FLUSH_DISK_TIMEOUT
-        return self.answer(request, header, queue_id, result, status)
+        return self.answer(request, header, queue_id, uniq_key, result, status)
 
     # -- checks ---------------------------------------------------------------------------
     def msg_check(self, channel: Channel, header: SendMessageRequestHeader) -> TopicConfig:
@@ -412,6 +420,7 @@ class SendMessageProcessor:
         request: RemotingCommand,
         header: SendMessageRequestHeader,
         queue_id: int,
+        uniq_key: str,
         result: PutResult,
         status: PutStatus,
     ) -> RemotingCommand:
@@ -435,6 +444,8 @@ class SendMessageProcessor:
             "MSG_REGION": self.config.region_id,
             "TRACE_ON": "true" if self.config.trace_on else "false",
         }
+        if uniq_key:
+            ext["uniqKey"] = uniq_key
         return RemotingCommand.response_to(request, code, remark, ext)
 
 
