@@ -3,13 +3,12 @@
 What mqadmin spreads over queryMsgByKey / queryMsgById / queryMsgByUniqueKey / printMsg,
 in one command with one output contract. ``--max`` caps the total across all brokers
 (not per broker, apache/rocketmq#7526), and ``--from/--to`` bound key queries too
-(apache/rocketmq#2156). A time-range scan searches each queue's offset for ``--from`` and
-pulls forward until ``--to`` (apache/rocketmq#4710).
+(apache/rocketmq#2156). A time range is :meth:`Admin.query_by_time`: each queue's
+offsets for ``--from`` and ``--to`` bound what is pulled (apache/rocketmq#4710).
 """
 
 from __future__ import annotations
 
-import asyncio
 import codecs
 import sys
 import time
@@ -35,13 +34,10 @@ from mqcli.render import (
 )
 from mqcli.template import Template, TemplateError, compile_template
 from mqcli.timespec import Position, TimespecError, parse_position
-from mqcore.client import Admin, MessageQueue, PullStatus
+from mqcore.client import Admin
 from mqcore.message import MessageExt
 
 FORMATS = ("table", "wide", "json", "detail")
-TOOLS_GROUP = "TOOLS_CONSUMER"
-"""The group mqadmin's tools pull with; scans never commit anything for it."""
-PULL_BATCH = 32
 
 
 def check_output(fmt: str, as_json: bool, charset: str, template: str | None) -> Template | None:
@@ -99,39 +95,6 @@ def print_messages(
     console.print(table)
 
 
-async def scan_range(
-    admin: Admin, topic: str, begin_ms: int, end_ms: int, limit: int
-) -> list[MessageExt]:
-    """Messages stored in ``begin_ms..end_ms`` over every queue, oldest first; at most
-    ``limit`` per queue (callers ask one more than they show, to know there are more)."""
-    api = admin.instance.api
-    queues = await admin.instance.subscribe_queues(topic, refresh=True)
-
-    async def one(mq: MessageQueue) -> list[MessageExt]:
-        low, high = await api.min_offset(mq), await api.max_offset(mq)
-        if high <= low:
-            return []
-        offset = min(max(await api.search_offset(mq, begin_ms), low), high)
-        found: list[MessageExt] = []
-        while offset < high and len(found) < limit:
-            result = await api.pull(
-                mq, group=TOOLS_GROUP, offset=offset, max_nums=PULL_BATCH, suspend=False,
-                timeout=admin.timeout,
-            )  # fmt: skip
-            if result.status is not PullStatus.FOUND:
-                break
-            for msg in result.messages:
-                if msg.store_timestamp > end_ms:
-                    return found
-                if msg.store_timestamp >= begin_ms:
-                    found.append(msg)
-            offset = result.next_begin_offset
-        return found[:limit]
-
-    batches = await asyncio.gather(*(one(mq) for mq in queues))
-    return sorted((m for b in batches for m in b), key=lambda m: m.store_timestamp)
-
-
 def _time(pos: Position | None, default: int, flag: str) -> int:
     if pos is None:
         return default
@@ -158,7 +121,7 @@ async def _run(opts: dict[str, Any]) -> tuple[list[MessageExt], bool, dict[str, 
             )
         else:
             assert topic is not None
-            msgs = await scan_range(admin, topic, opts["begin"], opts["end"], limit + 1)
+            msgs = await admin.query_by_time(topic, opts["begin"], opts["end"], max_num=limit + 1)
         if len(msgs) > limit:
             msgs, truncated = msgs[:limit], True
         if topic is not None:

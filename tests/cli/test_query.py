@@ -48,6 +48,13 @@ def test_time_range_scan(cluster: Cluster) -> None:
     capped = json_lines(cluster.mq("query", "-t", "QOrders", "--from", "first", "--max", "5",
                                    "-j").stdout)  # fmt: skip
     assert [m["msgId"] for m in capped] == [m["msgId"] for m in msgs[:5]]
+    # A window in the middle (Admin.query_by_time): both ends inclusive, over both brokers.
+    low, high = times[10], times[30]
+    window = json_lines(cluster.mq("query", "-t", "QOrders", "--from", f"@{low}", "--to",
+                                   f"@{high}", "-j", check=True).stdout)  # fmt: skip
+    expected = sorted(str(m["msgId"]) for m, t in zip(msgs, times, strict=True)
+                      if low <= t <= high)  # fmt: skip
+    assert sorted(str(m["msgId"]) for m in window) == expected
     before = cluster.mq("query", "-t", "QOrders", "--from", "@-10m", "--to", "@-9m")
     assert before.returncode == 0 and "no message matched" in before.stderr
     backwards = cluster.mq("query", "-t", "QOrders", "--from", "@+1h")
