@@ -20,7 +20,7 @@ from mqcore.broker.client_manager import (
     ConsumerGroupListener,
 )
 from mqcore.broker.processor import reply
-from mqcore.errors import FilterSyntaxError
+from mqcore.errors import ConfigError, FilterSyntaxError
 from mqcore.filter import compile_sql
 from mqcore.protocol import RemotingCommand, RequestCode, ResponseCode
 from mqcore.protocol.bodies import (
@@ -40,7 +40,6 @@ from mqcore.remoting import Channel
 from mqcore.store.metadata import (
     PERM_READ,
     PERM_WRITE,
-    ConsumerFilterData,
     SubscriptionGroupConfig,
 )
 from mqcore.store.metadata.topic import RETRY_GROUP_TOPIC_PREFIX
@@ -209,38 +208,43 @@ def _compile_sql92(expression: str) -> str | None:
 
 
 def filter_listener(controller: BrokerController) -> ConsumerGroupListener:
-    """Keep ``consumerFilter.json`` in step with SQL92 subscriptions (RocketMQ's
-    ConsumerFilterManager is fed by the same REGISTER / UNREGISTER events)."""
+    """Keep ``consumerFilter.json`` in step with SQL92 subscriptions, as RocketMQ's
+    ConsumerFilterManager is fed by the same REGISTER / UNREGISTER events: a group gone
+    is marked dead, not removed (see :mod:`mqcore.store.metadata.consumer_filter`); the
+    file is written as soon as the table changes."""
     filters = controller.consumer_filter_manager
 
     def on_event(event: ConsumerGroupEvent, group: str, args: Sequence[object]) -> None:
+        now_ms = time.time_ns() // 1_000_000
         if event is ConsumerGroupEvent.UNREGISTER:
-            filters.unregister(group)
+            changed = filters.unregister(group, now_ms)
+        elif event is ConsumerGroupEvent.REGISTER and controller.config.enable_property_filter:
+            subs = [
+                (s.topic, s.sub_string, s.expression_type or "TAG", s.sub_version)
+                for s in args
+                if isinstance(s, SubscriptionData)
+            ]
+            changed = filters.register_group(group, subs, now_ms)
+        else:
             return
-        if event is not ConsumerGroupEvent.REGISTER or not controller.config.enable_property_filter:
-            return
-        for sub in args:
-            if not isinstance(sub, SubscriptionData) or sub.expression_type.upper() != "SQL92":
-                continue
-            old = filters.get(sub.topic, group)
-            if (
-                old is not None
-                and old.expression == sub.sub_string
-                and old.client_version >= sub.sub_version
-            ):
-                continue  # the same expression, no newer version
-            filters.register(
-                ConsumerFilterData(
-                    group,
-                    sub.topic,
-                    sub.sub_string,
-                    "SQL92",
-                    born_time=int(time.time() * 1000),
-                    client_version=sub.sub_version,
-                )
-            )
+        if changed:
+            persist_filters(controller)
 
     return on_event
+
+
+def persist_filters(controller: BrokerController) -> None:
+    """Write ``consumerFilter.json`` now; a failure is logged (the file is a cache)."""
+    try:
+        controller.consumer_filter_manager.persist()
+    except ConfigError as exc:
+        log.warning("consumerFilter.json not written: %s", exc)
+
+
+def clean_filters(controller: BrokerController) -> None:
+    """Drop filter entries dead for too long, writing the file only when some went."""
+    if controller.consumer_filter_manager.clean():
+        persist_filters(controller)
 
 
 def register(controller: BrokerController) -> ClientProcessor:
@@ -264,6 +268,7 @@ def register(controller: BrokerController) -> ClientProcessor:
         controller.schedule(
             controller.config.client_scan_interval, proc.scan_not_active, name="client-scan"
         )
+        controller.schedule(10_000, lambda: clean_filters(controller), name="filter-clean")
 
     controller.add_start_hook(start)
     return proc
