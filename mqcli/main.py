@@ -39,6 +39,7 @@ def _root(
     ),
 ) -> None:
     output.set_debug(debug)
+    output.quiet_library_logs(debug)
 
 
 PANELS = {

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import sys
 from typing import Any, NoReturn
 
@@ -21,6 +22,15 @@ def set_debug(flag: bool) -> None:
 
 def debug_enabled() -> bool:
     return _debug
+
+
+def quiet_library_logs(debug: bool = False) -> None:
+    """The client library's log records below ERROR (WARNING with ``--debug``) stay off
+    stderr, where a command prints its own one-line errors. The server commands replace
+    this with their own setup (:func:`mqcli.serving.setup_logging`)."""
+    level = logging.WARNING if debug else logging.ERROR
+    for name in ("mq", "mqcore"):
+        logging.getLogger(name).setLevel(level)
 
 
 def print_json_line(obj: Any) -> None:

@@ -14,7 +14,7 @@ import typer
 
 from mqcli.commands.admin_util import check_group, complete_topic
 from mqcli.commands.produce import DEFAULT_GROUP, Printer
-from mqcli.commands.query import check_output, print_messages
+from mqcli.commands.query import check_output, find_message, print_messages
 from mqcli.connect import NamesrvOpt, resolve_namesrv, run_async
 from mqcli.output import err_console, fail
 from mqcore.client import Admin, Producer, SendResult, make_message
@@ -42,8 +42,7 @@ async def _find(
     namesrv: str, msg_id: str, topic: str | None
 ) -> tuple[MessageExt, dict[str, dict[int, str]]]:
     async with Admin(namesrv) as admin:
-        msg = await admin.find_message(msg_id, topic)
-        await admin.instance.update_route(topic or msg.topic)
+        msg = await find_message(admin, msg_id, topic)
         return msg, dict(admin.instance.broker_addrs)
 
 
@@ -81,7 +80,7 @@ async def _resend(
     namesrv: str, msg_id: str, topic: str | None, target: str | None, group: str
 ) -> tuple[MessageExt, Message, SendResult]:
     async with Admin(namesrv) as admin:
-        msg = await admin.find_message(msg_id, topic)
+        msg = await find_message(admin, msg_id, topic)
     dest = target or original_topic(msg)
     if dest is None:
         raise MQClientError(

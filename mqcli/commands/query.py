@@ -10,6 +10,7 @@ offsets for ``--from`` and ``--to`` bound what is pulled (apache/rocketmq#4710).
 from __future__ import annotations
 
 import codecs
+import contextlib
 import sys
 import time
 from typing import Any
@@ -35,7 +36,9 @@ from mqcli.render import (
 from mqcli.template import Template, TemplateError, compile_template
 from mqcli.timespec import Position, TimespecError, parse_position
 from mqcore.client import Admin
+from mqcore.errors import MQBrokerError, MQClientError, MQError
 from mqcore.message import MessageExt
+from mqcore.message.ids import decode_offset_msg_id
 
 FORMATS = ("table", "wide", "json", "detail")
 
@@ -95,6 +98,27 @@ def print_messages(
     console.print(table)
 
 
+async def find_message(admin: Admin, msg_id: str, topic: str | None) -> MessageExt:
+    """:meth:`Admin.find_message`, with the broker's "can not find message by the offset"
+    turned into what to check, and the message's topic route loaded so its broker has a
+    name (``broker-a/3``, like every other path, not ``127.0.0.1:10911/3``)."""
+    try:
+        msg = await admin.find_message(msg_id, topic)
+    except MQBrokerError as exc:
+        if "can not find message" not in exc.remark:
+            raise
+        ip, port, offset = decode_offset_msg_id(msg_id)
+        addr = f"{ip}:{port}"
+        with contextlib.suppress(MQError):
+            addr = next((n for n, a in (await admin.master_addrs()).items() if a == addr), addr)
+        raise MQClientError(
+            f"no message at commit log offset {offset} on broker {addr}: was it deleted by "
+            "retention, or is the id from another cluster?"
+        ) from exc
+    await admin.instance.update_route(topic or msg.topic)
+    return msg
+
+
 def _time(pos: Position | None, default: int, flag: str) -> int:
     if pos is None:
         return default
@@ -110,7 +134,7 @@ async def _run(opts: dict[str, Any]) -> tuple[list[MessageExt], bool, dict[str, 
     async with Admin(opts["namesrv"]) as admin:
         truncated = False
         if opts["id"]:
-            msgs = [await admin.find_message(opts["id"], topic)]
+            msgs = [await find_message(admin, opts["id"], topic)]
         elif opts["unique_key"]:
             assert topic is not None
             msgs = await admin.query_by_unique_key(topic, opts["unique_key"])

@@ -76,6 +76,49 @@ def test_by_id_and_unique_key_and_view(cluster: Cluster) -> None:
     assert viewed == msg
 
 
+def test_by_id_names_the_broker_and_explains_a_missing_offset(cluster: Cluster) -> None:
+    from mqcore.message.ids import create_offset_msg_id, decode_offset_msg_id
+
+    (msg,) = json_lines(cluster.mq("query", "-t", "QOrders", "--key", "solo", "-j").stdout)
+    by_id = cluster.mq("query", "--id", str(msg["msgId"]), check=True).stdout
+    by_uniq = cluster.mq("query", "-t", "QOrders", "-u", str(msg["uniqKey"]), check=True).stdout
+    queue = f"{msg['brokerName']}/{msg['queueId']}"
+    ip, port, _ = decode_offset_msg_id(str(msg["msgId"]))
+    assert queue in by_id and queue in by_uniq and f"{ip}:{port}/" not in by_id
+    gone = create_offset_msg_id((ip, port), 3_000_000)
+    for args in (["query", "--id", gone], ["message", "view", gone], ["message", "resend", gone]):
+        done = cluster.mq(*args)
+        assert done.returncode == 1, done.stderr
+        assert done.stderr.splitlines() == [
+            f"error: no message at commit log offset 3000000 on broker {msg['brokerName']}: "
+            "was it deleted by retention, or is the id from another cluster?"
+        ], done.stderr
+
+
+def test_an_address_that_is_not_a_broker_is_one_error_line(cluster: Cluster) -> None:
+    import socket
+    import threading
+
+    from mqcore.message.ids import create_offset_msg_id
+
+    server = socket.create_server(("127.0.0.1", 0))
+    port = server.getsockname()[1]
+
+    def answer() -> None:  # an HTTP server's reply: a "frame" far too large
+        with server:
+            conn, _ = server.accept()
+            with conn:
+                conn.recv(64)
+                conn.sendall(b"HTTP/1.1 400 Bad Request\r\n\r\n")
+
+    thread = threading.Thread(target=answer, daemon=True)
+    thread.start()
+    done = cluster.mq("message", "view", create_offset_msg_id(("127.0.0.1", port), 1))
+    thread.join(10)
+    assert done.returncode == 1
+    assert len(done.stderr.splitlines()) == 1 and done.stderr.startswith("error:"), done.stderr
+
+
 def test_resend_a_dead_letter_to_its_topic(cluster: Cluster) -> None:
     # A dead letter as the broker writes one: in %DLQ%group, original topic in RETRY_TOPIC.
     cluster.mq(
