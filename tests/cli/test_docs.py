@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from mqcli.docgen import SHELLS, man_pages
+from mqcli.docgen import SHELLS, completion_script, man_pages
 from mqcli.main import app
 
 REPO = Path(__file__).resolve().parents[2]
@@ -25,14 +27,46 @@ def test_man_pages_are_up_to_date() -> None:
 
 @pytest.mark.parametrize("shell", SHELLS)
 def test_completion_scripts(shell: str) -> None:
+    """`mq completion SHELL` (what a user installs) is exactly the committed script."""
     out = subprocess.run(
         [sys.executable, "-m", "mqcli.main", "completion", shell],
         capture_output=True,
         text=True,
         check=True,
     ).stdout
-    assert "_MQ_COMPLETE" in out
-    assert "_MQ_COMPLETE" in (REPO / "completions" / f"mq.{shell}").read_text()
+    committed = (REPO / "completions" / f"mq.{shell}").read_text()
+    assert out == committed, f"completions/mq.{shell} is stale: run `make docs`"
+    assert completion_script(shell) == committed
+
+
+@pytest.mark.skipif(
+    shutil.which("groff") is None, reason="groff is not installed: cannot render the man pages"
+)
+@pytest.mark.parametrize("page", sorted(p.name for p in (REPO / "man").glob("*.1")))
+def test_man_pages_render_without_warnings(page: str) -> None:
+    """groff renders every page with all warnings on (-ww) and says nothing on stderr."""
+    done = subprocess.run(
+        ["groff", "-man", "-Tutf8", "-ww", str(REPO / "man" / page)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0 and done.stderr == "", done.stderr
+    assert page.removesuffix(".1").upper() in done.stdout
+
+
+@pytest.mark.skipif(shutil.which("man") is None, reason="man is not installed")
+def test_man_l_renders_the_top_page() -> None:
+    done = subprocess.run(
+        ["man", "-l", str(REPO / "man" / "mq.1")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        env={**os.environ, "MANWIDTH": "80", "MANPAGER": "cat", "PAGER": "cat"},
+    )
+    assert done.returncode == 0 and "SYNOPSIS" in done.stdout, done.stderr
 
 
 def test_completion_rejects_unknown_shell() -> None:
