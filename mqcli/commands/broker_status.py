@@ -141,6 +141,30 @@ async def delay_levels(admin: Admin, addr: str, runtime: dict[str, str]) -> list
     return rows
 
 
+def delivery_rates(
+    addr: str,
+    runtime: dict[str, str],
+    levels: list[LiveDelayLevel],
+    previous: dict[tuple[str, int], tuple[float, int]],
+    now: float,
+) -> dict[int, float | None]:
+    """Messages/s delivered per level: the broker's own ``scheduleMessageDeliverTps_<n>``
+    (10-second window, so a single sample has one), else the change of the delivered
+    offset since the previous sample (None on the first). ``previous`` is updated."""
+    rates: dict[int, float | None] = {}
+    for d in levels:
+        before = previous.get((addr, d.level))
+        previous[(addr, d.level)] = (now, d.delivered)
+        published = first_rate(runtime.get(f"scheduleMessageDeliverTps_{d.level}"))
+        if published is not None:
+            rates[d.level] = published
+        elif before is not None and now > before[0]:
+            rates[d.level] = max(0.0, (d.delivered - before[1]) / (now - before[0]))
+        else:
+            rates[d.level] = None
+    return rates
+
+
 def _status_doc(t: Target, rt: dict[str, str], levels: list[LiveDelayLevel]) -> dict[str, Any]:
     boot = as_int(rt.get("bootTimestamp"))
     now = int(time.time() * 1000)
@@ -242,7 +266,8 @@ def status(
 
     Version, uptime, put/get TPS, messages today, commit-log offsets, disk use, dispatch
     lag, and per delay level: messages waiting, when the head is due, and the delivery
-    rate between --watch samples. --json prints one object per broker per sample."""
+    rate (the broker's 10-second figure, or between --watch samples for a broker that
+    does not publish one). --json prints one object per broker per sample."""
     if broker_addr is not None and name is not None:
         raise typer.BadParameter("give BROKER_ADDR or --name, not both")
 
@@ -259,22 +284,14 @@ def status(
                 results = await asyncio.gather(*(one(t) for t in targets))
                 now = time.monotonic()
                 for t, rt, levels in results:
-                    rates: dict[int, float | None] = {}
-                    for d in levels:
-                        before = previous.get((t.addr, d.level))
-                        rates[d.level] = (
-                            max(0.0, (d.delivered - before[1]) / (now - before[0]))
-                            if before and now > before[0]
-                            else None
-                        )
-                        previous[(t.addr, d.level)] = (now, d.delivered)
+                    rates = delivery_rates(t.addr, rt, levels, previous, now)
                     doc = _status_doc(t, rt, levels)
                     for entry in doc["delayLevels"]:
                         entry["deliveryRate"] = rates.get(entry["level"])
                     if as_json:
                         print_json_line(doc)
                     else:
-                        _render(doc, levels, rates if interval is not None else None)
+                        _render(doc, levels, rates)
 
             await watch(interval, sample, as_json=as_json)
 

@@ -143,7 +143,9 @@ def _render_summary(s: StoreSummary) -> None:
     if s.delay_levels:
         console.print(
             delay_table(
-                s.delay_levels, "Delay levels (SCHEDULE_TOPIC_XXXX, config/delayOffset.json)"
+                s.delay_levels,
+                "Delay levels (SCHEDULE_TOPIC_XXXX, config/delayOffset.json)",
+                rates={},  # offline: no rate, the RATE column says "-"
             )
         )
     t = _table(

@@ -189,6 +189,9 @@ class DelayLevelRow:
     delivered: int
     max_offset: int
     next_due_ms: int | None = None
+    delivery_rate: float | None = None
+    """Messages/s delivered (the broker's ``scheduleMessageDeliverTps_<n>``, 10 s
+    window); None when the broker does not publish it."""
 
     @property
     def waiting(self) -> int:

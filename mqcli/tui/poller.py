@@ -3,8 +3,9 @@
 What one :meth:`Poller.poll` asks, all concurrently (nothing per queue):
 
 * every name server: GET_BROKER_CLUSTER_INFO (its health and the broker list);
-* every broker: GET_BROKER_RUNTIME_INFO (TPS, today's counts, disk, commit log, and
-  ``scheduleMessageOffset_<level>`` = delay-level progress);
+* every broker: GET_BROKER_RUNTIME_INFO (TPS, today's counts, disk, commit log,
+  ``scheduleMessageOffset_<level>`` = delay-level progress and
+  ``scheduleMessageDeliverTps_<level>`` = its delivery rate);
 * every master: GET_ALL_TOPIC_CONFIG, GET_ALL_CONSUMER_OFFSET (every group's offsets in
   one answer, so group lag needs no request per group), GET_ALL_SUBSCRIPTIONGROUP_CONFIG,
   and GET_TOPIC_STATS_INFO per topic it hosts (RocketMQ 4.x has no all-topics stats
@@ -412,9 +413,13 @@ class Poller:
             for level, (text, _) in enumerate(table, start=1):
                 value = data.runtime.get(f"scheduleMessageOffset_{level}")
                 delivered, _, max_offset = (value or "0,0").partition(",")
+                tps = data.runtime.get(f"scheduleMessageDeliverTps_{level}")
                 rows.append(
-                    DelayLevelRow(data.row.name, level, text, _int(delivered), _int(max_offset))
-                )
+                    DelayLevelRow(
+                        data.row.name, level, text, _int(delivered), _int(max_offset),
+                        delivery_rate=_first_float(tps) if tps else None,
+                    )
+                )  # fmt: skip
         if heads:
             addrs = {d.row.name: d.row.addr for d in masters}
             delays = {d.row.name: self._delay_tables.get(d.row.addr, []) for d in masters}

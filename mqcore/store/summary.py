@@ -57,6 +57,8 @@ class DelayLevel:
     max_offset: int
     waiting: int
     head_due_timestamp: int | None
+    delivery_rate: float | None = None
+    """Always None: a rate needs a running broker (``mq broker status`` has it)."""
 
 
 @dataclass(slots=True)

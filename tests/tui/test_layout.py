@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 from conftest import poll, wait_until
+from textual.widgets import Label
 from tui_fakes import FakePoller, sample_snapshot
 
 from mqcli.tui.app import VIEWS, MQApp
@@ -111,6 +112,9 @@ async def test_delay_view_counts_waiting_per_level() -> None:
         assert levels.waiting("broker-a", 3) == 10
         assert levels.waiting("broker-a", 18) == 0
         assert "10 waiting in 1 level" in str(levels.border_title)
+        # the broker's scheduleMessageDeliverTps_<n>, or "-" when it has none
+        assert str(levels.query_one("#level-broker-a-3 .rate", Label).render()) == "2.5/s"
+        assert str(levels.query_one("#level-broker-a-18 .rate", Label).render()) == "-"
         await pilot.press("w")
         assert len(levels.query("DelayLevel")) == 1
 

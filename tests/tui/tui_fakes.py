@@ -70,6 +70,7 @@ def sample_snapshot() -> Snapshot:
         for i, (text, _) in enumerate(table, start=1)
     ]
     levels[2].next_due_ms = NOW_MS + 4000
+    levels[2].delivery_rate = 2.5
     return Snapshot(
         taken_ms=NOW_MS,
         latency_ms=12.0,

@@ -18,7 +18,7 @@ __all__ = ["DelayScreen"]
 
 class DelayScreen(ViewScreen):
     """Per broker and level: delivered offset / max offset, messages waiting, when the
-    next one is due, and a progress bar, from the runtime info's
+    next one is due, the delivery rate, and a progress bar, from the runtime info's
     ``scheduleMessageOffset_<level>`` (no RocketMQ tool shows this well)."""
 
     TITLE = "Delay levels"

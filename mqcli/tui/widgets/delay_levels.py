@@ -14,7 +14,7 @@ from textual.widgets import Label, ProgressBar
 
 from mqcli.tui.model import DelayLevelRow
 
-__all__ = ["DelayLevel", "DelayLevels", "due_text"]
+__all__ = ["DelayLevel", "DelayLevels", "due_text", "rate_text"]
 
 
 def due_text(next_due_ms: int | None, now_ms: int) -> str:
@@ -31,8 +31,13 @@ def due_text(next_due_ms: int | None, now_ms: int) -> str:
     return f"in {span} ({clock})"
 
 
+def rate_text(per_s: float | None) -> str:
+    """``"2.5/s"`` delivered, or ``"-"`` when the broker does not say."""
+    return "-" if per_s is None else f"{per_s:.1f}/s"
+
+
 class DelayLevel(Horizontal):
-    """One level: name and delay, delivered/max, waiting, next due, and a bar of
+    """One level: name and delay, delivered/max, waiting, next due, rate, and a bar of
     delivered over everything ever scheduled at that level."""
 
     DEFAULT_CSS = """
@@ -46,6 +51,7 @@ class DelayLevel(Horizontal):
     DelayLevel > .offsets { width: 22; }
     DelayLevel > .waiting { width: 16; }
     DelayLevel > .due { width: 30; }
+    DelayLevel > .rate { width: 12; }
     DelayLevel > ProgressBar { width: 1fr; }
     """
 
@@ -64,6 +70,7 @@ class DelayLevel(Horizontal):
         yield Label(classes="offsets")
         yield Label(classes="waiting")
         yield Label(classes="due")
+        yield Label(classes="rate")
         yield ProgressBar(show_eta=False, show_percentage=True)
 
     def on_mount(self) -> None:
@@ -82,6 +89,7 @@ class DelayLevel(Horizontal):
         style = "bold yellow" if row.waiting else "dim"
         self.query_one(".waiting", Label).update(Text(f"waiting {row.waiting:,}", style=style))
         self.query_one(".due", Label).update(due_text(row.next_due_ms, self.now_ms))
+        self.query_one(".rate", Label).update(rate_text(row.delivery_rate))
         bar = self.query_one(ProgressBar)
         if row.max_offset > 0:
             bar.update(total=row.max_offset, progress=row.delivered)

@@ -1,0 +1,48 @@
+"""Delivery rate per delay level: `mq broker status` shows the broker's own
+``scheduleMessageDeliverTps_<n>`` (RATE column, ``deliveryRate`` in --json) from a single
+sample; `mq store inspect` is offline and says "-"."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import orjson
+import pytest
+from servers import Cluster, running
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    delays = " ".join(["1s"] * 18)  # level 2 comes due within a second
+    with running(tmp_path_factory.mktemp("rate"), messageDelayLevel=delays) as c:
+        yield c
+
+
+def level(cluster: Cluster, n: int) -> dict[str, Any] | None:
+    doc = orjson.loads(cluster.mq("broker", "status", "--json", check=True).stdout)
+    return next((d for d in doc["delayLevels"] if d["level"] == n), None)
+
+
+def test_one_sample_has_the_brokers_delivery_rate(cluster: Cluster) -> None:
+    cluster.mq("produce", "-t", "Later", "--delay", "2", "-q", input="a\nb\nc\n", check=True)
+    deadline = time.monotonic() + 30
+    while True:  # each round is one `mq broker status --json` (no sleeping)
+        got = level(cluster, 2)
+        if got is not None and got["waiting"] == 0 and (got["deliveryRate"] or 0) > 0:
+            break
+        assert time.monotonic() < deadline, f"no delivery rate within 30 s: {got}"
+    text = cluster.mq("broker", "status", check=True).stdout
+    assert "RATE" in text and "/s" in text
+
+    store = cluster.base / "broker-a" / "store"
+    out = cluster.mq("store", "inspect", str(store), check=True).stdout
+    assert "RATE" in out
+    cells = [[c.strip() for c in line.split("│")[1:-1]] for line in out.splitlines()]
+    rows = [c for c in cells if len(c) == 7 and c[0] == "2" and "s" in c[1]]
+    assert len(rows) == 1, out
+    row = rows[0]
+    assert row[-1] == "-", out  # offline: no rate
+    doc = orjson.loads(cluster.mq("store", "inspect", str(store), "--json", check=True).stdout)
+    assert all(d["delivery_rate"] is None for d in doc["delay_levels"])
