@@ -1,12 +1,16 @@
-"""Real `mq namesrv` and `mq broker` processes for CLI tests, and a way to run `mq`.
+"""Real `mq namesrv` and `mq broker` processes for CLI tests, and ways to run `mq`.
 
 The servers run in their own processes (as users run them), on 127.0.0.1 port 0; a test
 module starts one :class:`Cluster` (a name server and one or two brokers) and stops it
-at the end. :meth:`Cluster.mq` runs the CLI against it with a private config dir.
+at the end. :meth:`Cluster.mq` runs the CLI against it with a private config dir,
+:meth:`Cluster.spawn` in the background, :meth:`Cluster.pty` on a pseudo-terminal (for
+``--watch`` and prompts); :meth:`Cluster.produce` / :meth:`Cluster.consume` use the
+Python client. Every CLI test module uses this one helper.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
 import re
@@ -20,6 +24,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import orjson
+import pexpect
+
+from mqcore.client import Admin, ConsumeFromWhere, LitePullConsumer, Producer, make_message
 
 _LISTEN = re.compile(r"listening on (\S+):(\d+)")
 
@@ -75,9 +82,14 @@ class Cluster:
     procs: list[subprocess.Popen[str]] = field(default_factory=list)
 
     @property
+    def broker(self) -> str:
+        """The first broker's address (broker-a)."""
+        return next(iter(self.brokers.values()))
+
+    @property
     def env(self) -> dict[str, str]:
         return {
-            "COLUMNS": "200",
+            "COLUMNS": "220",
             "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
             "HOME": str(self.base / "home"),
             "MQ_CONFIG_DIR": str(self.base / "config"),
@@ -87,16 +99,22 @@ class Cluster:
         }
 
     def mq(
-        self, *args: str, input: str | None = None, timeout: float = 60, check: bool = False
+        self,
+        *args: str,
+        input: str | None = None,
+        timeout: float = 60,
+        check: bool = False,
+        columns: int | None = None,
     ) -> subprocess.CompletedProcess[str]:
-        """Run `mq ARGS` to completion against this cluster."""
+        """Run `mq ARGS` to completion against this cluster (``columns``: terminal width)."""
+        env = self.env if columns is None else {**self.env, "COLUMNS": str(columns)}
         done = subprocess.run(
             [sys.executable, "-m", "mqcli.main", *args],
             capture_output=True,
             text=True,
             input=input,
             timeout=timeout,
-            env=self.env,
+            env=env,
             stdin=None if input is not None else subprocess.DEVNULL,
         )
         if check and done.returncode != 0:
@@ -104,6 +122,25 @@ class Cluster:
                 f"mq {' '.join(args)} exited {done.returncode}:\n{done.stdout}\n{done.stderr}"
             )
         return done
+
+    def ok(self, *args: str, input: str | None = None) -> str:
+        """Run `mq ARGS`, which must succeed; its stdout."""
+        return self.mq(*args, input=input, check=True).stdout
+
+    def json(self, *args: str) -> object:
+        """Run `mq ARGS --json`; the parsed document."""
+        return orjson.loads(self.ok(*args, "--json"))
+
+    def pty(self, *args: str) -> pexpect.spawn:
+        """`mq ARGS` on a 60x220 pseudo-terminal."""
+        return pexpect.spawn(
+            sys.executable,
+            ["-m", "mqcli.main", *args],
+            env=self.env,
+            encoding="utf-8",
+            timeout=20,
+            dimensions=(60, 220),
+        )
 
     def spawn(self, *args: str) -> subprocess.Popen[str]:
         """Start `mq ARGS` in the background (stdout piped, line buffered)."""
@@ -120,6 +157,43 @@ class Cluster:
         for proc in reversed(self.procs):
             with contextlib.suppress(Exception):
                 _stop(proc)
+
+    # -- client helpers (in the test process) -----------------------------------------------
+
+    async def produce(self, topic: str, n: int, *, tag: str = "A", delay: int = 0) -> None:
+        """Send ``n`` messages (bodies ``body 0``.., keys ``k0``..) with the Python client."""
+        producer = Producer(f"cli-test-{os.getpid()}", namesrv=self.namesrv)
+        await producer.start()
+        try:
+            for i in range(n):
+                msg = make_message(topic, f"body {i}", tags=tag, keys=[f"k{i}"])
+                if delay:
+                    msg.delay_level = delay
+                await producer.send(msg)
+        finally:
+            await producer.shutdown()
+
+    async def consume(self, topic: str, group: str, at_least: int) -> int:
+        """Consume from the first offset until ``at_least`` arrived; commit; return the
+        number consumed (polls may hand over a few more than asked)."""
+        consumer = LitePullConsumer(
+            group,
+            namesrv=self.namesrv,
+            consume_from_where=ConsumeFromWhere.FIRST,
+            pull_batch_size=1,
+            auto_commit=False,
+        )
+        consumer.subscribe(topic)
+        await consumer.start()
+        got = 0
+        try:
+            deadline = time.monotonic() + 20
+            while got < at_least and time.monotonic() < deadline:
+                got += len(await consumer.poll(1.0))
+            await consumer.commit_sync()
+        finally:
+            await consumer.shutdown()
+        return got
 
 
 def start_cluster(base: Path, brokers: int = 1, **broker_props: str) -> Cluster:
@@ -169,10 +243,6 @@ def start_cluster(base: Path, brokers: int = 1, **broker_props: str) -> Cluster:
 
 
 def _registered(cluster: Cluster, brokers: int) -> bool:
-    import asyncio
-
-    from mqcore.client import Admin
-
     async def check() -> int:
         async with Admin(cluster.namesrv, instance_name=f"probe-{os.getpid()}") as admin:
             return len(await admin.master_addrs())

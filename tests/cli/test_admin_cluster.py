@@ -13,19 +13,19 @@ from typing import Any
 import orjson
 import pexpect
 import pytest
-from admin_servers import Servers, running
+from servers import Cluster, running
 
 # Level 3 is 3 s here so a test can watch a level fill and drain.
 DELAYS = "1s 2s 3s 30s"
 
 
 @pytest.fixture(scope="module")
-def servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Servers]:
+def servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     with running(tmp_path_factory.mktemp("admin-cluster"), messageDelayLevel=DELAYS) as s:
         yield s
 
 
-def test_cluster_list_shows_the_broker(servers: Servers) -> None:
+def test_cluster_list_shows_the_broker(servers: Cluster) -> None:
     rows: Any = servers.json("cluster", "list")
     assert len(rows) == 1
     row = rows[0]
@@ -39,7 +39,7 @@ def test_cluster_list_shows_the_broker(servers: Servers) -> None:
     assert servers.json("cluster", "list", "-c", "NoSuchCluster") == []
 
 
-def test_broker_status_json_has_the_runtime_keys(servers: Servers) -> None:
+def test_broker_status_json_has_the_runtime_keys(servers: Cluster) -> None:
     docs = [orjson.loads(x) for x in servers.ok("broker", "status", "--json").splitlines()]
     assert len(docs) == 1
     doc = docs[0]
@@ -68,12 +68,12 @@ def test_broker_status_json_has_the_runtime_keys(servers: Servers) -> None:
     assert "uptime" in text and "commit log" in text and "V4_9_8" in text
 
 
-def _levels(s: Servers) -> dict[int, dict[str, Any]]:
+def _levels(s: Cluster) -> dict[int, dict[str, Any]]:
     doc = orjson.loads(s.ok("broker", "status", "--json"))
     return {d["level"]: d for d in doc["delayLevels"]}
 
 
-def test_delay_levels_show_waiting_messages_and_the_head_due_time(servers: Servers) -> None:
+def test_delay_levels_show_waiting_messages_and_the_head_due_time(servers: Cluster) -> None:
     before = int(time.time() * 1000)
     asyncio.run(servers.produce("Delayed", 2, delay=4))  # 30 s: still waiting below
     levels = _levels(servers)
@@ -85,8 +85,8 @@ def test_delay_levels_show_waiting_messages_and_the_head_due_time(servers: Serve
     assert "Delay levels (SCHEDULE_TOPIC_XXXX)" in text and "HEAD-DUE" in text
 
 
-def test_broker_status_watch_refreshes_and_shows_a_delivery_rate(servers: Servers) -> None:
-    child = servers.spawn("broker", "status", "--watch", "1")
+def test_broker_status_watch_refreshes_and_shows_a_delivery_rate(servers: Cluster) -> None:
+    child = servers.pty("broker", "status", "--watch", "1")
     try:
         child.expect("every 1s")
         child.expect("commit log")
@@ -114,14 +114,14 @@ def test_broker_status_watch_refreshes_and_shows_a_delivery_rate(servers: Server
         (("broker", "status", "--watch", "0"), 2, "--watch"),
     ],
 )
-def test_wrong_input(servers: Servers, args: tuple[str, ...], code: int, expect: str) -> None:
+def test_wrong_input(servers: Cluster, args: tuple[str, ...], code: int, expect: str) -> None:
     done = servers.mq(*args)
     assert done.returncode == code, done.stderr
     assert expect in done.stderr
     assert "Traceback" not in done.stderr
 
 
-def test_group_names_complete_from_the_brokers(servers: Servers) -> None:
+def test_group_names_complete_from_the_brokers(servers: Cluster) -> None:
     servers.ok("group", "create", "completed-group")
     env = {
         **servers.env,

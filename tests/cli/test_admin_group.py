@@ -12,25 +12,25 @@ from typing import Any
 
 import orjson
 import pytest
-from admin_servers import Servers, running
+from servers import Cluster, running
 
 from mqcore.client import Admin, ConsumeFromWhere, LitePullConsumer
 
 
 @pytest.fixture(scope="module")
-def servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Servers]:
+def servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     with running(tmp_path_factory.mktemp("admin-group")) as s:
         s.ok("topic", "create", "-t", "Lagging", "-q", "4")
         asyncio.run(s.produce("Lagging", 20))  # every test reads these 20
         yield s
 
 
-def _offsets(s: Servers, group: str) -> dict[int, int]:
+def _offsets(s: Cluster, group: str) -> dict[int, int]:
     doc: Any = s.json("group", "lag", group, "-t", "Lagging")
     return {q["queueId"]: q["consumerOffset"] for q in doc["queues"]}
 
 
-def test_lag_is_produced_minus_consumed_with_an_age(servers: Servers) -> None:
+def test_lag_is_produced_minus_consumed_with_an_age(servers: Cluster) -> None:
     consumed = asyncio.run(servers.consume("Lagging", "laggers", 7))
     assert 7 <= consumed < 20
     doc: Any = servers.json("group", "lag", "laggers")
@@ -46,7 +46,7 @@ def test_lag_is_produced_minus_consumed_with_an_age(servers: Servers) -> None:
     assert "AGE" in text and "CONSUMER-OFFSET" in text and "apache/rocketmq#3323" in text
 
 
-def test_reset_previews_asks_and_applies(servers: Servers) -> None:
+def test_reset_previews_asks_and_applies(servers: Cluster) -> None:
     asyncio.run(servers.consume("Lagging", "resetters", 20))
     assert sum(_offsets(servers, "resetters").values()) == 20
 
@@ -88,7 +88,7 @@ def test_reset_previews_asks_and_applies(servers: Servers) -> None:
     assert sum(_offsets(servers, "resetters").values()) == 20
 
 
-async def _online(servers: Servers, group: str) -> LitePullConsumer:
+async def _online(servers: Cluster, group: str) -> LitePullConsumer:
     consumer = LitePullConsumer(
         group, namesrv=servers.namesrv, consume_from_where=ConsumeFromWhere.FIRST
     )
@@ -97,7 +97,7 @@ async def _online(servers: Servers, group: str) -> LitePullConsumer:
     return consumer
 
 
-async def test_clients_lists_a_live_consumer(servers: Servers) -> None:
+async def test_clients_lists_a_live_consumer(servers: Cluster) -> None:
     consumer = await _online(servers, "livegroup")
     try:
         doc: Any = orjson.loads(
@@ -125,7 +125,7 @@ async def test_clients_lists_a_live_consumer(servers: Servers) -> None:
     assert "no consumer online" in offline.stderr and "Traceback" not in offline.stderr
 
 
-def test_create_list_delete(servers: Servers) -> None:
+def test_create_list_delete(servers: Cluster) -> None:
     out = servers.ok("group", "create", "made", "--retry-max", "3", "--no-broadcast")
     assert "group made on broker-a: retry max 3" in out
     groups: Any = servers.json("group", "list")
@@ -145,7 +145,7 @@ def test_create_list_delete(servers: Servers) -> None:
     assert "made" not in {g["group"] for g in servers.json("group", "list")}  # type: ignore[union-attr]
 
 
-def test_dlq_lists_dead_letters(servers: Servers) -> None:
+def test_dlq_lists_dead_letters(servers: Cluster) -> None:
     asyncio.run(servers.produce("%DLQ%deadgroup", 3, tag="Dead"))
     lines = [
         orjson.loads(x) for x in servers.ok("group", "dlq", "deadgroup", "--json").splitlines()
@@ -168,7 +168,7 @@ def test_dlq_lists_dead_letters(servers: Servers) -> None:
     assert "no dead letters" not in unknown.stdout
 
 
-async def _send_back_to_dlq(servers: Servers, group: str) -> str:
+async def _send_back_to_dlq(servers: Cluster, group: str) -> str:
     """Pull one message of Lagging and send it back with delay level -1 (straight to the
     DLQ, as a consumer past its max reconsume times does); returns its offset msg id,
     which the broker records as ORIGIN_MESSAGE_ID."""
@@ -181,7 +181,7 @@ async def _send_back_to_dlq(servers: Servers, group: str) -> str:
         return msg.msg_id
 
 
-def test_dlq_shows_where_a_sent_back_message_came_from(servers: Servers) -> None:
+def test_dlq_shows_where_a_sent_back_message_came_from(servers: Cluster) -> None:
     key = asyncio.run(_send_back_to_dlq(servers, "failing"))
     lines = [orjson.loads(x) for x in servers.ok("group", "dlq", "failing", "--json").splitlines()]
     assert len(lines) == 1
@@ -203,7 +203,7 @@ def test_dlq_shows_where_a_sent_back_message_came_from(servers: Servers) -> None
         (("group", "reset", "laggers", "-t", "Lagging", "--to", "middle"), 2, "end or begin"),
     ],
 )
-def test_wrong_input(servers: Servers, args: tuple[str, ...], code: int, expect: str) -> None:
+def test_wrong_input(servers: Cluster, args: tuple[str, ...], code: int, expect: str) -> None:
     done = servers.mq(*args)
     assert done.returncode == code
     assert expect in done.stderr

@@ -13,18 +13,18 @@ from typing import Any
 
 import pexpect
 import pytest
-from admin_servers import Servers, running, wait_for
+from servers import Cluster, running, wait_for
 
 from mqcore.client import Admin, TopicRouteNotFoundError
 
 
 @pytest.fixture(scope="module")
-def servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Servers]:
+def servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     with running(tmp_path_factory.mktemp("admin-topic")) as s:
         yield s
 
 
-def _ns_route(s: Servers, topic: str) -> Any:
+def _ns_route(s: Cluster, topic: str) -> Any:
     async def go() -> Any:
         async with Admin(s.namesrv, instance_name="route-check") as admin:
             return await admin.topic_route(topic)
@@ -32,7 +32,7 @@ def _ns_route(s: Servers, topic: str) -> Any:
     return asyncio.run(go())
 
 
-def test_create_shows_in_list_route_status_and_the_name_server(servers: Servers) -> None:
+def test_create_shows_in_list_route_status_and_the_name_server(servers: Cluster) -> None:
     out = servers.ok("topic", "create", "-t", "Orders", "-q", "4")
     assert "created topic Orders on broker-a: 4 read / 4 write queues, perm RW-" in out
 
@@ -75,7 +75,7 @@ def test_create_shows_in_list_route_status_and_the_name_server(servers: Servers)
     assert "6 messages held" in text and "MAX-OFFSET" in text
 
 
-def test_update_changes_only_what_is_given_then_delete(servers: Servers) -> None:
+def test_update_changes_only_what_is_given_then_delete(servers: Cluster) -> None:
     servers.ok("topic", "create", "-t", "Changing", "-q", "2")
     out = servers.ok("topic", "update", "-t", "Changing", "-w", "6", "-r", "6")
     assert "6 read / 6 write queues, perm RW-" in out
@@ -114,7 +114,7 @@ def test_update_changes_only_what_is_given_then_delete(servers: Servers) -> None
     ],
 )
 def test_wrong_input_is_one_clear_line(
-    servers: Servers, args: tuple[str, ...], expect: str
+    servers: Cluster, args: tuple[str, ...], expect: str
 ) -> None:
     done = servers.mq(*args)
     assert done.returncode == 1
@@ -132,15 +132,15 @@ def test_wrong_input_is_one_clear_line(
         ("topic", "status"),
     ],
 )
-def test_bad_flags_exit_2_without_traceback(servers: Servers, args: tuple[str, ...]) -> None:
+def test_bad_flags_exit_2_without_traceback(servers: Cluster, args: tuple[str, ...]) -> None:
     done = servers.mq(*args)
     assert done.returncode == 2
     assert "Traceback" not in done.stderr
 
 
-def test_status_watch_refreshes_until_ctrl_c(servers: Servers) -> None:
+def test_status_watch_refreshes_until_ctrl_c(servers: Cluster) -> None:
     servers.ok("topic", "create", "-t", "Watched", "-q", "1")
-    child = servers.spawn("topic", "status", "-t", "Watched", "--watch", "1")
+    child = servers.pty("topic", "status", "-t", "Watched", "--watch", "1")
     try:
         child.expect("Status of Watched · 0 messages held")
         asyncio.run(servers.produce("Watched", 2))
@@ -152,7 +152,7 @@ def test_status_watch_refreshes_until_ctrl_c(servers: Servers) -> None:
     assert child.exitstatus == 130 or child.signalstatus is not None
 
 
-def test_topic_names_complete_from_the_name_server(servers: Servers) -> None:
+def test_topic_names_complete_from_the_name_server(servers: Cluster) -> None:
     servers.ok("topic", "create", "-t", "Completed", "-q", "1")
     env = {
         **servers.env,
