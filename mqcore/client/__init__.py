@@ -19,6 +19,7 @@ from mqcore.client.consume_service import (
 from mqcore.client.errors import (
     BrokerUnreachableError,
     ClientStateError,
+    InvalidGroupError,
     InvalidMessageError,
     NameServerUnreachableError,
     TopicRouteNotFoundError,
@@ -56,6 +57,7 @@ __all__ = [
     "ConsumeFromWhere",
     "ConsumeOrderlyStatus",
     "ConsumeStatus",
+    "InvalidGroupError",
     "InvalidMessageError",
     "LitePullConsumer",
     "LocalTransactionState",

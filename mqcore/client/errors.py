@@ -10,7 +10,8 @@ unreachable broker or name server, and ``except MQClientError`` catches everythi
     │   └── BrokerUnreachableError     a broker address does not answer
     ├── TopicRouteNotFoundError        no route for a topic (invalid_route)
     ├── ClientStateError               not started / already shut down / duplicate group
-    └── InvalidMessageError            bad topic name, empty or too large body (ValueError)
+    ├── InvalidMessageError            bad topic name, empty or too large body (ValueError)
+    └── InvalidGroupError              bad producer/consumer group name (ValueError)
 
 Flags follow aiokafka: ``retriable`` (sending again, maybe elsewhere, can succeed) and
 ``invalid_route`` (the cached route is stale; refresh it before retrying).
@@ -28,6 +29,7 @@ __all__ = [
     "RETRY_RESPONSE_CODES",
     "BrokerUnreachableError",
     "ClientStateError",
+    "InvalidGroupError",
     "InvalidMessageError",
     "NameServerUnreachableError",
     "TopicRouteNotFoundError",
@@ -91,6 +93,10 @@ class ClientStateError(MQClientError):
 
 class InvalidMessageError(MQClientError, ValueError):
     """A message the broker would refuse: bad topic name, empty or oversized body."""
+
+
+class InvalidGroupError(MQClientError, ValueError):
+    """A producer or consumer group name RocketMQ refuses (``Validators.checkGroup``)."""
 
 
 def is_retriable(exc: BaseException) -> bool:

@@ -39,7 +39,7 @@ from mqcore.client.offset_store import (
     RemoteBrokerOffsetStore,
 )
 from mqcore.client.process_queue import ProcessQueue, QueueEvent
-from mqcore.client.producer import default_namesrv
+from mqcore.client.producer import default_namesrv, validate_group
 from mqcore.client.rebalance import (
     ConsumeFromWhere,
     MessageModel,
@@ -98,8 +98,7 @@ class LitePullConsumer:
         instance_name: str | None = None,
         client_config: ClientConfig | None = None,
     ) -> None:
-        if not group:
-            raise ValueError("a consumer needs a group name")
+        validate_group(group)
         self._group = group
         self.namesrv = namesrv if namesrv is not None else default_namesrv()
         self.message_model = message_model

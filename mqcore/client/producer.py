@@ -34,6 +34,7 @@ from typing import Any, TypeAlias
 from mqcore.client.api import SendResult, SendStatus
 from mqcore.client.errors import (
     ClientStateError,
+    InvalidGroupError,
     InvalidMessageError,
     is_retriable,
 )
@@ -68,6 +69,7 @@ __all__ = [
     "select_by_random",
     "select_fixed",
     "split_batches",
+    "validate_group",
     "validate_message",
     "validate_topic",
 ]
@@ -78,6 +80,7 @@ DEFAULT_NAMESRV = "127.0.0.1:9876"
 MAX_MESSAGE_SIZE = 4 * 1024 * 1024
 """Largest body (and batch) a 4.x broker accepts by default (``maxMessageSize``)."""
 TOPIC_MAX_LENGTH = 127
+GROUP_MAX_LENGTH = 255
 _VALID_TOPIC = re.compile(r"^[%|a-zA-Z0-9_-]+$")
 _NOT_ALLOWED_SEND_TOPICS = frozenset(
     {
@@ -135,6 +138,19 @@ def validate_topic(topic: str) -> None:
         raise InvalidMessageError(f"topic is longer than {TOPIC_MAX_LENGTH} characters")
     if topic in _NOT_ALLOWED_SEND_TOPICS:
         raise InvalidMessageError(f"sending to system topic {topic} is not allowed")
+
+
+def validate_group(group: str) -> None:
+    """RocketMQ's client-side group rules (``Validators.checkGroup``): not blank, only
+    letters, digits and ``% | _ -``, at most 255 characters. Raises InvalidGroupError."""
+    if not group or not group.strip():
+        raise InvalidGroupError("the group name is blank")
+    if not _VALID_TOPIC.fullmatch(group):
+        raise InvalidGroupError(
+            f"group {group!r} contains illegal characters; allowed: letters, digits, % | _ -"
+        )
+    if len(group) > GROUP_MAX_LENGTH:
+        raise InvalidGroupError(f"group name is longer than {GROUP_MAX_LENGTH} characters")
 
 
 def validate_message(msg: Message, max_size: int = MAX_MESSAGE_SIZE) -> None:
@@ -221,6 +237,7 @@ class Producer:
         send_latency_fault_enable: bool = True,
         client_config: ClientConfig | None = None,
     ) -> None:
+        validate_group(group)
         self.group = group
         self.namesrv = namesrv if namesrv is not None else default_namesrv()
         self.instance_name = instance_name
