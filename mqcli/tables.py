@@ -10,14 +10,19 @@ says how much there was. The delay-level table lives here because ``mq store ins
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Protocol
+from typing import Any, Protocol
 
+import typer
+from rich.console import Console
 from rich.table import Table
 
+from mqcli.output import console, fail
 from mqcli.render import fmt_ts
 
 __all__ = [
+    "OUTPUT_FORMATS",
     "DelayRow",
+    "FormatOpt",
     "cell",
     "delay_table",
     "fmt_age",
@@ -27,7 +32,53 @@ __all__ = [
     "fmt_rate",
     "make_table",
     "parse_perm",
+    "print_table",
+    "resolve_format",
 ]
+
+OUTPUT_FORMATS = ("table", "wide", "json")
+FormatOpt: Any = typer.Option(
+    None,
+    "--format",
+    "-o",
+    metavar="FORMAT",
+    show_default=False,
+    help="table (fitted to the terminal), wide (every column, nothing cut) or json; "
+    "--json is short for --format json.",
+)
+"""``-o/--format`` of every read command; resolve it with :func:`resolve_format`."""
+
+
+def resolve_format(fmt: str | None, as_json: bool) -> str:
+    """The output format from ``--format`` and ``--json``: table, wide or json."""
+    if fmt is None:
+        return "json" if as_json else "table"
+    chosen = fmt.strip().lower()
+    if chosen not in OUTPUT_FORMATS:
+        fail(f"unknown --format {fmt!r}", hint=f"use one of {', '.join(OUTPUT_FORMATS)}")
+    if as_json and chosen != "json":
+        fail(f"--json and --format {chosen} disagree", hint="give one of them")
+    return chosen
+
+
+def print_table(table: Table, fmt: str = "table") -> None:
+    """``table``: fitted to the terminal (long cells may be cut with an ellipsis).
+    ``wide``: every cell whole on one line, the table as wide as it needs to be."""
+    if fmt != "wide":
+        console.print(table)
+        return
+    for column in table.columns:
+        column.no_wrap = True
+    needed = console.measure(table, options=console.options.update_width(1_000_000)).maximum
+    wide = Console(
+        file=console.file,
+        width=max(needed, console.width),
+        highlight=False,
+        force_terminal=console.is_terminal,
+        color_system=console.color_system or None,  # type: ignore[arg-type]
+    )
+    wide.print(table)
+
 
 # Columns whose values are text, so they stay left-aligned; all others are numbers.
 _TEXT_COLUMNS = frozenset(

@@ -14,7 +14,7 @@ from rich.markup import escape
 from mqcli.commands.admin_util import JsonOpt, WatchOpt, admin_session, watch
 from mqcli.connect import NamesrvOpt, run_async
 from mqcli.output import console, print_json, print_json_line
-from mqcli.tables import cell, fmt_age, make_table
+from mqcli.tables import FormatOpt, cell, fmt_age, make_table, print_table, resolve_format
 from mqcore.client import Admin
 from mqcore.errors import MQError
 
@@ -93,12 +93,15 @@ async def broker_rows(admin: Admin, cluster: str | None = None) -> list[dict[str
 @cluster_app.command("list")
 def list_clusters(
     cluster: str | None = typer.Option(None, "--cluster", "-c", help="Only this cluster."),
+    fmt: str | None = FormatOpt,
     as_json: bool = JsonOpt,
     interval: float | None = WatchOpt,
     namesrv: str | None = NamesrvOpt,
 ) -> None:
     """One row per broker: cluster, name, id (0 = master), address, version, TPS in and
     out, messages in and out today, uptime and commit-log disk use."""
+    fmt = resolve_format(fmt, as_json)
+    as_json = fmt == "json"
 
     async def go() -> None:
         async with admin_session(namesrv) as admin:
@@ -109,14 +112,14 @@ def list_clusters(
                     docs = [{k: v for k, v in r.items() if k != "runtime"} for r in rows]
                     print_json_line(docs) if interval is not None else print_json(docs)
                     return
-                _print_rows(rows)
+                _print_rows(rows, fmt)
 
             await watch(interval, sample, as_json=as_json)
 
     run_async(go())
 
 
-def _print_rows(rows: list[dict[str, Any]]) -> None:
+def _print_rows(rows: list[dict[str, Any]], fmt: str = "table") -> None:
     table = make_table(
         "Brokers",
         "CLUSTER",
@@ -157,7 +160,7 @@ def _print_rows(rows: list[dict[str, Any]]) -> None:
             fmt_age(r["uptimeMs"]),
             "-" if ratio is None or ratio < 0 else f"{ratio:.0%}",
         )
-    console.print(table)
+    print_table(table, fmt)
     for r in rows:
         if not r["up"]:
             console.print(f"[red]{escape(r['broker'])} {r['addr']}:[/] {escape(r['error'])}")

@@ -34,7 +34,7 @@ from mqcli.commands.admin_util import (
 from mqcli.connect import NamesrvOpt, run_async
 from mqcli.output import console, err_console, fail, print_json, print_json_line
 from mqcli.render import fmt_ts
-from mqcli.tables import cell, fmt_age, make_table
+from mqcli.tables import FormatOpt, cell, fmt_age, make_table, print_table, resolve_format
 from mqcore.client import Admin, QueueProgress, ResetRow
 from mqcore.common.metadata import SubscriptionGroupConfig
 from mqcore.errors import MQBrokerError, MQError
@@ -82,13 +82,19 @@ def list_groups(
     topic: str | None = topic_option(False, "Only groups that consume this topic."),
     show_all: bool = typer.Option(False, "--all", "-a", help="Also the system groups."),
     long: bool = typer.Option(
-        False, "--long", "-l", help="Also members online and total lag (two calls a group)."
+        False,
+        "--long",
+        "-l",
+        help="Also members online and total lag (two calls a group; always with -o wide).",
     ),
     cluster: str | None = ClusterOpt,
+    fmt: str | None = FormatOpt,
     as_json: bool = JsonOpt,
     namesrv: str | None = NamesrvOpt,
 ) -> None:
     """List the subscription groups the brokers know."""
+    fmt = resolve_format(fmt, as_json)
+    as_json, long = fmt == "json", long or fmt == "wide"
 
     async def go() -> None:
         async with admin_session(namesrv) as admin:
@@ -137,7 +143,7 @@ def list_groups(
                     cell(r["lag"]),
                 ]
             table.add_row(*values)
-        console.print(table)
+        print_table(table, fmt)
         if not show_all:
             console.print("[dim]system groups hidden: --all shows them[/]")
 
@@ -193,12 +199,15 @@ def lag(
     group: str | None = GroupArg,
     group_opt: str | None = group_option(False),
     topic: str | None = topic_option(False, "Only this topic."),
+    fmt: str | None = FormatOpt,
     as_json: bool = JsonOpt,
     interval: float | None = WatchOpt,
     namesrv: str | None = NamesrvOpt,
 ) -> None:
     """How far a group is behind, per queue: in messages and in age (how long the oldest
     unconsumed message has waited)."""
+    fmt = resolve_format(fmt, as_json)
+    as_json = fmt == "json"
     group = resolve_group(group, group_opt)
 
     async def go() -> None:
@@ -238,7 +247,7 @@ def lag(
                         fmt_age(r.age_ms(now_ms)) if behind else "-",
                         fmt_ts(r.last_timestamp),
                     )
-                console.print(table)
+                print_table(table, fmt)
                 if doc["totalLag"]:
                     console.print(f"[dim]{LAG_CAVEAT}[/]")
 
@@ -409,11 +418,13 @@ def _print_plan(group: str, topic: str, plan: list[ResetRow], as_json: bool) -> 
 def clients(
     group: str | None = GroupArg,
     group_opt: str | None = group_option(False),
+    fmt: str | None = FormatOpt,
     as_json: bool = JsonOpt,
     namesrv: str | None = NamesrvOpt,
 ) -> None:
     """The group's members online (client id, address, language, version) and what
     they subscribe to."""
+    fmt = resolve_format(fmt, as_json)
     group = resolve_group(group, group_opt)
 
     async def go() -> None:
@@ -427,13 +438,13 @@ def clients(
                     f"group {group} has no consumer online",
                     hint="`mq group list` shows the known groups; start a consumer first",
                 )
-        _print_connections(group, conn, as_json)
+        _print_connections(group, conn, fmt)
 
     run_async(go())
 
 
-def _print_connections(group: str, conn: ConsumerConnection, as_json: bool) -> None:
-    if as_json:
+def _print_connections(group: str, conn: ConsumerConnection, fmt: str) -> None:
+    if fmt == "json":
         print_json({"group": group, **conn.to_json()})
         return
     console.print(
@@ -445,13 +456,13 @@ def _print_connections(group: str, conn: ConsumerConnection, as_json: bool) -> N
     )
     for c in sorted(conn.connection_set, key=lambda c: c.client_id):
         table.add_row(escape(c.client_id), c.client_addr, c.language, str(c.version))
-    console.print(table)
+    print_table(table, fmt)
     subs = make_table(
         "Subscriptions", "TOPIC", "EXPRESSION", "TYPE", count=len(conn.subscription_table)
     )
     for topic, sub in sorted(conn.subscription_table.items()):
         subs.add_row(escape(topic), escape(sub.sub_string), sub.expression_type)
-    console.print(subs)
+    print_table(subs, fmt)
 
 
 # -- create / delete -------------------------------------------------------------------------

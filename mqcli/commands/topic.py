@@ -24,7 +24,15 @@ from mqcli.commands.admin_util import (
 from mqcli.connect import NamesrvOpt, run_async
 from mqcli.output import console, fail, print_json, print_json_line
 from mqcli.render import fmt_ts
-from mqcli.tables import cell, fmt_perm, make_table, parse_perm
+from mqcli.tables import (
+    FormatOpt,
+    cell,
+    fmt_perm,
+    make_table,
+    parse_perm,
+    print_table,
+    resolve_format,
+)
 from mqcore.client import Admin, QueueStatus, TopicRouteNotFoundError
 from mqcore.protocol.bodies import TopicRouteData
 
@@ -95,7 +103,7 @@ def _route_rows(route: TopicRouteData) -> list[dict[str, Any]]:
     return rows
 
 
-def _print_route(topic: str, route: TopicRouteData) -> None:
+def _print_route(topic: str, route: TopicRouteData, fmt: str = "table") -> None:
     rows = _route_rows(route)
     table = make_table(
         f"Route of {escape(topic)}",
@@ -118,7 +126,7 @@ def _print_route(topic: str, route: TopicRouteData) -> None:
             str(r["writeQueueNums"]),
             r["permText"],
         )
-    console.print(table)
+    print_table(table, fmt)
     if route.order_topic_conf:
         console.print(f"order conf: {escape(route.order_topic_conf)}")
 
@@ -269,11 +277,16 @@ def delete(
 @topic_app.command("list")
 def list_topics(
     show_all: bool = typer.Option(False, "--all", "-a", help="Also retry, DLQ and system topics."),
-    long: bool = typer.Option(False, "--long", "-l", help="Also queues and perms."),
+    long: bool = typer.Option(
+        False, "--long", "-l", help="Also queues and perms (always with -o wide)."
+    ),
+    fmt: str | None = FormatOpt,
     as_json: bool = JsonOpt,
     namesrv: str | None = NamesrvOpt,
 ) -> None:
     """List the topics the name servers know."""
+    fmt = resolve_format(fmt, as_json)
+    as_json, long = fmt == "json", long or fmt == "wide"
 
     async def go() -> None:
         async with admin_session(namesrv) as admin:
@@ -311,7 +324,7 @@ def list_topics(
                     cell(r["perm"]),
                 ]
             table.add_row(*values)
-        console.print(table)
+        print_table(table, fmt)
         if not show_all:
             console.print("[dim]retry, DLQ and system topics hidden: --all shows them[/]")
 
@@ -324,10 +337,13 @@ def list_topics(
 @topic_app.command("route")
 def route(
     topic: str = topic_option(),
+    fmt: str | None = FormatOpt,
     as_json: bool = JsonOpt,
     namesrv: str | None = NamesrvOpt,
 ) -> None:
     """Show where a topic lives: brokers, addresses, queue counts and permissions."""
+    fmt = resolve_format(fmt, as_json)
+    as_json = fmt == "json"
 
     async def go() -> None:
         async with admin_session(namesrv) as admin:
@@ -335,7 +351,7 @@ def route(
         if as_json:
             print_json({"topic": topic, "brokers": _route_rows(data), "route": data.to_json()})
         else:
-            _print_route(topic, data)
+            _print_route(topic, data, fmt)
 
     run_async(go())
 
@@ -364,11 +380,14 @@ def _status_json(topic: str, rows: list[QueueStatus]) -> dict[str, Any]:
 @topic_app.command("status")
 def status(
     topic: str = topic_option(),
+    fmt: str | None = FormatOpt,
     as_json: bool = JsonOpt,
     interval: float | None = WatchOpt,
     namesrv: str | None = NamesrvOpt,
 ) -> None:
     """Per queue: min and max offset, messages held, last store time."""
+    fmt = resolve_format(fmt, as_json)
+    as_json = fmt == "json"
 
     async def go() -> None:
         async with admin_session(namesrv) as admin:
@@ -399,7 +418,7 @@ def status(
                         str(r.count),
                         fmt_ts(r.last_update_timestamp),
                     )
-                console.print(table)
+                print_table(table, fmt)
 
             await watch(interval, sample, as_json=as_json)
 

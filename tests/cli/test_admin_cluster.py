@@ -134,3 +134,20 @@ def test_group_names_complete_from_the_brokers(servers: Cluster) -> None:
         [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=20
     )
     assert done.stdout.split() == ["completed-group"]
+
+
+def test_cluster_list_formats_wide_shows_every_cell_whole(servers: Cluster) -> None:
+    narrow = servers.mq("cluster", "list", columns=80, check=True).stdout
+    wide = servers.mq("cluster", "list", "-o", "wide", columns=80, check=True).stdout
+    assert "…" in narrow and servers.broker not in narrow
+    assert "…" not in wide and servers.broker in wide and "DefaultCluster" in wide
+    assert "TODAY-OUT" in wide and "UPTIME" in wide
+    (row,) = orjson.loads(servers.ok("cluster", "list", "--format", "json"))
+    assert row["addr"] == servers.broker
+    bad = servers.mq("cluster", "list", "-o", "yaml")
+    assert bad.returncode == 1 and bad.stderr.splitlines() == [
+        "error: unknown --format 'yaml'",
+        "hint: use one of table, wide, json",
+    ]
+    clash = servers.mq("cluster", "list", "--json", "-o", "wide")
+    assert clash.returncode == 1 and "--json and --format wide disagree" in clash.stderr

@@ -104,6 +104,12 @@ async def test_clients_lists_a_live_consumer(servers: Cluster) -> None:
             await asyncio.to_thread(servers.ok, "group", "clients", "livegroup", "--json")
         )
         text = await asyncio.to_thread(servers.ok, "group", "clients", "-g", "livegroup")
+        wide = await asyncio.to_thread(
+            servers.mq, "group", "clients", "livegroup", "-o", "wide", columns=60
+        )
+        as_format = await asyncio.to_thread(
+            servers.ok, "group", "clients", "livegroup", "-o", "json"
+        )
         # An online group is reset through the broker (which tells the member).
         reset = await asyncio.to_thread(
             servers.mq, "group", "reset", "livegroup", "-t", "Lagging", "--to", "end", "--yes"
@@ -117,6 +123,8 @@ async def test_clients_lists_a_live_consumer(servers: Cluster) -> None:
     assert doc["subscriptionTable"]["Lagging"]["subString"] == "A || B"
     assert doc["messageModel"] == "CLUSTERING"
     assert consumer.instance.client_id in text and "A || B" in text and "PYTHON" in text
+    assert consumer.instance.client_id in wide.stdout and "…" not in wide.stdout
+    assert orjson.loads(as_format)["connectionSet"] == doc["connectionSet"]
     assert reset.returncode == 0 and "member(s) told" in reset.stderr, reset.stderr
     assert refused.returncode == 1 and "online" in refused.stderr
 
@@ -208,3 +216,15 @@ def test_wrong_input(servers: Cluster, args: tuple[str, ...], code: int, expect:
     assert done.returncode == code
     assert expect in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_lag_and_list_take_format_wide_and_json(servers: Cluster) -> None:
+    asyncio.run(servers.consume("Lagging", "formats-group", 3))
+    wide = servers.mq("group", "lag", "formats-group", "-o", "wide", columns=60, check=True)
+    assert "LAST-CONSUMED" in wide.stdout and "…" not in wide.stdout
+    doc: Any = orjson.loads(servers.ok("group", "lag", "formats-group", "--format", "json"))
+    assert doc["group"] == "formats-group" and doc["queues"]
+    listed = servers.mq("group", "list", "-o", "wide", columns=60, check=True).stdout
+    assert "formats-group" in listed and "MEMBERS" in listed and "…" not in listed
+    rows: Any = orjson.loads(servers.ok("group", "list", "-o", "json"))
+    assert "formats-group" in [r["group"] for r in rows]

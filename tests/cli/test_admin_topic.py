@@ -11,6 +11,7 @@ import sys
 from collections.abc import Iterator
 from typing import Any
 
+import orjson
 import pexpect
 import pytest
 from servers import Cluster, running, wait_for
@@ -171,3 +172,20 @@ def test_topic_names_complete_from_the_name_server(servers: Cluster) -> None:
     )
     assert done.returncode == 0 and done.stdout.strip() == ""
     assert "Traceback" not in done.stderr
+
+
+def test_read_commands_take_format_table_wide_json(servers: Cluster) -> None:
+    servers.ok("topic", "create", "-t", "FormatsTopicWithALongName")
+    route = ("topic", "route", "-t", "FormatsTopicWithALongName")
+    narrow = servers.mq(*route, columns=80, check=True).stdout
+    wide = servers.mq(*route, "-o", "wide", columns=80, check=True).stdout
+    assert servers.broker not in narrow and "…" in narrow
+    assert servers.broker in wide and "…" not in wide and "WRITE-QUEUES" in wide
+    assert servers.json(*route) == orjson.loads(servers.ok(*route, "-o", "json"))
+    listed = servers.mq("topic", "list", "-o", "wide", columns=80, check=True).stdout
+    assert "FormatsTopicWithALongName" in listed and "BROKERS" in listed  # wide implies -l
+    assert "…" not in listed
+    status = ("topic", "status", "-t", "FormatsTopicWithALongName")
+    wide_status = servers.mq(*status, "--format", "wide", columns=40, check=True).stdout
+    assert "LAST-UPDATED" in wide_status and "…" not in wide_status
+    assert orjson.loads(servers.ok(*status, "-o", "json"))["topic"] == route[-1]
