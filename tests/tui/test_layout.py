@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 from conftest import poll, wait_until
-from textual.widgets import Label
+from textual.widgets import Input, Label
 from tui_fakes import FakePoller, sample_snapshot
 
 from mqcli.tui.app import VIEWS, MQApp
@@ -33,6 +33,7 @@ async def test_every_view_renders_at_small_and_large_sizes(size: tuple[int, int]
             await wait_until(pilot, lambda name=name: app.current_mode == name, 5, name)
             await pilot.pause()
             assert app.export_screenshot()  # renders without raising
+            await pilot.press("escape")  # out of the messages view's lookup box
 
 
 async def test_number_keys_and_tab_switch_views() -> None:
@@ -47,6 +48,45 @@ async def test_number_keys_and_tab_switch_views() -> None:
         assert app.current_mode == "topics"
         await pilot.press("5", "escape", "1")  # esc leaves the search boxes
         assert app.current_mode == "cluster"
+
+
+async def test_messages_view_typed_digits_go_into_the_lookup_box() -> None:
+    app = make_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await poll(pilot)
+        await pilot.press("5")
+        await wait_until(pilot, lambda: app.current_mode == "messages", 5)
+        topic = app.screen.query_one("#topic", Input)
+        await wait_until(pilot, lambda: app.focused is topic, 5, "topic box focused")
+        await pilot.press("O", "r", "d", "1", "2", "3", "enter")
+        assert app.current_mode == "messages" and topic.value == "Ord123"
+        query = app.screen.query_one("#query", Input)
+        assert app.focused is query
+        await pilot.press("k", "e", "y", ":", "4", "2")
+        assert app.current_mode == "messages" and query.value == "key:42"
+        # esc gives the number keys back; coming back focuses the query box again
+        await pilot.press("escape", "2")
+        assert app.current_mode == "topics"
+        await pilot.press("5")
+        await wait_until(pilot, lambda: app.focused is query, 5, "query box focused")
+
+
+@pytest.mark.parametrize("width", [120, 200])
+async def test_cluster_view_fits_the_screen(width: int) -> None:
+    """Every broker column is on screen: at 120 columns the compact set (no cluster,
+    id folded into ROLE, in/out pairs, sizes in binary units)."""
+    app = make_app()
+    async with app.run_test(size=(width, 40)) as pilot:
+        await poll(pilot)
+        table = app.screen.query_one("#brokers", LiveTable)
+        await pilot.pause()
+        assert table.virtual_size.width <= table.scrollable_content_region.width
+        labels = [str(c.label) for c in table.columns.values()]
+        for label in ("DISK", "LAG", "STATE"):
+            assert any(label in x for x in labels), labels
+        if width == 120:
+            row = table.get_row("broker-a/1")
+            assert row[1] == "slave 1" and row[-1] == "10.1K" and row[-2] != "-"
 
 
 async def test_cluster_view_shows_roles_slave_lag_and_down_brokers() -> None:

@@ -9,7 +9,37 @@ from mqcli.tui.model import BrokerRow, Snapshot
 from mqcli.tui.screens.base import ViewScreen, fmt_int
 from mqcli.tui.widgets.live_table import LiveTable
 
-__all__ = ["ClusterScreen", "uptime_text"]
+__all__ = ["COMPACT_BELOW", "ClusterScreen", "size_text", "uptime_text"]
+
+COMPACT_BELOW = 160
+"""Screens narrower than this get the compact broker columns (they fit 120 columns)."""
+
+FULL_COLUMNS = [
+    ("cluster", "CLUSTER"), ("broker", "BROKER"), ("bid", "BID"), ("role", "ROLE"),
+    ("addr", "ADDRESS"), ("state", "STATE"), ("version", "VERSION"), ("uptime", "UPTIME"),
+    ("put_tps", "PUT TPS"), ("get_tps", "GET TPS"), ("put_today", "PUT TODAY"),
+    ("get_today", "GET TODAY"), ("disk", "DISK"), ("cl_max", "COMMITLOG MAX"),
+    ("lag", "SLAVE LAG"),
+]  # fmt: skip
+COMPACT_COLUMNS = [
+    ("broker", "BROKER"), ("role", "ROLE"), ("addr", "ADDRESS"), ("state", "STATE"),
+    ("version", "VERSION"), ("uptime", "UPTIME"), ("tps", "TPS IN/OUT"),
+    ("today", "TODAY IN/OUT"), ("disk", "DISK"), ("cl_max", "CL MAX"), ("lag", "LAG"),
+]  # fmt: skip
+"""No cluster column, broker id folded into ROLE, in/out pairs in one column, sizes
+in binary units."""
+
+
+def size_text(n: int | None) -> str:
+    """``73400320`` -> ``"70.0M"`` (binary units), ``None`` -> ``"-"``."""
+    if n is None:
+        return "-"
+    value = float(n)
+    for unit in ("B", "K", "M", "G", "T"):
+        if value < 1024 or unit == "T":
+            return f"{int(value)}B" if unit == "B" else f"{value:.1f}{unit}"
+        value /= 1024
+    return "-"  # unreachable
 
 
 def uptime_text(boot_ms: int | None, now_ms: int) -> str:
@@ -39,17 +69,14 @@ class ClusterScreen(ViewScreen):
              ("error", "ERROR")],
             title="Name servers", id="namesrvs",
         )  # fmt: skip
-        yield LiveTable(
-            [
-                ("cluster", "CLUSTER"), ("broker", "BROKER"), ("bid", "BID"),
-                ("role", "ROLE"), ("addr", "ADDRESS"), ("state", "STATE"),
-                ("version", "VERSION"), ("uptime", "UPTIME"), ("put_tps", "PUT TPS"),
-                ("get_tps", "GET TPS"), ("put_today", "PUT TODAY"),
-                ("get_today", "GET TODAY"), ("disk", "DISK"), ("cl_max", "COMMITLOG MAX"),
-                ("lag", "SLAVE LAG"),
-            ],
-            title="Brokers", order_by=("broker", "bid"), id="brokers",
-        )  # fmt: skip
+        yield LiveTable(FULL_COLUMNS, title="Brokers", order_by=("broker", "bid"), id="brokers")
+
+    @property
+    def compact(self) -> bool:
+        return self.app.size.width < COMPACT_BELOW
+
+    def on_resize(self) -> None:
+        self.rerender()
 
     def render_snapshot(self, snapshot: Snapshot) -> None:
         names = self.query_one("#namesrvs", LiveTable)
@@ -66,21 +93,37 @@ class ClusterScreen(ViewScreen):
         )
         brokers = [b for b in snapshot.brokers if self.matches(b.name, b.addr, b.cluster)]
         table = self.query_one("#brokers", LiveTable)
+        spec = COMPACT_COLUMNS if self.compact else FULL_COLUMNS
+        table.set_columns(spec, order_by=("broker", "role") if self.compact else ("broker", "bid"))
+        keys = [k for k, _ in spec]
         table.filter_text = self.filter_text
         table.total = len(snapshot.brokers) if self.filter_text else None
-        table.sync({b.key: self._cells(b, snapshot.taken_ms) for b in brokers})
+        table.sync({b.key: self._cells(b, snapshot.taken_ms, keys) for b in brokers})
 
     @staticmethod
-    def _cells(b: BrokerRow, now_ms: int) -> tuple[object, ...]:
+    def _cells(b: BrokerRow, now_ms: int, keys: list[str]) -> tuple[object, ...]:
         state = Text("up", "green") if b.up else Text("DOWN", "bold red")
+        role = b.role if b.broker_id == 0 else f"slave {b.broker_id}"
+        cells: dict[str, object] = {
+            "cluster": b.cluster, "broker": b.name, "bid": b.broker_id, "addr": b.addr,
+            "state": state, "version": b.version,
+            "role": b.role if "bid" in keys else role,
+        }  # fmt: skip
         if not b.up:
+            cells["broker"] = Text(b.name, "bold red")
             dash = Text("-", "dim")
-            return (b.cluster, Text(b.name, "bold red"), b.broker_id, b.role, b.addr, state,
-                    b.version, dash, dash, dash, dash, dash, dash, dash, dash)  # fmt: skip
+            return tuple(cells.get(k, dash) for k in keys)
         disk = "-" if b.disk_ratio is None else f"{b.disk_ratio * 100:.1f}%"
-        lag = "-" if b.slave_lag_bytes is None else f"{b.slave_lag_bytes:,} B"
-        return (
-            b.cluster, b.name, b.broker_id, b.role, b.addr, state, b.version,
-            uptime_text(b.boot_ms, now_ms), f"{b.put_tps:.1f}", f"{b.get_tps:.1f}",
-            fmt_int(b.put_today), fmt_int(b.get_today), disk, fmt_int(b.commit_log_max), lag,
+        cells.update(
+            uptime=uptime_text(b.boot_ms, now_ms), put_tps=f"{b.put_tps:.1f}",
+            get_tps=f"{b.get_tps:.1f}", tps=f"{b.put_tps:.1f}/{b.get_tps:.1f}",
+            put_today=fmt_int(b.put_today), get_today=fmt_int(b.get_today),
+            today=f"{fmt_int(b.put_today)}/{fmt_int(b.get_today)}", disk=disk,
         )  # fmt: skip
+        if "bid" in keys:  # the full columns: exact figures
+            cells["cl_max"] = fmt_int(b.commit_log_max)
+            cells["lag"] = "-" if b.slave_lag_bytes is None else f"{b.slave_lag_bytes:,} B"
+        else:
+            cells["cl_max"] = size_text(b.commit_log_max)
+            cells["lag"] = size_text(b.slave_lag_bytes)
+        return tuple(cells[k] for k in keys)

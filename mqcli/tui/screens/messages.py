@@ -41,7 +41,7 @@ class MessagesScreen(ViewScreen):
 
     TITLE = "Messages"
     FILTERABLE = False
-    AUTO_FOCUS = "#results"
+    AUTO_FOCUS = "#topic"
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("slash", "search", "Search"),
         Binding("h", "toggle_hex", "Hex/text"),
@@ -58,6 +58,13 @@ class MessagesScreen(ViewScreen):
             )
         yield LiveTable(MESSAGE_COLUMNS, title="Results", id="results")
         yield MessageDetail(id="detail")
+
+    def on_screen_resume(self) -> None:
+        """Entering the view focuses the lookup box, so typed digits go into it instead
+        of switching views (esc gives the number keys back)."""
+        super().on_screen_resume()
+        if not isinstance(self.focused, Input):
+            self.action_search()
 
     def action_search(self) -> None:
         box = self.query_one("#topic", Input)

@@ -62,6 +62,19 @@ class LiveTable(DataTable[Any]):
             self.add_column(label, key=key)
         self._update_title()
 
+    def set_columns(
+        self, columns: Sequence[tuple[str, str]], *, order_by: Sequence[str] = ()
+    ) -> None:
+        """Show other columns (e.g. fewer on a narrow screen): the rows are dropped, and
+        the next :meth:`sync` brings them back; nothing happens if they are the same."""
+        if list(columns) == self._columns_spec:
+            return
+        self.clear(columns=True)
+        self._columns_spec = list(columns)
+        self._order_by = list(order_by)
+        for key, label in self._columns_spec:
+            self.add_column(label, key=key)
+
     @property
     def highlighted_key(self) -> str | None:
         """Key of the row under the cursor."""
