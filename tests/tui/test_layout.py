@@ -208,11 +208,27 @@ async def test_rows_are_patched_in_place_and_keep_the_cursor() -> None:
         assert topics.get_row("Payments")[4] == "89"
 
 
-def test_every_view_has_a_committed_svg_snapshot() -> None:
+@pytest.mark.parametrize("view", VIEWS)
+async def test_every_view_matches_its_committed_svg_snapshot(
+    view: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Re-render the view from the fixed sample (UTC, fixed size) and compare with the
+    committed SVG, so a layout change cannot go in without its snapshot."""
+    import time
     from pathlib import Path
 
-    snapshots = Path(__file__).parent / "snapshots"
-    for i, view in enumerate(VIEWS, start=1):
-        svg = snapshots / f"{i}-{view}.svg"
-        assert svg.is_file(), f"run tests/tui/make_snapshots.py ({svg.name} missing)"
-        assert svg.read_text().startswith("<svg")
+    from make_snapshots import render
+
+    svg = Path(__file__).parent / "snapshots" / f"{VIEWS.index(view) + 1}-{view}.svg"
+    assert svg.is_file(), f"{svg.name} missing: run .venv/bin/python tests/tui/make_snapshots.py"
+    monkeypatch.setenv("TZ", "UTC")
+    time.tzset()
+    try:
+        rendered = await render(view)
+    finally:
+        monkeypatch.undo()
+        time.tzset()
+    assert rendered == svg.read_text(), (
+        f"the {view} view no longer renders as {svg.name}: if the change is intended, "
+        "run .venv/bin/python tests/tui/make_snapshots.py and commit the SVGs"
+    )
