@@ -25,45 +25,28 @@ import datetime as dt
 import logging
 import time
 from collections import deque
-from collections.abc import Coroutine, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
 
 from mqcore.client.allocate import AllocateStrategy
+from mqcore.client.consumer_base import FLOW_CONTROL_DELAY, ConsumerBase
 from mqcore.client.errors import ClientStateError
-from mqcore.client.instance import ClientConfig, ClientInstance
-from mqcore.client.offset_store import (
-    LocalFileOffsetStore,
-    OffsetStore,
-    ReadOffsetType,
-    RemoteBrokerOffsetStore,
-)
+from mqcore.client.instance import ClientConfig
+from mqcore.client.offset_store import ReadOffsetType, RemoteBrokerOffsetStore
 from mqcore.client.process_queue import ProcessQueue, QueueEvent
-from mqcore.client.producer import default_namesrv, validate_group
 from mqcore.client.rebalance import (
     ConsumeFromWhere,
     MessageModel,
     MessageSelector,
-    RebalanceImpl,
     build_subscription,
-    check_client_config,
-    compute_pull_from_where,
-    resolve_strategy,
-    timestamp_ms,
 )
 from mqcore.errors import MQError
 from mqcore.message import MessageExt
-from mqcore.protocol.bodies import ConsumerData, MessageQueue, SubscriptionData
-
-if TYPE_CHECKING:
-    from mqcore.client.api import MQClientAPI
+from mqcore.protocol.bodies import MessageQueue
 
 __all__ = ["LitePullConsumer"]
 
 log = logging.getLogger("mq.client.lite")
-
-PULL_RETRY_DELAY = 3.0
-FLOW_CONTROL_DELAY = 0.05
 
 
 @dataclass(slots=True)
@@ -73,11 +56,14 @@ class _Batch:
     msgs: list[MessageExt]
 
 
-class LitePullConsumer:
+class LitePullConsumer(ConsumerBase):
     """A consumer whose caller asks for messages; see the module docstring.
 
     ``namesrv`` defaults to ``MQ_NAMESRV_ADDR``, ``NAMESRV_ADDR``, then 127.0.0.1:9876.
     """
+
+    CONSUME_TYPE = "CONSUME_ACTIVELY"
+    TASK_PREFIX = "lite"
 
     def __init__(
         self,
@@ -98,60 +84,38 @@ class LitePullConsumer:
         instance_name: str | None = None,
         client_config: ClientConfig | None = None,
     ) -> None:
-        validate_group(group)
-        self._group = group
-        self.namesrv = namesrv if namesrv is not None else default_namesrv()
-        self.message_model = message_model
-        self.consume_from_where = consume_from_where
-        self.consume_timestamp = timestamp_ms(consume_timestamp)
-        self.strategy = resolve_strategy(allocate_strategy)
+        super().__init__(
+            group,
+            namesrv=namesrv,
+            message_model=message_model,
+            consume_from_where=consume_from_where,
+            consume_timestamp=consume_timestamp,
+            allocate_strategy=allocate_strategy,
+            pull_batch_size=pull_batch_size,
+            pull_threshold_for_queue=pull_threshold_for_queue,
+            pull_threshold_size_for_queue=pull_threshold_size_for_queue,
+            offset_store_dir=offset_store_dir,
+            instance_name=instance_name,
+            client_config=client_config,
+        )
         self.auto_commit = auto_commit
         self.auto_commit_interval = auto_commit_interval
-        self.pull_batch_size = pull_batch_size
-        self.pull_threshold_for_queue = pull_threshold_for_queue
-        self.pull_threshold_size_for_queue = pull_threshold_size_for_queue
         self.pull_threshold_for_all = pull_threshold_for_all
-        self.offset_store_dir = offset_store_dir
-        self.instance_name = instance_name
-        self.client_config = client_config
-        self._subscriptions: dict[str, SubscriptionData] = {}
         self._assigned: set[MessageQueue] | None = None
         self._queues: dict[MessageQueue, ProcessQueue] = {}
         """Owned queues: the rebalance table when subscribed, our own when assigned."""
-        self._pull_tasks: dict[MessageQueue, asyncio.Task[None]] = {}
         self._buffer: deque[_Batch] = deque()
         self._stash: dict[MessageQueue, list[_Batch]] = {}
         self._arrived = asyncio.Event()
         self._paused: set[MessageQueue] = set()
-        self._instance: ClientInstance | None = None
-        self._rebalance: RebalanceImpl | None = None
-        self._offset_store: OffsetStore | None = None
-        self._tasks: set[asyncio.Task[Any]] = set()
         self._last_commit = time.monotonic()
-        self._running = False
-        self._closed = False
 
     # -- configuration ---------------------------------------------------------------------
-    @property
-    def group(self) -> str:
-        return self._group
-
     def subscribe(self, topic: str, selector: str | MessageSelector | None = "*") -> None:
         """Consume ``topic`` with group rebalancing (not combinable with :meth:`assign`)."""
         if self._assigned is not None:
             raise ClientStateError("this consumer uses assign(); subscribe and assign exclude")
-        self._subscriptions[topic] = build_subscription(topic, selector)
-        if self._rebalance is not None:
-            self._rebalance.subscriptions[topic] = self._subscriptions[topic]
-        if self._running:
-            self._spawn(self._resync(), "resync")
-
-    def unsubscribe(self, topic: str) -> None:
-        self._subscriptions.pop(topic, None)
-        if self._rebalance is not None:
-            self._rebalance.subscriptions.pop(topic, None)
-        if self._running:
-            self._spawn(self._resync(), "resync")
+        super().subscribe(topic, selector)
 
     def assign(self, queues: Iterable[MessageQueue]) -> None:
         """Consume exactly these queues, without rebalancing."""
@@ -170,71 +134,26 @@ class LitePullConsumer:
         """The queues this consumer currently pulls."""
         return {mq for mq, pq in self._queues.items() if not pq.dropped}
 
-    @property
-    def instance(self) -> ClientInstance:
-        if self._instance is None:
-            raise ClientStateError(f"consumer {self._group} is not started")
-        return self._instance
-
-    @property
-    def api(self) -> MQClientAPI:
-        return self.instance.api
-
     # -- lifecycle -------------------------------------------------------------------------
     async def start(self) -> None:
         if self._running:
             return
-        if self._closed:
-            raise ClientStateError(f"consumer {self._group} was shut down; create a new one")
-        instance = self._instance = ClientInstance.get(
-            self.namesrv, instance_name=self.instance_name, config=self.client_config
-        )
-        await instance.acquire()  # held until registered, so a failed start cleans up
-        try:
-            if self.message_model is MessageModel.CLUSTERING:
-                self._offset_store = RemoteBrokerOffsetStore(self._group, instance.api)
-            else:
-                self._offset_store = LocalFileOffsetStore(
-                    self._group, instance.client_id, self.offset_store_dir
-                )
-            await self._offset_store.load()
-            await check_client_config(instance, self._group, self._subscriptions.values())
-            self._rebalance = RebalanceImpl(
-                self._group,
-                instance.api,
-                self,
-                message_model=self.message_model,
-                strategy=self.strategy,
-                drop_idle_queues=False,
-            )
-            self._rebalance.subscriptions.update(self._subscriptions)
-            if self._assigned is None:
-                self._queues = self._rebalance.process_queues  # one table, rebalance's
-            self._running = True
-            await instance.register_consumer(self)
-        except BaseException:
-            self._running = False
-            await instance.release()
-            raise
-        await instance.release()
+        instance = await self._join(drop_idle_queues=False)
         if self._assigned is not None:
             await self._apply_assignment()
         else:
             await self.do_rebalance()
-        log.info("lite pull consumer %s started as %s", self._group, self._instance.client_id)
+        log.info("lite pull consumer %s started as %s", self._group, instance.client_id)
+
+    def _prepare(self) -> None:
+        if self._assigned is None:
+            assert self._rebalance is not None
+            self._queues = self._rebalance.process_queues  # one table, rebalance's
 
     async def shutdown(self) -> None:
         """Stop pulling, commit (with auto-commit) and leave the group."""
-        if not self._running:
-            self._closed = True
+        if not await self._stop_tasks():
             return
-        self._running = False
-        self._closed = True
-        tasks = [*self._pull_tasks.values(), *self._tasks]
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
-        self._pull_tasks.clear()
         if self.auto_commit:
             await self._persist(sync=False)
         for pq in self._queues.values():
@@ -251,15 +170,6 @@ class LitePullConsumer:
 
     async def __aexit__(self, *exc: object) -> None:
         await self.shutdown()
-
-    def _spawn(self, coro: Coroutine[Any, Any, Any], name: str) -> None:
-        task = asyncio.create_task(coro, name=f"mq-lite-{self._group}-{name}")
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
-
-    async def _resync(self) -> None:
-        await self.instance.send_heartbeat_to_all_brokers()
-        await self.do_rebalance()
 
     async def _apply_assignment(self) -> None:
         wanted = self._assigned or set()
@@ -379,18 +289,9 @@ class LitePullConsumer:
         return await self.api.topic_queues(topic)
 
     # -- ClientInstance's ConsumerHandle ----------------------------------------------------
-    def consumer_data(self) -> ConsumerData:
-        return ConsumerData(
-            group_name=self._group,
-            consume_type="CONSUME_ACTIVELY",
-            message_model=self.message_model.value,
-            consume_from_where=self.consume_from_where.value,
-            subscription_data_set=list(self._subscriptions.values()),
-        )
-
     async def do_rebalance(self) -> None:
-        if self._running and self._assigned is None and self._rebalance is not None:
-            await self._rebalance.do_rebalance()
+        if self._assigned is None:
+            await super().do_rebalance()
 
     async def persist_consumer_offset(self) -> None:
         due = time.monotonic() - self._last_commit >= self.auto_commit_interval - 0.01
@@ -404,42 +305,18 @@ class LitePullConsumer:
 
     # -- RebalanceOwner --------------------------------------------------------------------
     async def start_queue(self, mq: MessageQueue, pq: ProcessQueue) -> bool:
-        assert self._offset_store is not None
-        self._offset_store.remove(mq)
-        try:
-            offset = await compute_pull_from_where(
-                mq, self._offset_store, self.api, self.consume_from_where, self.consume_timestamp
-            )
-        except MQError as exc:
-            log.warning("%s: cannot tell where to start %s: %s", self._group, mq, exc)
-            return False
-        if pq.dropped or not self._running:
+        offset = await self._start_offset(mq, pq)
+        if offset is None:
             return False
         pq.fire(QueueEvent.START)
+        assert self._offset_store is not None
         self._offset_store.update(mq, offset)
         self._start_pulling(mq, pq, offset)
         return True
 
-    def _start_pulling(self, mq: MessageQueue, pq: ProcessQueue, offset: int) -> None:
-        task = asyncio.create_task(
-            self._pull_loop(mq, pq, offset),
-            name=f"mq-lite-pull-{mq.topic}-{mq.broker_name}-{mq.queue_id}",
-        )
-        self._pull_tasks[mq] = task
-
-        def done(t: asyncio.Task[None]) -> None:
-            if self._pull_tasks.get(mq) is t:
-                del self._pull_tasks[mq]
-            if not t.cancelled() and t.exception() is not None:
-                log.error("pull loop of %s crashed", mq, exc_info=t.exception())
-
-        task.add_done_callback(done)
-
     async def remove_queue(self, mq: MessageQueue, pq: ProcessQueue) -> bool:
         assert self._offset_store is not None
-        task = self._pull_tasks.pop(mq, None)
-        if task is not None:
-            task.cancel()
+        self._stop_pulling(mq)
         self._stash.pop(mq, None)
         if self.auto_commit:
             with contextlib.suppress(MQError, OSError):
@@ -447,15 +324,9 @@ class LitePullConsumer:
         self._offset_store.remove(mq)
         return True
 
-    def assignment_changed(self, topic: str, mine: set[MessageQueue]) -> None:
-        if self._instance is not None:
-            self._spawn(self._instance.send_heartbeat_to_all_brokers(), "heartbeat")
-
     # -- pulling ---------------------------------------------------------------------------
     def _flow_controlled(self, pq: ProcessQueue) -> bool:
-        if pq.msg_count > self.pull_threshold_for_queue:
-            return True
-        if pq.msg_size > self.pull_threshold_size_for_queue:
+        if self._over_queue_limits(pq):
             return True
         total = sum(q.msg_count for q in self._queues.values())
         return total > self.pull_threshold_for_all
@@ -468,28 +339,9 @@ class LitePullConsumer:
             if mq in self._paused or self._flow_controlled(pq):
                 await asyncio.sleep(FLOW_CONTROL_DELAY)
                 continue
-            sub = self._subscriptions.get(mq.topic)
-            if sub is None:
-                await asyncio.sleep(PULL_RETRY_DELAY)
+            result = await self._pull_once(mq, pq, offset)
+            if result is None:
                 continue
-            try:
-                result = await self.api.pull(
-                    mq,
-                    group=self._group,
-                    offset=offset,
-                    max_nums=self.pull_batch_size,
-                    expression=sub.sub_string,
-                    expression_type=sub.expression_type,
-                    sub_version=sub.sub_version,
-                )
-            except MQError as exc:
-                if pq.dropped or not self._running:
-                    return
-                log.info("%s: pulling %s at %d failed: %s", self._group, mq, offset, exc)
-                await asyncio.sleep(PULL_RETRY_DELAY)
-                continue
-            if pq.dropped:
-                return
             if result.status is PullStatus.FOUND and result.messages:
                 pq.put(result.messages, result.next_begin_offset)
                 self._buffer.append(_Batch(mq, pq, result.messages))

@@ -27,7 +27,7 @@ import contextlib
 import datetime as dt
 import logging
 import time
-from collections.abc import Coroutine, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from mqcore.client.allocate import AllocateStrategy
@@ -37,54 +37,35 @@ from mqcore.client.consume_service import (
     ConsumeService,
     MessageListener,
 )
+from mqcore.client.consumer_base import FLOW_CONTROL_DELAY, PULL_RETRY_DELAY, ConsumerBase
 from mqcore.client.errors import ClientStateError
-from mqcore.client.instance import AUTO_CREATE_TOPIC_KEY, ClientConfig, ClientInstance
-from mqcore.client.offset_store import (
-    LocalFileOffsetStore,
-    OffsetStore,
-    ReadOffsetType,
-    RemoteBrokerOffsetStore,
-)
+from mqcore.client.instance import AUTO_CREATE_TOPIC_KEY, ClientConfig
+from mqcore.client.offset_store import OffsetStore, ReadOffsetType
 from mqcore.client.process_queue import ProcessQueue, QueueEvent
-from mqcore.client.producer import default_namesrv, validate_group
 from mqcore.client.rebalance import (
     ConsumeFromWhere,
     MessageModel,
-    MessageSelector,
-    RebalanceImpl,
     build_subscription,
-    check_client_config,
-    compute_pull_from_where,
-    resolve_strategy,
     retry_topic,
-    timestamp_ms,
 )
 from mqcore.errors import MQError
 from mqcore.message import MessageExt, encode_properties
 from mqcore.message import const as mc
-from mqcore.protocol.bodies import (
-    ConsumerData,
-    MessageQueue,
-    SubscriptionData,
-)
+from mqcore.protocol.bodies import MessageQueue
 from mqcore.protocol.headers import SendMessageRequestHeader
 
 if TYPE_CHECKING:
-    from mqcore.client.api import MQClientAPI, PullResult
+    from mqcore.client.api import PullResult
 
 __all__ = ["PushConsumer"]
 
 log = logging.getLogger("mq.client.push")
 
-PULL_RETRY_DELAY = 3.0
-"""Seconds before pulling again after an error (``PULL_TIME_DELAY_MILLS_WHEN_EXCEPTION``)."""
-FLOW_CONTROL_DELAY = 0.05
-"""Seconds between checks while a queue is over its cache limits."""
 LOCK_INTERVAL = 20.0
 INNER_PRODUCER_GROUP = "CLIENT_INNER_PRODUCER"
 
 
-class PushConsumer:
+class PushConsumer(ConsumerBase):
     """Long-polling consumer that calls a listener; see the module docstring.
 
     ``namesrv`` defaults to ``MQ_NAMESRV_ADDR``, ``NAMESRV_ADDR``, then 127.0.0.1:9876.
@@ -94,6 +75,9 @@ class PushConsumer:
     :class:`ClientInstance` (two consumers of one group in one process need two instance
     names).
     """
+
+    CONSUME_TYPE = "CONSUME_PASSIVELY"
+    TASK_PREFIX = "push"
 
     def __init__(
         self,
@@ -118,60 +102,33 @@ class PushConsumer:
         instance_name: str | None = None,
         client_config: ClientConfig | None = None,
     ) -> None:
-        validate_group(group)
-        self._group = group
-        self.namesrv = namesrv if namesrv is not None else default_namesrv()
-        self.message_model = message_model
-        self.consume_from_where = consume_from_where
-        self.consume_timestamp = timestamp_ms(consume_timestamp)
-        self.strategy = resolve_strategy(allocate_strategy)
+        super().__init__(
+            group,
+            namesrv=namesrv,
+            message_model=message_model,
+            consume_from_where=consume_from_where,
+            consume_timestamp=consume_timestamp,
+            allocate_strategy=allocate_strategy,
+            pull_batch_size=pull_batch_size,
+            pull_threshold_for_queue=pull_threshold_for_queue,
+            pull_threshold_size_for_queue=pull_threshold_size_for_queue,
+            offset_store_dir=offset_store_dir,
+            instance_name=instance_name,
+            client_config=client_config,
+        )
         self.consume_thread_max = consume_thread_max
         self.batch_max_size = consume_message_batch_max_size
-        self.pull_batch_size = pull_batch_size
-        self.pull_threshold_for_queue = pull_threshold_for_queue
-        self.pull_threshold_size_for_queue = pull_threshold_size_for_queue
         self.consume_concurrently_max_span = consume_concurrently_max_span
         self.pull_interval = pull_interval
         self.max_reconsume_times = max_reconsume_times
         self.suspend_time = suspend_current_queue_time_millis / 1000
         self.await_termination = await_termination
-        self.offset_store_dir = offset_store_dir
-        self.instance_name = instance_name
-        self.client_config = client_config
-        self._subscriptions: dict[str, SubscriptionData] = {}
         self._listener: MessageListener | None = None
         self._orderly = False
         self._threaded = False
-        self._instance: ClientInstance | None = None
-        self._rebalance: RebalanceImpl | None = None
-        self._offset_store: OffsetStore | None = None
         self._service: ConsumeService | None = None
-        self._pull_tasks: dict[MessageQueue, asyncio.Task[None]] = {}
-        self._tasks: set[asyncio.Task[Any]] = set()
-        self._running = False
-        self._closed = False
 
     # -- configuration ---------------------------------------------------------------------
-    @property
-    def group(self) -> str:
-        return self._group
-
-    def subscribe(self, topic: str, selector: str | MessageSelector | None = "*") -> None:
-        """Subscribe to ``topic`` with a tag expression (``"TagA || TagB"``, ``"*"``) or a
-        :class:`MessageSelector` (``MessageSelector.by_sql("a > 5")``)."""
-        self._subscriptions[topic] = build_subscription(topic, selector)
-        if self._rebalance is not None:
-            self._rebalance.subscriptions[topic] = self._subscriptions[topic]
-        if self._running:
-            self._spawn(self._resync(), "resync")
-
-    def unsubscribe(self, topic: str) -> None:
-        self._subscriptions.pop(topic, None)
-        if self._rebalance is not None:
-            self._rebalance.subscriptions.pop(topic, None)
-        if self._running:
-            self._spawn(self._resync(), "resync")
-
     def register_listener(
         self, listener: MessageListener, *, orderly: bool = False, threaded: bool = False
     ) -> None:
@@ -188,20 +145,6 @@ class PushConsumer:
     def orderly(self) -> bool:
         return self._orderly
 
-    @property
-    def client_id(self) -> str | None:
-        return self._instance.client_id if self._instance else None
-
-    @property
-    def instance(self) -> ClientInstance:
-        if self._instance is None:
-            raise ClientStateError(f"consumer {self._group} is not started")
-        return self._instance
-
-    @property
-    def api(self) -> MQClientAPI:
-        return self.instance.api
-
     # -- lifecycle -------------------------------------------------------------------------
     async def start(self) -> None:
         """Join the group: heartbeat to the brokers of the subscribed topics, rebalance,
@@ -217,41 +160,17 @@ class PushConsumer:
         if self.message_model is MessageModel.CLUSTERING:
             rtopic = retry_topic(self._group)
             self._subscriptions.setdefault(rtopic, build_subscription(rtopic, "*"))
-        instance = self._instance = ClientInstance.get(
-            self.namesrv, instance_name=self.instance_name, config=self.client_config
+        # Broadcasting members each read every queue: nothing to lock.
+        instance = await self._join(
+            orderly=self._orderly and self.message_model is MessageModel.CLUSTERING
         )
-        await instance.acquire()  # held until registered, so a failed start cleans up
-        try:
-            if self.message_model is MessageModel.CLUSTERING:
-                self._offset_store = RemoteBrokerOffsetStore(self._group, instance.api)
-            else:
-                self._offset_store = LocalFileOffsetStore(
-                    self._group, instance.client_id, self.offset_store_dir
-                )
-            await self._offset_store.load()
-            await check_client_config(instance, self._group, self._subscriptions.values())
-            self._rebalance = RebalanceImpl(
-                self._group,
-                instance.api,
-                self,
-                message_model=self.message_model,
-                strategy=self.strategy,
-                # Broadcasting members each read every queue: nothing to lock.
-                orderly=self._orderly and self.message_model is MessageModel.CLUSTERING,
-            )
-            self._rebalance.subscriptions.update(self._subscriptions)
-            self._service = self._make_service()
-            self._running = True
-            await instance.register_consumer(self)
-        except BaseException:
-            self._running = False
-            await instance.release()
-            raise
-        await instance.release()
         if self._orderly and self.message_model is MessageModel.CLUSTERING:
             self._spawn(self._lock_loop(), "lock")
         await self.do_rebalance()
-        log.info("push consumer %s started as %s", self._group, self._instance.client_id)
+        log.info("push consumer %s started as %s", self._group, instance.client_id)
+
+    def _prepare(self) -> None:
+        self._service = self._make_service()
 
     def _make_service(self) -> ConsumeService:
         assert self._listener is not None and self._offset_store is not None
@@ -279,16 +198,8 @@ class PushConsumer:
     async def shutdown(self) -> None:
         """Stop pulling, let running listeners finish (``await_termination`` s), commit
         offsets, release orderly locks and leave the group (the others rebalance)."""
-        if not self._running:
-            self._closed = True
+        if not await self._stop_tasks():
             return
-        self._running = False
-        self._closed = True
-        tasks = [*self._pull_tasks.values(), *self._tasks]
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
-        self._pull_tasks.clear()
         assert self._service and self._offset_store and self._rebalance and self._instance
         await self._service.shutdown(self.await_termination)
         await self._persist(list(self._rebalance.process_queues))
@@ -310,32 +221,7 @@ class PushConsumer:
     async def __aexit__(self, *exc: object) -> None:
         await self.shutdown()
 
-    def _spawn(self, coro: Coroutine[Any, Any, Any], name: str) -> asyncio.Task[Any]:
-        task = asyncio.create_task(coro)
-        task.set_name(f"mq-push-{self._group}-{name}")
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
-        return task
-
-    async def _resync(self) -> None:
-        """Subscriptions changed while running: tell the brokers, then rebalance."""
-        await self.instance.send_heartbeat_to_all_brokers()
-        await self.do_rebalance()
-
     # -- ClientInstance's ConsumerHandle ----------------------------------------------------
-    def consumer_data(self) -> ConsumerData:
-        return ConsumerData(
-            group_name=self._group,
-            consume_type="CONSUME_PASSIVELY",
-            message_model=self.message_model.value,
-            consume_from_where=self.consume_from_where.value,
-            subscription_data_set=list(self._subscriptions.values()),
-        )
-
-    async def do_rebalance(self) -> None:
-        if self._running and self._rebalance is not None:
-            await self._rebalance.do_rebalance()
-
     async def persist_consumer_offset(self) -> None:
         if self._running and self._rebalance is not None:
             await self._persist(list(self._rebalance.process_queues))
@@ -388,39 +274,17 @@ class PushConsumer:
 
     # -- RebalanceOwner --------------------------------------------------------------------
     async def start_queue(self, mq: MessageQueue, pq: ProcessQueue) -> bool:
-        assert self._offset_store is not None
-        self._offset_store.remove(mq)  # a stale in-memory offset must not win
-        try:
-            offset = await compute_pull_from_where(
-                mq, self._offset_store, self.api, self.consume_from_where, self.consume_timestamp
-            )
-        except MQError as exc:
-            log.warning("%s: cannot tell where to start %s: %s", self._group, mq, exc)
+        offset = await self._start_offset(mq, pq)
+        if offset is None:
             return False
-        if pq.dropped or not self._running:
-            return False  # shut down or reassigned while we asked the broker
         pq.fire(QueueEvent.START)
-        old = self._pull_tasks.pop(mq, None)
-        if old is not None:
-            old.cancel()
-        task = asyncio.ensure_future(self._pull_loop(mq, pq, offset))
-        task.set_name(f"mq-pull-{mq.topic}-{mq.broker_name}-{mq.queue_id}")
-        self._pull_tasks[mq] = task
-        task.add_done_callback(lambda t: self._pull_task_done(mq, t))
+        self._start_pulling(mq, pq, offset)
         log.info("%s: pulling %s from offset %d", self._group, mq, offset)
         return True
 
-    def _pull_task_done(self, mq: MessageQueue, task: asyncio.Task[None]) -> None:
-        if self._pull_tasks.get(mq) is task:
-            del self._pull_tasks[mq]
-        if not task.cancelled() and task.exception() is not None:
-            log.error("pull loop of %s crashed", mq, exc_info=task.exception())
-
     async def remove_queue(self, mq: MessageQueue, pq: ProcessQueue) -> bool:
         assert self._offset_store is not None
-        task = self._pull_tasks.pop(mq, None)
-        if task is not None:
-            task.cancel()
+        self._stop_pulling(mq)
         with contextlib.suppress(MQError, OSError):
             await self._offset_store.persist(mq)
         self._offset_store.remove(mq)
@@ -434,10 +298,6 @@ class PushConsumer:
                 return False  # listener still busy: keep it, try at the next rebalance
         return True
 
-    def assignment_changed(self, topic: str, mine: set[MessageQueue]) -> None:
-        if self._instance is not None:
-            self._spawn(self._instance.send_heartbeat_to_all_brokers(), "heartbeat")
-
     async def _lock_queue(self, mq: MessageQueue) -> bool:
         assert self._rebalance is not None
         return await self._rebalance.lock(mq)
@@ -450,9 +310,7 @@ class PushConsumer:
 
     # -- pulling ---------------------------------------------------------------------------
     def _flow_controlled(self, pq: ProcessQueue) -> bool:
-        if pq.msg_count > self.pull_threshold_for_queue:
-            return True
-        if pq.msg_size > self.pull_threshold_size_for_queue:
+        if self._over_queue_limits(pq):
             return True
         return not self._orderly and pq.max_span > self.consume_concurrently_max_span
 
@@ -469,30 +327,10 @@ class PushConsumer:
             if self._orderly and clustering and not pq.locked:
                 await asyncio.sleep(PULL_RETRY_DELAY)
                 continue
-            sub = self._subscriptions.get(mq.topic)
-            if sub is None:
-                await asyncio.sleep(PULL_RETRY_DELAY)
-                continue
             commit = (await store.read(mq, ReadOffsetType.MEMORY) or 0) if clustering else 0
-            try:
-                result = await self.api.pull(
-                    mq,
-                    group=self._group,
-                    offset=offset,
-                    max_nums=self.pull_batch_size,
-                    expression=sub.sub_string,
-                    expression_type=sub.expression_type,
-                    sub_version=sub.sub_version,
-                    commit_offset=commit,
-                )
-            except MQError as exc:
-                if pq.dropped or not self._running:
-                    return
-                log.info("%s: pulling %s at %d failed: %s", self._group, mq, offset, exc)
-                await asyncio.sleep(PULL_RETRY_DELAY)
+            result = await self._pull_once(mq, pq, offset, commit)
+            if result is None:
                 continue
-            if pq.dropped:
-                return
             offset = await self._on_pull_result(mq, pq, offset, result, service, store)
             if self.pull_interval > 0:
                 await asyncio.sleep(self.pull_interval)

@@ -1,0 +1,302 @@
+"""`ConsumerBase`: what :class:`~mqcore.client.push_consumer.PushConsumer` and
+:class:`~mqcore.client.lite_pull_consumer.LitePullConsumer` share.
+
+The group, subscriptions, the shared :class:`ClientInstance`, the offset store (broker
+for CLUSTERING, local file for BROADCASTING), joining and leaving the group, the
+rebalance hooks that are the same for both, and one long-polling task per owned queue.
+Subclasses set ``CONSUME_TYPE`` / ``TASK_PREFIX`` and add their own delivery.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import logging
+from collections.abc import Coroutine, Sequence
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from mqcore.client.allocate import AllocateStrategy
+from mqcore.client.errors import ClientStateError
+from mqcore.client.instance import ClientConfig, ClientInstance
+from mqcore.client.offset_store import LocalFileOffsetStore, OffsetStore, RemoteBrokerOffsetStore
+from mqcore.client.process_queue import ProcessQueue
+from mqcore.client.producer import default_namesrv, validate_group
+from mqcore.client.rebalance import (
+    ConsumeFromWhere,
+    MessageModel,
+    MessageSelector,
+    RebalanceImpl,
+    build_subscription,
+    check_client_config,
+    compute_pull_from_where,
+    resolve_strategy,
+    timestamp_ms,
+)
+from mqcore.errors import MQError
+from mqcore.protocol.bodies import ConsumerData, MessageQueue, SubscriptionData
+
+if TYPE_CHECKING:
+    from mqcore.client.api import MQClientAPI, PullResult
+
+__all__ = ["FLOW_CONTROL_DELAY", "PULL_RETRY_DELAY", "ConsumerBase"]
+
+log = logging.getLogger("mq.client.consumer")
+
+PULL_RETRY_DELAY = 3.0
+"""Seconds before pulling again after an error (``PULL_TIME_DELAY_MILLS_WHEN_EXCEPTION``)."""
+FLOW_CONTROL_DELAY = 0.05
+"""Seconds between checks while a queue is over its cache limits."""
+
+
+class ConsumerBase:
+    """Shared state and lifecycle of the two consumers; not used on its own."""
+
+    CONSUME_TYPE: ClassVar[str]
+    """``CONSUME_PASSIVELY`` (push) or ``CONSUME_ACTIVELY`` (pull), in heartbeats."""
+    TASK_PREFIX: ClassVar[str]
+
+    def __init__(
+        self,
+        group: str,
+        *,
+        namesrv: str | Sequence[str] | None,
+        message_model: MessageModel,
+        consume_from_where: ConsumeFromWhere,
+        consume_timestamp: int | dt.datetime | None,
+        allocate_strategy: AllocateStrategy | str | None,
+        pull_batch_size: int,
+        pull_threshold_for_queue: int,
+        pull_threshold_size_for_queue: int,
+        offset_store_dir: str | None,
+        instance_name: str | None,
+        client_config: ClientConfig | None,
+    ) -> None:
+        validate_group(group)
+        self._group = group
+        self.namesrv = namesrv if namesrv is not None else default_namesrv()
+        self.message_model = message_model
+        self.consume_from_where = consume_from_where
+        self.consume_timestamp = timestamp_ms(consume_timestamp)
+        self.strategy = resolve_strategy(allocate_strategy)
+        self.pull_batch_size = pull_batch_size
+        self.pull_threshold_for_queue = pull_threshold_for_queue
+        self.pull_threshold_size_for_queue = pull_threshold_size_for_queue
+        self.offset_store_dir = offset_store_dir
+        self.instance_name = instance_name
+        self.client_config = client_config
+        self._subscriptions: dict[str, SubscriptionData] = {}
+        self._pull_tasks: dict[MessageQueue, asyncio.Task[None]] = {}
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self._instance: ClientInstance | None = None
+        self._rebalance: RebalanceImpl | None = None
+        self._offset_store: OffsetStore | None = None
+        self._running = False
+        self._closed = False
+
+    # -- configuration ---------------------------------------------------------------------
+    @property
+    def group(self) -> str:
+        return self._group
+
+    def subscribe(self, topic: str, selector: str | MessageSelector | None = "*") -> None:
+        """Subscribe to ``topic`` with a tag expression (``"TagA || TagB"``, ``"*"``) or a
+        :class:`MessageSelector` (``MessageSelector.by_sql("a > 5")``)."""
+        self._subscriptions[topic] = build_subscription(topic, selector)
+        if self._rebalance is not None:
+            self._rebalance.subscriptions[topic] = self._subscriptions[topic]
+        if self._running:
+            self._spawn(self._resync(), "resync")
+
+    def unsubscribe(self, topic: str) -> None:
+        self._subscriptions.pop(topic, None)
+        if self._rebalance is not None:
+            self._rebalance.subscriptions.pop(topic, None)
+        if self._running:
+            self._spawn(self._resync(), "resync")
+
+    @property
+    def client_id(self) -> str | None:
+        return self._instance.client_id if self._instance else None
+
+    @property
+    def instance(self) -> ClientInstance:
+        if self._instance is None:
+            raise ClientStateError(f"consumer {self._group} is not started")
+        return self._instance
+
+    @property
+    def api(self) -> MQClientAPI:
+        return self.instance.api
+
+    # -- lifecycle -------------------------------------------------------------------------
+    async def _join(self, **rebalance_options: Any) -> ClientInstance:
+        """Start's common part: instance, offset store, config check, rebalance, then
+        :meth:`_prepare` and registration. On failure everything is released."""
+        if self._closed:
+            raise ClientStateError(f"consumer {self._group} was shut down; create a new one")
+        instance = self._instance = ClientInstance.get(
+            self.namesrv, instance_name=self.instance_name, config=self.client_config
+        )
+        await instance.acquire()  # held until registered, so a failed start cleans up
+        try:
+            if self.message_model is MessageModel.CLUSTERING:
+                self._offset_store = RemoteBrokerOffsetStore(self._group, instance.api)
+            else:
+                self._offset_store = LocalFileOffsetStore(
+                    self._group, instance.client_id, self.offset_store_dir
+                )
+            await self._offset_store.load()
+            await check_client_config(instance, self._group, self._subscriptions.values())
+            self._rebalance = RebalanceImpl(
+                self._group,
+                instance.api,
+                self,
+                message_model=self.message_model,
+                strategy=self.strategy,
+                **rebalance_options,
+            )
+            self._rebalance.subscriptions.update(self._subscriptions)
+            self._prepare()
+            self._running = True
+            await instance.register_consumer(self)
+        except BaseException:
+            self._running = False
+            await instance.release()
+            raise
+        await instance.release()
+        return instance
+
+    def _prepare(self) -> None:
+        """Hook: set up what the subclass needs once the rebalance exists."""
+
+    async def _stop_tasks(self) -> bool:
+        """Shutdown's common start: mark closed, cancel and await every task. False when
+        the consumer was not running (nothing more to do)."""
+        self._closed = True
+        if not self._running:
+            return False
+        self._running = False
+        tasks = [*self._pull_tasks.values(), *self._tasks]
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        self._pull_tasks.clear()
+        return True
+
+    def _spawn(self, coro: Coroutine[Any, Any, Any], name: str) -> asyncio.Task[Any]:
+        task = asyncio.create_task(coro, name=f"mq-{self.TASK_PREFIX}-{self._group}-{name}")
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        return task
+
+    async def _resync(self) -> None:
+        """Subscriptions changed while running: tell the brokers, then rebalance."""
+        await self.instance.send_heartbeat_to_all_brokers()
+        await self.do_rebalance()
+
+    async def do_rebalance(self) -> None:
+        if self._running and self._rebalance is not None:
+            await self._rebalance.do_rebalance()
+
+    # -- ClientInstance's ConsumerHandle ----------------------------------------------------
+    def consumer_data(self) -> ConsumerData:
+        return ConsumerData(
+            group_name=self._group,
+            consume_type=self.CONSUME_TYPE,
+            message_model=self.message_model.value,
+            consume_from_where=self.consume_from_where.value,
+            subscription_data_set=list(self._subscriptions.values()),
+        )
+
+    # -- RebalanceOwner --------------------------------------------------------------------
+    async def _start_offset(self, mq: MessageQueue, pq: ProcessQueue) -> int | None:
+        """Where a newly owned queue starts (offset store, else consume-from-where);
+        None if the broker could not tell or the queue was dropped meanwhile."""
+        assert self._offset_store is not None
+        self._offset_store.remove(mq)  # a stale in-memory offset must not win
+        try:
+            offset = await compute_pull_from_where(
+                mq, self._offset_store, self.api, self.consume_from_where, self.consume_timestamp
+            )
+        except MQError as exc:
+            log.warning("%s: cannot tell where to start %s: %s", self._group, mq, exc)
+            return None
+        if pq.dropped or not self._running:
+            return None  # shut down or reassigned while we asked the broker
+        return offset
+
+    def _start_pulling(self, mq: MessageQueue, pq: ProcessQueue, offset: int) -> None:
+        """(Re)start ``mq``'s pull task at ``offset``."""
+        old = self._pull_tasks.pop(mq, None)
+        if old is not None:
+            old.cancel()
+        task = asyncio.create_task(
+            self._pull_loop(mq, pq, offset),
+            name=f"mq-{self.TASK_PREFIX}-pull-{mq.topic}-{mq.broker_name}-{mq.queue_id}",
+        )
+        self._pull_tasks[mq] = task
+
+        def done(t: asyncio.Task[None]) -> None:
+            if self._pull_tasks.get(mq) is t:
+                del self._pull_tasks[mq]
+            if not t.cancelled() and t.exception() is not None:
+                log.error("pull loop of %s crashed", mq, exc_info=t.exception())
+
+        task.add_done_callback(done)
+
+    async def start_queue(self, mq: MessageQueue, pq: ProcessQueue) -> bool:
+        raise NotImplementedError
+
+    async def remove_queue(self, mq: MessageQueue, pq: ProcessQueue) -> bool:
+        raise NotImplementedError
+
+    async def reset_offset(self, topic: str, offsets: dict[MessageQueue, int]) -> None:
+        raise NotImplementedError
+
+    async def _pull_loop(self, mq: MessageQueue, pq: ProcessQueue, offset: int) -> None:
+        raise NotImplementedError
+
+    def _stop_pulling(self, mq: MessageQueue) -> None:
+        task = self._pull_tasks.pop(mq, None)
+        if task is not None:
+            task.cancel()
+
+    async def _pull_once(
+        self, mq: MessageQueue, pq: ProcessQueue, offset: int, commit_offset: int = 0
+    ) -> PullResult | None:
+        """One long poll of ``mq`` at ``offset`` with the topic's subscription. None when
+        there is nothing to handle this round (no subscription or an error, after a
+        pause; or the queue was dropped meanwhile)."""
+        sub = self._subscriptions.get(mq.topic)
+        if sub is None:
+            await asyncio.sleep(PULL_RETRY_DELAY)
+            return None
+        try:
+            result = await self.api.pull(
+                mq,
+                group=self._group,
+                offset=offset,
+                max_nums=self.pull_batch_size,
+                expression=sub.sub_string,
+                expression_type=sub.expression_type,
+                sub_version=sub.sub_version,
+                commit_offset=commit_offset,
+            )
+        except MQError as exc:
+            if pq.dropped or not self._running:
+                return None
+            log.info("%s: pulling %s at %d failed: %s", self._group, mq, offset, exc)
+            await asyncio.sleep(PULL_RETRY_DELAY)
+            return None
+        return None if pq.dropped else result
+
+    def assignment_changed(self, topic: str, mine: set[MessageQueue]) -> None:
+        if self._instance is not None:
+            self._spawn(self._instance.send_heartbeat_to_all_brokers(), "heartbeat")
+
+    def _over_queue_limits(self, pq: ProcessQueue) -> bool:
+        """Too many or too large cached messages in one queue: pause its pulling."""
+        return (
+            pq.msg_count > self.pull_threshold_for_queue
+            or pq.msg_size > self.pull_threshold_size_for_queue
+        )
