@@ -128,6 +128,15 @@ class ConsumerBase:
     def api(self) -> MQClientAPI:
         return self.instance.api
 
+    def position(self, mq: MessageQueue) -> int | None:
+        """The next offset of ``mq`` this member will consume, as its in-memory offset
+        table has it: what the next commit sends. ``None`` before ``start``, after
+        ``shutdown``, or when this member does not own ``mq`` (or has no offset for it
+        yet). No broker call."""
+        if self._offset_store is None or not self._running:
+            return None
+        return self._offset_store.offsets(mq.topic).get(mq)
+
     # -- lifecycle -------------------------------------------------------------------------
     async def _join(self, **rebalance_options: Any) -> ClientInstance:
         """Start's common part: instance, offset store, config check, rebalance, then

@@ -22,7 +22,7 @@ from mqcore.broker.config import BrokerConfig
 from mqcore.broker.controller import BrokerController
 from mqcore.client.consume_service import ConsumeContext, ConsumeOrderlyStatus, ConsumeStatus
 from mqcore.client.errors import ClientStateError
-from mqcore.client.instance import ClientInstance
+from mqcore.client.instance import ClientConfig, ClientInstance
 from mqcore.client.lite_pull_consumer import LitePullConsumer
 from mqcore.client.process_queue import ProcessQueue
 from mqcore.client.producer import Producer, make_message, select_by_hash
@@ -362,17 +362,23 @@ async def test_restart_resumes_from_committed_offset(cluster: Cluster) -> None:
 async def test_rebalance_on_join_and_leave(cluster: Cluster) -> None:
     await cluster.create_topic("T8", queues=4)
     a_got, b_got = Collector(), Collector()
-    a = push(cluster, "g-join", "T8")
+    # The periodic rebalance is out of reach (300 s) and the waits short: only the
+    # broker's NOTIFY_CONSUMER_IDS_CHANGED can make ``a`` give up and take back queues.
+    slow = {"rebalance_interval": 300.0}
+    a = push(cluster, "g-join", "T8", client_config=ClientConfig("ia", **slow))
     a.register_listener(a_got)
-    b = push(cluster, "g-join", "T8")
+    b = push(cluster, "g-join", "T8", client_config=ClientConfig("ib", **slow))
     b.register_listener(b_got)
 
     async with a:
         await until(lambda: len(owned(a, "T8")) == 4, what="a owns all")
         await b.start()
         try:
-            # NOTIFY_CONSUMER_IDS_CHANGED makes both rebalance at once (no 20 s wait).
-            await until(lambda: len(owned(a, "T8")) == 2 and len(owned(b, "T8")) == 2, what="2 + 2")
+            await until(
+                lambda: len(owned(a, "T8")) == 2 and len(owned(b, "T8")) == 2,
+                timeout=5.0,
+                what="2 + 2 after the join notification",
+            )
             assert owned(a, "T8").isdisjoint(owned(b, "T8"))
             sent = await cluster.produce("T8", 20)
             await until(lambda: len(a_got.msgs) + len(b_got.msgs) >= 20, what="20 messages")
@@ -380,7 +386,9 @@ async def test_rebalance_on_join_and_leave(cluster: Cluster) -> None:
             assert a_got.msgs and b_got.msgs
         finally:
             await b.shutdown()
-        await until(lambda: len(owned(a, "T8")) == 4, what="a owns all again")
+        await until(
+            lambda: len(owned(a, "T8")) == 4, timeout=5.0, what="a owns all again after the leave"
+        )
 
 
 async def test_reconsume_later_goes_through_retry_topic(cluster: Cluster) -> None:
@@ -540,3 +548,36 @@ async def test_flow_control_bounds_the_cache(cluster: Cluster) -> None:
         assert 5 < pq.msg_count <= 5 + 4  # stops once over the threshold
         gate.set()
         await until(lambda: len(got) == 40, what="everything after the release")
+
+
+async def test_position_is_the_next_offset_to_consume(cluster: Cluster) -> None:
+    await cluster.create_topic("TPos", queues=2)
+    await cluster.produce("TPos", 10)
+    ends = {qid: cluster.broker.store.get_max_offset_in_queue("TPos", qid) for qid in (0, 1)}
+    q0 = MessageQueue("TPos", "broker-a", 0)
+    lite = LitePullConsumer(
+        "g-pos-lite", namesrv=cluster.addr, consume_from_where=ConsumeFromWhere.FIRST,
+        auto_commit=False, instance_name="pos-lite",
+    )  # fmt: skip
+    lite.subscribe("TPos")
+    assert lite.position(q0) is None  # not started
+    async with lite:
+        assert lite.position(MessageQueue("Other", "broker-a", 0)) is None  # not owned
+        got: list[MessageExt] = []
+        deadline = time.monotonic() + 10
+        while len(got) < 10 and time.monotonic() < deadline:
+            got.extend(await lite.poll(timeout=0.5))
+        assert {mq.queue_id: lite.position(mq) for mq in lite.assignment()} == ends
+        assert await lite.committed(q0) in (None, 0)  # position is local: nothing committed
+    assert lite.position(q0) is None  # shut down
+
+    collector = Collector()
+    consumer = push(cluster, "g-pos-push", "TPos")
+    consumer.register_listener(collector)
+    async with consumer:
+        await until(lambda: len(collector.msgs) >= 10, what="10 messages")
+        mine = owned(consumer, "TPos")
+        await until(
+            lambda: {mq.queue_id: consumer.position(mq) for mq in mine} == ends,
+            what="positions at the queue ends",
+        )
