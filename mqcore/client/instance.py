@@ -8,9 +8,10 @@ instance name (:meth:`ClientInstance.get`); it owns
   route failed; the broker address table (broker name -> id -> address) is derived from
   the cached routes;
 * **one connection per broker** (a :class:`~mqcore.remoting.RemotingClient`), with
-  handlers for what brokers send us: NOTIFY_CONSUMER_IDS_CHANGED (rebalance that group
-  now), CHECK_TRANSACTION_STATE (ask the producer of PGROUP), RESET_CONSUMER_CLIENT_OFFSET
-  and GET_CONSUMER_RUNNING_INFO (ask the consumer);
+  handlers for what brokers send us (:mod:`mqcore.client.broker_requests`):
+  NOTIFY_CONSUMER_IDS_CHANGED (rebalance that group now), CHECK_TRANSACTION_STATE (ask
+  the producer of PGROUP), RESET_CONSUMER_CLIENT_OFFSET and GET_CONSUMER_RUNNING_INFO
+  (ask the consumer);
 * **heartbeats**: HEART_BEAT with every producer and consumer group every 30 s to every
   broker it uses (masters only while it has no consumers), and at once on registration;
   UNREGISTER_CLIENT when a group leaves;
@@ -26,13 +27,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import inspect
 import logging
 import os
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
+from mqcore.client.broker_requests import maybe_await, register_broker_requests
 from mqcore.client.errors import (
     BrokerUnreachableError,
     ClientStateError,
@@ -47,9 +48,6 @@ from mqcore.client.route import (
     subscribe_queues,
 )
 from mqcore.errors import MQBrokerError, MQClientError, MQTimeoutError
-from mqcore.message import decode_record
-from mqcore.message.const import PROPERTY_PRODUCER_GROUP
-from mqcore.message.model import MessageExt
 from mqcore.protocol import LanguageCode, RemotingCommand, RequestCode, ResponseCode
 from mqcore.protocol.bodies import (
     ConsumerData,
@@ -57,21 +55,15 @@ from mqcore.protocol.bodies import (
     MessageQueue,
     ProducerData,
     QueueData,
-    ResetOffsetBody,
     TopicRouteData,
 )
 from mqcore.protocol.bodies.route import MASTER_ID
 from mqcore.protocol.headers import (
-    CheckTransactionStateRequestHeader,
     CommandHeader,
-    GetConsumerRunningInfoRequestHeader,
     GetRouteInfoRequestHeader,
-    NotifyConsumerIdsChangedRequestHeader,
-    ResetOffsetRequestHeader,
     UnregisterClientRequestHeader,
 )
 from mqcore.remoting import (
-    Channel,
     ChannelClosedError,
     RemotingClient,
     RemotingConnectError,
@@ -147,11 +139,6 @@ class ConsumerHandle(Protocol):
     ) -> Awaitable[None] | None: ...
 
 
-async def _maybe_await(value: object) -> None:
-    if inspect.isawaitable(value):
-        await value
-
-
 _InstanceKey = tuple[int, tuple[str, ...], str]
 
 
@@ -196,7 +183,7 @@ class ClientInstance:
         self.config = config
         self.client_id = f"{config.client_ip}@{instance_name}"
         self.dispatcher = RequestDispatcher()
-        self._register_handlers()
+        register_broker_requests(self)
         if config.remoting_factory is not None:
             self.remoting = config.remoting_factory(self.dispatcher)
         else:
@@ -605,7 +592,7 @@ class ClientInstance:
 
     async def _rebalance(self, consumer: ConsumerHandle) -> None:
         try:
-            await _maybe_await(consumer.do_rebalance())
+            await maybe_await(consumer.do_rebalance())
         except Exception:
             log.exception("rebalance of group %s failed", consumer.group)
 
@@ -613,111 +600,22 @@ class ClientInstance:
         """Rebalance one group in the background (NOTIFY_CONSUMER_IDS_CHANGED)."""
         consumer = self.consumers.get(group)
         if consumer is not None and not self._closed:
-            self._spawn(self._rebalance(consumer))
+            self.spawn(self._rebalance(consumer))
 
     async def _persist_offsets(self) -> None:
         for consumer in list(self.consumers.values()):
             persist = getattr(consumer, "persist_consumer_offset", None)
             if persist is not None:
                 try:
-                    await _maybe_await(persist())
+                    await maybe_await(persist())
                 except Exception:
                     log.exception("persisting offsets of group %s failed", consumer.group)
 
-    def _spawn(self, coro: Awaitable[Any]) -> None:
+    def spawn(self, coro: Awaitable[Any]) -> None:
+        """Run ``coro`` in the background; shutdown does not wait for it."""
         task = asyncio.ensure_future(coro)
         self._background.add(task)
         task.add_done_callback(self._background.discard)
-
-    # -- requests brokers send us ---------------------------------------------------------
-
-    def _register_handlers(self) -> None:
-        d = self.dispatcher
-        d.register(RequestCode.NOTIFY_CONSUMER_IDS_CHANGED, self._on_notify_consumer_ids_changed)
-        d.register(RequestCode.CHECK_TRANSACTION_STATE, self._on_check_transaction_state)
-        d.register(RequestCode.RESET_CONSUMER_CLIENT_OFFSET, self._on_reset_offset)
-        d.register(RequestCode.GET_CONSUMER_RUNNING_INFO, self._on_get_consumer_running_info)
-
-    def _on_notify_consumer_ids_changed(
-        self, channel: Channel, request: RemotingCommand
-    ) -> RemotingCommand | None:
-        header = NotifyConsumerIdsChangedRequestHeader.from_command(request)
-        log.info(
-            "broker %s: consumer ids of %s changed", channel.remote_address, header.consumer_group
-        )
-        self.rebalance_soon(header.consumer_group)
-        return None
-
-    def _on_check_transaction_state(
-        self, channel: Channel, request: RemotingCommand
-    ) -> RemotingCommand | None:
-        header = CheckTransactionStateRequestHeader.from_command(request)
-        msg: MessageExt = decode_record(request.body, strict=False)
-        group = msg.properties.get(PROPERTY_PRODUCER_GROUP, "")
-        producer = self.producers.get(group)
-        check = getattr(producer, "check_transaction_state", None)
-        if check is None:
-            log.warning(
-                "CHECK_TRANSACTION_STATE from %s for group %r, which has no transactional"
-                " producer here",
-                channel.remote_address,
-                group,
-            )
-            return None
-        addr = channel.remote_address
-
-        async def run() -> None:
-            try:
-                await _maybe_await(check(addr, msg, header))
-            except Exception:
-                log.exception("transaction check of %s failed", header.msg_id)
-
-        self._spawn(run())
-        return None
-
-    async def _on_reset_offset(
-        self, channel: Channel, request: RemotingCommand
-    ) -> RemotingCommand | None:
-        header = ResetOffsetRequestHeader.from_command(request)
-        offsets = ResetOffsetBody.decode(request.body).offset_table if request.body else {}
-        consumer = self.consumers.get(header.group)
-        if consumer is None:
-            return RemotingCommand.response_to(
-                request, ResponseCode.SYSTEM_ERROR, f"no consumer of group {header.group} here"
-            )
-        log.info(
-            "broker %s resets %s offsets of %s", channel.remote_address, header.group, header.topic
-        )
-        await _maybe_await(consumer.reset_offset(header.topic, dict(offsets)))
-        return RemotingCommand.response_to(request, ResponseCode.SUCCESS)
-
-    async def _on_get_consumer_running_info(
-        self, channel: Channel, request: RemotingCommand
-    ) -> RemotingCommand:
-        from mqcore.common import fastjson
-
-        header = GetConsumerRunningInfoRequestHeader.from_command(request)
-        consumer = self.consumers.get(header.consumer_group)
-        if consumer is None:
-            return RemotingCommand.response_to(
-                request,
-                ResponseCode.SYSTEM_ERROR,
-                f"The Consumer Group <{header.consumer_group}> not exist in this consumer",
-            )
-        info_fn = getattr(consumer, "running_info", None)
-        info: dict[str, Any]
-        if info_fn is not None:
-            result = info_fn()
-            info = await result if inspect.isawaitable(result) else result
-        else:
-            data = consumer.consumer_data()
-            info = {
-                "properties": {"PROP_CLIENT_VERSION": "V4_9_8", "language": "PYTHON"},
-                "subscriptionSet": [s.to_json() for s in data.subscription_data_set],
-                "mqTable": {},
-                "statusTable": {},
-            }
-        return RemotingCommand.response_to(request, ResponseCode.SUCCESS, body=fastjson.dumps(info))
 
     def __repr__(self) -> str:
         state = "closed" if self._closed else ("started" if self._started else "new")

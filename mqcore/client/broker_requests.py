@@ -1,0 +1,140 @@
+"""Requests brokers send a :class:`~mqcore.client.instance.ClientInstance`.
+
+* NOTIFY_CONSUMER_IDS_CHANGED (oneway): rebalance that group now;
+* CHECK_TRANSACTION_STATE (oneway): ask the transactional producer of the message's
+  ``PGROUP`` (it answers later with END_TRANSACTION);
+* RESET_CONSUMER_CLIENT_OFFSET: hand the new offsets to the group's consumer;
+* GET_CONSUMER_RUNNING_INFO: the consumer's ``running_info()`` (or a minimal one).
+
+:func:`register_broker_requests` installs them on the instance's dispatcher.
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+from typing import TYPE_CHECKING, Any
+
+from mqcore.message import decode_record
+from mqcore.message.const import PROPERTY_PRODUCER_GROUP
+from mqcore.message.model import MessageExt
+from mqcore.protocol import RemotingCommand, RequestCode, ResponseCode
+from mqcore.protocol.bodies import ResetOffsetBody
+from mqcore.protocol.headers import (
+    CheckTransactionStateRequestHeader,
+    GetConsumerRunningInfoRequestHeader,
+    NotifyConsumerIdsChangedRequestHeader,
+    ResetOffsetRequestHeader,
+)
+
+if TYPE_CHECKING:
+    from mqcore.client.instance import ClientInstance
+    from mqcore.remoting import Channel
+
+__all__ = ["BrokerRequestHandlers", "maybe_await", "register_broker_requests"]
+
+log = logging.getLogger("mq.client")
+
+
+async def maybe_await(value: object) -> None:
+    if inspect.isawaitable(value):
+        await value
+
+
+def register_broker_requests(instance: ClientInstance) -> BrokerRequestHandlers:
+    """Serve the broker-initiated requests on ``instance.dispatcher``."""
+    handlers = BrokerRequestHandlers(instance)
+    d = instance.dispatcher
+    d.register(RequestCode.NOTIFY_CONSUMER_IDS_CHANGED, handlers.on_notify_consumer_ids_changed)
+    d.register(RequestCode.CHECK_TRANSACTION_STATE, handlers.on_check_transaction_state)
+    d.register(RequestCode.RESET_CONSUMER_CLIENT_OFFSET, handlers.on_reset_offset)
+    d.register(RequestCode.GET_CONSUMER_RUNNING_INFO, handlers.on_get_consumer_running_info)
+    return handlers
+
+
+class BrokerRequestHandlers:
+    """The handlers, reading the instance's producer and consumer tables."""
+
+    def __init__(self, instance: ClientInstance) -> None:
+        self.instance = instance
+
+    def on_notify_consumer_ids_changed(
+        self, channel: Channel, request: RemotingCommand
+    ) -> RemotingCommand | None:
+        header = NotifyConsumerIdsChangedRequestHeader.from_command(request)
+        log.info(
+            "broker %s: consumer ids of %s changed", channel.remote_address, header.consumer_group
+        )
+        self.instance.rebalance_soon(header.consumer_group)
+        return None
+
+    def on_check_transaction_state(
+        self, channel: Channel, request: RemotingCommand
+    ) -> RemotingCommand | None:
+        header = CheckTransactionStateRequestHeader.from_command(request)
+        msg: MessageExt = decode_record(request.body, strict=False)
+        group = msg.properties.get(PROPERTY_PRODUCER_GROUP, "")
+        producer = self.instance.producers.get(group)
+        check = getattr(producer, "check_transaction_state", None)
+        if check is None:
+            log.warning(
+                "CHECK_TRANSACTION_STATE from %s for group %r, which has no transactional"
+                " producer here",
+                channel.remote_address,
+                group,
+            )
+            return None
+        addr = channel.remote_address
+
+        async def run() -> None:
+            try:
+                await maybe_await(check(addr, msg, header))
+            except Exception:
+                log.exception("transaction check of %s failed", header.msg_id)
+
+        self.instance.spawn(run())
+        return None
+
+    async def on_reset_offset(
+        self, channel: Channel, request: RemotingCommand
+    ) -> RemotingCommand | None:
+        header = ResetOffsetRequestHeader.from_command(request)
+        offsets = ResetOffsetBody.decode(request.body).offset_table if request.body else {}
+        consumer = self.instance.consumers.get(header.group)
+        if consumer is None:
+            return RemotingCommand.response_to(
+                request, ResponseCode.SYSTEM_ERROR, f"no consumer of group {header.group} here"
+            )
+        log.info(
+            "broker %s resets %s offsets of %s", channel.remote_address, header.group, header.topic
+        )
+        await maybe_await(consumer.reset_offset(header.topic, dict(offsets)))
+        return RemotingCommand.response_to(request, ResponseCode.SUCCESS)
+
+    async def on_get_consumer_running_info(
+        self, channel: Channel, request: RemotingCommand
+    ) -> RemotingCommand:
+        from mqcore.common import fastjson
+
+        header = GetConsumerRunningInfoRequestHeader.from_command(request)
+        consumer = self.instance.consumers.get(header.consumer_group)
+        if consumer is None:
+            return RemotingCommand.response_to(
+                request,
+                ResponseCode.SYSTEM_ERROR,
+                f"The Consumer Group <{header.consumer_group}> not exist in this consumer",
+            )
+        info_fn = getattr(consumer, "running_info", None)
+        info: dict[str, Any]
+        if info_fn is not None:
+            result = info_fn()
+            info = await result if inspect.isawaitable(result) else result
+        else:
+            data = consumer.consumer_data()
+            info = {
+                "properties": {"PROP_CLIENT_VERSION": "V4_9_8", "language": "PYTHON"},
+                "subscriptionSet": [s.to_json() for s in data.subscription_data_set],
+                "mqTable": {},
+                "statusTable": {},
+            }
+        return RemotingCommand.response_to(request, ResponseCode.SUCCESS, body=fastjson.dumps(info))
