@@ -43,9 +43,14 @@ async def running_namesrv(tmp_path: Path) -> AsyncIterator[NamesrvController]:
 
 @asynccontextmanager
 async def running_broker(
-    tmp_path: Path, namesrv: str | None = None, **overrides: Any
+    tmp_path: Path,
+    namesrv: str | None = None,
+    *,
+    store: dict[str, Any] | None = None,
+    **overrides: Any,
 ) -> AsyncIterator[BrokerController]:
-    """A broker on 127.0.0.1 with a small store under ``tmp_path/store``."""
+    """A broker on 127.0.0.1 with a small store under ``tmp_path/store``; ``store``
+    overrides MessageStoreConfig fields (e.g. ``flush_disk_type``)."""
     config = BrokerConfig(
         broker_name=BROKER_NAME,
         broker_ip1="127.0.0.1",
@@ -60,7 +65,7 @@ async def running_broker(
         mapped_file_size_consume_queue=20 * 1000,
         max_hash_slot_num=1000,
         max_index_num=4000,
-        flush_disk_type=FlushDiskType.ASYNC_FLUSH,
+        **{"flush_disk_type": FlushDiskType.ASYNC_FLUSH, **(store or {})},
     )
     broker = BrokerController(config, store_config)
     await broker.start()
