@@ -32,6 +32,7 @@ from mqcore.broker.outer_api import BrokerOuterAPI
 from mqcore.broker.rebalance_lock import RebalanceLockManager
 from mqcore.broker.stats import BrokerStatsManager
 from mqcore.broker.topics import TopicService
+from mqcore.common.aio import cancel_and_wait
 from mqcore.remoting import RemotingServer
 from mqcore.store.message_store import MessageStore
 from mqcore.store.metadata import (
@@ -204,11 +205,7 @@ class BrokerController:
         if not self._started:
             return
         self._started = False
-        for task in self._tasks:
-            task.cancel()
-        for task in self._tasks:
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
+        await cancel_and_wait(self._tasks)
         self._tasks.clear()
         for hook in self._stop_hooks:
             try:

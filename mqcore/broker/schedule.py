@@ -35,10 +35,11 @@ import contextlib
 import logging
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from mqcore.broker.processor.send import notify_put
 from mqcore.broker.stats import StatsItem
+from mqcore.common.aio import cancel_and_wait
 from mqcore.errors import CorruptRecordError
 from mqcore.message.const import (
     DLQ_GROUP_TOPIC_PREFIX,
@@ -161,11 +162,7 @@ class ScheduleMessageService:
         if not self.running:
             return
         self.running = False
-        for task in self._tasks:
-            task.cancel()
-        for task in self._tasks:
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
+        await cancel_and_wait(self._tasks)
         self._tasks.clear()
         self.persist()
 
@@ -303,18 +300,8 @@ class ScheduleMessageService:
                 "schedule record at %d targets the half topic; dropped", stored.commit_log_offset
             )
             return None
-        return DeliveredMessage(
-            topic=topic,
-            body=stored.body,
-            flag=stored.flag,
-            properties=props,
-            queue_id=queue_id,
-            sys_flag=stored.sys_flag,
-            born_timestamp=stored.born_timestamp,
-            born_host=stored.born_host,
-            store_host=stored.store_host,
-            reconsume_times=stored.reconsume_times,
-        )
+        msg = stored.rerouted(topic, queue_id, properties=props, cls=DeliveredMessage)
+        return cast(DeliveredMessage, msg)
 
     # -- statistics -------------------------------------------------------------------------
     def sample(self) -> None:

@@ -32,6 +32,7 @@ from mqcore.client.rebalance import (
     resolve_strategy,
     timestamp_ms,
 )
+from mqcore.common.aio import cancel_and_wait
 from mqcore.errors import MQError
 from mqcore.protocol.bodies import ConsumerData, MessageQueue, SubscriptionData
 
@@ -185,10 +186,7 @@ class ConsumerBase:
         if not self._running:
             return False
         self._running = False
-        tasks = [*self._pull_tasks.values(), *self._tasks]
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
+        await cancel_and_wait([*self._pull_tasks.values(), *self._tasks])
         self._pull_tasks.clear()
         return True
 

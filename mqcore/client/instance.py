@@ -26,7 +26,6 @@ pid, so broker-side tools show our clients the way they show Java ones. Requests
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import os
 from collections.abc import Awaitable, Callable, Sequence
@@ -47,6 +46,7 @@ from mqcore.client.route import (
     split_namesrv,
     subscribe_queues,
 )
+from mqcore.common.aio import cancel_and_wait
 from mqcore.errors import MQBrokerError, MQClientError, MQTimeoutError
 from mqcore.protocol import LanguageCode, RemotingCommand, RequestCode, ResponseCode
 from mqcore.protocol.bodies import (
@@ -238,11 +238,7 @@ class ClientInstance:
         if self._closed:
             return
         self._closed = True
-        for task in [*self._tasks, *self._background]:
-            task.cancel()
-        for task in [*self._tasks, *self._background]:
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
+        await cancel_and_wait([*self._tasks, *self._background])
         self._tasks.clear()
         await self.remoting.close()
         if self._key is not None and self._instances.get(self._key) is self:

@@ -101,3 +101,31 @@ class MessageExt(Message):
     @property
     def transaction_type(self) -> int:
         return self.sys_flag & const.SysFlag.TRANSACTION_MASK
+
+    def rerouted(
+        self,
+        topic: str,
+        queue_id: int,
+        *,
+        properties: dict[str, str] | None = None,
+        sys_flag: int | None = None,
+        reconsume_times: int | None = None,
+        prepared_transaction_offset: int = 0,
+        cls: type[MessageExt] | None = None,
+    ) -> MessageExt:
+        """A copy of this stored message for putting again under ``topic``/``queue_id``
+        (delay delivery, retry, commit): body, flag, born time and host, store host kept;
+        offsets and store time are the new record's own."""
+        return (cls or MessageExt)(
+            topic=topic,
+            body=self.body,
+            flag=self.flag,
+            properties=dict(self.properties) if properties is None else properties,
+            queue_id=queue_id,
+            sys_flag=self.sys_flag if sys_flag is None else sys_flag,
+            born_timestamp=self.born_timestamp,
+            born_host=self.born_host,
+            store_host=self.store_host,
+            reconsume_times=self.reconsume_times if reconsume_times is None else reconsume_times,
+            prepared_transaction_offset=prepared_transaction_offset,
+        )

@@ -127,17 +127,8 @@ class SendBackProcessor:
         props[PROPERTY_DELAY_TIME_LEVEL] = str(delay)
         if not props.get(PROPERTY_ORIGIN_MESSAGE_ID):
             props[PROPERTY_ORIGIN_MESSAGE_ID] = stored.msg_id
-        msg = MessageExt(
-            topic=topic,
-            body=stored.body,
-            flag=stored.flag,
-            properties=props,
-            queue_id=queue_id,
-            sys_flag=stored.sys_flag,
-            born_timestamp=stored.born_timestamp,
-            born_host=stored.born_host,
-            store_host=stored.store_host,
-            reconsume_times=stored.reconsume_times + 1,
+        msg = stored.rerouted(
+            topic, queue_id, properties=props, reconsume_times=stored.reconsume_times + 1
         )
         msg = c.schedule_service.rewrite_delay(msg)
         result = c.store.put_messages((msg,))

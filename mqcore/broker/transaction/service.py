@@ -210,16 +210,9 @@ def _final_message(half: MessageExt, tran_type: int) -> MessageExt | str:
         queue_id = -1
     if not topic or queue_id < 0:
         return "the half message has no REAL_TOPIC/REAL_QID"
-    return MessageExt(
-        topic=topic,
-        body=half.body,
-        flag=half.flag,
-        properties=dict(half.properties),
-        queue_id=queue_id,
+    return half.rerouted(
+        topic,
+        queue_id,
         sys_flag=SysFlag.reset_transaction_value(half.sys_flag, tran_type),
-        born_timestamp=half.born_timestamp,
-        born_host=half.born_host,
-        store_host=half.store_host,
-        reconsume_times=half.reconsume_times,
         prepared_transaction_offset=half.commit_log_offset,
     )
