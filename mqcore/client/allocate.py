@@ -53,10 +53,11 @@ def _prepare(
     return mqs, cids, cids.index(current_cid)
 
 
-class AllocateMessageQueueAveragely:
-    """Contiguous blocks; the first ``len(mqs) % len(cids)`` members get one extra."""
+class _SortedAllocate:
+    """Strategies that share RocketMQ's preamble: sort and dedupe both inputs, and give
+    nothing to a client that is not (yet) a member or when there are no queues."""
 
-    name = "AVG"
+    name = ""
 
     def allocate(
         self, group: str, current_cid: str, mq_all: Sequence[MessageQueue], cid_all: Sequence[str]
@@ -65,6 +66,22 @@ class AllocateMessageQueueAveragely:
         if prepared is None:
             return []
         mqs, cids, index = prepared
+        return self._share(group, current_cid, mqs, cids, index)
+
+    def _share(
+        self, group: str, current_cid: str, mqs: list[MessageQueue], cids: list[str], index: int
+    ) -> list[MessageQueue]:
+        raise NotImplementedError
+
+
+class AllocateMessageQueueAveragely(_SortedAllocate):
+    """Contiguous blocks; the first ``len(mqs) % len(cids)`` members get one extra."""
+
+    name = "AVG"
+
+    def _share(
+        self, group: str, current_cid: str, mqs: list[MessageQueue], cids: list[str], index: int
+    ) -> list[MessageQueue]:
         n, m = len(mqs), len(cids)
         mod = n % m
         if n <= m:
@@ -78,18 +95,14 @@ class AllocateMessageQueueAveragely:
         return [mqs[(start + i) % n] for i in range(max(0, count))]
 
 
-class AllocateMessageQueueAveragelyByCircle:
+class AllocateMessageQueueAveragelyByCircle(_SortedAllocate):
     """Round robin: member ``i`` takes queues ``i, i + m, i + 2m, ...``."""
 
     name = "AVG_BY_CIRCLE"
 
-    def allocate(
-        self, group: str, current_cid: str, mq_all: Sequence[MessageQueue], cid_all: Sequence[str]
+    def _share(
+        self, group: str, current_cid: str, mqs: list[MessageQueue], cids: list[str], index: int
     ) -> list[MessageQueue]:
-        prepared = _prepare(current_cid, mq_all, cid_all)
-        if prepared is None:
-            return []
-        mqs, cids, index = prepared
         return mqs[index :: len(cids)]
 
 
@@ -107,7 +120,7 @@ class AllocateMessageQueueByConfig:
         return list(self.queues)
 
 
-class AllocateMessageQueueByMachineRoom:
+class AllocateMessageQueueByMachineRoom(_SortedAllocate):
     """Only queues of brokers named ``<idc>@<name>`` in ``consumer_idcs``, shared in blocks
     with the remainder handed out one each."""
 
@@ -116,13 +129,9 @@ class AllocateMessageQueueByMachineRoom:
     def __init__(self, consumer_idcs: Iterable[str]) -> None:
         self.consumer_idcs = set(consumer_idcs)
 
-    def allocate(
-        self, group: str, current_cid: str, mq_all: Sequence[MessageQueue], cid_all: Sequence[str]
+    def _share(
+        self, group: str, current_cid: str, mqs: list[MessageQueue], cids: list[str], index: int
     ) -> list[MessageQueue]:
-        prepared = _prepare(current_cid, mq_all, cid_all)
-        if prepared is None:
-            return []
-        mqs, cids, index = prepared
         pre = [mq for mq in mqs if mq.broker_name.split("@")[0] in self.consumer_idcs]
         mod, rem = divmod(len(pre), len(cids))
         result = pre[mod * index : mod * index + mod]
@@ -135,7 +144,7 @@ MachineRoomResolver = Callable[[str], str]
 """Maps a broker name or a client id to its machine room."""
 
 
-class AllocateMessageQueueByMachineRoomNearby:
+class AllocateMessageQueueByMachineRoomNearby(_SortedAllocate):
     """Queues go to consumers in their own machine room (by ``delegate``); queues of rooms
     without consumers are shared by everybody."""
 
@@ -151,13 +160,9 @@ class AllocateMessageQueueByMachineRoomNearby:
         self.broker_room = broker_room
         self.consumer_room = consumer_room
 
-    def allocate(
-        self, group: str, current_cid: str, mq_all: Sequence[MessageQueue], cid_all: Sequence[str]
+    def _share(
+        self, group: str, current_cid: str, mqs: list[MessageQueue], cids: list[str], index: int
     ) -> list[MessageQueue]:
-        prepared = _prepare(current_cid, mq_all, cid_all)
-        if prepared is None:
-            return []
-        mqs, cids, _ = prepared
         mqs_by_room: dict[str, list[MessageQueue]] = {}
         for mq in mqs:
             mqs_by_room.setdefault(self.broker_room(mq.broker_name), []).append(mq)
@@ -186,7 +191,7 @@ def _java_mq_string(mq: MessageQueue) -> str:
     return f"MessageQueue [topic={mq.topic}, brokerName={mq.broker_name}, queueId={mq.queue_id}]"
 
 
-class AllocateMessageQueueConsistentHash:
+class AllocateMessageQueueConsistentHash(_SortedAllocate):
     """A hash ring of ``virtual_nodes`` replicas per client; a queue belongs to the first
     node clockwise from its hash. Few queues move when members come and go."""
 
@@ -197,13 +202,9 @@ class AllocateMessageQueueConsistentHash:
             raise ValueError("virtual_nodes must be >= 0")
         self.virtual_nodes = virtual_nodes
 
-    def allocate(
-        self, group: str, current_cid: str, mq_all: Sequence[MessageQueue], cid_all: Sequence[str]
+    def _share(
+        self, group: str, current_cid: str, mqs: list[MessageQueue], cids: list[str], index: int
     ) -> list[MessageQueue]:
-        prepared = _prepare(current_cid, mq_all, cid_all)
-        if prepared is None:
-            return []
-        mqs, cids, _ = prepared
         ring: dict[int, str] = {}
         for cid in cids:
             for i in range(self.virtual_nodes):
