@@ -3,8 +3,8 @@
 Usage (the harness directory holds ``bench.py``; this file's directory goes on
 PYTHONPATH, not the repo root, because the harness itself is a module named ``bench``)::
 
-    cd /tmp/peers
-    PYTHONPATH=/work/main/bench:/work/main /work/main/.venv/bin/python bench.py run \\
+    REPO=/path/to/this/repo; cd /tmp/peers
+    PYTHONPATH=$REPO/bench:$REPO $REPO/.venv/bin/python bench.py run \\
         --system mq --adapter peers_adapter:MqAdapter --out results/mq.jsonl
 
 ``connect()`` starts ``mq namesrv`` and ``mq broker`` (this repo, 127.0.0.1, ephemeral
