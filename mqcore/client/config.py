@@ -1,0 +1,66 @@
+"""What a client instance is configured with, and what it needs of its producers and
+consumers (kept apart from :mod:`mqcore.client.instance` so they can be read alone)."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from mqcore.client.route import local_ip
+from mqcore.protocol import LanguageCode
+from mqcore.protocol.bodies import ConsumerData, MessageQueue
+from mqcore.remoting import RemotingClient, RequestDispatcher
+
+__all__ = ["ClientConfig", "ConsumerHandle", "ProducerHandle"]
+
+
+@dataclass(slots=True)
+class ClientConfig:
+    """Settings of a client instance (RocketMQ's ``ClientConfig``; durations in seconds).
+
+    ``remoting_factory`` builds the transport from the dispatcher of server-initiated
+    requests; tests pass ``lambda d: InMemoryRemotingClient(network, d)``.
+    """
+
+    instance_name: str | None = None
+    client_ip: str = field(default_factory=local_ip)
+    poll_name_server_interval: float = 30.0
+    heartbeat_broker_interval: float = 30.0
+    rebalance_interval: float = 20.0
+    persist_consumer_offset_interval: float = 5.0
+    request_timeout: float = 3.0
+    connect_timeout: float = 3.0
+    language: LanguageCode = LanguageCode.PYTHON
+    remoting_factory: Callable[[RequestDispatcher], RemotingClient] | None = None
+
+
+class ProducerHandle(Protocol):
+    """What the instance needs of a producer (transactions add ``check_transaction_state``,
+    called if present: ``(broker_addr, msg, header) -> None | Awaitable[None]``)."""
+
+    @property
+    def group(self) -> str: ...
+
+
+class ConsumerHandle(Protocol):
+    """What the instance needs of a consumer (implemented by the consumer classes).
+
+    ``do_rebalance`` is called every ``rebalance_interval`` and at once when a broker
+    sends NOTIFY_CONSUMER_IDS_CHANGED for the group; ``reset_offset`` when an admin resets
+    the group's offsets (RESET_CONSUMER_CLIENT_OFFSET). Optional members, used when present:
+    ``persist_consumer_offset()`` (every ``persist_consumer_offset_interval``) and
+    ``running_info() -> dict`` (GET_CONSUMER_RUNNING_INFO's ConsumerRunningInfo JSON).
+    Each may be a plain or a coroutine function.
+    """
+
+    @property
+    def group(self) -> str: ...
+
+    def consumer_data(self) -> ConsumerData: ...
+
+    def do_rebalance(self) -> Awaitable[None] | None: ...
+
+    def reset_offset(
+        self, topic: str, offsets: dict[MessageQueue, int]
+    ) -> Awaitable[None] | None: ...
