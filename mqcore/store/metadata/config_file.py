@@ -34,7 +34,7 @@ import os
 import threading
 from abc import ABC, abstractmethod
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Generic, Protocol, TypeVar
 
 from mqcore.common.fastjson import FastjsonError, dumps_pretty, loads
 from mqcore.common.files import fsync_dir, write_synced
@@ -188,3 +188,41 @@ class ConfigFileManager(ABC):
                     pass
                 raise ConfigError(f"cannot write {self.path}: {exc}") from exc
             self._keep_bak = False
+
+
+class _Entry(Protocol):
+    def to_json(self) -> dict[str, Any]: ...
+
+
+E = TypeVar("E", bound=_Entry)
+
+
+class VersionedTableManager(ConfigFileManager, Generic[E]):
+    """A file of ``{"dataVersion": ..., TABLE_KEY: {name: entry}}`` (topics, groups):
+    entries are ``ENTRY.from_json(obj, name)``; mutators bump the version."""
+
+    TABLE_KEY: ClassVar[str]
+    ENTRY: ClassVar[type[Any]]
+
+    data_version: DataVersion
+    table: dict[str, E]
+
+    def _reset(self) -> None:
+        self.data_version = DataVersion()
+        self.table = {}
+
+    def _decode(self, obj: Any) -> None:
+        doc = get_mapping(obj)
+        version = DataVersion.from_json(get_mapping(doc, "dataVersion"))
+        table: dict[str, E] = {}
+        for name, entry in get_mapping(doc, self.TABLE_KEY).items():
+            if not isinstance(name, str):
+                raise ConfigError(f"{self.TABLE_KEY}: name {name!r} is not a string")
+            table[name] = self.ENTRY.from_json(entry, name)
+        self.data_version, self.table = version, table
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "dataVersion": self.data_version.to_json(),
+            self.TABLE_KEY: {name: e.to_json() for name, e in self.table.items()},
+        }

@@ -6,12 +6,8 @@ bean fields in alphabetical order (spec §10.5).
 
 from __future__ import annotations
 
-from typing import Any
-
-from mqcore.common.jsonfields import get_mapping
-from mqcore.common.metadata import DataVersion, SubscriptionGroupConfig
-from mqcore.errors import ConfigError
-from mqcore.store.metadata.config_file import ConfigFileManager
+from mqcore.common.metadata import SubscriptionGroupConfig
+from mqcore.store.metadata.config_file import VersionedTableManager
 
 __all__ = ["SYSTEM_GROUPS", "SubscriptionGroupConfig", "SubscriptionGroupManager"]
 
@@ -27,33 +23,12 @@ SYSTEM_GROUPS = (
 )
 
 
-class SubscriptionGroupManager(ConfigFileManager):
+class SubscriptionGroupManager(VersionedTableManager[SubscriptionGroupConfig]):
     """``config/subscriptionGroup.json``. Mutators bump the version; call :meth:`persist`."""
 
     FILE_NAME = "subscriptionGroup.json"
-
-    data_version: DataVersion
-    table: dict[str, SubscriptionGroupConfig]
-
-    def _reset(self) -> None:
-        self.data_version = DataVersion()
-        self.table = {}
-
-    def _decode(self, obj: Any) -> None:
-        doc = get_mapping(obj)
-        version = DataVersion.from_json(get_mapping(doc, "dataVersion"))
-        table: dict[str, SubscriptionGroupConfig] = {}
-        for name, entry in get_mapping(doc, "subscriptionGroupTable").items():
-            if not isinstance(name, str):
-                raise ConfigError(f"subscriptionGroupTable: group {name!r} is not a string")
-            table[name] = SubscriptionGroupConfig.from_json(entry, name)
-        self.data_version, self.table = version, table
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "dataVersion": self.data_version.to_json(),
-            "subscriptionGroupTable": {n: g.to_json() for n, g in self.table.items()},
-        }
+    TABLE_KEY = "subscriptionGroupTable"
+    ENTRY = SubscriptionGroupConfig
 
     def find(self, group: str, *, auto_create: bool = False) -> SubscriptionGroupConfig | None:
         """The group's config; with ``auto_create`` (``autoCreateSubscriptionGroup``) a

@@ -16,9 +16,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
 
-from mqcore.common.jsonfields import get_mapping
 from mqcore.common.metadata import (
     PERM_INHERIT,
     PERM_PRIORITY,
@@ -29,7 +27,7 @@ from mqcore.common.metadata import (
     TopicFilterType,
 )
 from mqcore.errors import ConfigError
-from mqcore.store.metadata.config_file import ConfigFileManager
+from mqcore.store.metadata.config_file import VersionedTableManager
 
 __all__ = [
     "AUTO_CREATE_TOPIC_KEY_TOPIC",
@@ -179,33 +177,12 @@ class _State:
     table: dict[str, TopicConfig] = field(default_factory=dict)
 
 
-class TopicConfigManager(ConfigFileManager):
+class TopicConfigManager(VersionedTableManager[TopicConfig]):
     """``config/topics.json``. Mutators bump :attr:`data_version`; call :meth:`persist`."""
 
     FILE_NAME = "topics.json"
-
-    data_version: DataVersion
-    table: dict[str, TopicConfig]
-
-    def _reset(self) -> None:
-        self.data_version = DataVersion()
-        self.table = {}
-
-    def _decode(self, obj: Any) -> None:
-        doc = get_mapping(obj)
-        version = DataVersion.from_json(get_mapping(doc, "dataVersion"))
-        table: dict[str, TopicConfig] = {}
-        for name, entry in get_mapping(doc, "topicConfigTable").items():
-            if not isinstance(name, str):
-                raise ConfigError(f"topicConfigTable: topic name {name!r} is not a string")
-            table[name] = TopicConfig.from_json(entry, name)
-        self.data_version, self.table = version, table
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "dataVersion": self.data_version.to_json(),
-            "topicConfigTable": {name: tc.to_json() for name, tc in self.table.items()},
-        }
+    TABLE_KEY = "topicConfigTable"
+    ENTRY = TopicConfig
 
     def select(self, topic: str) -> TopicConfig | None:
         return self.table.get(topic)
