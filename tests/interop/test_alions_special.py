@@ -32,13 +32,12 @@ import os
 import sys
 import time
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from mqcore.broker.config import BrokerConfig
 from mqcore.broker.controller import BrokerController
 from mqcore.client import (
     Admin,
@@ -49,10 +48,9 @@ from mqcore.client import (
 )
 from mqcore.common.metadata import SubscriptionGroupConfig
 from mqcore.message.model import MessageExt
-from mqcore.store.store_config import FlushDiskType, MessageStoreConfig
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "integration"))
-from inproc_broker import BROKER_NAME, running_namesrv
+from inproc_broker import running_broker, running_namesrv
 
 pytestmark = pytest.mark.interop
 
@@ -61,33 +59,12 @@ SCRIPT = Path(__file__).with_name("alions_special.js")
 DELAY_LEVELS = "1s 2s 1s 1s 1s 1s 1s 1s"
 
 
-@asynccontextmanager
-async def broker_with_short_delays(
+def broker_with_short_delays(
     tmp_path: Path, namesrv: str, **overrides: Any
-) -> AsyncIterator[BrokerController]:
-    config = BrokerConfig(
-        broker_name=BROKER_NAME,
-        broker_ip1="127.0.0.1",
-        bind_address="127.0.0.1",
-        listen_port=0,
-        namesrv_addr=namesrv,
-        **overrides,
+) -> AbstractAsyncContextManager[BrokerController]:
+    return running_broker(
+        tmp_path, namesrv, store={"message_delay_level": DELAY_LEVELS}, **overrides
     )
-    store_config = MessageStoreConfig(
-        store_path_root_dir=str(tmp_path / "store"),
-        mapped_file_size_commit_log=1024 * 1024,
-        mapped_file_size_consume_queue=20 * 1000,
-        max_hash_slot_num=1000,
-        max_index_num=4000,
-        flush_disk_type=FlushDiskType.ASYNC_FLUSH,
-        message_delay_level=DELAY_LEVELS,
-    )
-    broker = BrokerController(config, store_config)
-    await broker.start()
-    try:
-        yield broker
-    finally:
-        await broker.shutdown()
 
 
 def _env(alions_dir: Path) -> dict[str, str]:

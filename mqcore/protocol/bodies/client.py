@@ -6,7 +6,7 @@ Note the spellings: ``clientID`` in HeartbeatData but ``clientId`` elsewhere (sp
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Self
 
 from mqcore.protocol.bodies.base import (
     MessageQueue,
@@ -175,7 +175,7 @@ class LockBatchRequestBody(RemotingBody):
         }
 
     @classmethod
-    def from_json(cls, obj: Any) -> LockBatchRequestBody:
+    def from_json(cls, obj: Any) -> Self:
         obj = as_dict(obj)
         return cls(
             as_str(obj.get("consumerGroup")),
@@ -187,15 +187,6 @@ class LockBatchRequestBody(RemotingBody):
 @dataclass(slots=True)
 class UnlockBatchRequestBody(LockBatchRequestBody):
     """UNLOCK_BATCH_MQ (42) body: the same shape as the lock request."""
-
-    @classmethod
-    def from_json(cls, obj: Any) -> UnlockBatchRequestBody:
-        obj = as_dict(obj)
-        return cls(
-            as_str(obj.get("consumerGroup")),
-            as_str(obj.get("clientId")),
-            set(mq_list(as_list(obj.get("mqSet")))),
-        )
 
 
 @dataclass(slots=True)
