@@ -46,7 +46,7 @@ PANELS = {
     "Servers": ("namesrv", "broker", "up"),
     "Messages": ("produce", "consume", "query", "message"),
     "Administration": ("topic", "group", "cluster"),
-    "Tools": ("tui", "store", "context", "completion"),
+    "Tools": ("tui", "bench", "store", "context", "completion"),
 }
 
 
@@ -54,6 +54,7 @@ def _register() -> None:
     # Each subcommand lives in its own module under mqcli.commands and exposes `register`;
     # the help lists them by panel, in this order.
     from mqcli.commands import (
+        bench,
         broker,
         cluster,
         completion,
@@ -71,7 +72,7 @@ def _register() -> None:
     )
 
     for module in (namesrv, broker, up, produce, consume, query, message, topic, group,
-                   cluster, tui, store, context, completion):  # fmt: skip
+                   cluster, tui, bench, store, context, completion):  # fmt: skip
         module.register(app)
     panel_of = {name: panel for panel, names in PANELS.items() for name in names}
     for command in app.registered_commands:
