@@ -131,10 +131,14 @@ async def _client(
             stats.latencies_us.append((time.perf_counter() - begin) * 1e6)
         stats.sent += len(msgs)
 
-    inflight = load.inflight if load.mode is SendMode.async_ else 1
+    if load.mode is not SendMode.async_:
+        # One request at a time: await it here, no task per send in the measured path.
+        while numbers := budget.take(load.batch):
+            await one(numbers)
+        return
     pending: set[asyncio.Task[None]] = set()
     while numbers := budget.take(load.batch):
-        if len(pending) >= inflight:
+        if len(pending) >= load.inflight:
             _, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
         pending.add(asyncio.create_task(one(numbers)))
     if pending:
