@@ -30,6 +30,7 @@ from mqcore.broker.config import BrokerConfig
 from mqcore.broker.long_polling import LongPollingService
 from mqcore.broker.outer_api import BrokerOuterAPI
 from mqcore.broker.rebalance_lock import RebalanceLockManager
+from mqcore.broker.reput import ReputService
 from mqcore.broker.stats import BrokerStatsManager
 from mqcore.broker.topics import TopicService
 from mqcore.common.aio import cancel_and_wait
@@ -69,6 +70,7 @@ class BrokerController:
         self.topics = TopicService(self)
         self._init_client_services()
         self.long_polling = LongPollingService(self)
+        self.reput = ReputService(self.store, self.long_polling)
         self.server = RemotingServer(
             host=config.bind_address, port=config.listen_port, max_frame=_max_frame(store_config)
         )
@@ -137,8 +139,10 @@ class BrokerController:
         try:
             self._load_metadata()
             self.store.start()
+            self.reput.start(loop)
             await self._listen()
         except BaseException:
+            self.reput.stop()
             self.store.shutdown()
             raise
         self.config.listen_port = self.server.port
@@ -220,6 +224,7 @@ class BrokerController:
         await self.fast_server.close()
         await self.server.close()
         await self.outer_api.close()
+        self.reput.stop()
         loop = asyncio.get_running_loop()
         try:
             self.persist_consumer_offsets()

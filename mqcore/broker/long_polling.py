@@ -7,8 +7,9 @@ answers. Parking is just awaiting a future, so each request is answered exactly 
 the coroutine that received it: a wake-up only resolves the future, and a second
 wake-up or the timer finding it already resolved does nothing.
 
-The send path calls :meth:`notify_message_arriving` after each append (any other writer
-into consume queues, e.g. the schedule service, must do the same).
+The broker's :class:`~mqcore.broker.reput.ReputService` calls
+:meth:`notify_message_arriving` when it has written new consume queue entries, whoever
+appended them.
 """
 
 from __future__ import annotations

@@ -37,7 +37,7 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, cast
 
-from mqcore.broker.processor.send import notify_put
+from mqcore.broker.processor.send import count_put
 from mqcore.broker.stats import StatsItem
 from mqcore.common.aio import cancel_and_wait
 from mqcore.errors import CorruptRecordError
@@ -272,7 +272,7 @@ class ScheduleMessageService:
             return _SKIPPED
         result = self.store.put_messages((msg,))
         if result.ok:
-            notify_put(self.controller, [msg], result)
+            count_put(self.controller.stats, [msg], result)
             return result
         if result.status in _SKIP_STATUSES:
             log.error("delay level %d: record at %d refused (%s); skipped", level, phy, result)

@@ -24,7 +24,6 @@ import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from mqcore.common.javahash import tags_hash_code
 from mqcore.message.const import (
     MESSAGE_MAGIC_CODE,
     PROPERTY_KEYS,
@@ -184,7 +183,3 @@ def encode(
         offsets.append(pos)
         pos += size
     return b"".join(parts), offsets, qoffsets, qo
-
-
-def tags_codes(batch: PreparedBatch) -> list[int]:
-    return [tags_hash_code(t) for t in batch.tags]

@@ -10,25 +10,38 @@ index service's files). Rules, as in 4.9.8:
 * a ``SCHEDULE_TOPIC_XXXX`` record's tag slot is its deliver timestamp (computed when
   the record is parsed, see :func:`commitlog.check_message`).
 
-The message store dispatches its own appends directly (it already knows every field);
-:meth:`Dispatcher.reput` re-reads the log from an offset, which recovery and an HA slave
-use. Re-dispatching is idempotent: consume queues skip entries they already hold.
+The send path only appends: it leaves an :class:`AppendReceipt` (what the append already
+knows about its records, so nothing is parsed twice) and answers. Whoever drives the
+dispatcher (the broker, once per event loop pass) then calls
+:meth:`Dispatcher.dispatch_appended` with every receipt since the last pass: one packed
+consume queue write per queue, the index entries in one go, and the :class:`Arrival` list
+that wakes held pulls. :meth:`Dispatcher.reput` re-reads the log from an offset, which
+recovery and an HA slave use. Re-dispatching is idempotent: consume queues skip entries
+they already hold.
 """
 
 from __future__ import annotations
 
+import struct
 import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
+from mqcore.common.javahash import tags_hash_code
+from mqcore.store.batch_encoder import PreparedBatch
 from mqcore.store.commitlog import (
     TRANSACTION_MASK,
     TRANSACTION_PREPARED,
     TRANSACTION_ROLLBACK,
     CommitLog,
     DispatchRequest,
+    deliver_timestamp,
 )
 from mqcore.store.consume_queue import ConsumeQueue
+
+__all__ = ["AppendReceipt", "Arrival", "ConsumeQueueTable", "Dispatcher", "IndexBuilder"]
 
 
 class IndexBuilder(Protocol):
@@ -43,6 +56,37 @@ class IndexBuilder(Protocol):
         store_timestamp: int,
         sys_flag: int,
     ) -> None: ...
+
+    def build_index_many(
+        self, topic: str, records: Sequence[tuple[str | None, str | None, int, int, int]]
+    ) -> None:
+        """Index ``(keys, uniq_key, offset, store_timestamp, sys_flag)`` records of one topic."""
+
+
+@dataclass(slots=True)
+class AppendReceipt:
+    """One append as the put path left it: the records' fields it already had in hand."""
+
+    batch: PreparedBatch
+    offsets: list[int]
+    """Commit log offset of each record."""
+    queue_offsets: list[int]
+    """Queue offset of each record; -1 for records without a consume queue entry."""
+    store_timestamp: int
+    delay_level: str | None
+    """``DELAY`` property of a ``SCHEDULE_TOPIC_XXXX`` batch: the tag slot is then the
+    deliver timestamp."""
+
+
+class Arrival(NamedTuple):
+    """News for held pulls: ``topic``/``queue_id`` now holds entries up to ``max_offset``.
+
+    ``tags_code`` is the single new entry's tag code, or None when several arrived."""
+
+    topic: str
+    queue_id: int
+    max_offset: int
+    tags_code: int | None
 
 
 class ConsumeQueueTable:
@@ -125,6 +169,74 @@ class Dispatcher:
         """Commit log offset up to which every record has been dispatched."""
         self.last_dispatched_timestamp = 0
         """Store ts of the last record written to a consume queue (checkpoint logics ts)."""
+        self.delay_table: dict[int, int] = {}
+        """Delay level -> milliseconds, for the tag slot of schedule records."""
+
+    def dispatch_appended(self, receipts: Sequence[AppendReceipt]) -> list[Arrival]:
+        """Consume queue and index entries for fresh appends, batched per queue.
+
+        Receipts come in append order. A queue's entries that continue it exactly are
+        packed and written in one copy; anything else (a gap, a replayed entry) goes
+        through :meth:`ConsumeQueue.put`, which pads or skips as recovery does.
+        """
+        per_queue: dict[tuple[str, int], list[tuple[int, int, int, int]]] = {}
+        to_index: dict[str, list[tuple[str | None, str | None, int, int, int]]] = {}
+        end = 0
+        for receipt in receipts:
+            batch = receipt.batch
+            store_ts = receipt.store_timestamp
+            level = receipt.delay_level
+            entries = per_queue.setdefault((batch.topic, batch.queue_id), [])
+            indexed = to_index.setdefault(batch.topic, [])
+            for phy, qo, head, tags, keys, uniq in zip(
+                receipt.offsets,
+                receipt.queue_offsets,
+                batch.heads,
+                batch.tags,
+                batch.keys,
+                batch.uniq_keys,
+                strict=True,
+            ):
+                size, sys_flag = head[0], head[3]
+                if qo >= 0:
+                    code = tags_hash_code(tags)
+                    if level and self.delay_table:
+                        code = deliver_timestamp(store_ts, level, self.delay_table, code)
+                    entries.append((qo, phy, size, code))
+                if (keys or uniq) and sys_flag & TRANSACTION_MASK != TRANSACTION_ROLLBACK:
+                    indexed.append((keys, uniq, phy, store_ts, sys_flag))
+            end = receipt.offsets[-1] + batch.heads[-1][0]
+            if entries:
+                self.last_dispatched_timestamp = store_ts
+        arrivals = [
+            self._put_entries(topic, queue_id, entries)
+            for (topic, queue_id), entries in per_queue.items()
+            if entries
+        ]
+        if self.index is not None:
+            for topic, records in to_index.items():
+                if records:
+                    self.index.build_index_many(topic, records)
+        if end > self.reput_from_offset:
+            self.reput_from_offset = end
+        return arrivals
+
+    def _put_entries(
+        self, topic: str, queue_id: int, entries: list[tuple[int, int, int, int]]
+    ) -> Arrival:
+        cq = self.queues.find(topic, queue_id)
+        assert cq is not None
+        first, last = entries[0], entries[-1]
+        if last[0] - first[0] == len(entries) - 1:
+            flat: list[int] = []
+            for _, phy, size, code in entries:
+                flat += (phy, size, code)
+            packed = struct.pack(">" + "qiq" * len(entries), *flat)
+            cq.put_many(packed, first[0], last[1] + last[2])
+        else:
+            for qo, phy, size, code in entries:
+                cq.put(phy, size, code, qo)
+        return Arrival(topic, queue_id, last[0] + 1, last[3] if len(entries) == 1 else None)
 
     def dispatch(self, req: DispatchRequest, *, to_cq: bool = True, to_index: bool = True) -> None:
         tran = req.sys_flag & TRANSACTION_MASK

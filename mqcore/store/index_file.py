@@ -158,7 +158,7 @@ class IndexFile:
             f.begin_phy_offset = f.end_phy_offset = end_phy_offset
         if end_timestamp > 0:
             f.begin_timestamp = f.end_timestamp = end_timestamp
-        f._write_header()
+        f.write_header()
         return f
 
     @classmethod
@@ -238,7 +238,7 @@ class IndexFile:
             raise StoreError(f"index file {self.path} is closed")
         return self._mm
 
-    def _write_header(self) -> None:
+    def write_header(self) -> None:
         _HEADER.pack_into(
             self._map(),
             0,
@@ -257,8 +257,13 @@ class IndexFile:
 
     # -- writing ------------------------------------------------------------------------
 
-    def put_key(self, key: str, phy_offset: int, store_timestamp: int) -> bool:
-        """Add one key (``putKey``); False when the file is full and a new one is needed."""
+    def put_key(
+        self, key: str, phy_offset: int, store_timestamp: int, *, write_header: bool = True
+    ) -> bool:
+        """Add one key (``putKey``); False when the file is full and a new one is needed.
+
+        ``write_header=False`` leaves the header to the caller's :meth:`write_header` after
+        a batch of keys (the in-memory counts are always current)."""
         if self.readonly:
             raise StoreError(f"index file {self.path} is open read-only")
         if self.is_write_full:
@@ -288,13 +293,14 @@ class IndexFile:
         self.index_count += 1
         self.end_phy_offset = phy_offset
         self.end_timestamp = store_timestamp
-        self._write_header()
+        if write_header:
+            self.write_header()
         return True
 
     def flush(self) -> None:
         """msync the whole map (header included)."""
         if not self.readonly and self._mm is not None:
-            self._write_header()
+            self.write_header()
             self._mm.flush()
 
     # -- reading ------------------------------------------------------------------------

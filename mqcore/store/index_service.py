@@ -17,6 +17,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -117,23 +118,34 @@ class IndexService:
         sys_flag: int,
     ) -> None:
         """Index one dispatched record (``IndexService.buildIndex``)."""
+        record = (keys, uniq_key, commit_log_offset, store_timestamp, sys_flag)
+        self.build_index_many(topic, (record,))
+
+    def build_index_many(
+        self, topic: str, records: Sequence[tuple[str | None, str | None, int, int, int]]
+    ) -> None:
+        """Index ``(keys, uniq_key, offset, store_timestamp, sys_flag)`` records of one
+        topic in offset order, under one lock hold and with one header write per file."""
         if self.readonly:
             raise StoreError("index service is read-only")
-        if sys_flag & _TRANSACTION_MASK == _TRANSACTION_ROLLBACK:
-            return
-        index_keys = []
-        if uniq_key is not None:
-            index_keys.append(uniq_key)
-        if keys:
-            index_keys.extend(k for k in keys.split(" ") if k)
+        prefix = topic + "#"
         with self._lock:
             f = self._last_writable_file()
-            if commit_log_offset < f.end_phy_offset:
-                return
-            for key in index_keys:
-                full_key = build_key(topic, key)
-                while not f.put_key(full_key, commit_log_offset, store_timestamp):
-                    f = self._last_writable_file()
+            try:
+                for keys, uniq_key, offset, store_ts, sys_flag in records:
+                    if sys_flag & _TRANSACTION_MASK == _TRANSACTION_ROLLBACK:
+                        continue
+                    if offset < f.end_phy_offset:
+                        continue
+                    index_keys = [uniq_key] if uniq_key is not None else []
+                    if keys:
+                        index_keys.extend(k for k in keys.split(" ") if k)
+                    for key in index_keys:
+                        while not f.put_key(prefix + key, offset, store_ts, write_header=False):
+                            f.write_header()
+                            f = self._last_writable_file()
+            finally:
+                f.write_header()
 
     def _last_writable_file(self) -> IndexFile:
         """The last file, or a new one when it is full (``getAndCreateLastIndexFile``)."""

@@ -11,9 +11,13 @@ Byte layout of the store root (RocketMQ 4.x, spec §1)::
     <root>/config/*.json                 owned by mqcore.store.metadata
 
 Appends are synchronous and serialised by one put lock: encode, assign queue offsets
-and the store timestamp, copy the whole batch into the mapped commit log once, then
-write consume queue and index entries at once, so a pull right after a put sees the
-message. Durability is the flush services' job (see flush.py); SYNC_FLUSH callers get a
+and the store timestamp, copy the whole batch into the mapped commit log once, leave an
+append receipt, answer. Consume queue and index entries are written behind the put, as
+RocketMQ's ReputMessageService does: a driver set in :attr:`MessageStore.on_append` (the
+broker, once per event loop pass) calls :meth:`MessageStore.dispatch_pending`, which
+dispatches every receipt since the last pass in one go; a pull sees a message once its
+entry is written. Without a driver (offline tools, tests) a put dispatches before it
+returns. Durability is the flush services' job (see flush.py); SYNC_FLUSH callers get a
 future from the group commit. Reads hand out memoryviews of the mapped files.
 """
 
@@ -23,7 +27,7 @@ import logging
 import struct
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from mqcore.errors import CorruptRecordError, StoreError
@@ -36,13 +40,9 @@ from mqcore.message.record import decode_record, store_timestamp_pos
 from mqcore.store import batch_encoder
 from mqcore.store.checkpoint import StoreCheckpoint
 from mqcore.store.cleanup import CleanupReport, CleanupService
-from mqcore.store.commitlog import (
-    CommitLog,
-    DispatchRequest,
-    deliver_timestamp,
-)
+from mqcore.store.commitlog import CommitLog
 from mqcore.store.consume_queue import CQ_STORE_UNIT_SIZE, ENTRY, ConsumeQueue, is_filler
-from mqcore.store.dispatcher import ConsumeQueueTable, Dispatcher
+from mqcore.store.dispatcher import AppendReceipt, Arrival, ConsumeQueueTable, Dispatcher
 from mqcore.store.flush import (
     CommitLogFlusher,
     FlushConsumeQueueService,
@@ -64,6 +64,7 @@ from mqcore.store.results import (
 from mqcore.store.store_config import FlushDiskType, MessageStoreConfig
 
 __all__ = [
+    "Arrival",
     "GetResult",
     "GetStatus",
     "MessageStore",
@@ -76,8 +77,6 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 _Q = struct.Struct(">q")
-_MAX_TOPIC_BYTES = 127
-_MAX_PROPERTIES_BYTES = 32767
 
 
 def _now_ms() -> int:
@@ -110,6 +109,12 @@ class MessageStore:
         self.dispatcher = Dispatcher(
             self.commit_log, self.queues, self.index if config.message_index_enable else None
         )
+        self.dispatcher.delay_table = self._delay_table
+        self.on_append: Callable[[], None] | None = None
+        """Called after each append by a driver that dispatches later through
+        :meth:`dispatch_pending`; None dispatches inside the put."""
+        self._pending: list[AppendReceipt] = []
+        self._dispatch_lock = threading.Lock()
         self.topic_queue_table: dict[tuple[str, int], int] = {}
         """Next queue offset per (topic, queue id)."""
         self.recovery_report: RecoveryReport | None = None
@@ -244,6 +249,7 @@ class MessageStore:
         """Stop threads, flush everything, remove the abort marker, release the lock."""
         if self._running:
             self._running = False
+            self.dispatch_pending()
             if self._flusher is not None:
                 self._flusher.shutdown()
             if self._cq_flusher is not None:
@@ -295,6 +301,7 @@ class MessageStore:
 
     def flush(self) -> None:
         """Make everything appended so far durable (tests, tools, shutdown)."""
+        self.dispatch_pending()
         if self._flusher is not None:
             self._flusher.flush_all()
         else:
@@ -306,7 +313,7 @@ class MessageStore:
 
     def clean_expired(self, *, manual: bool = True) -> CleanupReport:
         """One cleanup pass now (``deleteExpiredCommitLog``)."""
-        with self._put_lock:
+        with self._dispatch_lock, self._put_lock:
             return self.cleanup.run(manual=manual)
 
     # -- appending -----------------------------------------------------------------------
@@ -326,8 +333,8 @@ class MessageStore:
 
         Fields used: topic, queue_id, body, flag, properties, sys_flag, born_timestamp,
         born_host, store_host, reconsume_times, prepared_transaction_offset. All records
-        land in the same commit log file with consecutive queue offsets; consume queue
-        and index entries are written before this returns.
+        land in the same commit log file with consecutive queue offsets. Consume queue
+        and index entries follow through :meth:`dispatch_pending` (see the module doc).
         """
         bad = self._check_writable()
         if bad is not None:
@@ -338,7 +345,6 @@ class MessageStore:
             prepared = batch_encoder.prepare(batch, self.config.max_message_size)
         except batch_encoder.IllegalMessage as exc:
             return PutResult(PutStatus[exc.status], remark=str(exc))
-        codes = batch_encoder.tags_codes(prepared)
         delay_level = None
         if prepared.topic == SCHEDULE_TOPIC:
             delay_level = batch[0].properties.get(PROPERTY_DELAY_TIME_LEVEL)
@@ -355,11 +361,12 @@ class MessageStore:
             )
             end = self.commit_log.commit(mf, data, store_ts)
             self.topic_queue_table[key] = next_qo
-            if delay_level and self._delay_table:
-                codes = [
-                    deliver_timestamp(store_ts, delay_level, self._delay_table, c) for c in codes
-                ]
-            self._dispatch_appended(prepared, offsets, qoffsets, codes, store_ts)
+            self._pending.append(AppendReceipt(prepared, offsets, qoffsets, store_ts, delay_level))
+        wake = self.on_append
+        if wake is None:
+            self.dispatch_pending()
+        else:
+            wake()
         future = None
         if self.config.flush_disk_type is FlushDiskType.SYNC_FLUSH and self._flusher is not None:
             future = self._flusher.submit(end)
@@ -374,57 +381,25 @@ class MessageStore:
             flush_future=future,
         )
 
-    def _dispatch_appended(
-        self,
-        batch: batch_encoder.PreparedBatch,
-        offsets: list[int],
-        qoffsets: list[int],
-        codes: list[int],
-        store_ts: int,
-    ) -> None:
-        """Consume queue entries (one packed write) and index entries for a fresh append."""
-        sizes = [h[0] for h in batch.heads]
-        dispatcher = self.dispatcher
-        if qoffsets[0] >= 0 and qoffsets[-1] - qoffsets[0] == len(qoffsets) - 1:
-            cq = self.queues.find(batch.topic, batch.queue_id)
-            assert cq is not None
-            flat: list[int] = []
-            for phy, size, code in zip(offsets, sizes, codes, strict=True):
-                flat += (phy, size, code)
-            entries = struct.pack(">" + "qiq" * len(offsets), *flat)
-            cq.put_many(entries, qoffsets[0], offsets[-1] + sizes[-1])
-            dispatcher.last_dispatched_timestamp = store_ts
-            cq_done = True
-        else:
-            cq_done = False
-        index = dispatcher.index
-        for i, phy in enumerate(offsets):
-            sys_flag = batch.heads[i][3]
-            if not cq_done:
-                req = DispatchRequest(
-                    batch.topic,
-                    batch.queue_id,
-                    phy,
-                    sizes[i],
-                    codes[i],
-                    store_ts,
-                    max(qoffsets[i], 0),
-                    batch.keys[i],
-                    batch.uniq_keys[i],
-                    sys_flag,
-                )
-                dispatcher.dispatch(req)
-            elif index is not None and (batch.keys[i] or batch.uniq_keys[i]):
-                index.build_index(
-                    batch.topic, batch.keys[i], batch.uniq_keys[i], phy, store_ts, sys_flag
-                )
-        end = offsets[-1] + sizes[-1]
-        if end > dispatcher.reput_from_offset:
-            dispatcher.reput_from_offset = end
+    def dispatch_pending(self) -> list[Arrival]:
+        """Consume queue and index entries for every append not yet dispatched (one
+        reput pass); returns what arrived per queue, for waking held pulls."""
+        with self._dispatch_lock:
+            with self._put_lock:
+                pending, self._pending = self._pending, []
+            if not pending:
+                return []
+            try:
+                return self.dispatcher.dispatch_appended(pending)
+            except BaseException:
+                # Re-dispatching is idempotent, so the next pass may start over.
+                with self._put_lock:
+                    self._pending[:0] = pending
+                raise
 
     def append_replicated(self, offset: int, data: bytes | bytearray | memoryview) -> int:
         """HA slave: append raw commit log bytes from the master, then dispatch them."""
-        with self._put_lock:
+        with self._dispatch_lock, self._put_lock:
             end = self.commit_log.append_raw(offset, data)
             self.dispatcher.reput(self.dispatcher.reput_from_offset)
             for cq in self.queues.all():

@@ -25,13 +25,11 @@ from collections.abc import Awaitable
 from typing import TYPE_CHECKING
 
 from mqcore.broker.transaction import is_half_message, prepare_half_message
-from mqcore.common.javahash import tags_hash_code
 from mqcore.errors import CorruptRecordError
 from mqcore.message.const import (
     DLQ_GROUP_TOPIC_PREFIX,
     PROPERTY_CLUSTER,
     PROPERTY_DELAY_TIME_LEVEL,
-    PROPERTY_TAGS,
     PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX,
     PROPERTY_WAIT_STORE_MSG_OK,
     RETRY_GROUP_TOPIC_PREFIX,
@@ -61,8 +59,9 @@ from . import reply
 
 if TYPE_CHECKING:
     from mqcore.broker.controller import BrokerController
+    from mqcore.broker.stats import BrokerStatsManager
 
-__all__ = ["SendMessageProcessor", "notify_put", "register"]
+__all__ = ["SendMessageProcessor", "count_put", "register"]
 
 log = logging.getLogger("mq.broker.send")
 
@@ -170,7 +169,7 @@ class SendMessageProcessor:
             keys = [m.properties.get(PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX, "") for m in batch]
             uniq_key = ",".join(keys) if any(keys) else ""
         result = self.controller.store.put_messages(batch)
-        self.after_put(batch, result)
+        count_put(self.controller.stats, batch, result)
         if (
             result.flush_future is not None
             and wait
@@ -410,11 +409,7 @@ class SendMessageProcessor:
         ``REAL_TOPIC``/``REAL_QID`` (spec §11; see :mod:`mqcore.broker.schedule`)."""
         return self.controller.schedule_service.rewrite_delay(msg)
 
-    # -- after the append -----------------------------------------------------------------
-    def after_put(self, batch: list[MessageExt], result: PutResult) -> None:
-        """Wake the long polls of the queue and count the put."""
-        notify_put(self.controller, batch, result)
-
+    # -- the answer -----------------------------------------------------------------------
     def answer(
         self,
         request: RemotingCommand,
@@ -449,22 +444,11 @@ class SendMessageProcessor:
         return RemotingCommand.response_to(request, code, remark, ext)
 
 
-def notify_put(controller: BrokerController, batch: list[MessageExt], result: PutResult) -> None:
-    """After an append to ``batch[0]``'s queue: wake its long polls and count the put (the
-    send path, CONSUMER_SEND_MSG_BACK and the schedule service's deliveries share it)."""
-    if not result.ok:
-        return
-    first = batch[0]
-    long_polling = controller.long_polling
-    if long_polling.has_waiters(first.topic, first.queue_id):
-        tags = first.properties.get(PROPERTY_TAGS) if len(batch) == 1 else None
-        long_polling.notify_message_arriving(
-            first.topic,
-            first.queue_id,
-            result.queue_offset + result.msg_count,
-            tags_hash_code(tags) if len(batch) == 1 else None,
-        )
-    controller.stats.on_put(first.topic, result.msg_count, result.wrote_bytes)
+def count_put(stats: BrokerStatsManager, batch: list[MessageExt], result: PutResult) -> None:
+    """Count an append in the broker statistics (the send path, CONSUMER_SEND_MSG_BACK and
+    the schedule service's deliveries share it; held pulls are woken by the dispatch)."""
+    if result.ok:
+        stats.on_put(batch[0].topic, result.msg_count, result.wrote_bytes)
 
 
 def _delay_level(props: dict[str, str]) -> int:

@@ -41,7 +41,7 @@ from mqcore.store.results import PutResult, PutStatus
 from mqcore.store.store_config import FlushDiskType
 
 from . import reply
-from .send import notify_put
+from .send import count_put
 
 if TYPE_CHECKING:
     from mqcore.broker.controller import BrokerController
@@ -132,7 +132,7 @@ class SendBackProcessor:
         )
         msg = c.schedule_service.rewrite_delay(msg)
         result = c.store.put_messages((msg,))
-        notify_put(c, [msg], result)
+        count_put(c.stats, [msg], result)
         if (
             result.ok
             and result.flush_future is not None

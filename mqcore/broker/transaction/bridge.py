@@ -18,7 +18,6 @@ import time
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from mqcore.common.javahash import tags_hash_code
 from mqcore.errors import CorruptRecordError, StoreError
 from mqcore.message.const import (
     PROPERTY_REAL_QUEUE_ID,
@@ -137,18 +136,9 @@ class TransactionalMessageBridge:
 
     # -- writing --------------------------------------------------------------------------
     def put(self, msg: MessageExt) -> PutResult:
-        """Append and wake long polls of the queue (consumers of a committed message)."""
+        """Append (the dispatch wakes long polls of the queue)."""
         result = self.store.put_message(msg)
-        if result.ok:
-            polling = self.controller.long_polling
-            if polling.has_waiters(msg.topic, msg.queue_id):
-                polling.notify_message_arriving(
-                    msg.topic,
-                    msg.queue_id,
-                    result.queue_offset + 1,
-                    tags_hash_code(msg.properties.get(PROPERTY_TAGS)),
-                )
-        else:
+        if not result.ok:
             log.warning("put to %s failed: %s %s", msg.topic, result.status, result.remark)
         return result
 

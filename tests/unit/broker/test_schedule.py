@@ -25,21 +25,6 @@ from mqcore.store.store_config import MessageStoreConfig
 TABLE = "1s 2s 3s"
 
 
-class _Polls:
-    """Long polling stub: records the queues it was told about."""
-
-    def __init__(self) -> None:
-        self.notified: list[tuple[str, int, int]] = []
-
-    def has_waiters(self, topic: str, queue_id: int) -> bool:
-        return True
-
-    def notify_message_arriving(
-        self, topic: str, queue_id: int, max_offset: int, tags_code: int | None
-    ) -> None:
-        self.notified.append((topic, queue_id, max_offset))
-
-
 @pytest.fixture
 def service(tmp_path: Path) -> Iterator[ScheduleMessageService]:
     config = MessageStoreConfig(
@@ -57,7 +42,6 @@ def service(tmp_path: Path) -> Iterator[ScheduleMessageService]:
         store=store,
         store_config=config,
         delay_offset_manager=offsets,
-        long_polling=_Polls(),
         stats=BrokerStatsManager(),
     )
     try:
@@ -185,7 +169,6 @@ async def test_delivered_copy_keeps_record_and_properties(
     # the tag slot of the real queue is the tags hash again, so tag filters work
     cq = store.consume_queue("T", 3)
     assert cq is not None and cq.entry(0) == (copy.commit_log_offset, copy.store_size, 2598919)
-    assert service.controller.long_polling.notified == [("T", 3, 1)]
     assert service.controller.stats.topic_put_snapshot("T").msgs == 1
 
 
