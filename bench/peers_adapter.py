@@ -15,7 +15,10 @@ never stops them.
 
 Options (``--opt key=value``): ``mq_flush`` (ASYNC_FLUSH | SYNC_FLUSH), ``mq_queues``
 (queues of the topic, 8), ``mq_batch`` (messages per ``send_batch`` call, 64),
-``mq_pull_batch`` (pull batch size, 32), ``mq_inflight_paced`` (W4 sends in flight, 64).
+``mq_pull_batch`` (pull batch size, 32), ``mq_inflight_paced`` (W4 sends in flight, 64),
+``mq_loop`` (``caller``: the client's loop runs in the harness thread during each call,
+as ``SyncProducer(background=False)`` does; ``thread``: a loop thread and two hand-offs
+per call, the facade's default).
 """
 
 from __future__ import annotations
@@ -29,7 +32,6 @@ import signal
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -134,40 +136,6 @@ class _Servers:
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
-class _Loop:
-    """An asyncio (uvloop when asked and installed) loop in a daemon thread."""
-
-    def __init__(self, use_uvloop: bool) -> None:
-        self.loop = None
-        if use_uvloop:
-            try:
-                import uvloop
-
-                self.loop = uvloop.new_event_loop()
-            except ImportError:
-                pass
-        if self.loop is None:
-            self.loop = asyncio.new_event_loop()
-        ready = threading.Event()
-
-        def main() -> None:
-            asyncio.set_event_loop(self.loop)
-            self.loop.call_soon(ready.set)
-            self.loop.run_forever()
-
-        self.thread = threading.Thread(target=main, name="mq-peers", daemon=True)
-        self.thread.start()
-        ready.wait()
-
-    def run(self, coro: Any, timeout: float | None = None) -> Any:
-        return asyncio.run_coroutine_threadsafe(coro, self.loop).result(timeout)
-
-    def stop(self) -> None:
-        self.loop.call_soon_threadsafe(self.loop.stop)
-        self.thread.join(5)
-        self.loop.close()
-
-
 class MqAdapter(Adapter):
     name = "mq"
     server_pidfile: str | None = None
@@ -186,7 +154,8 @@ class MqAdapter(Adapter):
         self.batch = int(opts.get("mq_batch", 64))
         self.pull_batch = int(opts.get("mq_pull_batch", 32))
         self.inflight_paced = int(opts.get("mq_inflight_paced", 64))
-        self.lt: _Loop | None = None
+        self.loop_mode = str(opts.get("mq_loop", "caller"))
+        self.lt: Any = None
         self.producer: Any = None
         self.admin: Any = None
 
@@ -197,7 +166,9 @@ class MqAdapter(Adapter):
             cls._servers = _Servers(self.flush)
         self.srv = cls._servers
         self.server_pidfile = self.srv.pidfile  # absolute: os.path.join keeps it
-        self.lt = _Loop(bool(self.opts.get("uvloop", True)))
+        from mqcore.client.sync import CallerLoop, LoopThread
+
+        self.lt = CallerLoop() if self.loop_mode == "caller" else LoopThread()
         self.lt.run(self._connect(), 60)
         if os.getpid() == self.srv.owner:
             self._wait_broker()

@@ -127,7 +127,8 @@ async def test_bad_topic_and_dead_name_server_fail_clearly(cluster: LiveCluster)
     assert time.monotonic() - started < 2
 
 
-def test_sync_producer_from_plain_code(tmp_path: Path) -> None:
+@pytest.mark.parametrize("background", [True, False], ids=["loop-thread", "caller-loop"])
+def test_sync_producer_from_plain_code(tmp_path: Path, background: bool) -> None:
     async def boot() -> LiveCluster:
         return await LiveCluster(tmp_path).start("broker-a")
 
@@ -136,9 +137,11 @@ def test_sync_producer_from_plain_code(tmp_path: Path) -> None:
     server = __import__("threading").Thread(target=loop.run_forever, daemon=True)
     server.start()
     try:
-        with SyncProducer("spg", namesrv=cluster.addr) as producer:
-            result = producer.send(make_message("SyncTopic", "hello", tags="S"))
-            assert result.ok and result.message_queue.topic == "SyncTopic"
+        with SyncProducer("spg", namesrv=cluster.addr, background=background) as producer:
+            sends = [make_message("SyncTopic", f"m{i}", tags="S") for i in range(5)]
+            results = [producer.send(m) for m in sends]
+            assert all(r.ok and r.message_queue.topic == "SyncTopic" for r in results)
+            assert len({r.msg_id for r in results}) == 5
     finally:
         asyncio.run_coroutine_threadsafe(cluster.stop(), loop).result(20)
         loop.call_soon_threadsafe(loop.stop)
