@@ -225,3 +225,103 @@ async def test_mq_up_runs_both_and_stops_on_sigint(tmp_path: Path) -> None:
         if proc.poll() is None:
             proc.kill()
             proc.wait(10)
+
+
+def _read_up_lines(proc: subprocess.Popen[str]) -> tuple[str, list[str]]:
+    """The name server and broker addresses `mq up` prints, up to its export line."""
+    assert proc.stdout is not None
+    namesrv, brokers = "", []
+    while True:
+        line = proc.stdout.readline()
+        if not line or line.startswith("export NAMESRV_ADDR"):
+            break
+        if m := re.search(r"mq (namesrv|broker) listening on (\S+:\d+)", line):
+            if m.group(1) == "namesrv":
+                namesrv = m.group(2)
+            else:
+                brokers.append(m.group(2))
+    return namesrv, brokers
+
+
+async def test_mq_up_brokers_2_runs_a_cluster_of_two_processes_and_stops_all(
+    tmp_path: Path,
+) -> None:
+    from mqcore.client import Producer
+    from mqcore.client.producer import make_message
+
+    env = {**os.environ, "HOME": str(tmp_path)}
+    store = tmp_path / "store"
+    args = ["up", "--brokers", "2", "--store", str(store), "--namesrv-port", "0"]
+    args += ["--broker-port", "0", "--host", "127.0.0.1"]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "mqcli.main", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    try:
+        namesrv, brokers = _read_up_lines(proc)
+        assert namesrv and len(brokers) == 2, proc.stderr.read() if proc.poll() else brokers
+        async with RemotingClient() as rc:
+            deadline = time.monotonic() + 20
+            while True:
+                r = await rc.invoke(
+                    namesrv, RemotingCommand.request(RequestCode.GET_BROKER_CLUSTER_INFO), 5
+                )
+                names = ClusterInfo.decode(r.body).cluster_addr_table.get("DefaultCluster")
+                if names == {"broker-a", "broker-b"}:
+                    break
+                assert time.monotonic() < deadline, names
+                await asyncio.sleep(0.1)
+        async with Producer("up-pg", namesrv) as producer:
+            results = [await producer.send(make_message("Spread", f"m{i}")) for i in range(40)]
+        assert all(r.ok for r in results)
+        # Sends spread over both processes' queues.
+        assert {r.message_queue.broker_name for r in results} == {"broker-a", "broker-b"}
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(40) == 0
+        for root in (store, tmp_path / "store-broker-b"):
+            assert (root / "commitlog").is_dir() and not (root / "abort").exists()
+        for addr in brokers:  # every process is gone with its listener
+            host, port = addr.rsplit(":", 1)
+            with pytest.raises(OSError):
+                await asyncio.open_connection(host, int(port))
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(10)
+
+
+def test_mq_up_brokers_out_of_range_is_one_line(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "mqcli.main", "up", "--brokers", "0", "--store", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2 and "--brokers" in done.stderr and "1..26" in done.stderr
+
+
+def test_mq_up_stops_everything_when_an_extra_broker_cannot_start(tmp_path: Path) -> None:
+    from mqcore.store import MessageStore, MessageStoreConfig
+
+    store = tmp_path / "store"
+    holder = MessageStore(MessageStoreConfig(store_path_root_dir=f"{store}-broker-b"))
+    holder.start()  # holds broker-b's store lock, as a broker already running on it would
+    try:
+        args = ["up", "--brokers", "2", "--store", str(store), "--namesrv-port", "0"]
+        args += ["--broker-port", "0", "--host", "127.0.0.1"]
+        done = subprocess.run(
+            [sys.executable, "-m", "mqcli.main", *args],
+            capture_output=True,
+            text=True,
+            timeout=90,
+            env={**os.environ, "HOME": str(tmp_path)},
+        )
+    finally:
+        holder.shutdown()
+    assert done.returncode == 1
+    assert "broker-b" in done.stderr and "lock" in done.stderr, done.stderr
+    assert "Traceback" not in done.stderr
+    assert not (store / "abort").exists()  # broker-a was shut down cleanly
