@@ -329,10 +329,10 @@ def consume(
         None, "--backlog", min=1, help="First send this many messages, then drain exactly those."
     ),
     size: int | None = typer.Option(
-        None, "--size", "-s", min=1, help="Body size of the --backlog messages [default: 1024]."
+        None, "--size", "-s", min=1, help="Body size of the --backlog messages (default: 1024)."
     ),
     start_at: StartAt | None = typer.Option(
-        None, "--from", help="Start at the first or the last offset of each queue [default: first]."
+        None, "--from", help="Start at the first or the last offset of each queue (default: first)."
     ),
     clients: int = typer.Option(1, "--clients", min=1, help="Consumers that split the queues."),
     pull_batch: int = PullBatchOpt,
@@ -348,7 +348,7 @@ def consume(
 
     Examples:
       mq bench consume -t Bench --backlog 100000
-      mq bench consume -t Bench                      # everything Bench holds now
+      mq bench consume -t Bench --clients 2 --pull-batch 64
       mq bench consume -t Bench --from last --duration 30 --json
     """
     if count is not None and duration is not None:
