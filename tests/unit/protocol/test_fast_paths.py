@@ -1,0 +1,237 @@
+"""The fast paths of the protocol layer give exactly what the plain ways give.
+
+Each generated or shortcut path is compared with a reference written the obvious way (the
+code the fast path replaced), on fixtures and on hypothesis-generated input, errors included.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import struct
+from collections.abc import Mapping
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from mqcore.errors import RemoteProtocolError
+from mqcore.protocol import LanguageCode, RemotingCommand, SerializeType, encode
+from mqcore.protocol import headers as headers_module
+from mqcore.protocol.command import make_command
+from mqcore.protocol.fastbuild import mutable_twin, positional_builder
+from mqcore.protocol.header_binary import _read_checked, _read_fast, decode_binary_header
+from mqcore.protocol.headers import (
+    CommandHeader,
+    HeaderError,
+    PullMessageRequestHeader,
+    SendMessageRequestHeader,
+    SendMessageRequestHeaderV2,
+    SendMessageResponseHeader,
+    decode_send_message_header,
+)
+
+from .test_codec import JAVA_SEND_V2_HEADER, SEND_V2_EXT
+
+HEADER_CLASSES = sorted(
+    (
+        cls
+        for cls in vars(headers_module).values()
+        if isinstance(cls, type) and issubclass(cls, CommandHeader) and cls is not CommandHeader
+    ),
+    key=lambda cls: cls.__name__,
+)
+
+
+def reference_read(cls: type[CommandHeader], ext: Mapping[str, str], spec: Any = None) -> Any:
+    """The loop the generated readers replaced: kwargs for the dataclass ``__init__``."""
+    kwargs: dict[str, Any] = {}
+    for attr, key, parse, _, required in spec or cls._fields_spec():
+        text = ext.get(key)
+        if text is None:
+            if required:
+                raise HeaderError(f"the custom field <{key}> is null")
+            continue
+        try:
+            kwargs[attr] = text if parse is str else parse(text)
+        except ValueError:
+            raise HeaderError(f"the custom field <{key}> is not valid: {text!r}") from None
+    return cls(**kwargs)
+
+
+def reference_write(header: CommandHeader) -> dict[str, str]:
+    out = {}
+    for attr, key, _, write, _ in header._fields_spec():
+        value = getattr(header, attr)
+        if value is not None:
+            out[key] = write(value)
+    return out
+
+
+def outcome(fn: Any, *args: Any) -> tuple[str, Any]:
+    try:
+        return "ok", fn(*args)
+    except Exception as exc:
+        return type(exc).__name__, str(exc)
+
+
+# -- RemotingCommand -----------------------------------------------------------------------
+
+
+def test_make_command_is_the_dataclass() -> None:
+    args = (310, 7, 1, "r", {"a": "b"}, b"x", LanguageCode.GO, 317, SerializeType.ROCKETMQ)
+    fast, plain = make_command(*args), RemotingCommand(*args)
+    assert type(fast) is RemotingCommand
+    assert fast == plain and repr(fast) == repr(plain)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        fast.code = 1  # type: ignore[misc]
+    assert dataclasses.replace(fast, opaque=8) == dataclasses.replace(plain, opaque=8)
+
+
+def test_builders_refuse_classes_they_cannot_build() -> None:
+    @dataclasses.dataclass(frozen=True)
+    class NoSlots:
+        a: int
+
+    @dataclasses.dataclass(frozen=True, slots=True)
+    class PostInit:
+        a: int
+
+        def __post_init__(self) -> None:
+            pass
+
+    for cls in (NoSlots, PostInit):
+        with pytest.raises(TypeError):
+            mutable_twin(cls)
+    assert positional_builder(SendMessageResponseHeader)("m", 1, 2, None, "R", "T") == (
+        SendMessageResponseHeader("m", 1, 2, None, "R", "T")
+    )
+
+
+# -- typed headers -------------------------------------------------------------------------
+
+
+def test_every_header_class_reads_and_writes_like_the_reference() -> None:
+    for cls in HEADER_CLASSES:
+        spec = cls._fields_spec()
+        full = {key: ("true" if parse is not int else "12") for _, key, parse, _, _ in spec}
+        header = cls.from_ext_fields(full)
+        assert type(header) is cls
+        assert header == reference_read(cls, full), cls
+        assert header.to_ext_fields() == reference_write(header) == full, cls
+        required = {key: full[key] for _, key, _, _, req in spec if req}
+        assert cls.from_ext_fields(required) == reference_read(cls, required), cls
+        assert outcome(cls.from_ext_fields, {}) == outcome(reference_read, cls, {}), cls
+
+
+def test_send_headers_of_all_codes() -> None:
+    v2 = RemotingCommand.request(310, SEND_V2_EXT)
+    header = decode_send_message_header(v2)
+    assert type(header) is SendMessageRequestHeader
+    assert header == reference_read(
+        SendMessageRequestHeader, SEND_V2_EXT, SendMessageRequestHeaderV2._fields_spec()
+    )
+    assert header.to_v2().to_ext_fields() == SEND_V2_EXT
+    assert header.to_v2().to_v1() == header
+    v1 = RemotingCommand.request(10, header.to_ext_fields())
+    assert decode_send_message_header(v1) == header
+
+
+number = st.integers(-(2**63), 2**63 - 1).map(str)
+junk = st.sampled_from(["", " 1", "1_0", "x", "٣", "+5", "TRUE", "True", "false", "0x1"])
+ext_values = st.one_of(number, junk, st.text(max_size=8))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.sampled_from(HEADER_CLASSES), st.data())
+def test_generated_readers_match_the_reference(cls: type[CommandHeader], data: Any) -> None:
+    keys = [key for _, key, *_ in cls._fields_spec()]
+    ext = data.draw(st.dictionaries(st.sampled_from([*keys, "other"]), ext_values))
+    fast = outcome(cls.from_ext_fields, ext)
+    assert fast == outcome(reference_read, cls, ext)
+    if fast[0] == "ok":
+        assert fast[1].to_ext_fields() == reference_write(fast[1])
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.dictionaries(st.sampled_from(list(SEND_V2_EXT)), ext_values))
+def test_v2_reader_matches_the_reference(ext: dict[str, str]) -> None:
+    cmd = RemotingCommand.request(310, ext)
+    expected = outcome(
+        reference_read, SendMessageRequestHeader, ext, SendMessageRequestHeaderV2._fields_spec()
+    )
+    assert outcome(decode_send_message_header, cmd) == expected
+
+
+def test_pull_header_with_odd_values_writes_like_the_reference() -> None:
+    header = PullMessageRequestHeader("g", "t", True, 1, 2, 3, 4, 5, 6, subscription=7)  # type: ignore[arg-type]
+    assert header.to_ext_fields() == reference_write(header)
+
+
+# -- the binary header ---------------------------------------------------------------------
+
+
+def binary_header(ext: Mapping[str, str], remark: str | None = None) -> bytes:
+    cmd = RemotingCommand.request(
+        310, ext, opaque=7, remark=remark, serialize_type=SerializeType.ROCKETMQ
+    )
+    return encode(cmd)[8:]
+
+
+def test_fast_binary_reader_on_java_fields() -> None:
+    header = binary_header(SEND_V2_EXT)
+    assert _read_fast(header) == _read_checked(header)
+    assert _read_fast(header) is not None
+    cmd = decode_binary_header(bytearray(header), b"body")
+    assert cmd.ext_fields == SEND_V2_EXT and cmd.serialize_type is SerializeType.ROCKETMQ
+    assert JAVA_SEND_V2_HEADER  # the JSON twin of this header, kept in test_codec
+
+
+def test_fast_binary_reader_leaves_odd_headers_to_the_checked_one() -> None:
+    good = binary_header({"k": "v"})
+    negative_key = good[:21] + struct.pack(">h", -1) + good[23:]
+    negative_value = good[:24] + struct.pack(">i", -1) + good[28:]
+    truncated = good[:-1]
+    for header in (negative_key, negative_value, truncated):
+        assert _read_fast(header) is None
+        with pytest.raises(RemoteProtocolError):
+            _read_checked(header)
+    big = binary_header({"k": "v" * 40_000})  # blocks this large take the checked way
+    assert _read_fast(big) is None and _read_checked(big)[6] == {"k": "v" * 40_000}
+    # ...because there a key length of 0x8001 (negative as Java's short) could fit
+    odd = big[:21] + struct.pack(">H", 0x8001) + big[23:]
+    assert _read_fast(odd) is None
+    with pytest.raises(RemoteProtocolError, match="key overruns"):
+        _read_checked(odd)
+
+
+text_strategy = st.text(max_size=12)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.dictionaries(text_strategy, text_strategy, max_size=6),
+    st.none() | text_strategy,
+    st.data(),
+)
+def test_fast_binary_reader_matches_the_checked_one(
+    ext: dict[str, str], remark: str | None, data: Any
+) -> None:
+    header = bytearray(binary_header(ext, remark))
+    # Flip some bytes, cut or extend: the fast reader either agrees or leaves it.
+    for _ in range(data.draw(st.integers(0, 3))):
+        if header:
+            header[data.draw(st.integers(0, len(header) - 1))] = data.draw(st.integers(0, 255))
+    header = header[: data.draw(st.integers(0, len(header)))] + data.draw(st.binary(max_size=6))
+    fast = _read_fast(header)
+    checked = outcome(_read_checked, header)
+    if fast is not None:
+        assert checked == ("ok", fast)
+    decoded = outcome(decode_binary_header, header, b"")
+    if checked[0] != "ok":
+        assert decoded == checked  # the same error, word for word
+    else:
+        cmd = decoded[1]
+        code, _, version, opaque, flag, remark_out, ext_out = checked[1]
+        fields = (cmd.code, cmd.version, cmd.opaque, cmd.flag, cmd.remark, cmd.ext_fields)
+        assert fields == (code, version, opaque, flag, remark_out, ext_out)
