@@ -286,6 +286,20 @@ def test_e2e_wrong_flags(cluster: Cluster, args: list[str], message: str) -> Non
     assert done.returncode == 1 and message in done.stderr and "Traceback" not in done.stderr
 
 
+def test_two_brokers_every_queue_is_read(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """New topics are created on both brokers before the first send: left to
+    auto-creation, the second broker's queues appeared after the consumers were placed
+    and half of the messages went unread."""
+    with running(tmp_path_factory.mktemp("bench2"), brokers=2) as two:
+        summary = bench_json(two, "consume", "-t", "Bench2Backlog", "--backlog", "400",
+                             "--clients", "3", "--size", "32")  # fmt: skip
+        assert summary["received"] == 400 and summary["missing"] == 0
+        summary = bench_json(two, "e2e", "-t", "Bench2E2E", "--count", "400", "--consumers", "3")
+        assert summary["received"] == summary["sent"] == 400 and summary["missing"] == 0
+        route = two.json("topic", "route", "-t", "Bench2E2E")
+        assert isinstance(route, dict) and len(route["brokers"]) == 2
+
+
 def test_progress_shows_on_a_terminal(cluster: Cluster) -> None:
     child = cluster.pty("bench", "e2e", "-t", "BenchPty", "--duration", "1.5", "--rate", "100")
     child.expect(r"[\d,]+ sent, [\d,]+ received [\d,]+/s")

@@ -64,6 +64,8 @@ POLL_SLICE = 0.1
 ROUTE_WAIT = 15.0
 """Seconds to wait for the route of a topic the bench itself just created."""
 FILL_BATCH = 32
+NEW_TOPIC_QUEUES = 8
+"""Queues per broker of a topic the bench creates (as `mq topic create`)."""
 FILL_CLIENTS = 4
 
 
@@ -169,10 +171,10 @@ async def drain(consumer: LitePullConsumer, receiver: Receiver) -> None:
 
 
 async def queue_offsets(
-    admin: Admin, topic: str, *, wait: bool
+    admin: Admin, topic: str, *, wait: bool, brokers: Sequence[str] = ()
 ) -> dict[MessageQueue, tuple[int, int]]:
     """Each queue's (min, max) offset; with ``wait``, give a topic the bench just created
-    time to show up in the route."""
+    time to show up in the route (on each of ``brokers``)."""
     deadline = time.monotonic() + (ROUTE_WAIT if wait else 0.0)
     while True:
         try:
@@ -180,9 +182,24 @@ async def queue_offsets(
         except TopicRouteNotFoundError:
             if time.monotonic() >= deadline:
                 raise
-            await asyncio.sleep(0.1)
-            continue
-        return {q.mq: (q.min_offset, q.max_offset) for q in status}
+        else:
+            seen = {q.mq.broker_name for q in status}
+            if seen.issuperset(brokers) or time.monotonic() >= deadline:
+                return {q.mq: (q.min_offset, q.max_offset) for q in status}
+        await asyncio.sleep(0.1)
+
+
+async def ensure_topic(admin: Admin, topic: str) -> None:
+    """Create a missing topic on every master before the first send. Left to
+    auto-creation, each broker would add its queues when a send first reaches it -- after
+    the consumers were placed on the queues known then, so those messages went unread."""
+    try:
+        await admin.topic_status(topic)
+        return
+    except TopicRouteNotFoundError:
+        pass
+    brokers = await admin.create_topic(topic, queues=NEW_TOPIC_QUEUES)
+    await queue_offsets(admin, topic, wait=True, brokers=brokers)
 
 
 @contextlib.asynccontextmanager
@@ -215,9 +232,12 @@ async def consumers(
                 await consumer.shutdown()
 
 
-async def _fill(namesrv: str, admin: Admin, load: SendLoad, show: bool) -> dict[MessageQueue, int]:
-    """Send the backlog; returns each queue's max offset from before it (its start)."""
+async def _fill(
+    namesrv: str, admin: Admin, load: SendLoad, show: bool
+) -> dict[MessageQueue, tuple[int, int]]:
+    """Send the backlog; returns each queue's offsets from before it."""
     fill = Tally()
+    await ensure_topic(admin, load.topic)
     async with Producer(PRODUCER_GROUP, namesrv=namesrv) as producer:
         await warm_up(producer, load.topic, load.size, None)
         before = await queue_offsets(admin, load.topic, wait=True)
@@ -230,7 +250,7 @@ async def _fill(namesrv: str, admin: Admin, load: SendLoad, show: bool) -> dict[
             f"filling the backlog: {fill.failed:,} of {load.count:,} sends failed;"
             f" the first: {fill.first_error}"
         )
-    return {mq: high for mq, (_low, high) in before.items()}
+    return before
 
 
 async def run_consume(
@@ -249,14 +269,16 @@ async def run_consume(
 ) -> Receiver:
     """Plan where each queue starts (and the drain's target), then consume."""
     async with Admin(namesrv, instance_name=f"mq-bench-admin-{os.getpid()}") as admin:
-        starts: dict[MessageQueue, int] | None = None
+        before: dict[MessageQueue, tuple[int, int]] | None = None
         if backlog is not None:
             size, messages = backlog
             load = SendLoad(topic, size, messages, None, FILL_CLIENTS, FILL_BATCH,
                             SendMode.async_, 4, None, False)  # fmt: skip
-            starts = await _fill(namesrv, admin, load, show_progress)
+            before = await _fill(namesrv, admin, load, show_progress)
         offsets = await queue_offsets(admin, topic, wait=False)
-    if starts is None:
+    if before is not None:  # the backlog: from the ends before it (a queue new since: all)
+        starts = {mq: before.get(mq, (low, low))[1] for mq, (low, _high) in offsets.items()}
+    else:
         pick = 0 if start_at is StartAt.first else 1
         starts = {mq: bounds[pick] for mq, bounds in offsets.items()}
     held = sum(max(0, offsets[mq][1] - start) for mq, start in starts.items())

@@ -26,6 +26,7 @@ from mqcli.commands.bench.consume import (
     Receiver,
     consumers,
     drain,
+    ensure_topic,
     queue_offsets,
     report,
 )
@@ -114,10 +115,12 @@ async def run_e2e(
 ) -> tuple[StampedReceiver, Tally]:
     """Open the consumers at the end of every queue, then send and receive at once."""
     sent = Tally()
+    async with Admin(namesrv, instance_name=f"mq-bench-admin-{os.getpid()}") as admin:
+        await ensure_topic(admin, load.topic)
+        offsets = await queue_offsets(admin, load.topic, wait=True)
     async with Producer(PRODUCER_GROUP, namesrv=namesrv) as producer:
+        # Connection and route before the clock; its unstamped message is read and ignored.
         await warm_up(producer, load.topic, load.size, load.tags)
-        async with Admin(namesrv, instance_name=f"mq-bench-admin-{os.getpid()}") as admin:
-            offsets = await queue_offsets(admin, load.topic, wait=True)
         starts = {mq: high for mq, (_low, high) in offsets.items()}
         async with consumers(namesrv, group, consumer_clients, pull_batch, starts) as clients:
             receiver = StampedReceiver(idle)
