@@ -57,16 +57,21 @@ class LongPollingService:
         offset: int,
         timeout: float,
         matcher: TagMatcher | None = None,
+        max_offset: Callable[[], int] | None = None,
     ) -> bool:
         """Wait until a matching message lands in the queue at or past ``offset``.
 
-        True when woken by an arrival, False on timeout or shutdown."""
+        True when woken by an arrival, False on timeout or shutdown. ``max_offset`` reads
+        the queue's max offset once the pull is registered: entries dispatched between the
+        pull finding nothing and this registration wake nobody, so they answer it now."""
         if self._closed:
             return False
         loop = asyncio.get_running_loop()
         held = _HeldPull(offset, matcher, loop.create_future())
         key = (topic, queue_id)
         self._held.setdefault(key, []).append(held)
+        if max_offset is not None and max_offset() > offset:
+            held.future.set_result(True)
         timer = loop.call_later(max(0.0, timeout), _resolve, held.future, False)
         try:
             return await held.future

@@ -126,8 +126,14 @@ class PullMessageProcessor:
             if self.config.long_polling_enable
             else self.config.short_polling_time_mills
         )
+        store, topic, queue_id = self.controller.store, header.topic, header.queue_id
         await self.controller.long_polling.hold(
-            header.topic, header.queue_id, header.queue_offset, timeout_ms / 1000, filters[0]
+            topic,
+            queue_id,
+            header.queue_offset,
+            timeout_ms / 1000,
+            filters[0],
+            lambda: store.get_max_offset_in_queue(topic, queue_id),
         )
         return self.pull(request, header, filters)
 
