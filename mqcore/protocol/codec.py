@@ -56,13 +56,17 @@ class FrameDecoder:
 
     After it raised :class:`RemoteProtocolError` once it stays broken (the stream cannot be
     resynchronised); the caller must close the connection.
+
+    A ``bytes`` chunk that arrives while nothing is buffered (the usual case: a chunk holds
+    whole frames) is kept as it is and frames are sliced from it, with no copy into the
+    buffer; the ``bytearray`` buffer takes over only when a frame spans chunks.
     """
 
     __slots__ = ("_buf", "_eof", "_error", "_pos", "max_frame")
 
     def __init__(self, max_frame: int = DEFAULT_MAX_FRAME) -> None:
         self.max_frame = max_frame
-        self._buf = bytearray()
+        self._buf: bytes | bytearray = b""
         self._pos = 0
         self._eof = False
         self._error: RemoteProtocolError | None = None
@@ -81,66 +85,74 @@ class FrameDecoder:
             raise RuntimeError("receive_data after EOF")
         if self._error is not None:
             return
-        if self._pos and self._pos == len(self._buf):
-            self._buf.clear()
+        buf = self._buf
+        if self._pos == len(buf):  # nothing buffered: take the chunk as it is
+            self._buf = data if type(data) is bytes else bytearray(data)
             self._pos = 0
-        self._buf += data
+        elif type(buf) is bytes:  # a frame spans chunks: from now on, a buffer of our own
+            self._buf = bytearray(memoryview(buf)[self._pos :])
+            self._buf += data
+            self._pos = 0
+        else:
+            buf += data
 
     def next_command(self) -> RemotingCommand | Literal[NeedData.NEED_DATA]:
         """The next whole command, or NEED_DATA. Raises RemoteProtocolError on bad input,
         including EOF in the middle of a frame."""
         if self._error is not None:
             raise self._error
+        buf, pos = self._buf, self._pos
+        available = len(buf) - pos
         try:
-            return self._next()
+            if available < 8:
+                if self._eof and available:
+                    raise RemoteProtocolError(f"connection closed inside a frame ({available} B)")
+                if available >= 4:
+                    self._check_length(_LEN.unpack_from(buf, pos)[0])
+                return NEED_DATA
+            length, word = _PREFIX.unpack_from(buf, pos)
+            if length < 4 or length + 4 > self.max_frame:
+                self._check_length(length)
+            if available < 4 + length:
+                if self._eof:
+                    raise RemoteProtocolError(f"connection closed inside a frame ({available} B)")
+                return NEED_DATA
+            header_len = word & 0xFFFFFF
+            kind = (word >> 24) & 0xFF
+            if header_len > length - 4:
+                raise RemoteProtocolError(
+                    f"header length {header_len} exceeds frame length {length}"
+                )
+            if kind > SerializeType.ROCKETMQ:
+                raise RemoteProtocolError(f"unknown serialize type {kind}")
+            start = pos + 8
+            body_start = start + header_len
+            end = pos + 4 + length
+            # The header is copied out either way (a few hundred bytes): no view of the
+            # buffer may outlive this call, e.g. in a traceback, as it must stay resizable.
+            header = buf[start:body_start]
+            body = b""
+            if type(buf) is bytes:
+                if end > body_start:
+                    body = buf[body_start:end]
+            elif end > body_start:
+                with memoryview(buf) as view:
+                    body = view[body_start:end].tobytes()
+            if kind == SerializeType.JSON:
+                cmd = decode_json_header(header, body)
+            else:
+                cmd = decode_binary_header(header, body)
         except RemoteProtocolError as exc:
             self._error = exc
             raise
-
-    def _next(self) -> RemotingCommand | Literal[NeedData.NEED_DATA]:
-        buf, pos = self._buf, self._pos
-        available = len(buf) - pos
-        if available < 8:
-            if self._eof and available:
-                raise RemoteProtocolError(f"connection closed inside a frame ({available} B)")
-            if available < 4:
-                return NEED_DATA
-            length = _LEN.unpack_from(buf, pos)[0]
-            self._check_length(length)
-            return NEED_DATA
-        length, word = _PREFIX.unpack_from(buf, pos)
-        self._check_length(length)
-        if available < 4 + length:
-            if self._eof:
-                raise RemoteProtocolError(f"connection closed inside a frame ({available} B)")
-            return NEED_DATA
-        header_len = word & 0xFFFFFF
-        kind = (word >> 24) & 0xFF
-        if header_len > length - 4:
-            raise RemoteProtocolError(f"header length {header_len} exceeds frame length {length}")
-        start = pos + 8
-        body_start = start + header_len
-        end = pos + 4 + length
-        if kind > SerializeType.ROCKETMQ:
-            raise RemoteProtocolError(f"unknown serialize type {kind}")
-        body = b""
-        if end > body_start:
-            with memoryview(buf) as view:
-                body = view[body_start:end].tobytes()
-        # The header is copied (a few hundred bytes) so no view of the buffer can outlive
-        # this call, e.g. inside an exception's traceback; the buffer must stay resizable.
-        header = buf[start:body_start]
-        if kind == SerializeType.JSON:
-            cmd = decode_json_header(header, body)
-        else:
-            cmd = decode_binary_header(header, body)
-        self._pos = end
         if end == len(buf):
-            buf.clear()
+            self._buf = b""
             self._pos = 0
-        elif end > _COMPACT_AT:
+        elif end > _COMPACT_AT and type(buf) is bytearray:
             del buf[:end]
             self._pos = 0
+        else:
+            self._pos = end
         return cmd
 
     def _check_length(self, length: int) -> None:

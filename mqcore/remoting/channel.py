@@ -21,6 +21,7 @@ from mqcore.errors import MQTimeoutError, ProtocolError
 from mqcore.protocol import (
     DEFAULT_MAX_FRAME,
     FLAG_ONEWAY,
+    FLAG_RESPONSE,
     NEED_DATA,
     FrameDecoder,
     RemotingCommand,
@@ -96,7 +97,7 @@ class Channel(asyncio.Protocol):
                 cmd = decoder.next_command()
                 if cmd is NEED_DATA:
                     return
-                if cmd.is_response:
+                if cmd.flag & FLAG_RESPONSE:
                     fut = self._pending.pop(cmd.opaque, None)
                     if fut is None:
                         log.debug("%s: response for unknown opaque %d", self, cmd.opaque)
@@ -147,9 +148,10 @@ class Channel(asyncio.Protocol):
 
     def _handle_request(self, request: RemotingCommand) -> None:
         result = self.dispatcher.dispatch(self, request)
-        if isinstance(result, RemotingCommand) or result is None:
-            if result is not None:
-                self._reply(result)
+        if result is None:
+            return
+        if isinstance(result, RemotingCommand):
+            self._reply(result)
             return
         task = asyncio.ensure_future(result)
         self._tasks.add(task)
@@ -195,9 +197,13 @@ class Channel(asyncio.Protocol):
         if self._closed or self._transport is None or self._transport.is_closing():
             raise ChannelClosedError(f"connection to {self.remote_address} is closed")
         buffers = encode_buffers(cmd, max_frame=self.max_frame)
-        self._out.extend(buffers)
-        self._out_size += sum(len(b) for b in buffers)
-        if self._out_size >= self._high_water:
+        out = self._out
+        size = self._out_size
+        for buffer in buffers:
+            out.append(buffer)
+            size += len(buffer)
+        self._out_size = size
+        if size >= self._high_water:
             self._flush()  # now, so the transport's back-pressure sees these bytes
         elif not self._flush_scheduled:
             self._flush_scheduled = True
@@ -206,13 +212,13 @@ class Channel(asyncio.Protocol):
     def _flush(self) -> None:
         self._flush_scheduled = False
         out, self._out = self._out, []
-        self._out_size = 0
+        size, self._out_size = self._out_size, 0
         transport = self._transport
         if not out or transport is None or transport.is_closing():
             return
         if len(out) == 1:
             transport.write(out[0])
-        elif sum(len(b) for b in out) <= self._high_water:
+        elif size <= self._high_water:
             transport.write(b"".join(out))
         else:
             transport.writelines(out)

@@ -16,7 +16,7 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, TypeAlias
 
 from mqcore.errors import MQError
-from mqcore.protocol import RemotingCommand, ResponseCode
+from mqcore.protocol import FLAG_ONEWAY, RemotingCommand, ResponseCode
 
 if TYPE_CHECKING:
     from mqcore.remoting.channel import Channel
@@ -68,16 +68,17 @@ class RequestDispatcher:
         self, channel: Channel, request: RemotingCommand
     ) -> ProcessorResult | Awaitable[ProcessorResult]:
         """The answer, or an awaitable of it (for coroutine processors). Never raises."""
-        processor = self.processor_for(request.code)
+        processor = self._processors.get(request.code, self._default)
         if processor is None:
             return None if request.is_oneway else self.unsupported(request)
         try:
             result = processor(channel, request)
         except Exception as exc:
             return None if request.is_oneway else self.failure(request, exc)
-        if inspect.isawaitable(result):
+        # A command is not awaitable: answer it without asking inspect (the common case).
+        if type(result) is not RemotingCommand and inspect.isawaitable(result):
             return self._finish(request, result)
-        return None if request.is_oneway else result
+        return None if request.flag & FLAG_ONEWAY else result
 
     async def _finish(
         self, request: RemotingCommand, pending: Awaitable[ProcessorResult]
