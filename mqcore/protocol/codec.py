@@ -169,19 +169,20 @@ def encode_buffers(
 ) -> list[bytes | Body]:
     """The frame as ``[prefix+header, body]``: the body is passed through, not copied,
     so a transport can ``writelines`` a large pull body straight from memory."""
-    if cmd.serialize_type == SerializeType.ROCKETMQ:
+    kind = cmd.serialize_type
+    if kind == SerializeType.ROCKETMQ:
         header = encode_binary_header(cmd)
     else:
         header = encode_json_header(cmd)
     header_len = len(header)
     body = cmd.body
-    body_len = len(body) if not isinstance(body, memoryview) else body.nbytes
+    body_len = len(body) if type(body) is not memoryview else body.nbytes
     length = 4 + header_len + body_len
     if header_len > 0xFFFFFF:
         raise LocalProtocolError(f"header of {header_len} bytes does not fit 24 bits")
     if length + 4 > max_frame:
         raise LocalProtocolError(f"frame of {length + 4} bytes exceeds the maximum {max_frame}")
-    head = _PREFIX.pack(length, (int(cmd.serialize_type) << 24) | header_len) + header
+    head = _PREFIX.pack(length, (kind << 24) | header_len) + header
     if body_len:
         return [head, body]
     return [head]

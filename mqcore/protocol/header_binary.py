@@ -133,16 +133,30 @@ def _read_checked(data: bytes | bytearray | memoryview) -> _Fields:
     return code, lang, version, opaque, flag, remark, ext
 
 
+_KEY_PREFIXES: dict[str, bytes] = {}
+"""Encoded ``i16 length | key`` per ext key seen: the same few dozen names every time."""
+
+
 def encode_binary_header(cmd: RemotingCommand) -> bytes:
     """Encode ``cmd``'s header in the binary form. Raises LocalProtocolError on overflow."""
     parts: list[bytes] = []
+    append = parts.append
+    prefixes = _KEY_PREFIXES
     try:
-        fixed = _FIXED.pack(cmd.code, cmd.language.value, cmd.version, cmd.opaque, cmd.flag)
+        # LanguageCode is an IntEnum: packed as the number it is.
+        fixed = _FIXED.pack(cmd.code, cmd.language, cmd.version, cmd.opaque, cmd.flag)
         remark = cmd.remark.encode() if cmd.remark else b""
         for key, value in cmd.ext_fields.items():
-            k = key.encode()
+            prefix = prefixes.get(key)
+            if prefix is None:
+                k = key.encode()
+                prefix = _I16.pack(len(k)) + k
+                if len(prefixes) < 1024:
+                    prefixes[key] = prefix
             v = value.encode()
-            parts.append(_I16.pack(len(k)) + k + _I32.pack(len(v)) + v)
+            append(prefix)
+            append(_I32.pack(len(v)))
+            append(v)
     except (struct.error, AttributeError) as exc:
         raise LocalProtocolError(f"cannot encode binary header: {exc}") from None
     ext = b"".join(parts)

@@ -19,6 +19,7 @@ from mqcore.protocol.command import Body, RemotingCommand, make_command
 __all__ = ["decode_json_header", "encode_json_header"]
 
 _LANGUAGE_BY_NAME = {lang.name: lang for lang in LanguageCode}
+_NAME_OF_LANGUAGE = {lang: lang.name for lang in LanguageCode}  # Enum.name is a Python call
 
 
 def _ext_text(value: Any) -> str | None:
@@ -116,7 +117,8 @@ def encode_json_header(cmd: RemotingCommand) -> bytes:
                 )
         obj["extFields"] = ext if type(ext) is dict else dict(ext)
     obj["flag"] = cmd.flag
-    obj["language"] = cmd.language.name
+    language = cmd.language
+    obj["language"] = _NAME_OF_LANGUAGE.get(language) or language.name
     obj["opaque"] = cmd.opaque
     if cmd.remark is not None:
         obj["remark"] = cmd.remark
