@@ -8,6 +8,7 @@ i32 ms since start of month ‖ u16 counter), as RocketMQ's MessageClientIDSette
 from __future__ import annotations
 
 import ipaddress
+import itertools
 import os
 import random
 import socket
@@ -21,6 +22,7 @@ from mqcore.errors import MessageIdError
 
 _Q = struct.Struct(">q")
 _I = struct.Struct(">i")
+_IH = struct.Struct(">IH")
 
 
 @lru_cache(maxsize=256)
@@ -36,8 +38,15 @@ def host_from_bytes(raw: bytes) -> str:
     return str(ipaddress.ip_address(raw))
 
 
+@lru_cache(maxsize=256)
+def _host_hex(host: tuple[str, int]) -> str:
+    return (host_bytes(host[0]) + _I.pack(host[1])).hex().upper()
+
+
 def create_offset_msg_id(host: tuple[str, int], commit_log_offset: int) -> str:
-    return (host_bytes(host[0]) + _I.pack(host[1]) + _Q.pack(commit_log_offset)).hex().upper()
+    """The id of the record at ``commit_log_offset`` of the broker at ``host`` (once per
+    stored message: the host part is formatted once per host)."""
+    return _host_hex(host) + _Q.pack(commit_log_offset).hex().upper()
 
 
 def decode_offset_msg_id(msg_id: str) -> tuple[str, int, int]:
@@ -77,27 +86,33 @@ def _start_of_month_ms(now_ms: int) -> int:
 
 
 class UniqKeyGenerator:
-    """Thread-safe generator of unique keys for one process."""
+    """Thread-safe generator of unique keys for one process.
+
+    As Java's: the counter is atomic (``itertools.count`` under the GIL) and only the
+    monthly change of the time base takes the lock; the fixed prefix is formatted once.
+    """
 
     def __init__(self, ip: bytes | None = None, pid: int | None = None) -> None:
         ip = ip if ip is not None else _local_ip()
         pid = os.getpid() if pid is None else pid
-        self._prefix = ip + struct.pack(">Hi", pid & 0xFFFF, random.getrandbits(31))
+        prefix = ip + struct.pack(">Hi", pid & 0xFFFF, random.getrandbits(31))
+        self._prefix_hex = prefix.hex().upper()
         self._lock = threading.Lock()
-        self._counter = 0
-        self._month_start = 0
-        self._next_month = 0
+        self._counter = itertools.count()
+        self._month = (0, 0)  # (start, next start) in ms, swapped as one
 
     def next(self) -> str:
         now = int(time.time() * 1000)
-        with self._lock:
-            if now >= self._next_month:
-                self._month_start = _start_of_month_ms(now)
-                self._next_month = self._month_start + 31 * 86400 * 1000
-            diff = (now - self._month_start) & 0xFFFFFFFF
-            counter = self._counter
-            self._counter = (counter + 1) & 0xFFFF
-        return (self._prefix + struct.pack(">IH", diff, counter)).hex().upper()
+        month_start, next_month = self._month
+        if now >= next_month:
+            with self._lock:
+                month_start, next_month = self._month
+                if now >= next_month:
+                    month_start = _start_of_month_ms(now)
+                    self._month = (month_start, month_start + 31 * 86400 * 1000)
+        diff = (now - month_start) & 0xFFFFFFFF
+        counter = next(self._counter) & 0xFFFF
+        return self._prefix_hex + _IH.pack(diff, counter).hex().upper()
 
 
 _default_generator: UniqKeyGenerator | None = None
