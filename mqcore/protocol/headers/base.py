@@ -48,6 +48,12 @@ def _write_bool(value: Any) -> str:
 
 # ``int`` itself, not a wrapper: a Python-level call per number field costs as much again.
 _PARSERS: dict[type, Callable[[str], Any]] = {int: int, bool: _parse_bool, str: str}
+# The texts most values are (queue ids, flags, counts, booleans), parsed once: a dict
+# lookup costs a third of parsing. Anything else is parsed as usual.
+_PARSED: dict[Callable[[str], Any], dict[str, Any]] = {
+    int: {str(n): n for n in range(-1, 1025)},
+    _parse_bool: {"true": True, "false": False},
+}
 _WRITERS: dict[type, Callable[[Any], str]] = {int: str, bool: _write_bool, str: str}
 
 _Spec = tuple[tuple[str, str, Callable[[str], Any], Callable[[Any], str], bool], ...]
@@ -143,11 +149,15 @@ class CommandHeader:
                 store = [f"obj.{attr} = text"]
             else:
                 namespace[f"_parse{i}"] = parse
+                namespace[f"_parsed{i}"] = _PARSED[parse].get
                 store = [
-                    "try:",
-                    f"    obj.{attr} = _parse{i}(text)",
-                    "except ValueError:",
-                    f"    raise _invalid({key!r}, text) from None",
+                    f"value = _parsed{i}(text)",
+                    "if value is None:",
+                    "    try:",
+                    f"        value = _parse{i}(text)",
+                    "    except ValueError:",
+                    f"        raise _invalid({key!r}, text) from None",
+                    f"obj.{attr} = value",
                 ]
             body += [f"text = get({key!r})", "if text is None:"]
             if required:
