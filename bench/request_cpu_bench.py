@@ -172,6 +172,9 @@ def rows() -> list[tuple[str, Callable[[int], object]]]:
 
         out.append((f"build+encode send answer ({tag})", _repeat(send_answer)))
         out.append((f"channel: SEND_MESSAGE_V2 in, answer out ({tag})", _channel_round(send_frame)))
+        if kind == SerializeType.JSON:
+            name = "channel: SEND_MESSAGE_V2 in, async answer out (JSON)"
+            out.append((name, _channel_round(send_frame, asynchronous=True)))
         out.append((f"build+encode pull answer 4 KiB ({tag})", _repeat(pull_answer)))
 
     send_v2 = RemotingCommand.request(RequestCode.SEND_MESSAGE_V2, v2_ext)
@@ -242,11 +245,17 @@ def _send_answer(channel: Channel, request: RemotingCommand) -> RemotingCommand:
     return RemotingCommand.response_to(request, 0, None, ext)
 
 
-def _channel_round(frame: bytes) -> Callable[[int], object]:
-    """A request frame arrives, a synchronous processor answers, the answer is written."""
+async def _send_answer_later(channel: Channel, request: RemotingCommand) -> RemotingCommand:
+    """The same as a coroutine, as the broker answers when it waits for a flush."""
+    return _send_answer(channel, request)
+
+
+def _channel_round(frame: bytes, asynchronous: bool = False) -> Callable[[int], object]:
+    """A request frame arrives, a processor answers, the answer is written."""
     loop = _loop()
     dispatcher = RequestDispatcher()
-    dispatcher.register(RequestCode.SEND_MESSAGE_V2, _send_answer)
+    processor = _send_answer_later if asynchronous else _send_answer
+    dispatcher.register(RequestCode.SEND_MESSAGE_V2, processor)
     channel = _channel(loop, dispatcher)
     transport = channel._transport
     assert isinstance(transport, _CountingTransport)
@@ -255,7 +264,9 @@ def _channel_round(frame: bytes) -> Callable[[int], object]:
         async def go() -> None:
             for _ in range(n):
                 channel.data_received(frame)
-                await asyncio.sleep(0)  # one loop pass: the flush runs
+                await asyncio.sleep(0)  # one loop pass: the flush (or the task) runs
+                if asynchronous:
+                    await asyncio.sleep(0)  # and one for the flush after the task
 
         writes = transport.writes
         loop.run_until_complete(go())
