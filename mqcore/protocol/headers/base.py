@@ -19,7 +19,7 @@ from typing import Any, ClassVar, Self
 
 from mqcore.common.properties import camel
 from mqcore.errors import MQError
-from mqcore.protocol.fastbuild import compile_function, mutable_twin
+from mqcore.protocol.fastbuild import compile_function, construct
 
 __all__ = ["CommandHeader", "HeaderError", "camel", "wire"]
 
@@ -136,28 +136,21 @@ class CommandHeader:
     @classmethod
     def _compile_reader(cls, spec: _Spec) -> _Reader:
         fields = {f.name: f for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
-        namespace: dict[str, Any] = {
-            "_new": object.__new__,
-            "_Twin": mutable_twin(cls),
-            "_cls": cls,
-            "_missing": _missing,
-            "_invalid": _invalid,
-        }
-        body = ["get = ext.get", "obj = _new(_Twin)"]
+        namespace: dict[str, Any] = {"_missing": _missing, "_invalid": _invalid}
+        body = ["get = ext.get"]
         for i, (attr, key, parse, _, required) in enumerate(spec):
             if parse is str:
-                store = [f"obj.{attr} = text"]
+                store = [f"v_{attr} = text"]
             else:
                 namespace[f"_parse{i}"] = parse
                 namespace[f"_parsed{i}"] = _PARSED[parse].get
                 store = [
-                    f"value = _parsed{i}(text)",
-                    "if value is None:",
+                    f"v_{attr} = _parsed{i}(text)",
+                    f"if v_{attr} is None:",
                     "    try:",
-                    f"        value = _parse{i}(text)",
+                    f"        v_{attr} = _parse{i}(text)",
                     "    except ValueError:",
                     f"        raise _invalid({key!r}, text) from None",
-                    f"obj.{attr} = value",
                 ]
             body += [f"text = get({key!r})", "if text is None:"]
             if required:
@@ -166,12 +159,12 @@ class CommandHeader:
             f = fields[attr]
             if f.default_factory is dataclasses.MISSING:
                 namespace[f"_default{i}"] = f.default
-                body.append(f"    obj.{attr} = _default{i}")
+                body.append(f"    v_{attr} = _default{i}")
             else:
                 namespace[f"_factory{i}"] = f.default_factory
-                body.append(f"    obj.{attr} = _factory{i}()")
+                body.append(f"    v_{attr} = _factory{i}()")
             body += ["else:", *(f"    {line}" for line in store)]
-        body += ["obj.__class__ = _cls", "return obj"]
+        body += construct(cls, {attr: f"v_{attr}" for attr, *_ in spec}, namespace)
         return compile_function(f"read_{cls.__name__}", "ext", body, namespace)
 
     @classmethod
@@ -179,10 +172,9 @@ class CommandHeader:
         """A ``cls`` with the attribute values of ``other`` (same attribute names)."""
         copier = cls.__dict__.get("_copier")
         if copier is None:
-            names = [attr for attr, *_ in cls._fields_spec()]
-            body = ["obj = _new(_Twin)", *(f"obj.{a} = other.{a}" for a in names)]
-            body += ["obj.__class__ = _cls", "return obj"]
-            namespace = {"_new": object.__new__, "_Twin": mutable_twin(cls), "_cls": cls}
+            namespace: dict[str, Any] = {}
+            values = {attr: f"other.{attr}" for attr, *_ in cls._fields_spec()}
+            body = construct(cls, values, namespace)
             copier = compile_function(f"copy_{cls.__name__}", "other", body, namespace)
             cls._copier = copier
         return copier(other)  # type: ignore[no-any-return]
