@@ -28,6 +28,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +41,7 @@ from mqcore.protocol import (
     SerializeType,
     encode,
     encode_buffers,
+    next_opaque,
 )
 from mqcore.protocol.headers import (
     PullMessageRequestHeader,
@@ -48,7 +50,12 @@ from mqcore.protocol.headers import (
     SendMessageResponseHeader,
     decode_send_message_header,
 )
-from mqcore.remoting import RequestDispatcher, new_event_loop
+from mqcore.remoting import (
+    InMemoryNetwork,
+    InMemoryRemotingClient,
+    RequestDispatcher,
+    new_event_loop,
+)
 from mqcore.remoting.channel import Channel
 
 SEND = SendMessageRequestHeader(
@@ -199,6 +206,7 @@ def rows() -> list[tuple[str, Callable[[int], object]]]:
             _repeat(lambda: SendMessageResponseHeader.from_command(answer)),
         )
     )
+    out.append(("in-memory invoke, client + server (JSON)", _invoke_round(send_v2)))
     out.append(("create_uniq_key", _repeat(create_uniq_key)))
     host = ("10.0.0.1", 10911)
     out.append(("create_offset_msg_id", _repeat(lambda: create_offset_msg_id(host, 1_000_000))))
@@ -271,6 +279,26 @@ def _channel_round(frame: bytes, asynchronous: bool = False) -> Callable[[int], 
         writes = transport.writes
         loop.run_until_complete(go())
         assert transport.writes - writes == n
+        return None
+
+    return run
+
+
+def _invoke_round(request: RemotingCommand) -> Callable[[int], object]:
+    """Client and server in one loop over the in-memory network: ``invoke`` to answer."""
+    loop = _loop()
+    dispatcher = RequestDispatcher()
+    dispatcher.register(RequestCode.SEND_MESSAGE_V2, _send_answer)
+    network = InMemoryNetwork()
+    network.serve("bench:1", dispatcher)
+    client = InMemoryRemotingClient(network)
+
+    def run(n: int) -> object:
+        async def go() -> None:
+            for _ in range(n):
+                await client.invoke("bench:1", replace(request, opaque=next_opaque()))
+
+        loop.run_until_complete(go())
         return None
 
     return run

@@ -240,16 +240,14 @@ class Channel(asyncio.Protocol):
         if opaque in self._pending:
             raise ValueError(f"opaque {opaque} already in flight on {self}")
         self._pending[opaque] = fut
+        # A timer that fails the future, not asyncio.timeout(): that context manager costs
+        # a tenth of a whole round trip's instructions (client and server).
+        timer = loop.call_later(timeout, _expire, fut, self.remote_address, request.code, timeout)
         try:
             self.send(request)
-            async with asyncio.timeout(timeout):
-                return await fut
-        except TimeoutError:
-            raise MQTimeoutError(
-                f"no answer from {self.remote_address} to request code {request.code}"
-                f" within {timeout:g} s"
-            ) from None
+            return await fut
         finally:
+            timer.cancel()
             self._pending.pop(opaque, None)
 
     async def invoke_oneway(self, request: RemotingCommand) -> None:
@@ -273,3 +271,10 @@ class Channel(asyncio.Protocol):
 
     def __repr__(self) -> str:
         return f"<Channel {self.remote_address}{' closed' if self._closed else ''}>"
+
+
+def _expire(fut: asyncio.Future[RemotingCommand], peer: str, code: int, timeout: float) -> None:
+    if not fut.done():
+        fut.set_exception(
+            MQTimeoutError(f"no answer from {peer} to request code {code} within {timeout:g} s")
+        )

@@ -5,6 +5,9 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+import pytest
+
+from mqcore.errors import MQTimeoutError
 from mqcore.protocol import NEED_DATA, FrameDecoder, RemotingCommand, SerializeType, encode
 from mqcore.remoting import Channel
 from mqcore.remoting.dispatcher import RequestDispatcher
@@ -148,3 +151,25 @@ def test_decoder_joins_a_held_chunk_with_the_next() -> None:
     rest = [decoder.next_command(), decoder.next_command()]
     assert [c.opaque for c in rest if isinstance(c, RemotingCommand)] == [1, 2]
     assert decoder.next_command() is NEED_DATA and decoder.buffered == 0
+
+
+async def test_invoke_times_out_cancels_and_answers() -> None:
+    channel, _ = make_channel()
+    with pytest.raises(MQTimeoutError, match=r"to request code 9 within 0\.01 s"):
+        await channel.invoke(RemotingCommand.request(9, opaque=1), timeout=0.01)
+    assert channel._pending == {}
+
+    task = asyncio.ensure_future(channel.invoke(RemotingCommand.request(9, opaque=2), 0.05))
+    await asyncio.sleep(0)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert channel._pending == {}
+    await asyncio.sleep(0.1)  # the cancelled request's timer must not fire into anything
+
+    pending = asyncio.ensure_future(channel.invoke(RemotingCommand.request(9, opaque=3), 5))
+    await asyncio.sleep(0)
+    answer = RemotingCommand.response_to(RemotingCommand.request(9, opaque=3), 0, "ok")
+    channel.data_received(encode(answer))
+    assert (await pending).remark == "ok"
+    assert channel._pending == {}
