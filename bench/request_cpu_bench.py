@@ -28,7 +28,6 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -41,7 +40,6 @@ from mqcore.protocol import (
     SerializeType,
     encode,
     encode_buffers,
-    next_opaque,
 )
 from mqcore.protocol.headers import (
     PullMessageRequestHeader,
@@ -206,7 +204,7 @@ def rows() -> list[tuple[str, Callable[[int], object]]]:
             _repeat(lambda: SendMessageResponseHeader.from_command(answer)),
         )
     )
-    out.append(("in-memory invoke, client + server (JSON)", _invoke_round(send_v2)))
+    out.append(("in-memory invoke, client + server (JSON)", _invoke_round(v2_ext)))
     out.append(("create_uniq_key", _repeat(create_uniq_key)))
     host = ("10.0.0.1", 10911)
     out.append(("create_offset_msg_id", _repeat(lambda: create_offset_msg_id(host, 1_000_000))))
@@ -284,8 +282,9 @@ def _channel_round(frame: bytes, asynchronous: bool = False) -> Callable[[int], 
     return run
 
 
-def _invoke_round(request: RemotingCommand) -> Callable[[int], object]:
-    """Client and server in one loop over the in-memory network: ``invoke`` to answer."""
+def _invoke_round(ext: dict[str, str]) -> Callable[[int], object]:
+    """Client and server in one loop over the in-memory network: request built, invoked,
+    answered, the answer read."""
     loop = _loop()
     dispatcher = RequestDispatcher()
     dispatcher.register(RequestCode.SEND_MESSAGE_V2, _send_answer)
@@ -296,7 +295,8 @@ def _invoke_round(request: RemotingCommand) -> Callable[[int], object]:
     def run(n: int) -> object:
         async def go() -> None:
             for _ in range(n):
-                await client.invoke("bench:1", replace(request, opaque=next_opaque()))
+                request = RemotingCommand.request(RequestCode.SEND_MESSAGE_V2, ext)
+                await client.invoke("bench:1", request)
 
         loop.run_until_complete(go())
         return None
