@@ -89,6 +89,7 @@ class CommandHeader:
     __slots__ = ()
     _spec: ClassVar[_Spec | None] = None
     _readers: ClassVar[dict[type, _Reader] | None] = None
+    _read: ClassVar[_Reader | None] = None  # _readers[cls], one lookup away
     _writer: ClassVar[Callable[[Any], dict[str, str]] | None] = None
     _copier: ClassVar[Callable[[Any], Any] | None] = None
 
@@ -119,7 +120,10 @@ class CommandHeader:
     @classmethod
     def from_ext_fields(cls, ext: Mapping[str, str]) -> Self:
         """Build from a command's extFields. Raises HeaderError; unknown keys are ignored."""
-        return cls._reader(cls)(ext)  # type: ignore[no-any-return]
+        read = cls.__dict__.get("_read")
+        if read is None:
+            read = cls._read = cls._reader(cls)
+        return read(ext)  # type: ignore[no-any-return]
 
     @classmethod
     def _reader(cls, wire_cls: type[CommandHeader]) -> _Reader:
@@ -182,7 +186,10 @@ class CommandHeader:
     @classmethod
     def from_command(cls, cmd: Any) -> Self:
         """``from_ext_fields(cmd.ext_fields)``, for handlers that receive a command."""
-        return cls._reader(cls)(cmd.ext_fields)  # type: ignore[no-any-return]
+        read = cls.__dict__.get("_read")
+        if read is None:
+            read = cls._read = cls._reader(cls)
+        return read(cmd.ext_fields)  # type: ignore[no-any-return]
 
     def to_ext_fields(self) -> dict[str, str]:
         """The text map to put on the wire; ``None`` fields are left out."""
