@@ -40,6 +40,7 @@ from typing import NamedTuple
 
 from mqcore.common.javahash import index_key_hash
 from mqcore.errors import CorruptRecordError, StoreError
+from mqcore.store.mapped_file import sync_mapped
 
 __all__ = [
     "DEFAULT_MAX_HASH_SLOT_NUM",
@@ -298,10 +299,10 @@ class IndexFile:
         return True
 
     def flush(self) -> None:
-        """msync the whole map (header included)."""
+        """Sync the whole map (header included) without holding the GIL meanwhile."""
         if not self.readonly and self._mm is not None:
             self.write_header()
-            self._mm.flush()
+            sync_mapped(self._mm, self.path, 0, len(self._mm))
 
     # -- reading ------------------------------------------------------------------------
 

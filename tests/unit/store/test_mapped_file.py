@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 import pytest
 
 from mqcore.errors import CorruptRecordError, StoreError
+from mqcore.store.index_file import IndexFile
 from mqcore.store.mapped_file import MappedFile, offset_to_file_name
 from mqcore.store.mapped_file_queue import MappedFileQueue
 
@@ -112,3 +114,34 @@ def test_delete_expired_keeps_last_file(tmp_path: Path) -> None:
     assert q.delete_expired_by_time(1000, force=False) == 3
     assert len(q.files) == 1 and q.min_offset == 3 * 4096
     q.close()
+
+
+@pytest.mark.skipif(
+    not sys.platform.startswith("linux"), reason="fdatasync covers mapped pages on Linux only"
+)
+def test_flush_writes_back_with_fdatasync_which_releases_the_gil(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # mmap.flush (msync) holds the GIL through the write-back and stalls the event loop.
+    synced: list[str] = []
+    real = os.fdatasync
+
+    def recording(fd: int) -> None:
+        synced.append(os.readlink(f"/proc/self/fd/{fd}"))
+        real(fd)
+
+    monkeypatch.setattr(os, "fdatasync", recording)
+    mf = MappedFile(tmp_path / offset_to_file_name(0), 8192, create=True)
+    try:
+        mf.append(b"x" * 5000)
+        assert mf.flush() == 5000
+        assert synced == [str(mf.path)]
+        assert mf.flush() == 5000 and len(synced) == 1  # nothing dirty: no sync
+    finally:
+        mf.close()
+    index = IndexFile.create(tmp_path / "index", 8, 16)
+    try:
+        index.flush()
+        assert synced[-1] == str(tmp_path / "index")
+    finally:
+        index.close()
