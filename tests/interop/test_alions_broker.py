@@ -74,6 +74,8 @@ async def test_alions_producer_to_mq_consumer(tmp_path: Path, alions_dir: Path) 
 
 async def test_mq_producer_to_alions_consumer(tmp_path: Path, alions_dir: Path) -> None:
     async with running_namesrv(tmp_path) as ns, running_broker(tmp_path, ns.listen_address):
+        async with Admin(namesrv=ns.listen_address) as admin:
+            await registered(admin)  # the first send needs the broker's route
         async with Producer("py-pg", namesrv=ns.listen_address) as producer:
             for i in range(8):
                 await producer.send(
