@@ -2,12 +2,11 @@
 
 The send path only appends; the store keeps an append receipt per put and calls
 :meth:`ReputService.wake`. The first wake of an event loop pass schedules one :meth:`run`
-behind the requests of that pass and before their answers are written: it writes the
-consume queue and index entries of every append since the previous run in one go, then
-wakes the held pulls of the queues that grew. So a burst of sends costs one dispatch, no
-thread and no lock hand-off; a producer holding its answer can pull its message; and
-every writer (sends, send-backs, the schedule service, transactions) reaches long
-polling through the same place.
+behind the answers of that pass: it writes the consume queue and index entries of every
+append since the previous run in one go, then wakes the held pulls of the queues that
+grew. So a burst of sends costs one dispatch, no thread and no lock hand-off; answers do
+not wait for dispatch; and every writer (sends, send-backs, the schedule service,
+transactions) reaches long polling through the same place.
 """
 
 from __future__ import annotations
@@ -50,20 +49,27 @@ class ReputService:
         self.run()
 
     def wake(self) -> None:
-        """An append happened: make sure one run follows, before this pass's answers.
+        """An append happened: make sure one run follows, after this pass's answers.
 
-        Answers are written by callbacks queued after the append in the same pass (one
-        write per connection), so the run queued now comes first: once a producer has
-        its answer, a pull sees the message (no OFFSET_MOVED for a queue not yet built).
+        Answers leave at the end of the received chunk or by callbacks queued in this
+        pass, so the run is queued one hop later: a send's answer never waits for its
+        dispatch, and the producer's next request overlaps it. (A pull that comes first
+        still sees the message: store reads dispatch what is pending.)
         """
         loop = self._loop
         if self._scheduled or loop is None:
             return
         self._scheduled = True
         if threading.get_ident() == self._loop_thread:
-            loop.call_soon(self.run)
+            loop.call_soon(self._after_answers)
         else:
-            loop.call_soon_threadsafe(self.run)
+            loop.call_soon_threadsafe(self._after_answers)
+
+    def _after_answers(self) -> None:
+        if self._loop is None:
+            self._scheduled = False
+            return
+        self._loop.call_soon(self.run)
 
     def run(self) -> None:
         """Dispatch everything pending and wake the pulls waiting on what arrived."""

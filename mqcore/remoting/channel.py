@@ -87,6 +87,10 @@ class Channel(asyncio.Protocol):
     def data_received(self, data: bytes) -> None:
         self._decoder.receive_data(data)
         self._process()
+        if self._out:
+            # The answers of this chunk's requests go out now, in one write, instead of
+            # one loop pass later (the flush queued by send() then finds nothing to do).
+            self._flush()
 
     def _process(self) -> None:
         # While the write buffer is above high water, leave further frames in the decoder:

@@ -15,8 +15,9 @@ and the store timestamp, copy the whole batch into the mapped commit log once, l
 append receipt, answer. Consume queue and index entries are written behind the put, as
 RocketMQ's ReputMessageService does: a driver set in :attr:`MessageStore.on_append` (the
 broker, once per event loop pass) calls :meth:`MessageStore.dispatch_pending`, which
-dispatches every receipt since the last pass in one go; a pull sees a message once its
-entry is written. Without a driver (offline tools, tests) a put dispatches before it
+dispatches every receipt since the last pass in one go. A read (a pull, a key query, an
+offset) that comes before that pass dispatches what is pending first, so it sees every
+acknowledged append. Without a driver (offline tools, tests) a put dispatches before it
 returns. Durability is the flush services' job (see flush.py); SYNC_FLUSH callers get a
 future from the group commit. Reads hand out memoryviews of the mapped files.
 """
@@ -114,6 +115,7 @@ class MessageStore:
         """Called after each append by a driver that dispatches later through
         :meth:`dispatch_pending`; None dispatches inside the put."""
         self._pending: list[AppendReceipt] = []
+        self._arrivals: list[Arrival] = []
         self._dispatch_lock = threading.Lock()
         self.topic_queue_table: dict[tuple[str, int], int] = {}
         """Next queue offset per (topic, queue id)."""
@@ -249,7 +251,7 @@ class MessageStore:
         """Stop threads, flush everything, remove the abort marker, release the lock."""
         if self._running:
             self._running = False
-            self.dispatch_pending()
+            self._dispatch()
             if self._flusher is not None:
                 self._flusher.shutdown()
             if self._cq_flusher is not None:
@@ -301,7 +303,7 @@ class MessageStore:
 
     def flush(self) -> None:
         """Make everything appended so far durable (tests, tools, shutdown)."""
-        self.dispatch_pending()
+        self._dispatch()
         if self._flusher is not None:
             self._flusher.flush_all()
         else:
@@ -383,19 +385,31 @@ class MessageStore:
 
     def dispatch_pending(self) -> list[Arrival]:
         """Consume queue and index entries for every append not yet dispatched (one
-        reput pass); returns what arrived per queue, for waking held pulls."""
+        reput pass); returns what arrived per queue since the last call, for waking held
+        pulls (including what reads dispatched on demand meanwhile)."""
+        self._dispatch()
+        arrivals, self._arrivals = self._arrivals, []
+        return arrivals
+
+    def _dispatch(self) -> None:
         with self._dispatch_lock:
             with self._put_lock:
                 pending, self._pending = self._pending, []
             if not pending:
-                return []
+                return
             try:
-                return self.dispatcher.dispatch_appended(pending)
+                self._arrivals += self.dispatcher.dispatch_appended(pending)
             except BaseException:
                 # Re-dispatching is idempotent, so the next pass may start over.
                 with self._put_lock:
                     self._pending[:0] = pending
                 raise
+
+    def _settle(self) -> None:
+        """Reads see every acknowledged append: what the driver has not dispatched yet is
+        dispatched now (its arrivals still go to the driver's next pass)."""
+        if self._pending:
+            self._dispatch()
 
     def append_replicated(self, offset: int, data: bytes | bytearray | memoryview) -> int:
         """HA slave: append raw commit log bytes from the master, then dispatch them."""
@@ -422,6 +436,7 @@ class MessageStore:
             ) from None
 
     def consume_queue(self, topic: str, queue_id: int) -> ConsumeQueue | None:
+        self._settle()
         return self.queues.find(topic, queue_id, create=False)
 
     def get_messages(
@@ -439,6 +454,7 @@ class MessageStore:
         Scans one consume queue file per call (like RocketMQ); ``next_begin_offset`` says
         where the next pull starts. Always returns at least one record when one matches.
         """
+        self._settle()
         cq = self.queues.find(topic, queue_id, create=False)
         if cq is None:
             return GetResult(GetStatus.NO_MATCHED_LOGIC_QUEUE, 0, 0, 0)
@@ -495,15 +511,18 @@ class MessageStore:
 
     # -- offsets and lookups -------------------------------------------------------------
     def get_max_offset_in_queue(self, topic: str, queue_id: int) -> int:
+        self._settle()
         cq = self.queues.find(topic, queue_id, create=False)
         return cq.max_offset if cq is not None else 0
 
     def get_min_offset_in_queue(self, topic: str, queue_id: int) -> int:
+        self._settle()
         cq = self.queues.find(topic, queue_id, create=False)
         return cq.min_offset if cq is not None else 0
 
     def get_commit_log_offset_in_queue(self, topic: str, queue_id: int, offset: int) -> int:
         """Commit log offset of a queue entry, or -1."""
+        self._settle()
         cq = self.queues.find(topic, queue_id, create=False)
         ent = cq.entry(offset) if cq is not None else None
         return ent[0] if ent is not None else -1
@@ -521,6 +540,7 @@ class MessageStore:
         return int(ts)
 
     def get_message_store_timestamp(self, topic: str, queue_id: int, offset: int) -> int:
+        self._settle()
         cq = self.queues.find(topic, queue_id, create=False)
         ent = cq.entry(offset) if cq is not None else None
         if ent is None:
@@ -529,6 +549,7 @@ class MessageStore:
         return ts if ts is not None else -1
 
     def get_earliest_message_time(self, topic: str, queue_id: int) -> int:
+        self._settle()
         cq = self.queues.find(topic, queue_id, create=False)
         if cq is None:
             return -1
@@ -536,6 +557,7 @@ class MessageStore:
 
     def lookup_by_time(self, topic: str, queue_id: int, timestamp: int) -> int:
         """First queue offset stored at or after ``timestamp`` (max offset if none)."""
+        self._settle()
         cq = self.queues.find(topic, queue_id, create=False)
         if cq is None:
             return 0
@@ -545,6 +567,7 @@ class MessageStore:
         self, topic: str, key: str, max_num: int = 32, begin: int = 0, end: int = 2**63 - 1
     ) -> QueryResult:
         """Records indexed under ``topic#key`` stored in ``[begin, end]`` (``queryMessage``)."""
+        self._settle()
         if self.index is None:
             return QueryResult([], [], 0, 0)
         max_num = min(max_num, self.config.max_msgs_num_batch)
@@ -571,6 +594,7 @@ class MessageStore:
 
     def topics(self) -> dict[str, list[int]]:
         """Topic -> queue ids that have a consume queue."""
+        self._settle()
         return {t: sorted(q) for t, q in sorted(self.queues.queues.items())}
 
     def dispatch_behind_bytes(self) -> int:

@@ -74,9 +74,9 @@ async def test_answers_to_one_chunk_leave_in_one_write() -> None:
     for kind in SerializeType:
         transport.writes.clear()
         channel.data_received(requests(1, 50, kind))
-        assert transport.writes == []  # at the end of the loop pass
+        assert len(transport.writes) == 1  # at the end of the chunk, not a pass later
         await asyncio.sleep(0)
-        assert len(transport.writes) == 1
+        assert len(transport.writes) == 1  # the queued flush found nothing left
         answers = transport.answers()
         assert [a.opaque for a in answers] == list(range(50))
         assert [a.ext_fields["n"] for a in answers] == [str(i) for i in range(50)]

@@ -10,7 +10,7 @@ from storetest_util import make_msg, open_store
 
 from mqcore.common.javahash import tags_hash_code
 from mqcore.message.record import decode_record
-from mqcore.store import GetStatus, MessageStore
+from mqcore.store import MessageStore
 from mqcore.store.dispatcher import Arrival
 
 
@@ -28,14 +28,27 @@ def test_a_put_appends_and_wakes_the_driver_but_writes_no_entry(store: MessageSt
     result = store.put_message(make_msg(uniq="U1"))
     assert result.ok and store.wakes == [1]  # type: ignore[attr-defined]
     assert decode_record(store.get_message(result.wrote_offset)).body == b"hello"
-    assert store.get_messages("TopicA", 0, 0, 8).status is GetStatus.NO_MATCHED_LOGIC_QUEUE
-    assert store.query_by_key("TopicA", "U1").phy_offsets == []
+    assert store.queues.find("TopicA", 0, create=False) is None  # no entry written yet
     assert store.dispatch_behind_bytes() == result.wrote_bytes
     assert store.dispatch_pending() == [Arrival("TopicA", 0, 1, tags_hash_code("TagA"))]
     assert store.get_messages("TopicA", 0, 0, 8).message_count == 1
     assert store.query_by_key("TopicA", "U1").phy_offsets == [result.wrote_offset]
     assert store.dispatch_behind_bytes() == 0
     assert store.dispatch_pending() == []
+
+
+def test_a_read_before_the_pass_sees_every_acknowledged_append(store: MessageStore) -> None:
+    first = store.put_message(make_msg(uniq="U1"))
+    assert store.get_messages("TopicA", 0, 0, 8).message_count == 1  # dispatched on demand
+    second = store.put_message(make_msg(uniq="U2"))
+    assert store.query_by_key("TopicA", "U2").phy_offsets == [second.wrote_offset]
+    assert store.get_max_offset_in_queue("TopicA", 0) == 2
+    # The driver's pass still hears of both arrivals, to wake held pulls.
+    assert store.dispatch_pending() == [
+        Arrival("TopicA", 0, 1, tags_hash_code("TagA")),
+        Arrival("TopicA", 0, 2, tags_hash_code("TagA")),
+    ]
+    assert first.ok and store.dispatch_pending() == []
 
 
 def test_one_pass_covers_many_puts_one_arrival_per_queue(store: MessageStore) -> None:
