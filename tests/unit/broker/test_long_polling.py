@@ -5,19 +5,13 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Any
 
-import pytest
-
-from mqcore.broker.config import BrokerConfig
 from mqcore.broker.controller import BrokerController
 from mqcore.broker.long_polling import LongPollingService
 from mqcore.message.model import MessageExt
 from mqcore.protocol import RemotingCommand, RequestCode, ResponseCode
 from mqcore.protocol.headers import PullMessageRequestHeader, PullSysFlag
-from mqcore.store.store_config import MessageStoreConfig
 
 
 async def test_a_registered_hold_waits_for_news_past_its_offset() -> None:
@@ -37,31 +31,6 @@ async def test_entries_that_landed_before_registration_answer_at_once() -> None:
     polling = LongPollingService()
     woke = await asyncio.wait_for(polling.hold("T", 0, 5, 10.0, max_offset=lambda: 6), 1)
     assert woke is True and not polling.has_waiters("T", 0)
-
-
-@pytest.fixture
-async def broker(tmp_path: Path) -> AsyncIterator[BrokerController]:
-    controller = BrokerController(
-        BrokerConfig(
-            broker_name="broker-a",
-            broker_ip1="127.0.0.1",
-            bind_address="127.0.0.1",
-            listen_port=0,
-            namesrv_addr=None,
-        ),
-        MessageStoreConfig(
-            store_path_root_dir=str(tmp_path / "store"),
-            mapped_file_size_commit_log=1024 * 1024,
-            mapped_file_size_consume_queue=20 * 1000,
-            max_hash_slot_num=1000,
-            max_index_num=4000,
-        ),
-    )
-    await controller.start()
-    try:
-        yield controller
-    finally:
-        await controller.shutdown()
 
 
 class _Channel:

@@ -5,14 +5,11 @@ rewrite, END_TRANSACTION's state table and refusals, and check rounds driven by 
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from mqcore.broker.client_manager import ClientChannelInfo
-from mqcore.broker.config import BrokerConfig
 from mqcore.broker.controller import BrokerController
 from mqcore.broker.transaction import (
     END_ACTIONS,
@@ -32,7 +29,6 @@ from mqcore.message.const import (
 from mqcore.message.record import decode_record
 from mqcore.protocol import RemotingCommand, RequestCode, ResponseCode
 from mqcore.protocol.headers import CheckTransactionStateRequestHeader, EndTransactionRequestHeader
-from mqcore.store.store_config import MessageStoreConfig
 
 GROUP = "pg-tx"
 
@@ -48,32 +44,6 @@ class FakeChannel:
 
     def send(self, request: RemotingCommand) -> None:
         self.sent.append(request)
-
-
-@pytest.fixture
-async def broker(tmp_path: Path) -> AsyncIterator[BrokerController]:
-    controller = BrokerController(
-        BrokerConfig(
-            broker_name="broker-a",
-            broker_ip1="127.0.0.1",
-            bind_address="127.0.0.1",
-            listen_port=0,
-            namesrv_addr=None,
-            transaction_check_max=3,
-        ),
-        MessageStoreConfig(
-            store_path_root_dir=str(tmp_path / "store"),
-            mapped_file_size_commit_log=1024 * 1024,
-            mapped_file_size_consume_queue=20 * 1000,
-            max_hash_slot_num=1000,
-            max_index_num=4000,
-        ),
-    )
-    await controller.start()
-    try:
-        yield controller
-    finally:
-        await controller.shutdown()
 
 
 def service(broker: BrokerController) -> TransactionalMessageService:
