@@ -54,6 +54,8 @@ class BrokerConfig(PropertiesConfig):
     """A client silent this long (no heartbeat) is dropped."""
     client_scan_interval: int = 10_000
     long_polling_enable: bool = True
+    slave_read_enable: bool = False
+    """Let pulls be steered to slaves (``suggestWhichBrokerId``), as RocketMQ's key."""
     short_polling_time_mills: int = 1000
     max_batch_body_size: int = 4 * 1024 * 1024
     enable_property_filter: bool = False

@@ -124,6 +124,22 @@ class MessageStoreConfig(PropertiesConfig):
     transient_store_pool_enable: bool = field(
         default=False, metadata=_key("transientStorePoolEnable")
     )
+    # -- master/slave replication (RocketMQ's HAService) --
+    ha_listen_port: int | None = field(default=None, metadata=_key("haListenPort"))
+    """None: ``listenPort + 1``, as RocketMQ's BrokerStartup sets it."""
+    ha_send_heartbeat_interval: int = field(
+        default=5000, metadata=_key("haSendHeartbeatInterval")
+    )
+    ha_housekeeping_interval: int = field(default=20_000, metadata=_key("haHousekeepingInterval"))
+    ha_transfer_batch_size: int = field(default=32 * 1024, metadata=_key("haTransferBatchSize"))
+    ha_master_address: str | None = field(default=None, metadata=_key("haMasterAddress"))
+    """A slave's fixed master HA address; else learnt from the name server."""
+    ha_slave_fallbehind_max: int = field(
+        default=256 * 1024 * 1024, metadata=_key("haSlaveFallbehindMax")
+    )
+    access_message_in_memory_max_ratio: int = field(
+        default=40, metadata=_key("accessMessageInMemoryMaxRatio")
+    )
     # RocketMQ reads these two from system properties; exposed here as plain settings.
     disk_space_warning_level_ratio: float = field(
         default=0.90, metadata=_key("diskSpaceWarningLevelRatio")
@@ -199,6 +215,9 @@ class MessageStoreConfig(PropertiesConfig):
             "max_index_num",
             "clean_resource_interval",
             "flush_delay_offset_interval",
+            "ha_send_heartbeat_interval",
+            "ha_housekeeping_interval",
+            "ha_transfer_batch_size",
         ):
             if getattr(self, name) <= 0:
                 raise ConfigError(f"{_field_key(name)} must be > 0, got {getattr(self, name)}")
@@ -212,6 +231,13 @@ class MessageStoreConfig(PropertiesConfig):
         for hour in self.delete_when.split(";"):
             if not hour.strip().isdigit() or not 0 <= int(hour) <= 23:
                 raise ConfigError(f"deleteWhen must be hours 00..23 separated by ';': {hour!r}")
+        if self.ha_listen_port is not None and not 0 <= self.ha_listen_port <= 65535:
+            raise ConfigError(f"haListenPort must be 0..65535, got {self.ha_listen_port}")
+        if not 0 <= self.access_message_in_memory_max_ratio <= 100:
+            raise ConfigError(
+                "accessMessageInMemoryMaxRatio must be 0..100, "
+                f"got {self.access_message_in_memory_max_ratio}"
+            )
         parse_delay_levels(self.message_delay_level)
 
 
