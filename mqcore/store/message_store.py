@@ -25,6 +25,7 @@ future from the group commit. Reads hand out memoryviews of the mapped files.
 from __future__ import annotations
 
 import logging
+import os
 import struct
 import threading
 import time
@@ -80,6 +81,14 @@ log = logging.getLogger(__name__)
 _Q = struct.Struct(">q")
 
 
+def physical_memory() -> int:
+    """Bytes of RAM (RocketMQ's ``TOTAL_PHYSICAL_MEMORY_SIZE``); 8 GiB if unknown."""
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        return 8 * 1024**3
+
+
 def _now_ms() -> int:
     return int(time.time() * 1000)
 
@@ -128,6 +137,9 @@ class MessageStore:
         self.cleanup = CleanupService(config, self.commit_log, self.queues, self.index)
         self._loaded = False
         self._running = False
+        self._memory_for_reads = (
+            physical_memory() * config.access_message_in_memory_max_ratio // 100
+        )
 
     # -- construction helpers ------------------------------------------------------------
     @classmethod
@@ -505,6 +517,10 @@ class MessageStore:
         result.buffer_total_size = total
         if buffers:
             result.status = GetStatus.FOUND
+            # RocketMQ's hint: this reader is further behind than memory holds, so its
+            # reads go to disk; a slave should serve it (``suggestWhichBrokerId``).
+            behind = self.commit_log.max_offset - phy
+            result.suggest_pulling_from_slave = behind > self._memory_for_reads
         elif removing:
             result.status = GetStatus.MESSAGE_WAS_REMOVING
         return result
