@@ -1,0 +1,231 @@
+"""`SlaveSynchronize`: a slave copies its master's metadata (RocketMQ 4.9.8's behaviour).
+
+The commit log reaches a slave through HA replication; the broker's metadata does not.
+So that consumers can go on at a slave when its master is gone, a slave asks its master
+every 10 s (first 3 s after start) for four tables and stores them as its own:
+
+==============================  ========  ==========================================
+request                         code      what the slave does with the answer
+==============================  ========  ==========================================
+GET_ALL_TOPIC_CONFIG            21        data version differs: take the master's
+                                          version, replace the whole table, persist
+GET_ALL_CONSUMER_OFFSET         43        merge (master's entries win, entries only
+                                          the slave has stay), persist
+GET_ALL_DELAY_OFFSET            45        replace the whole table, persist
+GET_ALL_SUBSCRIPTIONGROUP_      201       as topics: data version differs -> replace
+CONFIG                                    and persist
+==============================  ========  ==========================================
+
+Nothing is asked while the master is unknown or is this broker itself. Each step fails on
+its own (logged; the others still run), since one table the master cannot serve must not
+keep the others stale.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING
+
+from mqcore.common.metadata import DataVersion
+from mqcore.errors import MQError
+from mqcore.protocol import RemotingCommand, RequestCode, ResponseCode
+from mqcore.protocol.bodies.route import TopicConfigSerializeWrapper
+from mqcore.protocol.bodies.stats import (
+    ConsumerOffsetSerializeWrapper,
+    SubscriptionGroupWrapper,
+)
+from mqcore.remoting import RemotingClient
+from mqcore.remoting.client import split_address
+from mqcore.store.metadata import (
+    ConsumerOffsetManager,
+    DelayOffsetManager,
+    SubscriptionGroupManager,
+    TopicConfigManager,
+)
+from mqcore.store.store_config import BrokerRole
+
+if TYPE_CHECKING:
+    from mqcore.broker.controller import BrokerController
+
+__all__ = [
+    "SYNC_INITIAL_DELAY_MS",
+    "SYNC_INTERVAL_MS",
+    "SlaveSyncError",
+    "SlaveSynchronize",
+    "register",
+    "vip_addr",
+]
+
+log = logging.getLogger("mq.broker.slave_sync")
+
+SYNC_INITIAL_DELAY_MS = 3_000
+SYNC_INTERVAL_MS = 10_000
+"""4.9.8's slave schedule: 3 s after start, then every 10 s."""
+VIP_PORT_DISTANCE = 2
+DEFAULT_TIMEOUT = 3.0
+"""Seconds per request (4.9.8's BrokerOuterAPI uses 3 s for these calls)."""
+
+
+class SlaveSyncError(MQError):
+    """The master answered one of the four requests with an error code."""
+
+
+class SlaveSynchronize:
+    """Copies topics, offsets, delay offsets and groups from the master (module docstring).
+
+    Dependencies are explicit so that tests can point it at any fake master: ``master_addr``
+    is asked before every step, since the master may change or vanish between runs.
+    """
+
+    def __init__(
+        self,
+        client: RemotingClient,
+        master_addr: Callable[[], str | None],
+        topics: TopicConfigManager,
+        offsets: ConsumerOffsetManager,
+        delay_offsets: DelayOffsetManager,
+        groups: SubscriptionGroupManager,
+        *,
+        own_addr: Callable[[], str] | None = None,
+        timeout: float = DEFAULT_TIMEOUT,
+    ) -> None:
+        self.client = client
+        self.master_addr = master_addr
+        self.own_addr = own_addr
+        self.topics = topics
+        self.offsets = offsets
+        self.delay_offsets = delay_offsets
+        self.groups = groups
+        self.timeout = timeout
+
+    async def sync_all(self) -> dict[str, bool]:
+        """Run the four steps in 4.9.8's order; step name -> success (False also when
+        there was no master to ask). Never raises for a master's failure."""
+        return {
+            "topics": await self._step("topic configs", self.sync_topic_config),
+            "offsets": await self._step("consumer offsets", self.sync_consumer_offset),
+            "delay_offsets": await self._step("delay offsets", self.sync_delay_offset),
+            "groups": await self._step("subscription groups", self.sync_subscription_groups),
+        }
+
+    async def _step(self, what: str, fn: Callable[[str], Awaitable[object]]) -> bool:
+        addr = self._target()
+        if addr is None:
+            return False
+        try:
+            await fn(addr)
+        except Exception:
+            log.exception("syncing %s from master %s failed", what, addr)
+            return False
+        return True
+
+    def _target(self) -> str | None:
+        addr = self.master_addr()
+        if not addr or (self.own_addr is not None and addr == self.own_addr()):
+            return None
+        return addr
+
+    async def _ask(self, addr: str, code: RequestCode) -> bytes:
+        """The answer's body; :class:`SlaveSyncError` for an error code."""
+        response = await self.client.invoke(addr, RemotingCommand.request(code), self.timeout)
+        if response.code != ResponseCode.SUCCESS:
+            raise SlaveSyncError(f"{code.name} at {addr}: code {response.code} {response.remark}")
+        return bytes(response.body or b"")
+
+    # -- the four steps (each raises on failure; sync_all logs) ----------------------------
+    async def sync_topic_config(self, addr: str) -> bool:
+        """Take the master's topic table if its data version differs; True if taken."""
+        # 4.9.8 asks this one on the master's VIP port (listenPort - 2).
+        wrapper = TopicConfigSerializeWrapper.decode(
+            await self._ask(vip_addr(addr), RequestCode.GET_ALL_TOPIC_CONFIG)
+        )
+        manager = self.topics
+        with manager._lock:
+            if manager.data_version == wrapper.data_version:
+                return False
+            _assign(manager.data_version, wrapper.data_version)
+            manager.table.clear()
+            manager.table.update(wrapper.topic_config_table)
+            manager.persist()
+        log.info("slave topic configs updated from master %s", addr)
+        return True
+
+    async def sync_consumer_offset(self, addr: str) -> None:
+        """Merge the master's offsets over ours (4.9.8 ``putAll``: whole queue maps of the
+        master's ``topic@group`` keys replace ours, keys it lacks stay)."""
+        wrapper = ConsumerOffsetSerializeWrapper.decode(
+            await self._ask(addr, RequestCode.GET_ALL_CONSUMER_OFFSET)
+        )
+        manager = self.offsets
+        with manager._lock:
+            manager.table.update(wrapper.offset_table)
+            manager.persist()
+        log.info("slave consumer offsets updated from master %s", addr)
+
+    async def sync_delay_offset(self, addr: str) -> None:
+        """The master's delay-level progress replaces ours (4.9.8 overwrites the file with
+        the master's text; we decode it into the table, so memory and file agree)."""
+        body = await self._ask(addr, RequestCode.GET_ALL_DELAY_OFFSET)
+        manager = self.delay_offsets
+        with manager._lock:
+            manager.decode(body)
+            manager.persist()
+        log.info("slave delay offsets updated from master %s", addr)
+
+    async def sync_subscription_groups(self, addr: str) -> bool:
+        """Take the master's group table if its data version differs; True if taken."""
+        wrapper = SubscriptionGroupWrapper.decode(
+            await self._ask(addr, RequestCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG)
+        )
+        manager = self.groups
+        with manager._lock:
+            if manager.data_version == wrapper.data_version:
+                return False
+            _assign(manager.data_version, wrapper.data_version)
+            manager.table.clear()
+            manager.table.update(wrapper.subscription_group_table)
+            manager.persist()
+        log.info("slave subscription groups updated from master %s", addr)
+        return True
+
+
+def vip_addr(addr: str) -> str:
+    """``host:port`` -> ``host:port-2``, the broker's VIP channel (``brokerVIPChannel``)."""
+    host, port = split_address(addr)
+    host = f"[{host}]" if ":" in host else host
+    return f"{host}:{port - VIP_PORT_DISTANCE}"
+
+
+def _assign(target: DataVersion, source: DataVersion) -> None:
+    """In place (``assignNewOne``): whoever holds the manager's version object sees it."""
+    target.timestamp = source.timestamp
+    target.counter = source.counter
+
+
+def register(controller: BrokerController) -> SlaveSynchronize | None:
+    """For a SLAVE: build the synchroniser from the controller and run it on 4.9.8's
+    schedule once the broker has started; None for a master."""
+    if controller.store_config.broker_role is not BrokerRole.SLAVE:
+        return None
+    sync = SlaveSynchronize(
+        controller.outer_api.client,
+        # ``master_addr`` is learnt from the REGISTER_BROKER answer (None until then).
+        lambda: getattr(controller, "master_addr", None),
+        controller.topic_config_manager,
+        controller.consumer_offset_manager,
+        controller.delay_offset_manager,
+        controller.subscription_group_manager,
+        own_addr=lambda: controller.broker_addr,
+    )
+
+    def start() -> None:
+        controller.schedule(
+            SYNC_INTERVAL_MS,
+            sync.sync_all,
+            name="slave-synchronize",
+            initial_delay_ms=SYNC_INITIAL_DELAY_MS,
+        )
+
+    controller.add_start_hook(start)
+    return sync

@@ -1,0 +1,376 @@
+"""SlaveSynchronize against a real in-process master and against a fake one."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from mqcore.broker import slave_sync
+from mqcore.broker.controller import BrokerController
+from mqcore.broker.slave_sync import SlaveSynchronize, vip_addr
+from mqcore.common.metadata import DataVersion, SubscriptionGroupConfig, TopicConfig
+from mqcore.protocol import RemotingCommand, RequestCode, ResponseCode
+from mqcore.remoting import Channel, RemotingClient, RemotingServer
+from mqcore.store.metadata import (
+    ConsumerOffsetManager,
+    DelayOffsetManager,
+    SubscriptionGroupManager,
+    TopicConfigManager,
+)
+from mqcore.store.store_config import BrokerRole
+
+
+class SlaveTables:
+    """The four managers of a slave's store root (loaded, as the broker does)."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.topics = TopicConfigManager(root)
+        self.offsets = ConsumerOffsetManager(root)
+        self.delay = DelayOffsetManager(root)
+        self.groups = SubscriptionGroupManager(root)
+        for m in (self.topics, self.offsets, self.delay, self.groups):
+            m.load()
+
+    def reloaded(self) -> SlaveTables:
+        """The same files read again: what a restarted slave would have."""
+        return SlaveTables(self.root)
+
+
+@pytest.fixture
+async def client() -> AsyncIterator[RemotingClient]:
+    c = RemotingClient(connect_timeout=2.0)
+    try:
+        yield c
+    finally:
+        await c.close()
+
+
+@pytest.fixture
+def slave(tmp_path: Path) -> SlaveTables:
+    return SlaveTables(tmp_path / "slave")
+
+
+def synchronizer(
+    client: RemotingClient,
+    slave: SlaveTables,
+    master: Callable[[], str | None],
+    own: str | None = None,
+) -> SlaveSynchronize:
+    own_addr: Callable[[], str] | None = None
+    if own is not None:
+        own_text = own
+        own_addr = lambda: own_text  # noqa: E731
+    return SlaveSynchronize(
+        client,
+        master,
+        slave.topics,
+        slave.offsets,
+        slave.delay,
+        slave.groups,
+        own_addr=own_addr,
+        timeout=2.0,
+    )
+
+
+# -- against a real master -----------------------------------------------------------------
+
+
+async def test_topics_are_replaced_wholesale_with_the_masters_version(
+    broker: BrokerController, client: RemotingClient, slave: SlaveTables
+) -> None:
+    broker.topic_config_manager.update(TopicConfig("Orders", 8, 8))
+    slave.topics.update(TopicConfig("OnlyOnSlave", 1, 1))
+    slave.topics.data_version.counter += 10  # the same millisecond must not make them equal
+    sync = synchronizer(client, slave, lambda: broker.broker_addr)
+
+    assert (await sync.sync_all())["topics"]
+
+    master = broker.topic_config_manager
+    assert slave.topics.table.keys() == master.table.keys()
+    assert "OnlyOnSlave" not in slave.topics.table
+    assert slave.topics.table["Orders"].write_queue_nums == 8
+    assert slave.topics.data_version == master.data_version
+    again = slave.reloaded()
+    assert again.topics.table.keys() == master.table.keys()
+    assert again.topics.data_version == master.data_version
+
+
+async def test_topics_with_the_same_data_version_are_left_alone(
+    broker: BrokerController, client: RemotingClient, slave: SlaveTables
+) -> None:
+    sync = synchronizer(client, slave, lambda: broker.broker_addr)
+    await sync.sync_all()
+    # A local change that keeps the version (as ensure_topics does) survives a sync
+    # while the master's version is unchanged: the version is what is compared.
+    slave.topics.ensure_topics([TopicConfig("LocalOnly", 1, 1)])
+
+    assert not await sync.sync_topic_config(broker.broker_addr)
+    assert "LocalOnly" in slave.topics.table
+
+    broker.topic_config_manager.update(TopicConfig("Later", 2, 2))
+    assert await sync.sync_topic_config(broker.broker_addr)
+    assert "Later" in slave.topics.table
+    assert "LocalOnly" not in slave.topics.table
+
+
+async def test_consumer_offsets_are_merged_master_first(
+    broker: BrokerController, client: RemotingClient, slave: SlaveTables
+) -> None:
+    broker.consumer_offset_manager.commit("g", "T", 0, 5)
+    slave.offsets.commit("g", "T", 0, 1)
+    slave.offsets.commit("g", "T", 1, 7)
+    slave.offsets.commit("other", "X", 0, 3)
+    sync = synchronizer(client, slave, lambda: broker.broker_addr)
+
+    assert (await sync.sync_all())["offsets"]
+
+    # 4.9.8 puts the master's topic@group maps over ours: a whole map is replaced.
+    assert slave.offsets.query_all("g", "T") == {0: 5}
+    assert slave.offsets.query("other", "X", 0) == 3
+    again = slave.reloaded()
+    assert again.offsets.query_all("g", "T") == {0: 5}
+    assert again.offsets.query("other", "X", 0) == 3
+
+
+async def test_delay_offsets_replace_the_slaves(
+    broker: BrokerController, client: RemotingClient, slave: SlaveTables
+) -> None:
+    broker.delay_offset_manager.update(1, 10)
+    broker.delay_offset_manager.update(3, 4)
+    slave.delay.update(2, 9)
+    sync = synchronizer(client, slave, lambda: broker.broker_addr)
+
+    assert (await sync.sync_all())["delay_offsets"]
+
+    assert slave.delay.table == {1: 10, 3: 4}
+    assert slave.reloaded().delay.table == {1: 10, 3: 4}
+
+
+async def test_subscription_groups_follow_the_data_version(
+    broker: BrokerController, client: RemotingClient, slave: SlaveTables
+) -> None:
+    broker.subscription_group_manager.update(
+        SubscriptionGroupConfig("billing", which_broker_when_consume_slowly=1, broker_id=0)
+    )
+    slave.groups.update(SubscriptionGroupConfig("slave-only"))
+    slave.groups.data_version.counter += 10
+    sync = synchronizer(client, slave, lambda: broker.broker_addr)
+
+    assert (await sync.sync_all())["groups"]
+
+    master = broker.subscription_group_manager
+    assert slave.groups.table.keys() == master.table.keys()
+    assert "slave-only" not in slave.groups.table
+    assert slave.groups.data_version == master.data_version
+    assert "billing" in slave.reloaded().groups.table
+
+    slave.groups.ensure_system_groups()  # no bump
+    slave.groups.table["kept"] = SubscriptionGroupConfig("kept")
+    assert not await sync.sync_subscription_groups(broker.broker_addr)
+    assert "kept" in slave.groups.table
+
+
+async def test_one_failing_step_does_not_stop_the_others(
+    broker: BrokerController, client: RemotingClient, slave: SlaveTables
+) -> None:
+    def refuse(channel: Channel, request: RemotingCommand) -> RemotingCommand:
+        return RemotingCommand.response_to(request, ResponseCode.SYSTEM_ERROR, "no offsets")
+
+    broker.server.register(RequestCode.GET_ALL_CONSUMER_OFFSET, refuse)
+    broker.topic_config_manager.update(TopicConfig("Orders", 4, 4))
+    broker.delay_offset_manager.update(2, 6)
+    broker.subscription_group_manager.update(SubscriptionGroupConfig("billing"))
+    sync = synchronizer(client, slave, lambda: broker.broker_addr)
+
+    results = await sync.sync_all()
+
+    assert results == {"topics": True, "offsets": False, "delay_offsets": True, "groups": True}
+    assert "Orders" in slave.topics.table
+    assert slave.delay.table == {2: 6}
+    assert "billing" in slave.groups.table
+
+
+async def test_no_master_or_itself_as_master_asks_nothing(
+    broker: BrokerController, client: RemotingClient, slave: SlaveTables
+) -> None:
+    broker.topic_config_manager.update(TopicConfig("Orders", 4, 4))
+    for sync in (
+        synchronizer(client, slave, lambda: None),
+        synchronizer(client, slave, lambda: broker.broker_addr, own=broker.broker_addr),
+    ):
+        assert await sync.sync_all() == dict.fromkeys(
+            ("topics", "offsets", "delay_offsets", "groups"), False
+        )
+    assert "Orders" not in slave.topics.table
+    assert not (slave.root / "config" / "topics.json").exists()
+
+
+async def test_the_master_address_is_asked_before_every_run(
+    broker: BrokerController, client: RemotingClient, slave: SlaveTables
+) -> None:
+    current: list[str | None] = [None]
+    sync = synchronizer(client, slave, lambda: current[0])
+    broker.delay_offset_manager.update(1, 3)
+    assert not (await sync.sync_all())["delay_offsets"]
+    current[0] = broker.broker_addr
+    assert (await sync.sync_all())["delay_offsets"]
+    assert slave.delay.table == {1: 3}
+
+
+# -- against a fake master: a Java master's text, failures, an unreachable one ----------
+
+
+@pytest.fixture
+async def fake_master() -> AsyncIterator[RemotingServer]:
+    """Answers GET_ALL_CONSUMER_OFFSET and GET_ALL_DELAY_OFFSET the way a 4.9.8 master
+    does (fastjson text, bare integer keys); nothing on its VIP port, no groups code."""
+    server = RemotingServer(host="127.0.0.1", port=0)
+
+    def offsets(channel: Channel, request: RemotingCommand) -> RemotingCommand:
+        body = b'{"offsetTable":{"T@g":{0:12,1:30}}}'
+        return RemotingCommand.response_to(request, ResponseCode.SUCCESS, None, None, body)
+
+    def delay(channel: Channel, request: RemotingCommand) -> RemotingCommand:
+        body = b'{\n\t"offsetTable":{1:17,4:2\n\t}\n}'
+        return RemotingCommand.response_to(request, ResponseCode.SUCCESS, None, None, body)
+
+    server.register(RequestCode.GET_ALL_CONSUMER_OFFSET, offsets)
+    server.register(RequestCode.GET_ALL_DELAY_OFFSET, delay)
+    await server.start()
+    try:
+        yield server
+    finally:
+        await server.close()
+
+
+async def test_a_java_masters_fastjson_text_is_read(
+    fake_master: RemotingServer, client: RemotingClient, slave: SlaveTables
+) -> None:
+    sync = synchronizer(client, slave, lambda: f"127.0.0.1:{fake_master.port}")
+
+    results = await sync.sync_all()
+
+    # VIP port closed and 201 unsupported: those two fail, the other two still run.
+    assert results == {"topics": False, "offsets": True, "delay_offsets": True, "groups": False}
+    assert slave.offsets.query_all("g", "T") == {0: 12, 1: 30}
+    assert slave.delay.table == {1: 17, 4: 2}
+    text = (slave.root / "config" / "delayOffset.json").read_text()
+    assert text.startswith("{") and "17" in text
+
+
+async def test_an_unreachable_master_fails_every_step_without_raising(
+    client: RemotingClient, slave: SlaveTables
+) -> None:
+    server = RemotingServer(host="127.0.0.1", port=0)
+    await server.start()
+    port = server.port
+    await server.close()  # a port nobody listens on now
+    slave.delay.update(1, 1)
+    sync = synchronizer(client, slave, lambda: f"127.0.0.1:{port}")
+
+    assert not any((await sync.sync_all()).values())
+    assert slave.delay.table == {1: 1}
+
+
+async def test_a_garbled_answer_changes_nothing(client: RemotingClient, slave: SlaveTables) -> None:
+    server = RemotingServer(host="127.0.0.1", port=0)
+
+    def garbage(channel: Channel, request: RemotingCommand) -> RemotingCommand:
+        return RemotingCommand.response_to(request, ResponseCode.SUCCESS, None, None, b"{nope")
+
+    server.register_default(garbage)
+    await server.start()
+    try:
+        slave.delay.update(5, 5)
+        slave.offsets.commit("g", "T", 0, 9)
+        sync = synchronizer(client, slave, lambda: f"127.0.0.1:{server.port}")
+        assert not any((await sync.sync_all()).values())
+    finally:
+        await server.close()
+    assert slave.delay.table == {5: 5}
+    assert slave.offsets.query("g", "T", 0) == 9
+
+
+def test_vip_addr_is_two_ports_below() -> None:
+    assert vip_addr("10.0.0.1:10911") == "10.0.0.1:10909"
+    assert vip_addr("[::1]:10911") == "[::1]:10909"
+
+
+# -- register(): only slaves, on 4.9.8's schedule ------------------------------------------
+
+
+class FakeController:
+    """What register() reads from a BrokerController, and a recorder of its timers."""
+
+    def __init__(self, root: Path, role: BrokerRole, client: RemotingClient) -> None:
+        self.store_config = type("SC", (), {"broker_role": role})()
+        self.outer_api = type("API", (), {"client": client})()
+        self.topic_config_manager = TopicConfigManager(root)
+        self.consumer_offset_manager = ConsumerOffsetManager(root)
+        self.delay_offset_manager = DelayOffsetManager(root)
+        self.subscription_group_manager = SubscriptionGroupManager(root)
+        self.master_addr: str | None = "10.0.0.9:10911"
+        self.broker_addr = "10.0.0.10:10911"
+        self.start_hooks: list[Callable[[], object]] = []
+        self.scheduled: list[tuple[int, Callable[[], object], dict[str, Any]]] = []
+
+    def add_start_hook(self, hook: Callable[[], object]) -> None:
+        self.start_hooks.append(hook)
+
+    def schedule(self, interval_ms: int, fn: Callable[[], object], **kw: Any) -> None:
+        self.scheduled.append((interval_ms, fn, kw))
+
+
+@pytest.mark.parametrize("role", [BrokerRole.ASYNC_MASTER, BrokerRole.SYNC_MASTER])
+async def test_register_does_nothing_for_a_master(
+    tmp_path: Path, client: RemotingClient, role: BrokerRole
+) -> None:
+    fake = FakeController(tmp_path, role, client)
+    assert slave_sync.register(fake) is None  # type: ignore[arg-type]
+    assert fake.start_hooks == [] and fake.scheduled == []
+
+
+async def test_register_schedules_a_slave_after_start(
+    tmp_path: Path, client: RemotingClient
+) -> None:
+    fake = FakeController(tmp_path, BrokerRole.SLAVE, client)
+    sync = slave_sync.register(fake)  # type: ignore[arg-type]
+    assert sync is not None
+    assert fake.scheduled == []  # nothing before the broker starts
+    for hook in fake.start_hooks:
+        hook()
+    [(interval, fn, kw)] = fake.scheduled
+    assert interval == 10_000 and kw["initial_delay_ms"] == 3_000
+    assert fn == sync.sync_all
+    assert sync.client is client and sync.topics is fake.topic_config_manager
+    assert sync.master_addr() == "10.0.0.9:10911"
+    fake.master_addr = None
+    assert sync.master_addr() is None
+    fake.master_addr = fake.broker_addr
+    assert sync._target() is None  # its own address is never its master
+
+
+async def test_concurrent_runs_do_not_corrupt_the_files(
+    broker: BrokerController, client: RemotingClient, slave: SlaveTables
+) -> None:
+    broker.topic_config_manager.update(TopicConfig("Orders", 4, 4))
+    broker.consumer_offset_manager.commit("g", "Orders", 0, 2)
+    sync = synchronizer(client, slave, lambda: broker.broker_addr)
+    await asyncio.gather(sync.sync_all(), sync.sync_all())
+    again = slave.reloaded()
+    assert "Orders" in again.topics.table
+    assert again.offsets.query("g", "Orders", 0) == 2
+    json.loads((slave.root / "config" / "topics.json").read_text())
+
+
+def test_data_version_is_assigned_in_place() -> None:
+    target, source = DataVersion(1, 2), DataVersion(5, 9)
+    same = target
+    slave_sync._assign(target, source)
+    assert same == source and same is target
