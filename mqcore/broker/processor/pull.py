@@ -10,7 +10,13 @@ A pull that finds nothing (PULL_NOT_FOUND) with the SUSPEND flag is held in
 :class:`~mqcore.broker.long_polling.LongPollingService` until a matching message
 arrives on its queue or ``suspendTimeoutMillis`` passes (``shortPollingTimeMills`` with
 long polling off), then re-run once without suspension and answered with that result.
-The piggybacked commit offset is stored during the first run only.
+The piggybacked commit offset is stored during the first run only, and never by a slave.
+
+``suggestWhichBrokerId`` is 4.9.8's observable result: 0 (the master) unless
+``slaveReadEnable``; with it, the group's ``whichBrokerWhenConsumeSlowly`` when the store
+says the reader is behind by more than memory holds, else the group's ``brokerId``. The
+same rule holds on a slave (4.9.8's SLAVE branch sets a code the status mapping then
+overwrites, so a slave serves pulls as a master does).
 
 Registered on the main server only: RocketMQ's VIP port does not serve pulls.
 """
@@ -35,7 +41,7 @@ from mqcore.protocol.headers import (
     PullSysFlag,
 )
 from mqcore.remoting import Channel
-from mqcore.store.metadata import PERM_READ
+from mqcore.store.metadata import PERM_READ, SubscriptionGroupConfig
 from mqcore.store.results import GetResult, GetStatus, RecordFilter, TagFilter
 from mqcore.store.store_config import BrokerRole
 
@@ -102,16 +108,16 @@ class PullMessageProcessor:
         except HeaderError as exc:
             return reply(request, ResponseCode.SYSTEM_ERROR, str(exc))
         try:
-            filters = self.check(channel, request, header)
+            filters, group = self.check(channel, request, header)
         except PullRefused as exc:
             return reply(request, exc.code, exc.remark)
-        response = self.pull(request, header, filters)
+        response = self.pull(request, header, filters, group)
         if header.sys_flag & PullSysFlag.COMMIT_OFFSET and self._is_master:
             self.controller.consumer_offset_manager.commit(
                 header.consumer_group, header.topic, header.queue_id, header.commit_offset
             )
         if response.code == _NOT_FOUND and header.sys_flag & PullSysFlag.SUSPEND:
-            return self._hold(request, header, filters)
+            return self._hold(request, header, filters, group)
         return response
 
     @property
@@ -119,7 +125,11 @@ class PullMessageProcessor:
         return self.controller.store_config.broker_role is not BrokerRole.SLAVE
 
     async def _hold(
-        self, request: RemotingCommand, header: PullMessageRequestHeader, filters: Filters
+        self,
+        request: RemotingCommand,
+        header: PullMessageRequestHeader,
+        filters: Filters,
+        group: SubscriptionGroupConfig,
     ) -> RemotingCommand:
         timeout_ms = (
             header.suspend_timeout_millis
@@ -135,13 +145,14 @@ class PullMessageProcessor:
             filters[0],
             lambda: store.get_max_offset_in_queue(topic, queue_id),
         )
-        return self.pull(request, header, filters)
+        return self.pull(request, header, filters, group)
 
     # -- checks ---------------------------------------------------------------------------
     def check(
         self, channel: Channel, request: RemotingCommand, header: PullMessageRequestHeader
-    ) -> Filters:
-        """Permissions, group, topic, queue id and subscription; the filters to use."""
+    ) -> tuple[Filters, SubscriptionGroupConfig]:
+        """Permissions, group, topic, queue id and subscription; the filters to use and
+        the group's config (the pull answer's broker suggestion reads it)."""
         c = self.controller
         if not self.config.broker_permission & PERM_READ:
             raise PullRefused(
@@ -186,7 +197,7 @@ class PullMessageProcessor:
             expression_type = header.expression_type or "TAG"
             self._check_expression_type(expression_type)
             if expression_type != "TAG":
-                return None, self._sql_filter(topic, header.subscription or "")
+                return (None, self._sql_filter(topic, header.subscription or "")), group_config
             sub = build_subscription(topic, header.subscription, header.sub_version)
         else:
             found = c.consumer_manager.find_subscription(group, topic)
@@ -202,9 +213,9 @@ class PullMessageProcessor:
             expression_type = found.expression_type or "TAG"
             self._check_expression_type(expression_type)
             if expression_type != "TAG":
-                return None, self._sql_filter(topic, found.sub_string)
+                return (None, self._sql_filter(topic, found.sub_string)), group_config
             sub = found
-        return tag_filter(sub), None
+        return (tag_filter(sub), None), group_config
 
     def _sql_filter(self, topic: str, expression: str) -> RecordFilter | None:
         """SQL92 on each record's properties; retry topics pass unfiltered unless
@@ -241,7 +252,11 @@ class PullMessageProcessor:
 
     # -- the read -------------------------------------------------------------------------
     def pull(
-        self, request: RemotingCommand, header: PullMessageRequestHeader, filters: Filters
+        self,
+        request: RemotingCommand,
+        header: PullMessageRequestHeader,
+        filters: Filters,
+        group: SubscriptionGroupConfig,
     ) -> RemotingCommand:
         store_config = self.controller.store_config
         max_count = max(
@@ -257,8 +272,16 @@ class PullMessageProcessor:
             record_filter=filters[1],
         )
         code, next_begin = self._map_status(header.queue_offset, result)
+        if self.config.slave_read_enable:
+            suggest = (
+                group.which_broker_when_consume_slowly
+                if result.suggest_pulling_from_slave
+                else group.broker_id
+            )
+        else:
+            suggest = MASTER_ID
         response_header = PullMessageResponseHeader(
-            suggest_which_broker_id=MASTER_ID,
+            suggest_which_broker_id=suggest,
             next_begin_offset=next_begin,
             min_offset=result.min_offset,
             max_offset=result.max_offset,
