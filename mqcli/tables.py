@@ -111,6 +111,8 @@ _TEXT_COLUMNS = frozenset(
         "CONSUME",
         "KEY",
         "VALUE",
+        "ROLE",
+        "HA",
     }
 )
 

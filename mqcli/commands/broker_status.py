@@ -8,6 +8,10 @@ GET_BROKER_RUNTIME_INFO; the delays from the broker's ``messageDelayLevel``
 (GET_BROKER_CONFIG); the head's due time is its store time plus the level's delay
 (what the broker writes in the consume-queue tag slot), read with a one-message pull of
 ``SCHEDULE_TOPIC_XXXX`` queue level-1 at the delivered offset.
+
+The master/slave lines (role, HA connection, a slave's lag in bytes) come from
+:mod:`mqcli.ha`; a slave's lag needs its master's ``commitLogMaxOffset``, so the master
+is asked too when only the slave was named.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from rich.markup import escape
 from mqcli.commands.admin_util import TOOLS_GROUP, JsonOpt, WatchOpt, admin_session, watch
 from mqcli.commands.cluster import as_float, as_int, first_rate
 from mqcli.connect import NamesrvOpt, run_async
+from mqcli.ha import HAState, ha_state
 from mqcli.output import console, fail, print_json_line
 from mqcli.render import fmt_ts
 from mqcli.tables import delay_table, fmt_age, fmt_bytes, fmt_delay, make_table
@@ -55,7 +60,10 @@ class Target:
     broker_id: int | None
 
 
-async def _targets(admin: Admin, addr: str | None, name: str | None) -> list[Target]:
+async def _targets(
+    admin: Admin, addr: str | None, name: str | None
+) -> tuple[list[Target], dict[str, str]]:
+    """The brokers to show, and every broker name's master address (for slave lag)."""
     info = await admin.cluster_info()
     known: list[Target] = []
     for cluster, names in sorted(info.cluster_addr_table.items()):
@@ -63,17 +71,44 @@ async def _targets(admin: Admin, addr: str | None, name: str | None) -> list[Tar
             data = info.broker_addr_table.get(n)
             for bid, a in sorted((data.broker_addrs if data else {}).items()):
                 known.append(Target(a, n, cluster, bid))
+    masters = {t.name: t.addr for t in known if t.name is not None and t.broker_id == 0}
     if addr is not None:
-        return [t for t in known if t.addr == addr] or [Target(addr, None, None, None)]
+        found = [t for t in known if t.addr == addr] or [Target(addr, None, None, None)]
+        return found, masters
     if name is not None:
         found = [t for t in known if t.name == name]
         if not found:
             known_names = ", ".join(sorted({t.name or "" for t in known})) or "none"
             fail(f"no broker named {name} is registered (known: {known_names})")
-        return found
+        return found, masters
     if not known:
         fail("no broker is registered with the name server", hint="is `mq broker` running?")
-    return known
+    return known, masters
+
+
+async def master_offsets(
+    admin: Admin, results: list[tuple[Target, dict[str, str]]], masters: dict[str, str]
+) -> dict[str, int | None]:
+    """Broker name -> its master's ``commitLogMaxOffset``, for the slaves in ``results``:
+    from the master's own answer when it is there, else asked for (None when the master
+    does not answer: a slave's lag is then unknown, not an error)."""
+    have: dict[str, int | None] = {
+        t.name: as_int(rt.get("commitLogMaxOffset"))
+        for t, rt in results
+        if t.name is not None and t.broker_id == 0
+    }
+    wanted = sorted({t.name for t, _ in results if t.broker_id and t.name in masters} - set(have))
+
+    async def ask(name: str) -> None:
+        try:
+            rt = await admin.broker_runtime_info(masters[name])
+        except MQError:
+            have[name] = None
+        else:
+            have[name] = as_int(rt.get("commitLogMaxOffset"))
+
+    await asyncio.gather(*(ask(n) for n in wanted if n is not None))
+    return have
 
 
 async def _delay_table_ms(admin: Admin, addr: str) -> dict[int, int]:
@@ -165,7 +200,9 @@ def delivery_rates(
     return rates
 
 
-def _status_doc(t: Target, rt: dict[str, str], levels: list[LiveDelayLevel]) -> dict[str, Any]:
+def _status_doc(
+    t: Target, rt: dict[str, str], levels: list[LiveDelayLevel], ha: HAState
+) -> dict[str, Any]:
     boot = as_int(rt.get("bootTimestamp"))
     now = int(time.time() * 1000)
     put_now = as_int(rt.get("msgPutTotalTodayNow")) or 0
@@ -175,6 +212,7 @@ def _status_doc(t: Target, rt: dict[str, str], levels: list[LiveDelayLevel]) -> 
         "broker": t.name,
         "cluster": t.cluster,
         "brokerId": t.broker_id,
+        **ha.to_json(),
         "timestamp": now,
         "version": rt.get("brokerVersionDesc"),
         "bootTimestamp": boot,
@@ -219,6 +257,7 @@ def _render(
     if doc["brokerId"] is not None:
         where += " · master" if doc["brokerId"] == 0 else f" · slave {doc['brokerId']}"
     console.print(f"[bold]{title}[/] {where}")
+    ha = _ha_text(doc)
     cl = doc["commitLog"]
     ratio = doc["diskRatio"]["commitLog"]
     rt = doc["runtime"]
@@ -237,6 +276,8 @@ def _render(
         ("disk used", "-" if ratio is None or ratio < 0 else f"{ratio:.1%}"),
         ("dispatch behind", fmt_bytes(doc["dispatchBehindBytes"])),
         ("earliest message", fmt_ts(doc["earliestMessageTimestamp"] or 0)),
+        ("role", doc["role"]),
+        ("HA", ha),
     ):
         kv.add_row(key, escape(str(value if value is not None else "-")))
     console.print(kv)
@@ -253,6 +294,31 @@ def _render(
         console.print("[dim]no delayed messages yet[/]")
 
 
+def _ha_text(doc: dict[str, Any]) -> str:
+    """The HA row: a master's slaves and what they acknowledged; a slave's master, its
+    connection and how far behind it is. Parts the broker does not report are left
+    out ("-" when none is known)."""
+    parts: list[str] = []
+    if doc["role"] == "SLAVE":
+        if doc["haMasterAddress"]:
+            parts.append(f"master {doc['haMasterAddress']}")
+        if doc["haMasterConnected"] is not None:
+            parts.append("connected" if doc["haMasterConnected"] else "DISCONNECTED")
+        if doc["slaveLagBytes"] is not None:
+            parts.append(f"{fmt_bytes(doc['slaveLagBytes'])} behind")
+        return ", ".join(parts) or "-"
+    count = doc["haConnectionCount"]
+    if count is not None:
+        parts.append(f"{count} slave{'' if count == 1 else 's'} connected")
+    acked = doc["haPush2SlaveMaxOffset"]
+    if acked is not None and count:
+        behind = (doc["commitLog"]["maxOffset"] or 0) - acked
+        parts.append(f"acknowledged up to {acked} ({fmt_bytes(max(0, behind))} behind)")
+    if doc["role"] == "SYNC_MASTER" and count == 0:
+        parts.append("sends fail with SLAVE_NOT_AVAILABLE")
+    return ", ".join(parts) or "-"
+
+
 def status(
     broker_addr: str | None = typer.Argument(
         None, metavar="BROKER_ADDR", help="host:port of the broker (default: every broker)."
@@ -265,15 +331,17 @@ def status(
     """Runtime figures and delay levels of a broker (mqadmin brokerStatus).
 
     Version, uptime, put/get TPS, messages today, commit-log offsets, disk use, dispatch
-    lag, and per delay level: messages waiting, when the head is due, and the delivery
-    rate (the broker's 10-second figure, or between --watch samples for a broker that
-    does not publish one). --json prints one object per broker per sample."""
+    lag, role and HA state (a master's connected slaves and the offset they
+    acknowledged; a slave's master, its connection and its lag in bytes), and per delay
+    level: messages waiting, when the head is due, and the delivery rate (the broker's
+    10-second figure, or between --watch samples for a broker that does not publish
+    one). --json prints one object per broker per sample."""
     if broker_addr is not None and name is not None:
         raise typer.BadParameter("give BROKER_ADDR or --name, not both")
 
     async def go() -> None:
         async with admin_session(namesrv) as admin:
-            targets = await _targets(admin, broker_addr, name)
+            targets, masters = await _targets(admin, broker_addr, name)
             previous: dict[tuple[str, int], tuple[float, int]] = {}
 
             async def one(t: Target) -> tuple[Target, dict[str, str], list[LiveDelayLevel]]:
@@ -283,9 +351,11 @@ def status(
             async def sample(_: int) -> None:
                 results = await asyncio.gather(*(one(t) for t in targets))
                 now = time.monotonic()
+                master_max = await master_offsets(admin, [(t, rt) for t, rt, _ in results], masters)
                 for t, rt, levels in results:
                     rates = delivery_rates(t.addr, rt, levels, previous, now)
-                    doc = _status_doc(t, rt, levels)
+                    ha = ha_state(rt, t.broker_id, master_max.get(t.name or ""))
+                    doc = _status_doc(t, rt, levels, ha)
                     for entry in doc["delayLevels"]:
                         entry["deliveryRate"] = rates.get(entry["level"])
                     if as_json:

@@ -1,6 +1,7 @@
 """`mq cluster list`: one row per broker, as mqadmin clusterList prints it (cluster,
 broker, id, address, version, in/out TPS, today's totals, uptime, disk), with
-``--watch N`` in place of its ``-i``."""
+``--watch N`` in place of its ``-i``, plus what mqadmin leaves out for master/slave
+pairs: each broker's role, its HA connection state and a slave's lag in bytes."""
 
 from __future__ import annotations
 
@@ -13,8 +14,17 @@ from rich.markup import escape
 
 from mqcli.commands.admin_util import JsonOpt, WatchOpt, admin_session, watch
 from mqcli.connect import NamesrvOpt, run_async
+from mqcli.ha import ha_state
 from mqcli.output import console, print_json, print_json_line
-from mqcli.tables import FormatOpt, cell, fmt_age, make_table, print_table, resolve_format
+from mqcli.tables import (
+    FormatOpt,
+    cell,
+    fmt_age,
+    fmt_bytes,
+    make_table,
+    print_table,
+    resolve_format,
+)
 from mqcore.client import Admin
 from mqcore.errors import MQError
 
@@ -47,7 +57,8 @@ def as_float(value: str | None) -> float | None:
 
 async def broker_rows(admin: Admin, cluster: str | None = None) -> list[dict[str, Any]]:
     """Every broker address the name server lists (masters and slaves) with its runtime
-    figures; a broker that does not answer gets ``up: false`` and ``error``."""
+    figures and HA state; a broker that does not answer gets ``up: false`` and ``error``.
+    A slave's lag needs its master's figures, so all brokers are asked first."""
     info = await admin.cluster_info()
     targets: list[tuple[str, str, int, str]] = []
     for cluster_name, names in sorted(info.cluster_addr_table.items()):
@@ -65,7 +76,7 @@ async def broker_rows(admin: Admin, cluster: str | None = None) -> list[dict[str
         try:
             rt = await admin.broker_runtime_info(addr)
         except MQError as exc:
-            return {**row, "up": False, "error": str(exc)}
+            return {**row, "role": ha_state({}, bid).role, "up": False, "error": str(exc)}
         boot = as_int(rt.get("bootTimestamp"))
         put_now, get_now = (
             as_int(rt.get("msgPutTotalTodayNow")),
@@ -84,10 +95,21 @@ async def broker_rows(admin: Admin, cluster: str | None = None) -> list[dict[str
             "bootTimestamp": boot,
             "uptimeMs": int(time.time() * 1000) - boot if boot else None,
             "commitLogDiskRatio": as_float(rt.get("commitLogDiskRatio")),
+            "commitLogMaxOffset": as_int(rt.get("commitLogMaxOffset")),
             "runtime": rt,
         }
 
-    return list(await asyncio.gather(*(one(t) for t in targets)))
+    rows = list(await asyncio.gather(*(one(t) for t in targets)))
+    masters = {
+        (r["cluster"], r["broker"]): r["commitLogMaxOffset"]
+        for r in rows
+        if r["up"] and r["brokerId"] == 0
+    }
+    for r in rows:
+        if r["up"]:
+            master_max = masters.get((r["cluster"], r["broker"]))
+            r.update(ha_state(r["runtime"], r["brokerId"], master_max).to_json())
+    return rows
 
 
 @cluster_app.command("list")
@@ -98,8 +120,14 @@ def list_clusters(
     interval: float | None = WatchOpt,
     namesrv: str | None = NamesrvOpt,
 ) -> None:
-    """One row per broker: cluster, name, id (0 = master), address, version, TPS in and
-    out, messages in and out today, uptime and commit-log disk use."""
+    """One row per broker: cluster, name, id (0 = master), role, address, version, TPS in
+    and out, messages in and out today, uptime, commit-log disk use, HA state and lag.
+
+    ROLE is the broker's brokerRole (ASYNC_MASTER, SYNC_MASTER, SLAVE), or MASTER/SLAVE
+    from the id for a broker that does not report it (RocketMQ itself). HA is, for a
+    master, how many slaves are connected; for a slave, whether it is connected to its
+    master. SLAVE-LAG is the master's commit-log max offset minus the slave's, in bytes.
+    A figure the broker does not report shows as "-"."""
     fmt = resolve_format(fmt, as_json)
     as_json = fmt == "json"
 
@@ -125,6 +153,7 @@ def _print_rows(rows: list[dict[str, Any]], fmt: str = "table") -> None:
         "CLUSTER",
         "BROKER",
         "BID",
+        "ROLE",
         "ADDRESS",
         "VERSION",
         "IN-TPS",
@@ -133,6 +162,8 @@ def _print_rows(rows: list[dict[str, Any]], fmt: str = "table") -> None:
         "TODAY-OUT",
         "UPTIME",
         "DISK",
+        "HA",
+        "SLAVE-LAG",
         count=len(rows),
     )
     for r in rows:
@@ -141,16 +172,20 @@ def _print_rows(rows: list[dict[str, Any]], fmt: str = "table") -> None:
                 escape(r["cluster"]),
                 escape(r["broker"]),
                 str(r["brokerId"]),
+                r["role"],
                 r["addr"],
                 "[red]down[/]",
-                *["-"] * 6,
+                *["-"] * 8,
             )
             continue
         ratio = r["commitLogDiskRatio"]
+        state = ha_state(r["runtime"], r["brokerId"], None)
+        ha = escape(state.summary())
         table.add_row(
             escape(r["cluster"]),
             escape(r["broker"]),
             str(r["brokerId"]),
+            r["role"],
             r["addr"],
             cell(r["version"]),
             cell(r["inTps"]),
@@ -159,6 +194,8 @@ def _print_rows(rows: list[dict[str, Any]], fmt: str = "table") -> None:
             cell(r["todayOut"]),
             fmt_age(r["uptimeMs"]),
             "-" if ratio is None or ratio < 0 else f"{ratio:.0%}",
+            f"[red]{ha}[/]" if state.alarming else ha,
+            fmt_bytes(r["slaveLagBytes"]),
         )
     print_table(table, fmt)
     for r in rows:
