@@ -342,7 +342,7 @@ class MQClientAPI:
         _expect(response)
         return GetConsumerListByGroupResponseBody.decode(response.body).consumer_id_list
 
-    # -- consumer offsets (at the queue's broker) -----------------------------------------
+    # -- consumer offsets (at the master, or a slave while the master is gone) --------------
 
     async def query_consumer_offset(
         self, group: str, mq: MessageQueue, timeout: float | None = None
@@ -350,7 +350,8 @@ class MQClientAPI:
         """The committed offset, or None when the broker has none (code 22)."""
         header = QueryConsumerOffsetRequestHeader(group, mq.topic, mq.queue_id, mq.broker_name)
         request = self.instance.request(RequestCode.QUERY_CONSUMER_OFFSET, header)
-        response = await self.instance.invoke(await self._any_node(mq), request, timeout)
+        addr = await self.instance.offset_broker_addr(mq)
+        response = await self.instance.invoke(addr, request, timeout)
         if response.code == ResponseCode.QUERY_NOT_FOUND:
             return None
         _expect(response)
@@ -365,12 +366,13 @@ class MQClientAPI:
         oneway: bool = True,
         timeout: float | None = None,
     ) -> None:
-        """UPDATE_CONSUMER_OFFSET to the master (oneway unless told otherwise)."""
+        """UPDATE_CONSUMER_OFFSET (oneway unless told otherwise) to the master, or to a
+        slave while the route has no master (a slave keeps what it is sent)."""
         header = UpdateConsumerOffsetRequestHeader(
             group, mq.topic, mq.queue_id, offset, mq.broker_name
         )
         request = self.instance.request(RequestCode.UPDATE_CONSUMER_OFFSET, header, oneway=oneway)
-        addr = await self._master(mq)
+        addr = await self.instance.offset_broker_addr(mq)
         if oneway:
             await self.instance.invoke_oneway(addr, request)
         else:

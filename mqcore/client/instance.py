@@ -462,14 +462,19 @@ class ClientInstance:
     def find_broker_addr_in_subscribe(
         self, broker_name: str, broker_id: int = MASTER_ID, only_this_broker: bool = False
     ) -> tuple[str, bool] | None:
-        """``(addr, is_slave)`` of ``broker_id`` (the pull's ``suggestWhichBrokerId``), or
-        of any other node of that broker unless ``only_this_broker``."""
+        """``(addr, is_slave)`` of ``broker_id`` (the pull's ``suggestWhichBrokerId``); for
+        a slave id that is gone, the next slave id; then, unless ``only_this_broker``, the
+        lowest id there is (the master when it is in the route), as the Java client."""
         by_id = self.broker_addrs.get(broker_name)
         if not by_id:
             return None
         addr = by_id.get(broker_id)
         if addr is not None:
             return addr, broker_id != MASTER_ID
+        if broker_id != MASTER_ID:
+            addr = by_id.get(broker_id + 1)
+            if addr is not None:
+                return addr, True
         if only_this_broker:
             return None
         bid = min(by_id)
@@ -479,6 +484,24 @@ class ClientInstance:
         """Master first, else any slave (admin reads such as offsets)."""
         found = self.find_broker_addr_in_subscribe(broker_name)
         return found[0] if found else None
+
+    async def offset_broker_addr(self, mq: MessageQueue) -> str:
+        """Where ``mq``'s consumer offsets are read and committed (``RemoteBrokerOffsetStore``):
+        the master; without one in the cached route, the route is refreshed and the master
+        or else a slave is used, so a group goes on committing while its master is down
+        and returns to the master once the route has it again."""
+        found = self.find_broker_addr_in_subscribe(mq.broker_name, MASTER_ID, True)
+        if found is None:
+            try:
+                await self.update_route(mq.topic)
+            except MQClientError as exc:
+                log.debug("refreshing the route of %s failed: %s", mq.topic, exc)
+            found = self.find_broker_addr_in_subscribe(mq.broker_name, MASTER_ID, False)
+        if found is None:
+            raise MQClientError(
+                f"broker {mq.broker_name} of {mq.topic} is not in any route: is it running?"
+            )
+        return found[0]
 
     async def master_addr_or_refresh(self, mq: MessageQueue) -> str:
         """The master address of ``mq``'s broker, refreshing the route once if unknown."""

@@ -4,7 +4,9 @@ brokers on an :class:`InMemoryNetwork`.
 A :class:`FakeBroker` stores what producers send per queue (records encoded as a broker
 would), answers pulls from them, and records heartbeats and unregistrations. Knobs:
 ``fail_code`` (answer sends with that code), ``delay`` (seconds before answering sends),
-and :meth:`FakeCluster.stop_broker` (nothing serves its address any more).
+``suggest`` (the pulls' ``suggestWhichBrokerId``), :meth:`FakeCluster.add_slave` (a
+broker id 1 of the same name), :meth:`FakeCluster.stop_broker` (nothing serves its address
+any more) and :meth:`FakeCluster.unregister` (the name server forgets one node).
 """
 
 from __future__ import annotations
@@ -70,6 +72,8 @@ class FakeBroker:
     requests: list[RemotingCommand] = field(default_factory=list)
     fail_code: int | None = None
     delay: float = 0.0
+    suggest: int = 0
+    pulls: list[PullMessageRequestHeader] = field(default_factory=list)
     channels: list[Channel] = field(default_factory=list)
     _phy: int = 0
 
@@ -157,10 +161,11 @@ class FakeBroker:
 
     def on_pull(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
         h = PullMessageRequestHeader.from_command(request)
+        self.pulls.append(h)
         queue = self.queues.get((h.topic, h.queue_id), [])
         found = queue[h.queue_offset : h.queue_offset + h.max_msg_nums]
         code = ResponseCode.SUCCESS if found else ResponseCode.PULL_NOT_FOUND
-        resp = PullMessageResponseHeader(0, h.queue_offset + len(found), 0, len(queue))
+        resp = PullMessageResponseHeader(self.suggest, h.queue_offset + len(found), 0, len(queue))
         return RemotingCommand.response_to(
             request, code, ext_fields=resp.to_ext_fields(), body=b"".join(m.record for m in found)
         )
@@ -201,6 +206,7 @@ class FakeCluster:
         self.namesrv = namesrv
         self.routes = RouteInfoManager(time.monotonic)
         self.brokers: dict[str, FakeBroker] = {}
+        self.slaves: dict[str, FakeBroker] = {}
         dispatcher = RequestDispatcher()
         NamesrvProcessor(
             NamesrvConfig(kv_config_path=str(tmp / "kv.json")),
@@ -229,6 +235,19 @@ class FakeCluster:
             broker.addr,
             TopicConfigSerializeWrapper(table, DataVersion(1_700_000_000_000, self._version)),
         )
+
+    def add_slave(self, name: str, addr: str) -> FakeBroker:
+        """Broker id 1 of ``name``: registers (no queues, as a slave) and serves ``addr``."""
+        slave = FakeBroker(name, addr)
+        self.slaves[name] = slave
+        self.network.serve(addr, slave.dispatcher())
+        self.routes.register_broker(slave.cluster, addr, name, 1, addr, None)
+        return slave
+
+    def unregister(self, name: str, broker_id: int = 0) -> None:
+        """The name server forgets one node of ``name`` (as when its connection closes)."""
+        node = self.brokers[name] if broker_id == 0 else self.slaves[name]
+        self.routes.unregister_broker(node.cluster, node.addr, name, broker_id)
 
     def stop_broker(self, name: str) -> None:
         """Connections to the broker fail from now on (existing ones are closed)."""
