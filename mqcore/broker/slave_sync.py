@@ -98,11 +98,13 @@ class SlaveSynchronize:
         self.delay_offsets = delay_offsets
         self.groups = groups
         self.timeout = timeout
+        self.last_results: dict[str, bool] = {}
+        """Step -> success of the last :meth:`sync_all` (False also: no master to ask)."""
 
-    async def sync_all(self) -> dict[str, bool]:
-        """Run the four steps in 4.9.8's order; step name -> success (False also when
-        there was no master to ask). Never raises for a master's failure."""
-        return {
+    async def sync_all(self) -> None:
+        """Run the four steps in 4.9.8's order; :attr:`last_results` says which worked.
+        Never raises for a master's failure (a periodic task must not die of one)."""
+        self.last_results = {
             "topics": await self._step("topic configs", self.sync_topic_config),
             "offsets": await self._step("consumer offsets", self.sync_consumer_offset),
             "delay_offsets": await self._step("delay offsets", self.sync_delay_offset),
@@ -210,8 +212,8 @@ def register(controller: BrokerController) -> SlaveSynchronize | None:
         return None
     sync = SlaveSynchronize(
         controller.outer_api.client,
-        # ``master_addr`` is learnt from the REGISTER_BROKER answer (None until then).
-        lambda: getattr(controller, "master_addr", None),
+        # Learnt from the REGISTER_BROKER answer; None until then or without a master.
+        lambda: controller.master_addr,
         controller.topic_config_manager,
         controller.consumer_offset_manager,
         controller.delay_offset_manager,

@@ -78,6 +78,15 @@ def synchronizer(
     )
 
 
+async def run(sync: SlaveSynchronize) -> dict[str, bool]:
+    await sync.sync_all()
+    return sync.last_results
+
+
+async def synced(sync: SlaveSynchronize, step: str) -> bool:
+    return (await run(sync))[step]
+
+
 # -- against a real master -----------------------------------------------------------------
 
 
@@ -89,7 +98,7 @@ async def test_topics_are_replaced_wholesale_with_the_masters_version(
     slave.topics.data_version.counter += 10  # the same millisecond must not make them equal
     sync = synchronizer(client, slave, lambda: broker.broker_addr)
 
-    assert (await sync.sync_all())["topics"]
+    assert await synced(sync, "topics")
 
     master = broker.topic_config_manager
     assert slave.topics.table.keys() == master.table.keys()
@@ -128,7 +137,7 @@ async def test_consumer_offsets_are_merged_master_first(
     slave.offsets.commit("other", "X", 0, 3)
     sync = synchronizer(client, slave, lambda: broker.broker_addr)
 
-    assert (await sync.sync_all())["offsets"]
+    assert await synced(sync, "offsets")
 
     # 4.9.8 puts the master's topic@group maps over ours: a whole map is replaced.
     assert slave.offsets.query_all("g", "T") == {0: 5}
@@ -146,7 +155,7 @@ async def test_delay_offsets_replace_the_slaves(
     slave.delay.update(2, 9)
     sync = synchronizer(client, slave, lambda: broker.broker_addr)
 
-    assert (await sync.sync_all())["delay_offsets"]
+    assert await synced(sync, "delay_offsets")
 
     assert slave.delay.table == {1: 10, 3: 4}
     assert slave.reloaded().delay.table == {1: 10, 3: 4}
@@ -162,7 +171,7 @@ async def test_subscription_groups_follow_the_data_version(
     slave.groups.data_version.counter += 10
     sync = synchronizer(client, slave, lambda: broker.broker_addr)
 
-    assert (await sync.sync_all())["groups"]
+    assert await synced(sync, "groups")
 
     master = broker.subscription_group_manager
     assert slave.groups.table.keys() == master.table.keys()
@@ -188,7 +197,7 @@ async def test_one_failing_step_does_not_stop_the_others(
     broker.subscription_group_manager.update(SubscriptionGroupConfig("billing"))
     sync = synchronizer(client, slave, lambda: broker.broker_addr)
 
-    results = await sync.sync_all()
+    results = await run(sync)
 
     assert results == {"topics": True, "offsets": False, "delay_offsets": True, "groups": True}
     assert "Orders" in slave.topics.table
@@ -204,7 +213,7 @@ async def test_no_master_or_itself_as_master_asks_nothing(
         synchronizer(client, slave, lambda: None),
         synchronizer(client, slave, lambda: broker.broker_addr, own=broker.broker_addr),
     ):
-        assert await sync.sync_all() == dict.fromkeys(
+        assert await run(sync) == dict.fromkeys(
             ("topics", "offsets", "delay_offsets", "groups"), False
         )
     assert "Orders" not in slave.topics.table
@@ -217,9 +226,9 @@ async def test_the_master_address_is_asked_before_every_run(
     current: list[str | None] = [None]
     sync = synchronizer(client, slave, lambda: current[0])
     broker.delay_offset_manager.update(1, 3)
-    assert not (await sync.sync_all())["delay_offsets"]
+    assert not await synced(sync, "delay_offsets")
     current[0] = broker.broker_addr
-    assert (await sync.sync_all())["delay_offsets"]
+    assert await synced(sync, "delay_offsets")
     assert slave.delay.table == {1: 3}
 
 
@@ -254,7 +263,7 @@ async def test_a_java_masters_fastjson_text_is_read(
 ) -> None:
     sync = synchronizer(client, slave, lambda: f"127.0.0.1:{fake_master.port}")
 
-    results = await sync.sync_all()
+    results = await run(sync)
 
     # VIP port closed and 201 unsupported: those two fail, the other two still run.
     assert results == {"topics": False, "offsets": True, "delay_offsets": True, "groups": False}
@@ -274,7 +283,7 @@ async def test_an_unreachable_master_fails_every_step_without_raising(
     slave.delay.update(1, 1)
     sync = synchronizer(client, slave, lambda: f"127.0.0.1:{port}")
 
-    assert not any((await sync.sync_all()).values())
+    assert not any((await run(sync)).values())
     assert slave.delay.table == {1: 1}
 
 
@@ -290,7 +299,7 @@ async def test_a_garbled_answer_changes_nothing(client: RemotingClient, slave: S
         slave.delay.update(5, 5)
         slave.offsets.commit("g", "T", 0, 9)
         sync = synchronizer(client, slave, lambda: f"127.0.0.1:{server.port}")
-        assert not any((await sync.sync_all()).values())
+        assert not any((await run(sync)).values())
     finally:
         await server.close()
     assert slave.delay.table == {5: 5}
