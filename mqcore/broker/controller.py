@@ -25,8 +25,11 @@ import inspect
 import logging
 from collections.abc import Callable
 
+from mqcore.broker import slave_sync
 from mqcore.broker.client_manager import ConsumerManager, ProducerManager
 from mqcore.broker.config import BrokerConfig
+from mqcore.broker.ha.master import HAService
+from mqcore.broker.ha.slave import HAClient
 from mqcore.broker.long_polling import LongPollingService
 from mqcore.broker.outer_api import BrokerOuterAPI
 from mqcore.broker.rebalance_lock import RebalanceLockManager
@@ -43,7 +46,7 @@ from mqcore.store.metadata import (
     SubscriptionGroupManager,
     TopicConfigManager,
 )
-from mqcore.store.store_config import MessageStoreConfig
+from mqcore.store.store_config import BrokerRole, MessageStoreConfig
 
 __all__ = ["BrokerController"]
 
@@ -70,7 +73,21 @@ class BrokerController:
         self.topics = TopicService(self)
         self._init_client_services()
         self.long_polling = LongPollingService(self)
-        self.reput = ReputService(self.store, self.long_polling)
+        self.ha: HAService | None = None
+        """The master's replication endpoint (None on a slave)."""
+        self.ha_client: HAClient | None = None
+        """The slave's connection to its master (None on a master)."""
+        self.master_addr: str | None = None
+        """A slave's master (remoting address), from the name server's answer."""
+        if store_config.broker_role is BrokerRole.SLAVE:
+            self.ha_client = HAClient(self.store, store_config, master_end=self._master_end)
+        else:
+            self.ha = HAService(self.store.commit_log, store_config, host=config.bind_address)
+        self.reput = ReputService(
+            self.store,
+            self.long_polling,
+            after_dispatch=self.ha.notify_data if self.ha is not None else None,
+        )
         self.server = RemotingServer(
             host=config.bind_address, port=config.listen_port, max_frame=_max_frame(store_config)
         )
@@ -87,6 +104,7 @@ class BrokerController:
         self._start_hooks: list[Callable[[], object]] = []
         self._stop_hooks: list[Callable[[], object]] = []
         self._register_processors()
+        self.slave_sync = slave_sync.register(self)
 
     def _init_client_services(self) -> None:
         """Producer/consumer managers, the rebalance lock table and statistics."""
@@ -141,7 +159,12 @@ class BrokerController:
             self.store.start()
             self.reput.start(loop)
             await self._listen()
+            await self._start_ha()
         except BaseException:
+            if self.ha is not None:
+                await self.ha.close()
+            await self.fast_server.close()
+            await self.server.close()
             self.reput.stop()
             self.store.shutdown()
             raise
@@ -167,6 +190,42 @@ class BrokerController:
             self.broker_addr,
             self.fast_server.port,
         )
+
+    async def _start_ha(self) -> None:
+        """The master listens on ``haListenPort`` (``listenPort + 1`` unless set); the
+        slave starts copying as soon as it knows its master's HA address."""
+        if self.ha is not None:
+            port = self.store_config.ha_listen_port
+            if port is None:
+                port = self.server.port + 1 if self.config.listen_port else 0
+            await self.ha.start(port)
+        if self.ha_client is not None:
+            self.ha_client.start()
+
+    @property
+    def ha_addr(self) -> str:
+        """What the name server hands this broker's slaves (brokerIP2 as RocketMQ)."""
+        port = self.ha.port if self.ha is not None else self.server.port + 1
+        return f"{self.config.broker_ip2 or self.config.broker_ip1}:{port}"
+
+    def on_registered(self, master_addr: str | None, ha_server_addr: str | None) -> None:
+        """A slave learns its master from the name server (as RocketMQ's
+        registerBrokerAll): the HA address unless ``haMasterAddress`` fixes it."""
+        if self.ha_client is None:
+            return
+        known, self.master_addr = self.master_addr, master_addr
+        if master_addr and master_addr != known and self.slave_sync is not None:
+            # A new master: copy its metadata now rather than at the next 10 s tick.
+            task = asyncio.create_task(self.slave_sync.sync_all(), name="slave-sync-now")
+            self._tasks.append(task)
+        if not self.store_config.ha_master_address:
+            self.ha_client.update_master_address(ha_server_addr)
+
+    async def _master_end(self) -> int | None:
+        """The master's commit log end (GET_BROKER_RUNTIME_INFO), for a slave ahead of it."""
+        if self.master_addr is None:
+            return None
+        return await self.outer_api.commit_log_end(self.master_addr)
 
     def _load_metadata(self) -> None:
         self.topic_config_manager.load()
@@ -221,6 +280,10 @@ class BrokerController:
         except Exception:
             log.exception("unregistering from the name servers failed")
         self.long_polling.shutdown()
+        if self.ha_client is not None:
+            await self.ha_client.close()
+        if self.ha is not None:
+            await self.ha.close()
         await self.fast_server.close()
         await self.server.close()
         await self.outer_api.close()

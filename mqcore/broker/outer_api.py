@@ -15,11 +15,12 @@ from typing import TYPE_CHECKING
 
 from mqcore.errors import MQError
 from mqcore.protocol import RemotingCommand, RequestCode, ResponseCode
-from mqcore.protocol.bodies.route import RegisterBrokerBody
+from mqcore.protocol.bodies.route import MASTER_ID, KVTable, RegisterBrokerBody
 from mqcore.protocol.headers import (
     QueryDataVersionRequestHeader,
     QueryDataVersionResponseHeader,
     RegisterBrokerRequestHeader,
+    RegisterBrokerResponseHeader,
     UnregisterBrokerRequestHeader,
 )
 from mqcore.remoting import RemotingClient
@@ -61,7 +62,7 @@ class BrokerOuterAPI:
             broker_name=c.config.broker_name,
             broker_addr=c.broker_addr,
             cluster_name=c.config.broker_cluster_name,
-            ha_server_addr=f"{c.config.broker_ip2 or c.config.broker_ip1}:{c.server.port + 1}",
+            ha_server_addr=c.ha_addr,
             broker_id=c.config.broker_id,
             compressed=False,
             body_crc32=zlib.crc32(body) & 0x7FFFFFFF,
@@ -82,7 +83,20 @@ class BrokerOuterAPI:
             )
             return False
         log.debug("registered at name server %s", addr)
+        if self.controller.config.broker_id != MASTER_ID:
+            answer = RegisterBrokerResponseHeader.from_command(response)
+            self.controller.on_registered(answer.master_addr, answer.ha_server_addr)
         return True
+
+    async def commit_log_end(self, broker_addr: str) -> int | None:
+        """``commitLogMaxOffset`` of another broker (a slave asks its master)."""
+        request = RemotingCommand.request(RequestCode.GET_BROKER_RUNTIME_INFO)
+        response = await self.client.invoke(broker_addr, request, self.timeout)
+        if response.code != ResponseCode.SUCCESS or not response.body:
+            return None
+        table = KVTable.decode(response.body).table
+        value = table.get("commitLogMaxOffset")
+        return int(value) if value and value.isdigit() else None
 
     async def _changed_at(self, addr: str) -> bool:
         """QUERY_DATA_VERSION: does ``addr`` hold an older topic table than ours?"""

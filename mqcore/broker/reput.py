@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
+from collections.abc import Callable
 
 from mqcore.broker.long_polling import LongPollingService
 from mqcore.store.message_store import MessageStore
@@ -29,9 +30,17 @@ _RETRY_DELAY = 0.1
 class ReputService:
     """Dispatches the store's appends once per loop pass and notifies long polling."""
 
-    def __init__(self, store: MessageStore, long_polling: LongPollingService) -> None:
+    def __init__(
+        self,
+        store: MessageStore,
+        long_polling: LongPollingService,
+        *,
+        after_dispatch: Callable[[], None] | None = None,
+    ) -> None:
         self._store = store
         self._long_polling = long_polling
+        self._after_dispatch = after_dispatch
+        """Told after each pass (the HA master wakes its writers: new bytes to stream)."""
         self._loop: asyncio.AbstractEventLoop | None = None
         self._loop_thread = 0
         self._scheduled = False
@@ -82,6 +91,8 @@ class ReputService:
                 self._scheduled = True
                 self._loop.call_later(_RETRY_DELAY, self.run)
             return
+        if self._after_dispatch is not None:
+            self._after_dispatch()
         polling = self._long_polling
         for topic, queue_id, max_offset, tags_code in arrivals:
             if polling.has_waiters(topic, queue_id):

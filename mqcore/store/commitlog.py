@@ -275,7 +275,12 @@ class CommitLog:
     def append_raw(self, offset: int, data: bytes | bytearray | memoryview) -> int:
         """Append bytes copied verbatim from another log (HA slave); must be contiguous."""
         self.queue.check_writable()
-        if offset != self.max_offset:
+        if self.queue.last_file is None:
+            # An empty slave takes the master's stream wherever it starts (RocketMQ starts
+            # an empty slave at the master's last file), but only on a file boundary.
+            if offset % self.queue.mapped_file_size:
+                raise StoreError(f"an empty commit log cannot start at {offset}")
+        elif offset != self.max_offset:
             raise StoreError(f"raw append at {offset} but the commit log ends at {self.max_offset}")
         view = memoryview(data)
         while view:
@@ -288,6 +293,19 @@ class CommitLog:
         return offset
 
     # -- reading -----------------------------------------------------------------------
+    def read_for_transfer(self, offset: int, limit: int) -> memoryview | None:
+        """Up to ``limit`` written bytes from ``offset``, within one file (HA transfer).
+
+        None when nothing is written there yet, or the offset is no longer on disk."""
+        mf = self.queue.find_by_offset(offset)
+        if mf is None:
+            return None
+        pos = offset - mf.file_from_offset
+        end = min(mf.wrote_position, pos + limit)
+        if end <= pos:
+            return None
+        return mf.view[pos:end]
+
     def get_data(self, offset: int, size: int) -> memoryview | None:
         """Zero-copy view of ``size`` bytes at ``offset`` (within one file), or None."""
         mf = self.queue.find_by_offset(offset)

@@ -63,7 +63,7 @@ from mqcore.store.results import (
     RecordFilter,
     TagFilter,
 )
-from mqcore.store.store_config import FlushDiskType, MessageStoreConfig
+from mqcore.store.store_config import BrokerRole, FlushDiskType, MessageStoreConfig
 
 __all__ = [
     "Arrival",
@@ -334,6 +334,9 @@ class MessageStore:
     def _check_writable(self) -> PutResult | None:
         if self.readonly or not self._running:
             return PutResult(PutStatus.SERVICE_NOT_AVAILABLE, remark="store is not running")
+        if self.config.broker_role is BrokerRole.SLAVE:
+            # 4.9.8's checkStoreStatus: a slave's log only grows by replication.
+            return PutResult(PutStatus.SERVICE_NOT_AVAILABLE, remark="broker role is slave")
         if self.cleanup.disk_full:
             return PutResult(PutStatus.SERVICE_NOT_AVAILABLE, remark="disk is full")
         return None
@@ -424,13 +427,33 @@ class MessageStore:
             self._dispatch()
 
     def append_replicated(self, offset: int, data: bytes | bytearray | memoryview) -> int:
-        """HA slave: append raw commit log bytes from the master, then dispatch them."""
+        """HA slave: append the master's commit log bytes as they are, then dispatch them.
+
+        Raises StoreError when ``offset`` is not where this log ends."""
         with self._dispatch_lock, self._put_lock:
             end = self.commit_log.append_raw(offset, data)
+            before = {(cq.topic, cq.queue_id): cq.max_offset for cq in self.queues.all()}
             self.dispatcher.reput(self.dispatcher.reput_from_offset)
             for cq in self.queues.all():
-                self.topic_queue_table[(cq.topic, cq.queue_id)] = cq.max_offset
+                key = (cq.topic, cq.queue_id)
+                self.topic_queue_table[key] = cq.max_offset
+                if cq.max_offset > before.get(key, 0):
+                    self._arrivals.append(Arrival(cq.topic, cq.queue_id, cq.max_offset, None))
+        if self._arrivals and self.on_append is not None:
+            self.on_append()
         return end
+
+    def truncate_replica(self, end: int) -> None:
+        """HA slave ahead of its master: drop the commit log past ``end`` (a record
+        boundary the master has) and the queue entries that pointed there."""
+        with self._dispatch_lock, self._put_lock:
+            if end >= self.commit_log.max_offset:
+                return
+            self.commit_log.truncate(end)
+            for cq in self.queues.all():
+                cq.truncate_dirty(end)
+                self.topic_queue_table[(cq.topic, cq.queue_id)] = cq.max_offset
+            self.dispatcher.reput_from_offset = min(self.dispatcher.reput_from_offset, end)
 
     # -- reading -------------------------------------------------------------------------
     def get_message(self, phy_offset: int) -> memoryview:

@@ -127,9 +127,7 @@ class MessageStoreConfig(PropertiesConfig):
     # -- master/slave replication (RocketMQ's HAService) --
     ha_listen_port: int | None = field(default=None, metadata=_key("haListenPort"))
     """None: ``listenPort + 1``, as RocketMQ's BrokerStartup sets it."""
-    ha_send_heartbeat_interval: int = field(
-        default=5000, metadata=_key("haSendHeartbeatInterval")
-    )
+    ha_send_heartbeat_interval: int = field(default=5000, metadata=_key("haSendHeartbeatInterval"))
     ha_housekeeping_interval: int = field(default=20_000, metadata=_key("haHousekeepingInterval"))
     ha_transfer_batch_size: int = field(default=32 * 1024, metadata=_key("haTransferBatchSize"))
     ha_master_address: str | None = field(default=None, metadata=_key("haMasterAddress"))

@@ -261,6 +261,19 @@ class AdminProcessor:
             info[f"{pool}ThreadPoolQueueHeadWaitTimeMills"] = "0"
         info.update(self._disk_info())
         info.update(self._schedule_offsets())
+        info.update(self._ha_info())
+        return info
+
+    def _ha_info(self) -> dict[str, str]:
+        """Replication state: keys of ``mq`` only (4.9.8 has none; tools show "-")."""
+        c = self.controller
+        info = {"brokerRole": c.store_config.broker_role.value}
+        if c.ha is not None:
+            info["haConnectionCount"] = str(c.ha.connection_count)
+            info["haPush2SlaveMaxOffset"] = str(c.ha.push2slave_max_offset)
+        if c.ha_client is not None:
+            info["haMasterAddress"] = c.ha_client.master_address or ""
+            info["haMasterConnected"] = "true" if c.ha_client.connected else "false"
         return info
 
     def _earliest_message_time(self) -> int:

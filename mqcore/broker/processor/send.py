@@ -18,12 +18,12 @@ After each append the long polls waiting on that queue are woken.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import random
 from collections.abc import Awaitable
 from typing import TYPE_CHECKING
 
+from mqcore.broker.durability import await_durable, must_wait
 from mqcore.broker.transaction import is_half_message, prepare_half_message
 from mqcore.errors import CorruptRecordError
 from mqcore.message.const import (
@@ -53,7 +53,6 @@ from mqcore.store.metadata import (
     validate_topic_name,
 )
 from mqcore.store.results import PutResult, PutStatus
-from mqcore.store.store_config import FlushDiskType
 
 from . import reply
 
@@ -170,15 +169,11 @@ class SendMessageProcessor:
             uniq_key = ",".join(keys) if any(keys) else ""
         result = self.controller.store.put_messages(batch)
         count_put(self.controller.stats, batch, result)
-        if (
-            result.flush_future is not None
-            and wait
-            and self.controller.store_config.flush_disk_type is FlushDiskType.SYNC_FLUSH
-        ):
-            return self._await_flush(request, header, queue_id, uniq_key, result)
+        if must_wait(result, wait, self.controller.store_config):
+            return self._await_durable(request, header, queue_id, uniq_key, result)
         return self.answer(request, header, queue_id, uniq_key, result, result.status)
 
-    async def _await_flush(
+    async def _await_durable(
         self,
         request: RemotingCommand,
         header: SendMessageRequestHeader,
@@ -186,18 +181,7 @@ class SendMessageProcessor:
         uniq_key: str,
         result: PutResult,
     ) -> RemotingCommand:
-        assert result.flush_future is not None
-        timeout = self.controller.store_config.sync_flush_timeout / 1000
-        try:
-            flushed = await asyncio.wait_for(
-                asyncio.shield(asyncio.wrap_future(result.flush_future)), timeout
-            )
-        except TimeoutError:
-            flushed = False
-        except Exception:
-            log.exception("sync flush failed")
-            flushed = False
-        status = PutStatus.PUT_OK if flushed else PutStatus.FLUSH_DISK_TIMEOUT
+        status = await await_durable(result, self.controller.store_config, self.controller.ha)
         return self.answer(request, header, queue_id, uniq_key, result, status)
 
     # -- checks ---------------------------------------------------------------------------

@@ -16,12 +16,12 @@ stored. Body, flag, sysflag, born time/host and store host are the record's.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import random
 from collections.abc import Awaitable
 from typing import TYPE_CHECKING
 
+from mqcore.broker.durability import await_durable, must_wait
 from mqcore.errors import CorruptRecordError
 from mqcore.message.const import (
     DLQ_GROUP_TOPIC_PREFIX,
@@ -38,7 +38,6 @@ from mqcore.protocol.headers import ConsumerSendMsgBackRequestHeader, HeaderErro
 from mqcore.remoting import Channel
 from mqcore.store.metadata import PERM_READ, PERM_WRITE
 from mqcore.store.results import PutResult, PutStatus
-from mqcore.store.store_config import FlushDiskType
 
 from . import reply
 from .send import count_put
@@ -133,12 +132,11 @@ class SendBackProcessor:
         msg = c.schedule_service.rewrite_delay(msg)
         result = c.store.put_messages((msg,))
         count_put(c.stats, [msg], result)
-        if (
-            result.ok
-            and result.flush_future is not None
-            and c.store_config.flush_disk_type is FlushDiskType.SYNC_FLUSH
-        ):
-            return self._await_flush(request, result)
+        # WAIT is "false" on a send-back copy, so (as in 4.9.8) it is answered without
+        # waiting for the flush or the slave: the original stays unconsumed until then.
+        wait = msg.properties.get(PROPERTY_WAIT_STORE_MSG_OK) != "false"
+        if must_wait(result, wait, c.store_config):
+            return self._await_durable(request, result)
         return self._answer(request, result.status, result)
 
     def _look(self, offset: int) -> MessageExt | None:
@@ -152,16 +150,8 @@ class SendBackProcessor:
             log.info("send back: no message at commit log offset %d (%s)", offset, exc)
             return None
 
-    async def _await_flush(self, request: RemotingCommand, result: PutResult) -> RemotingCommand:
-        assert result.flush_future is not None
-        timeout = self.controller.store_config.sync_flush_timeout / 1000
-        try:
-            flushed = await asyncio.wait_for(
-                asyncio.shield(asyncio.wrap_future(result.flush_future)), timeout
-            )
-        except TimeoutError:
-            flushed = False
-        status = PutStatus.PUT_OK if flushed else PutStatus.FLUSH_DISK_TIMEOUT
+    async def _await_durable(self, request: RemotingCommand, result: PutResult) -> RemotingCommand:
+        status = await await_durable(result, self.controller.store_config, self.controller.ha)
         return self._answer(request, status, result)
 
     @staticmethod

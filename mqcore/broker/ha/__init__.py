@@ -1,0 +1,1 @@
+"""Master/slave replication: the master's HAService and the slave's HAClient."""

@@ -1,0 +1,244 @@
+"""`HAService`: a master streams its commit log to slaves (RocketMQ 4.x ``HAService``).
+
+Each slave connection has a reader (its reports: where to start, then acknowledgements)
+and a writer (raw commit log bytes from where the slave stands, at most
+``haTransferBatchSize`` per transfer and never across a file boundary; a zero-size
+heartbeat after ``haSendHeartbeatInterval`` of silence). The highest offset any slave
+acknowledged is ``push2slave_max_offset``; SYNC_MASTER sends wait on it.
+
+As in RocketMQ 4.9.8: a slave reporting 0 gets the master's last file from its start
+(not the whole history); a later report past the master's end closes the connection; an
+offset the master no longer holds gets heartbeats only; a connection silent for
+``haHousekeepingInterval`` is closed. Each connection fails alone: garbage, a lying
+offset or a reader that never drains affect only their own connection.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+
+from mqcore.common.aio import cancel_and_wait
+from mqcore.protocol.ha import HAProtocolError, ReportReader, encode_transfer_header
+from mqcore.store.commitlog import CommitLog
+from mqcore.store.store_config import MessageStoreConfig
+
+__all__ = ["HAConnection", "HAService"]
+
+log = logging.getLogger("mq.broker.ha")
+
+_READ_CHUNK = 64 * 1024
+_WRITE_HIGH_WATER = 4 * 1024 * 1024
+
+
+class HAService:
+    """The master's replication endpoint on ``haListenPort``."""
+
+    def __init__(self, commit_log: CommitLog, config: MessageStoreConfig, *, host: str) -> None:
+        self._commit_log = commit_log
+        self._config = config
+        self._host = host
+        self._server: asyncio.Server | None = None
+        self.port = 0
+        self.connections: set[HAConnection] = set()
+        self.push2slave_max_offset = 0
+        """The highest commit log offset a slave has acknowledged."""
+        self._waiters: list[tuple[int, asyncio.Future[None]]] = []
+
+    async def start(self, port: int) -> None:
+        self._server = await asyncio.start_server(
+            self._accept, self._host, port, reuse_address=True
+        )
+        self.port = self._server.sockets[0].getsockname()[1]
+        log.info("HA service listening on %s:%d", self._host, self.port)
+
+    async def close(self) -> None:
+        if self._server is not None:
+            self._server.close()
+            self._server = None
+        for conn in list(self.connections):
+            await conn.close()
+        for _, fut in self._waiters:
+            if not fut.done():
+                fut.cancel()
+        self._waiters.clear()
+
+    # -- what the send path asks --------------------------------------------------------
+    @property
+    def connection_count(self) -> int:
+        return len(self.connections)
+
+    def is_slave_ok(self, master_put_where: int) -> bool:
+        """A slave is connected and not more than ``haSlaveFallbehindMax`` behind."""
+        behind = master_put_where - self.push2slave_max_offset
+        return bool(self.connections) and behind < self._config.ha_slave_fallbehind_max
+
+    async def wait_for_slave(self, offset: int, timeout: float) -> bool:
+        """True once a slave has acknowledged ``offset``; False after ``timeout``."""
+        if self.push2slave_max_offset >= offset:
+            return True
+        fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        entry = (offset, fut)
+        self._waiters.append(entry)
+        self.notify_data()
+        try:
+            await asyncio.wait_for(fut, timeout)
+            return True
+        except TimeoutError:
+            return self.push2slave_max_offset >= offset
+        finally:
+            with contextlib.suppress(ValueError):
+                self._waiters.remove(entry)
+
+    def notify_data(self) -> None:
+        """New bytes in the commit log: wake every writer waiting for them."""
+        for conn in self.connections:
+            conn.data_ready.set()
+
+    # -- connections --------------------------------------------------------------------
+    def acknowledged(self, offset: int) -> None:
+        if offset <= self.push2slave_max_offset:
+            return
+        self.push2slave_max_offset = offset
+        if self._waiters:
+            for want, fut in self._waiters:
+                if want <= offset and not fut.done():
+                    fut.set_result(None)
+
+    async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        conn = HAConnection(self, self._commit_log, self._config, reader, writer)
+        self.connections.add(conn)
+        log.info("slave connected from %s", conn.peer)
+        try:
+            await conn.serve()
+        finally:
+            self.connections.discard(conn)
+            await conn.close()
+            log.info("slave %s disconnected", conn.peer)
+
+
+class HAConnection:
+    """One slave: its reports in, the commit log out."""
+
+    def __init__(
+        self,
+        service: HAService,
+        commit_log: CommitLog,
+        config: MessageStoreConfig,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+    ) -> None:
+        self._service = service
+        self._commit_log = commit_log
+        self._config = config
+        self._reader = reader
+        self._writer = writer
+        peer = writer.get_extra_info("peername")
+        self.peer = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else str(peer)
+        self.request_offset = -1
+        """Where the slave stood when it connected (-1: it has not said yet)."""
+        self.ack_offset = -1
+        self.next_transfer = -1
+        self.data_ready = asyncio.Event()
+        self._requested = asyncio.Event()
+        self._closed = False
+        writer.transport.set_write_buffer_limits(high=_WRITE_HIGH_WATER)
+
+    async def serve(self) -> None:
+        """Until the slave goes, breaks the protocol or falls silent."""
+        write = asyncio.create_task(self._write_loop(), name=f"ha-write-{self.peer}")
+        try:
+            await self._read_loop(write)
+        finally:
+            await cancel_and_wait([write])
+
+    async def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        self._writer.close()
+        with contextlib.suppress(Exception):
+            await self._writer.wait_closed()
+
+    async def _read_loop(self, write: asyncio.Task[None]) -> None:
+        reports = ReportReader()
+        silence = self._config.ha_housekeeping_interval / 1000
+        while not write.done():
+            read = asyncio.ensure_future(self._reader.read(_READ_CHUNK))
+            done, _ = await asyncio.wait(
+                {read, write}, timeout=silence, return_when=asyncio.FIRST_COMPLETED
+            )
+            if read not in done:
+                read.cancel()
+                if not done:
+                    log.warning("slave %s silent for %.0f s: closing", self.peer, silence)
+                return
+            data = read.result()
+            if not data:
+                return
+            try:
+                offset = reports.feed(data)
+            except HAProtocolError as exc:
+                log.warning("slave %s: %s; closing", self.peer, exc)
+                return
+            if offset is None:
+                continue
+            if self.request_offset < 0:
+                self.request_offset = offset
+                self._requested.set()
+                log.info("slave %s requests the commit log from %d", self.peer, offset)
+            elif offset > self._commit_log.max_offset:
+                log.warning(
+                    "slave %s reports %d, past this commit log's end %d: closing",
+                    self.peer,
+                    offset,
+                    self._commit_log.max_offset,
+                )
+                return
+            self.ack_offset = offset
+            if offset <= self._commit_log.max_offset:
+                # Past our end (a first report may be, as 4.9.8 allows) proves nothing: it
+                # must not let SYNC_MASTER sends through.
+                self._service.acknowledged(offset)
+
+    async def _write_loop(self) -> None:
+        await self._requested.wait()
+        size = self._config.mapped_file_size_commit_log
+        if self.request_offset == 0:
+            end = self._commit_log.max_offset
+            self.next_transfer = end - end % size
+        else:
+            self.next_transfer = self.request_offset
+        log.info("transferring to slave %s from %d", self.peer, self.next_transfer)
+        loop = asyncio.get_running_loop()
+        heartbeat = self._config.ha_send_heartbeat_interval / 1000
+        batch = self._config.ha_transfer_batch_size
+        last_write = loop.time()
+        warned_gone = False
+        while True:
+            self.data_ready.clear()
+            data = self._commit_log.read_for_transfer(self.next_transfer, batch)
+            if data is not None:
+                # A copy: a buffered view would pin the map of a file cleanup may delete.
+                self._writer.write(encode_transfer_header(self.next_transfer, len(data)) + data)
+                self.next_transfer += len(data)
+                last_write = loop.time()
+                await self._writer.drain()
+                continue
+            if not warned_gone and self.next_transfer < self._commit_log.min_offset:
+                warned_gone = True
+                log.warning(
+                    "slave %s wants offset %d, no longer held (commit log starts at %d)",
+                    self.peer,
+                    self.next_transfer,
+                    self._commit_log.min_offset,
+                )
+            idle = loop.time() - last_write
+            if idle >= heartbeat:
+                self._writer.write(encode_transfer_header(self.next_transfer, 0))
+                last_write = loop.time()
+                await self._writer.drain()
+                continue
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self.data_ready.wait(), heartbeat - idle)
