@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass, field
 
+from mqcli.ha import HAState
 from mqcore.store.metadata.topic import (
     DLQ_GROUP_TOPIC_PREFIX,
     RETRY_GROUP_TOPIC_PREFIX,
@@ -76,6 +77,8 @@ class BrokerRow:
     commit_log_max: int = 0
     slave_lag_bytes: int | None = None
     """Master's commit log max offset minus this slave's (``None`` for masters)."""
+    ha: HAState | None = None
+    """Role and HA connection as the broker reports them (None: not polled yet)."""
 
     @property
     def key(self) -> str:
@@ -84,6 +87,14 @@ class BrokerRow:
     @property
     def role(self) -> str:
         return "master" if self.broker_id == 0 else "slave"
+
+    @property
+    def role_text(self) -> str:
+        """``sync master``, ``async master`` or ``slave``; plain ``master`` when the
+        broker does not say which kind (RocketMQ itself)."""
+        if self.ha is None or self.ha.role == "MASTER":
+            return self.role
+        return self.ha.role.lower().replace("_", " ")
 
 
 @dataclass(slots=True)

@@ -4,8 +4,10 @@ What one :meth:`Poller.poll` asks, all concurrently (nothing per queue):
 
 * every name server: GET_BROKER_CLUSTER_INFO (its health and the broker list);
 * every broker: GET_BROKER_RUNTIME_INFO (TPS, today's counts, disk, commit log,
-  ``scheduleMessageOffset_<level>`` = delay-level progress and
-  ``scheduleMessageDeliverTps_<level>`` = its delivery rate);
+  ``scheduleMessageOffset_<level>`` = delay-level progress,
+  ``scheduleMessageDeliverTps_<level>`` = its delivery rate, and role and HA state as
+  :mod:`mqcli.ha` reads them; a slave's lag is its master's commit log max offset
+  minus its own);
 * every master: GET_ALL_TOPIC_CONFIG, GET_ALL_CONSUMER_OFFSET (every group's offsets in
   one answer, so group lag needs no request per group), GET_ALL_SUBSCRIPTIONGROUP_CONFIG,
   and GET_TOPIC_STATS_INFO per topic it hosts (RocketMQ 4.x has no all-topics stats
@@ -35,6 +37,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
+from mqcli.ha import ha_state
 from mqcli.tui.model import (
     DEFAULT_DELAY_LEVELS,
     BrokerRow,
@@ -289,6 +292,7 @@ class Poller:
         ratio = rt.get("commitLogDiskRatio")
         row.disk_ratio = float(ratio) if ratio not in (None, "-1") else None
         row.commit_log_max = _int(rt.get("commitLogMaxOffset"))
+        row.ha = ha_state(rt, row.broker_id)
         return data
 
     async def _topic_stats(self, data: BrokerData) -> None:
@@ -329,7 +333,8 @@ class Poller:
         for r in results:
             master = masters.get(r.row.name)
             if r.row.broker_id != 0 and r.row.up and master is not None:
-                r.row.slave_lag_bytes = max(0, master.commit_log_max - r.row.commit_log_max)
+                r.row.ha = ha_state(r.runtime, r.row.broker_id, master.commit_log_max)
+                r.row.slave_lag_bytes = r.row.ha.lag_bytes
 
     # -- merging --------------------------------------------------------------------------
 

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import pytest
 from conftest import poll, wait_until
+from rich.text import Text
 from textual.widgets import Input, Label
 from tui_fakes import FakePoller, sample_snapshot
 
+from mqcli.ha import HAState, ha_state
 from mqcli.tui.app import VIEWS, MQApp
 from mqcli.tui.dialogs.confirm_name import ConfirmByName
 from mqcli.tui.dialogs.help import HelpScreen
@@ -86,7 +88,9 @@ async def test_cluster_view_fits_the_screen(width: int) -> None:
             assert any(label in x for x in labels), labels
         if width == 120:
             row = table.get_row("broker-a/1")
-            assert row[1] == "slave 1" and row[-1] == "10.1K" and row[-2] != "-"
+            assert row[1] == "slave 1" and row[-1] == "10.1K" and row[-3] != "-"
+            assert str(row[-2]) == "connected"
+            assert table.get_row("broker-a/0")[1] == "sync master"
 
 
 async def test_cluster_view_shows_roles_slave_lag_and_down_brokers() -> None:
@@ -96,10 +100,31 @@ async def test_cluster_view_shows_roles_slave_lag_and_down_brokers() -> None:
         table = app.screen.query_one("#brokers", LiveTable)
         assert table.row_count == 3
         slave = table.get_row("broker-a/1")
-        assert slave[3] == "slave" and slave[-1] == "10,320 B"
+        assert slave[3] == "slave" and slave[-1] == "10,320 B" and str(slave[-2]) == "connected"
+        master = table.get_row("broker-a/0")
+        assert master[3] == "sync master" and str(master[-2]) == "1 slave" and master[-1] == "-"
         down = table.get_row("broker-b/0")
-        assert str(down[5]) == "DOWN"
+        assert str(down[5]) == "DOWN" and str(down[-2]) == "-"
         assert table.get_row("broker-a/0")[7] == "3h00m"  # uptime from the poll's time
+
+
+async def test_cluster_view_marks_broken_replication_red() -> None:
+    """A slave cut off from its master and a SYNC_MASTER without a slave (whose sends
+    fail) are red; a broker that reports no HA keys (RocketMQ) shows "-"."""
+    snap = sample_snapshot()
+    master, slave, other = snap.brokers
+    master.ha = HAState("SYNC_MASTER", 1000, connections=0, acked_offset=0)
+    slave.ha = HAState("SLAVE", 900, master_connected=False, lag_bytes=100)
+    other.up, other.ha = True, ha_state({"commitLogMaxOffset": "5"}, 0)
+    app = MQApp("10.0.0.1:9876", refresh=0, poller=FakePoller(snap), view="cluster")  # type: ignore[arg-type]
+    async with app.run_test(size=(200, 40)) as pilot:
+        await poll(pilot)
+        table = app.screen.query_one("#brokers", LiveTable)
+        for key, text in (("broker-a/0", "no slave"), ("broker-a/1", "disconnected")):
+            cell = table.get_row(key)[-2]
+            assert isinstance(cell, Text) and cell.plain == text and "red" in str(cell.style)
+        assert table.get_row("broker-b/0")[3] == "master"
+        assert table.get_row("broker-b/0")[-2] == "-"
 
 
 async def test_topics_filter_as_you_type_and_system_toggle() -> None:

@@ -82,7 +82,7 @@ async def test_views_show_depth_lag_delay_and_lookups(tmp_path: Path) -> None:
             await poll(pilot)
             brokers = app.screen.query_one("#brokers", LiveTable)
             row = brokers.get_row("broker-a/0")
-            assert row[3] == "master" and str(row[5]) == "up"
+            assert row[3] == "async master" and str(row[5]) == "up"  # its brokerRole
             assert int(row[10].replace(",", "")) >= 13  # put today
 
             await pilot.press("2")

@@ -80,3 +80,58 @@ def test_sparkline_trend_and_due_texts() -> None:
     assert due_text(None, NOW) == "-"
     assert due_text(NOW + 65_000, NOW).startswith("in 1m05s")
     assert due_text(NOW - 3000, NOW).startswith("overdue 3s")
+
+
+async def test_poller_reads_role_ha_state_and_slave_lag_from_runtime_tables() -> None:
+    """`mq` brokers' HA keys are read; RocketMQ's table (no role, no HA keys) gives the
+    role from the broker id and "-", and a slave's lag is computed either way."""
+    from mqcli.tui.model import BrokerRow
+    from mqcli.tui.poller import BrokerData
+    from mqcore.errors import MQError
+    from mqcore.protocol import RemotingCommand, RequestCode
+    from mqcore.protocol.bodies import (
+        ConsumerOffsetSerializeWrapper,
+        KVTable,
+        SubscriptionGroupWrapper,
+        TopicConfigSerializeWrapper,
+    )
+
+    tables = {
+        "mq-m:1": {"commitLogMaxOffset": "5000", "brokerRole": "SYNC_MASTER",
+                   "haConnectionCount": "1", "haPush2SlaveMaxOffset": "4000"},
+        "mq-s:1": {"commitLogMaxOffset": "4000", "brokerRole": "SLAVE",
+                   "haMasterAddress": "mq-m:2", "haMasterConnected": "true"},
+        "rmq-m:1": {"commitLogMaxOffset": "700"},
+        "rmq-s:1": {"commitLogMaxOffset": "100"},
+    }  # fmt: skip
+    bodies = {
+        RequestCode.GET_ALL_TOPIC_CONFIG: TopicConfigSerializeWrapper().encode(),
+        RequestCode.GET_ALL_CONSUMER_OFFSET: ConsumerOffsetSerializeWrapper().encode(),
+        RequestCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG: SubscriptionGroupWrapper().encode(),
+    }
+
+    async def call(addr: str, code: int, header: object = None) -> RemotingCommand:
+        if code == RequestCode.GET_BROKER_RUNTIME_INFO:
+            body = KVTable(tables[addr]).encode()
+        elif code in bodies:
+            body = bodies[code]
+        else:
+            raise MQError("not served here")
+        return RemotingCommand.response_to(RemotingCommand.request(code), 0, body=body)
+
+    poller = Poller("127.0.0.1:1")
+    poller._call = call  # type: ignore[method-assign]
+    rows = [
+        BrokerRow("c", "mq", 0, "mq-m:1"), BrokerRow("c", "mq", 1, "mq-s:1"),
+        BrokerRow("c", "rmq", 0, "rmq-m:1"), BrokerRow("c", "rmq", 1, "rmq-s:1"),
+    ]  # fmt: skip
+    results: list[BrokerData] = [await poller._broker(r) for r in rows]
+    poller._slave_lag(results)
+    mq_m, mq_s, rmq_m, rmq_s = (r.row for r in results)
+    assert all(r.up for r in (mq_m, mq_s, rmq_m, rmq_s)), [r.error for r in rows]
+    assert mq_m.ha is not None and mq_m.ha.summary() == "1 slave"
+    assert mq_m.role_text == "sync master" and mq_m.slave_lag_bytes is None
+    assert mq_s.ha is not None and mq_s.ha.master_addr == "mq-m:2"
+    assert mq_s.ha.summary() == "connected" and mq_s.slave_lag_bytes == 1000
+    assert rmq_m.role_text == "master" and rmq_m.ha is not None and rmq_m.ha.summary() == "-"
+    assert rmq_s.ha is not None and rmq_s.ha.summary() == "-" and rmq_s.slave_lag_bytes == 600

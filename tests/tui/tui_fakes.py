@@ -3,6 +3,7 @@ live data varies (times, TPS, ports), so pictures are made from fixed data."""
 
 from __future__ import annotations
 
+from mqcli.ha import HAState
 from mqcli.tui.model import (
     DEFAULT_DELAY_LEVELS,
     BrokerRow,
@@ -26,10 +27,13 @@ def sample_snapshot() -> Snapshot:
     brokers = [
         BrokerRow("DefaultCluster", "broker-a", 0, "10.0.0.1:10911", version="V4_9_8",
                   boot_ms=NOW_MS - 3 * 3600_000, put_tps=120.5, get_tps=98.0, put_today=86_400,
-                  get_today=80_000, disk_ratio=0.42, commit_log_max=73_400_320),
+                  get_today=80_000, disk_ratio=0.42, commit_log_max=73_400_320,
+                  ha=HAState("SYNC_MASTER", 73_400_320, connections=1, acked_offset=73_390_000)),
         BrokerRow("DefaultCluster", "broker-a", 1, "10.0.0.2:10911", version="V4_9_8",
                   boot_ms=NOW_MS - 3 * 3600_000, put_tps=0.0, get_tps=0.0,
-                  disk_ratio=0.40, commit_log_max=73_390_000, slave_lag_bytes=10_320),
+                  disk_ratio=0.40, commit_log_max=73_390_000, slave_lag_bytes=10_320,
+                  ha=HAState("SLAVE", 73_390_000, master_addr="10.0.0.1:10912",
+                             master_connected=True, lag_bytes=10_320)),
         BrokerRow("DefaultCluster", "broker-b", 0, "10.0.0.3:10911", up=False,
                   error="broker 10.0.0.3:10911 is unreachable", version="V4_9_8"),
     ]  # fmt: skip

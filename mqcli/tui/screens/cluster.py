@@ -9,7 +9,7 @@ from mqcli.tui.model import BrokerRow, Snapshot
 from mqcli.tui.screens.base import ViewScreen, fmt_int
 from mqcli.tui.widgets.live_table import LiveTable
 
-__all__ = ["COMPACT_BELOW", "ClusterScreen", "size_text", "uptime_text"]
+__all__ = ["COMPACT_BELOW", "ClusterScreen", "ha_text", "size_text", "uptime_text"]
 
 COMPACT_BELOW = 160
 """Screens narrower than this get the compact broker columns (they fit 120 columns)."""
@@ -19,15 +19,16 @@ FULL_COLUMNS = [
     ("addr", "ADDRESS"), ("state", "STATE"), ("version", "VERSION"), ("uptime", "UPTIME"),
     ("put_tps", "PUT TPS"), ("get_tps", "GET TPS"), ("put_today", "PUT TODAY"),
     ("get_today", "GET TODAY"), ("disk", "DISK"), ("cl_max", "COMMITLOG MAX"),
-    ("lag", "SLAVE LAG"),
+    ("ha", "HA"), ("lag", "SLAVE LAG"),
 ]  # fmt: skip
 COMPACT_COLUMNS = [
     ("broker", "BROKER"), ("role", "ROLE"), ("addr", "ADDRESS"), ("state", "STATE"),
-    ("version", "VERSION"), ("uptime", "UPTIME"), ("tps", "TPS IN/OUT"),
-    ("today", "TODAY IN/OUT"), ("disk", "DISK"), ("cl_max", "CL MAX"), ("lag", "LAG"),
+    ("uptime", "UPTIME"), ("tps", "TPS IN/OUT"),
+    ("today", "TODAY IN/OUT"), ("disk", "DISK"), ("cl_max", "CL MAX"), ("ha", "HA"),
+    ("lag", "LAG"),
 ]  # fmt: skip
-"""No cluster column, broker id folded into ROLE, in/out pairs in one column, sizes
-in binary units."""
+"""No cluster or version column, broker id folded into ROLE, in/out pairs in one
+column, sizes in binary units."""
 
 
 def size_text(n: int | None) -> str:
@@ -56,9 +57,21 @@ def uptime_text(boot_ms: int | None, now_ms: int) -> str:
     return f"{minutes}m{secs:02d}s"
 
 
+def ha_text(b: BrokerRow) -> Text | str:
+    """The HA cell: red when replication is broken, green for a connected slave."""
+    if b.ha is None:
+        return "-"
+    text = b.ha.summary()
+    if b.ha.alarming:
+        return Text(text, "bold red")
+    return Text(text, "green") if b.ha.master_connected else text
+
+
 class ClusterScreen(ViewScreen):
     """Brokers (name, id and role, address, version, uptime, put/get TPS, messages
-    today, disk use, commit log max offset, slave lag) and the name servers."""
+    today, disk use, commit log max offset, HA connection, slave lag) and the name
+    servers. HA is a master's connected slaves or a slave's link to its master, red
+    when replication is broken (a slave cut off, a SYNC_MASTER without a slave)."""
 
     TITLE = "Cluster"
     AUTO_FOCUS = "#brokers"
@@ -103,11 +116,11 @@ class ClusterScreen(ViewScreen):
     @staticmethod
     def _cells(b: BrokerRow, now_ms: int, keys: list[str]) -> tuple[object, ...]:
         state = Text("up", "green") if b.up else Text("DOWN", "bold red")
-        role = b.role if b.broker_id == 0 else f"slave {b.broker_id}"
+        role = b.role_text if b.broker_id == 0 else f"slave {b.broker_id}"
         cells: dict[str, object] = {
             "cluster": b.cluster, "broker": b.name, "bid": b.broker_id, "addr": b.addr,
             "state": state, "version": b.version,
-            "role": b.role if "bid" in keys else role,
+            "role": b.role_text if "bid" in keys else role,
         }  # fmt: skip
         if not b.up:
             cells["broker"] = Text(b.name, "bold red")
@@ -119,6 +132,7 @@ class ClusterScreen(ViewScreen):
             get_tps=f"{b.get_tps:.1f}", tps=f"{b.put_tps:.1f}/{b.get_tps:.1f}",
             put_today=fmt_int(b.put_today), get_today=fmt_int(b.get_today),
             today=f"{fmt_int(b.put_today)}/{fmt_int(b.get_today)}", disk=disk,
+            ha=ha_text(b),
         )  # fmt: skip
         if "bid" in keys:  # the full columns: exact figures
             cells["cl_max"] = fmt_int(b.commit_log_max)
