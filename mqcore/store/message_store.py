@@ -443,17 +443,36 @@ class MessageStore:
             self.on_append()
         return end
 
-    def truncate_replica(self, end: int) -> None:
+    def truncate_replica(self, end: int) -> Path | None:
         """HA slave ahead of its master: drop the commit log past ``end`` (a record
-        boundary the master has) and the queue entries that pointed there."""
+        boundary the master has) and the queue entries that pointed there.
+
+        The dropped bytes may hold messages acknowledged under SYNC_MASTER before the
+        master lost its tail, so they are kept aside first, in RocketMQ's record format,
+        in ``ha-truncated/`` under a commit log file name (its 20-digit start offset;
+        returned) for the operator to read (``mq store dump commitlog``) or resend."""
         with self._dispatch_lock, self._put_lock:
-            if end >= self.commit_log.max_offset:
-                return
+            tail_end = self.commit_log.max_offset
+            if end >= tail_end:
+                return None
+            saved = self.root / "ha-truncated" / f"{end:020d}"
+            saved.parent.mkdir(parents=True, exist_ok=True)
+            with open(saved, "wb") as out:
+                pos = end
+                while pos < tail_end:
+                    chunk = self.commit_log.read_for_transfer(pos, tail_end - pos)
+                    if chunk is None:
+                        break
+                    out.write(chunk)
+                    pos += len(chunk)
+                out.flush()
+                os.fsync(out.fileno())
             self.commit_log.truncate(end)
             for cq in self.queues.all():
                 cq.truncate_dirty(end)
                 self.topic_queue_table[(cq.topic, cq.queue_id)] = cq.max_offset
             self.dispatcher.reput_from_offset = min(self.dispatcher.reput_from_offset, end)
+        return saved
 
     # -- reading -------------------------------------------------------------------------
     def get_message(self, phy_offset: int) -> memoryview:

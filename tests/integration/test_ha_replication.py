@@ -6,6 +6,8 @@ from __future__ import annotations
 import asyncio
 import random
 import shutil
+import subprocess
+import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -16,6 +18,7 @@ from broker_helpers import RawBrokerClient
 from inproc_broker import running_broker, running_namesrv, until
 
 from mqcore.broker.controller import BrokerController
+from mqcore.message import decode_records
 from mqcore.protocol import ResponseCode
 from mqcore.protocol.ha import encode_report
 from mqcore.store.store_config import BrokerRole
@@ -222,3 +225,14 @@ async def test_a_slave_ahead_of_its_master_is_truncated_to_it(tmp_path: Path) ->
                 bodies = [m.body.decode() for m in await on_slave.pull_all(TOPIC, 0)]
             assert len(bodies) == 130
             assert not [b for b in bodies if b.startswith("lost")]
+        # what the slave dropped is kept aside, whole records, for the operator
+        (saved,) = (tmp_path / "s" / "store" / "ha-truncated").iterdir()
+        kept = decode_records(saved.read_bytes())
+        dumped = subprocess.run(
+            [sys.executable, "-m", "mqcli.main", "store", "dump", "commitlog", str(saved)],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        assert dumped.stdout.count(TOPIC) == 50
+        assert [m.body.decode() for m in kept] == [f"lost {i}" for i in range(50)]

@@ -10,7 +10,8 @@ the connection, as in 4.9.8. Unlike 4.9.8 the report goes out as soon as the con
 is up (4.9.8 waits one heartbeat interval), a master silent for
 ``haHousekeepingInterval`` is dropped (a dead host sends no FIN), and a slave found ahead
 of its master at connect time is truncated to the master's end before replicating, so
-it never appends the master's new bytes after records the master no longer has.
+it never appends the master's new bytes after records the master no longer has (the
+dropped records are saved aside: they may have been acknowledged under SYNC_MASTER).
 """
 
 from __future__ import annotations
@@ -114,14 +115,15 @@ class HAClient:
             return
         mine = self._store_end()
         if master_end is not None and 0 < master_end < mine:
+            saved = self._store.truncate_replica(master_end)
             log.warning(
-                "this slave holds %d bytes its master does not (master ends at %d, "
-                "slave at %d): truncating to the master",
+                "this slave held %d bytes its master does not (master ends at %d, slave "
+                "at %d): truncated to the master; the dropped records are kept in %s",
                 mine - master_end,
                 master_end,
                 mine,
+                saved,
             )
-            self._store.truncate_replica(master_end)
 
     def _store_end(self) -> int:
         return self._store.max_phy_offset
