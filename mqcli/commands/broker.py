@@ -78,7 +78,7 @@ def describe(controller: BrokerController) -> str:
     c, s = controller.config, controller.store_config
     return (
         f"cluster={c.broker_cluster_name} broker={c.broker_name} id={c.broker_id} "
-        f"fast port={controller.fast_server.port} store={s.root} "
+        f"role={s.broker_role.value} fast port={controller.fast_server.port} store={s.root} "
         f"flushDiskType={s.flush_disk_type.value} "
         f"namesrv={c.namesrv_addr or '-'} loop={'uvloop' if uvloop_available() else 'asyncio'}"
     )

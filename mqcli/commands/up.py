@@ -9,6 +9,12 @@ cluster, each in its own process
 (one event loop uses one core; N brokers use N), each with its own store beside the first
 (``<store>-broker-b``) and, with a fixed ``--broker-port``, port ``+10`` per broker.
 Producers spread their sends over every broker's queues, as over a RocketMQ cluster.
+
+``--slave`` gives every broker name a slave (brokerId 1, brokerRole SLAVE) in a process
+of its own, with the store ``<store>-<brokerName>-s`` and, with fixed ports, its
+master's port ``+5`` (the master's HA port is its port ``+1``, the fast ports ``-2``,
+so no two collide); the slave learns its master's HA address from the name server, as
+in RocketMQ. ``--broker-role`` makes the masters SYNC_MASTER instead of ASYNC_MASTER.
 """
 
 from __future__ import annotations
@@ -18,6 +24,7 @@ import multiprocessing
 import os
 import string
 from dataclasses import dataclass
+from enum import StrEnum
 from multiprocessing.connection import Connection
 from multiprocessing.process import BaseProcess
 from pathlib import Path
@@ -32,11 +39,19 @@ from mqcore.broker.controller import BrokerController
 from mqcore.errors import MQError
 from mqcore.namesrv import NamesrvConfig, NamesrvController
 from mqcore.remoting import run
-from mqcore.store.store_config import MessageStoreConfig
+from mqcore.store.store_config import BrokerRole, MessageStoreConfig
 
 _MAX_BROKERS = 26
 _PORT_STEP = 10
+_SLAVE_PORT_STEP = 5
 _CHILD_START_TIMEOUT = 60.0
+
+
+class MasterRole(StrEnum):
+    """The roles `mq up` gives its masters (RocketMQ's brokerRole values)."""
+
+    ASYNC_MASTER = "ASYNC_MASTER"
+    SYNC_MASTER = "SYNC_MASTER"
 
 
 @dataclass(frozen=True)
@@ -48,7 +63,7 @@ class _ExtraBroker:
 
 
 def _extra_configs(
-    first: BrokerConfig, store: Path, count: int
+    first: BrokerConfig, store: Path, count: int, role: BrokerRole = BrokerRole.ASYNC_MASTER
 ) -> list[tuple[BrokerConfig, MessageStoreConfig]]:
     """Configs of brokers b, c, ... : own name, own store beside the first, next ports."""
     out = []
@@ -63,18 +78,46 @@ def _extra_configs(
             namesrv_addr=first.namesrv_addr,
             broker_cluster_name=first.broker_cluster_name,
         )
-        store_config = MessageStoreConfig(store_path_root_dir=f"{store}-{name}")
+        store_config = MessageStoreConfig(store_path_root_dir=f"{store}-{name}", broker_role=role)
         store_config.validate()
         out.append((config, store_config))
     return out
+
+
+def _slave_config(master: BrokerConfig, store: Path) -> tuple[BrokerConfig, MessageStoreConfig]:
+    """The slave of ``master``: same name and cluster, brokerId 1, its own store
+    ``<store>-<brokerName>-s`` (``store`` is the first broker's root), port ``+5``."""
+    config = BrokerConfig(
+        broker_name=master.broker_name,
+        broker_id=1,
+        listen_port=master.listen_port + _SLAVE_PORT_STEP if master.listen_port else 0,
+        bind_address=master.bind_address,
+        broker_ip1=master.broker_ip1,
+        namesrv_addr=master.namesrv_addr,
+        broker_cluster_name=master.broker_cluster_name,
+    )
+    store_config = MessageStoreConfig(
+        store_path_root_dir=f"{store}-{master.broker_name}-s", broker_role=BrokerRole.SLAVE
+    )
+    store_config.validate()
+    return config, store_config
+
+
+def _label(config: BrokerConfig) -> str:
+    """``broker-a``, or ``broker-a slave 1`` for a slave (in messages and errors)."""
+    name = config.broker_name
+    return name if config.broker_id == 0 else f"{name} slave {config.broker_id}"
 
 
 def _child_main(
     broker_config: BrokerConfig, store_config: MessageStoreConfig, conn: Connection
 ) -> None:
     """Entry of an extra broker process: report the address (or the error), then serve."""
+    suffix = "" if broker_config.broker_id == 0 else f"-s{broker_config.broker_id}"
     setup_logging(
-        broker_config.log_dir, broker_config.log_level, f"up-{broker_config.broker_name}.log"
+        broker_config.log_dir,
+        broker_config.log_level,
+        f"up-{broker_config.broker_name}{suffix}.log",
     )
 
     async def serve() -> None:
@@ -82,7 +125,7 @@ def _child_main(
         try:
             await controller.start()
         except (MQError, OSError) as exc:
-            conn.send(("error", f"{broker_config.broker_name}: {exc}"))
+            conn.send(("error", f"{_label(broker_config)}: {exc}"))
             return
         conn.send(("ok", f"{controller.broker_addr} ({describe(controller)})"))
         await serve_until_signal(controller.shutdown)
@@ -103,7 +146,7 @@ async def _start_extra(
             proc = ctx.Process(
                 target=_child_main,
                 args=(broker_config, store_config, child),
-                name=f"mq-{broker_config.broker_name}",
+                name=f"mq-{_label(broker_config).replace(' ', '-')}",
             )
             proc.start()
             child.close()
@@ -112,7 +155,7 @@ async def _start_extra(
             ready = await loop.run_in_executor(None, extra.conn.poll, _CHILD_START_TIMEOUT)
             status, text = extra.conn.recv() if ready else ("error", "did not start in time")
             if status != "ok":
-                raise MQError(f"{broker_config.broker_name}: {text}")
+                raise MQError(f"{_label(broker_config)}: {text}")
             print(f"mq broker listening on {text}", flush=True)
     except BaseException:
         await _stop_extra(started)
@@ -140,6 +183,7 @@ async def _serve(
     store_config: MessageStoreConfig,
     log_file: Path,
     brokers: int = 1,
+    slave: bool = False,
 ) -> None:
     namesrv = NamesrvController(namesrv_config)
     try:
@@ -152,6 +196,10 @@ async def _serve(
         )
     host = broker_config.broker_ip1
     broker_config.namesrv_addr = f"{host}:{namesrv.port}"
+    # Before the start, which replaces a listen port 0 with the port it got.
+    store = store_config.root
+    masters = _extra_configs(broker_config, store, brokers, store_config.broker_role)
+    slaves = [_slave_config(c, store) for c in [broker_config, *(c for c, _ in masters)]]
     controller = BrokerController(broker_config, store_config)
     try:
         await start_broker(controller)
@@ -164,15 +212,14 @@ async def _serve(
         flush=True,
     )
     extras: list[_ExtraBroker] = []
-    if brokers > 1:
-        store = store_config.root
+    if masters or slave:
         try:
-            extras = await _start_extra(_extra_configs(broker_config, store, brokers))
+            extras = await _start_extra(masters + (slaves if slave else []))
         except MQError as exc:
             await controller.shutdown()
             await namesrv.shutdown()
             output.fail(str(exc))
-    what = "both" if brokers == 1 else "all"
+    what = "both" if not extras else "all"
     print(f"export NAMESRV_ADDR={host}:{namesrv.port}   # Ctrl-C stops {what}", flush=True)
 
     async def stop_all() -> None:
@@ -205,8 +252,22 @@ def up(
         metavar="N",
         help="Brokers of the cluster, one process (one core) each; stores <store>-broker-b...",
     ),
+    slave: bool = typer.Option(
+        False,
+        "--slave",
+        help="Also a slave per broker (brokerId 1, own process, store <store>-<name>-s, port +5).",
+    ),
+    broker_role: MasterRole = typer.Option(
+        MasterRole.ASYNC_MASTER,
+        "--broker-role",
+        case_sensitive=False,
+        help="brokerRole of the masters: SYNC_MASTER answers a send once a slave has it.",
+    ),
 ) -> None:
-    """Run a name server and a broker in one process (Ctrl-C stops both)."""
+    """Run a name server and a broker in one process (Ctrl-C stops both).
+
+    With --slave, every broker name also gets a slave that replicates its master, so a
+    master/slave pair can be tried with one command (see docs/ha.md)."""
     for name, port in (("--namesrv-port", namesrv_port), ("--broker-port", broker_port)):
         if not 0 <= port <= 65535:
             raise typer.BadParameter(f"must be 0..65535, got {port}", param_hint=name)
@@ -214,8 +275,14 @@ def up(
         raise typer.BadParameter(
             f"must be 1..{_MAX_BROKERS}, got {brokers}", param_hint="--brokers"
         )
-    if broker_port and broker_port + _PORT_STEP * (brokers - 1) > 65535:
+    last_port = broker_port + _PORT_STEP * (brokers - 1) + (_SLAVE_PORT_STEP if slave else 0)
+    if broker_port and last_port > 65535:
         raise typer.BadParameter("the last broker's port would pass 65535", param_hint="--brokers")
+    if broker_role is MasterRole.SYNC_MASTER and not slave:
+        output.err_console.print(
+            "warning: a SYNC_MASTER without a slave refuses every send "
+            "(SLAVE_NOT_AVAILABLE); add --slave"
+        )
     bind = host or "0.0.0.0"
     try:
         namesrv_config = NamesrvConfig(listen_port=namesrv_port, bind_address=bind)
@@ -227,12 +294,14 @@ def up(
         )
         if brokers > 1:
             broker_config.broker_name = "broker-a"
-        store_config = MessageStoreConfig(store_path_root_dir=str(store))
+        store_config = MessageStoreConfig(
+            store_path_root_dir=str(store), broker_role=BrokerRole(broker_role.value)
+        )
         store_config.validate()
         log_file = setup_logging(broker_config.log_dir, broker_config.log_level, "up.log")
     except (MQError, OSError) as exc:
         output.fail(str(exc))
-    run(_serve(namesrv_config, broker_config, store_config, log_file, brokers))
+    run(_serve(namesrv_config, broker_config, store_config, log_file, brokers, slave))
 
 
 def register(app: typer.Typer) -> None:
