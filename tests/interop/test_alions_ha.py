@@ -1,0 +1,45 @@
+"""ali-ons consumes from a slave while its master is down (master/slave failover)."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from pathlib import Path
+
+import pytest
+from test_alions_broker import node, registered
+
+from mqcore.client import Admin, Producer, make_message
+from mqcore.store.store_config import BrokerRole
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "integration"))
+from inproc_broker import running_broker, running_namesrv, until
+
+pytestmark = pytest.mark.interop
+
+TOPIC = "OnsHa"
+
+
+async def test_alions_consumes_from_the_slave_while_the_master_is_down(
+    tmp_path: Path, alions_dir: Path
+) -> None:
+    slave_store = {"broker_role": BrokerRole.SLAVE}
+    async with (
+        running_namesrv(tmp_path) as ns,
+        running_broker(tmp_path / "m", ns.listen_address) as master,
+        running_broker(tmp_path / "s", ns.listen_address, broker_id=1, store=slave_store) as slave,
+    ):
+        async with Admin(namesrv=ns.listen_address) as admin:
+            await registered(admin)
+            await admin.create_topic(TOPIC, queues=4)
+        async with Producer("ha-pg", namesrv=ns.listen_address) as producer:
+            for i in range(20):
+                await producer.send(make_message(TOPIC, f"ha-body-{i}", tags="T"))
+        await until(lambda: slave.store.max_phy_offset == master.store.max_phy_offset, 30)
+        assert slave.slave_sync is not None
+        await slave.slave_sync.sync_all()  # the topic config (SlaveSynchronize, within 10 s)
+        await master.shutdown()  # unregisters: the route now has the slave only
+        seen = await asyncio.wait_for(
+            node(alions_dir, "consume", ns.listen_address, TOPIC, "ons-ha-cg", "20"), 90
+        )
+        assert sorted(m["body"] for m in seen) == sorted(f"ha-body-{i}" for i in range(20))
