@@ -1,7 +1,12 @@
-"""Failover with real broker processes: a master of ``broker-a`` is killed while a push and
-a pull consumer of ours have a backlog; they finish it at the slave (brokerId 1) and commit
-their offsets there; a producer goes on to ``broker-b``; the master comes back and the
-consumers return to it. Duplicates are counted and printed (at-least-once: a few may be).
+"""Reading from slaves.
+
+* Failover with real broker processes: a master of ``broker-a`` is killed while a push and
+  a pull consumer of ours have a backlog; they finish it at the slave (brokerId 1) and
+  commit their offsets there; a producer goes on to ``broker-b``; the master comes back
+  and the consumers return to it. Duplicates are counted and printed (at-least-once).
+* ``suggestWhichBrokerId`` in-process: a master whose readers all count as behind memory
+  (``accessMessageInMemoryMaxRatio=0``) with ``slaveReadEnable`` sends our consumer to the
+  slave, which sends it back; every message is consumed once, part of them at the slave.
 
 Every wait is a poll with a deadline; nothing sleeps to synchronise.
 """
@@ -16,8 +21,10 @@ from pathlib import Path
 
 import pytest
 from broker_helpers import BrokerProcess, RawBrokerClient, start_broker
+from inproc_broker import running_broker, running_namesrv
 from namesrv_helpers import start_namesrv
 
+from mqcore.broker.controller import BrokerController
 from mqcore.client.admin import Admin
 from mqcore.client.consume_service import ConsumeContext, ConsumeStatus
 from mqcore.client.instance import ClientConfig
@@ -28,6 +35,7 @@ from mqcore.client.rebalance import ConsumeFromWhere
 from mqcore.message import MessageExt
 from mqcore.protocol import ResponseCode
 from mqcore.store.metadata import ConsumerOffsetManager
+from mqcore.store.store_config import BrokerRole
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -277,3 +285,65 @@ async def _produce_until_broker_a(producer: Producer) -> dict[str, str]:
         await asyncio.sleep(0.05)
     out.update(await produce(producer, "five", 40))
     return out
+
+
+async def test_a_consumer_follows_the_suggestion_to_the_slave_and_back(tmp_path: Path) -> None:
+    behind = {"access_message_in_memory_max_ratio": 0}
+    async with (
+        running_namesrv(tmp_path) as namesrv,
+        running_broker(
+            tmp_path / "m", namesrv.listen_address, store=behind, slave_read_enable=True
+        ) as master,
+        running_broker(
+            tmp_path / "s",
+            namesrv.listen_address,
+            broker_id=1,
+            slave_read_enable=True,
+            store={"broker_role": BrokerRole.SLAVE},
+        ) as slave,
+    ):
+        ns = namesrv.listen_address
+        config = ClientConfig(client_ip="127.0.0.1", poll_name_server_interval=1.0)
+        async with Admin(namesrv=ns, client_config=config) as admin:
+            await until(lambda: _pair_routed(admin), 30, "master and slave routed")
+            await admin.create_topic(TOPIC, queues=2)
+        async with Producer("hint-pg", namesrv=ns, client_config=config) as producer:
+            sent = await produce(producer, "hint", 60)
+        await until(
+            lambda: slave.store.max_phy_offset == master.store.max_phy_offset, 30, "replicated"
+        )
+        assert slave.slave_sync is not None
+        await slave.slave_sync.sync_all()  # the topic now, not at the next 10 s tick
+        assert slave.topics.select(TOPIC) is not None
+
+        lite = LitePullConsumer(
+            "hint-cg",
+            namesrv=ns,
+            consume_from_where=ConsumeFromWhere.FIRST,
+            pull_batch_size=2,
+            client_config=config,
+        )
+        lite.subscribe(TOPIC, "*")
+        got = Received()
+        async with lite:
+            while not got.has(set(sent)):
+                batch = await lite.poll(5.0)
+                assert batch, f"nothing more after {sum(got.counts.values())} messages"
+                got.add(batch)
+        assert got.duplicates == 0
+        at_master, at_slave = served(master, "hint-cg"), served(slave, "hint-cg")
+        # Each found pull at the master suggests the slave (1); the slave, in memory,
+        # suggests the group's brokerId (0): both served part of the messages.
+        assert at_master > 0 and at_slave > 0
+        assert at_master + at_slave >= len(sent)
+
+
+def served(broker: BrokerController, group: str) -> int:
+    """Messages ``broker`` returned to ``group``'s pulls of the topic."""
+    item = broker.stats.group_get.get(f"{TOPIC}@{group}")
+    return 0 if item is None else item.msgs
+
+
+async def _pair_routed(admin: Admin) -> bool:
+    a = (await admin.cluster_info()).broker_addr_table.get("broker-a")
+    return bool(a and set(a.broker_addrs) == {0, 1})
