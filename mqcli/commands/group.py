@@ -116,6 +116,7 @@ def list_groups(
                 "retryQueueNums": c.retry_queue_nums,
                 "retryMaxTimes": c.retry_max_times,
                 "brokerId": c.broker_id,
+                "whichBrokerWhenConsumeSlowly": c.which_broker_when_consume_slowly,
             }
             if long:
                 row.update(extra[i])
@@ -480,10 +481,26 @@ def create(
         True, "--broadcast/--no-broadcast", help="Allow broadcasting consumers."
     ),
     consume: bool = typer.Option(True, "--consume/--no-consume", help="Allow consuming at all."),
+    broker_id: int = typer.Option(
+        0,
+        "--broker-id",
+        min=0,
+        help="Broker id to read from while keeping up (brokers with slaveReadEnable).",
+    ),
+    slow_broker_id: int = typer.Option(
+        1,
+        "--which-broker-when-consume-slowly",
+        min=0,
+        help="Broker id to read from when far behind (brokers with slaveReadEnable).",
+    ),
     cluster: str | None = ClusterOpt,
     namesrv: str | None = NamesrvOpt,
 ) -> None:
-    """Create (or update) a subscription group on every master."""
+    """Create (or update) a subscription group on every master.
+
+    --broker-id and --which-broker-when-consume-slowly are mqadmin updateSubGroup's -i
+    and -w: a master with slaveReadEnable=true steers the group's pulls to them (see
+    docs/ha.md)."""
     group = resolve_group(group, group_opt)
     config = SubscriptionGroupConfig(
         group,
@@ -491,6 +508,8 @@ def create(
         consume_broadcast_enable=broadcast,
         retry_queue_nums=retry_queues,
         retry_max_times=retry_max,
+        broker_id=broker_id,
+        which_broker_when_consume_slowly=slow_broker_id,
     )
 
     async def go() -> None:

@@ -139,6 +139,12 @@ def test_create_list_delete(servers: Cluster) -> None:
     groups: Any = servers.json("group", "list")
     made = next(g for g in groups if g["group"] == "made")
     assert made["retryMaxTimes"] == 3 and made["consumeBroadcastEnable"] is False
+    assert made["brokerId"] == 0 and made["whichBrokerWhenConsumeSlowly"] == 1  # RocketMQ's
+    servers.ok("group", "create", "from-slave", "--broker-id", "1",
+               "--which-broker-when-consume-slowly", "2")  # fmt: skip
+    groups = servers.json("group", "list")
+    slave_reader = next(g for g in groups if g["group"] == "from-slave")
+    assert (slave_reader["brokerId"], slave_reader["whichBrokerWhenConsumeSlowly"]) == (1, 2)
     assert not any(g["group"] == "TOOLS_CONSUMER" for g in groups)
     assert "made" in servers.ok("group", "list")
     consumed = asyncio.run(servers.consume("Lagging", "listed", 1))
