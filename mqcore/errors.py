@@ -45,6 +45,11 @@ class StoreError(MQError):
     """The message store cannot complete an operation."""
 
 
+class DiskFullError(StoreError):
+    """No room on the store's file system for a new or grown file: writes stop, reads go
+    on, and writing resumes once space returns."""
+
+
 class CorruptRecordError(StoreError):
     """Bytes that should be a record or file entry are not valid.
 

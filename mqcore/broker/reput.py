@@ -17,6 +17,7 @@ import threading
 from collections.abc import Callable
 
 from mqcore.broker.long_polling import LongPollingService
+from mqcore.errors import DiskFullError
 from mqcore.store.message_store import MessageStore
 
 __all__ = ["ReputService"]
@@ -25,6 +26,7 @@ log = logging.getLogger("mq.broker.reput")
 
 _RETRY_DELAY = 0.1
 """Seconds before a failed dispatch (e.g. a full disk mapping a queue file) is retried."""
+_MAX_RETRY_DELAY = 5.0
 
 
 class ReputService:
@@ -44,6 +46,7 @@ class ReputService:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._loop_thread = 0
         self._scheduled = False
+        self._retry_delay = _RETRY_DELAY
 
     def start(self, loop: asyncio.AbstractEventLoop) -> None:
         """Take over dispatching from the store's puts (call on the loop's thread)."""
@@ -85,12 +88,20 @@ class ReputService:
         self._scheduled = False
         try:
             arrivals = self._store.dispatch_pending()
-        except Exception:
-            log.exception("dispatching appends failed; retrying in %.1f s", _RETRY_DELAY)
+        except Exception as exc:
+            # e.g. a full disk refusing a new consume queue file: retry, backing off, and
+            # say so once per streak rather than ten times a second.
+            if self._retry_delay == _RETRY_DELAY:
+                if isinstance(exc, DiskFullError):
+                    log.error("dispatching appends failed: %s; retrying", exc)
+                else:
+                    log.exception("dispatching appends failed; retrying")
             if self._loop is not None and not self._scheduled:
                 self._scheduled = True
-                self._loop.call_later(_RETRY_DELAY, self.run)
+                self._loop.call_later(self._retry_delay, self.run)
+            self._retry_delay = min(self._retry_delay * 2, _MAX_RETRY_DELAY)
             return
+        self._retry_delay = _RETRY_DELAY
         if self._after_dispatch is not None:
             self._after_dispatch()
         polling = self._long_polling

@@ -81,12 +81,23 @@ class CleanupService:
         hour = time.localtime(self.clock()).tm_hour
         return any(int(h) == hour for h in self.config.delete_when.split(";") if h.strip())
 
+    def check_disk(self) -> float:
+        """Refuse writes above ``diskSpaceWarningLevelRatio``; resume below it."""
+        ratio = self.disk_ratio(self.commit_log.path)
+        full = ratio > self.config.disk_space_warning_level_ratio
+        if full != self.disk_full:
+            if full:
+                log.error("disk %.0f%% used: refusing writes until space returns", ratio * 100)
+            else:
+                log.warning("disk %.0f%% used: accepting writes again", ratio * 100)
+        self.disk_full = full
+        return ratio
+
     def run(self, *, manual: bool = False) -> CleanupReport:
         cfg = self.config
         report = CleanupReport()
-        ratio = self.disk_ratio(self.commit_log.path)
+        ratio = self.check_disk()
         report.disk_ratio = ratio
-        self.disk_full = ratio > cfg.disk_space_warning_level_ratio
         clean_immediately = ratio > cfg.disk_space_clean_forcibly_ratio
         space_to_delete = ratio > cfg.disk_max_used_space_ratio / 100
         if self.is_time_to_delete() or space_to_delete or manual:

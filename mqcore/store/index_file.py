@@ -40,7 +40,7 @@ from typing import NamedTuple
 
 from mqcore.common.javahash import index_key_hash
 from mqcore.errors import CorruptRecordError, StoreError
-from mqcore.store.mapped_file import sync_mapped
+from mqcore.store.mapped_file import reserve_blocks, sync_mapped
 
 __all__ = [
     "DEFAULT_MAX_HASH_SLOT_NUM",
@@ -149,7 +149,8 @@ class IndexFile:
         size = index_file_size(max_hash_slot_num, max_index_num)
         fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o644)
         try:
-            os.ftruncate(fd, size)  # sparse, like a fresh MappedFile
+            os.ftruncate(fd, size)
+            reserve_blocks(fd, size, path)  # as a fresh MappedFile: no SIGBUS on a full disk
             mm = mmap.mmap(fd, size, access=mmap.ACCESS_WRITE)
         except BaseException:
             os.close(fd)

@@ -12,12 +12,14 @@ A readonly MappedFile maps with ``ACCESS_READ``, never creates, truncates or wri
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import mmap
 import os
 import sys
 from pathlib import Path
 
-from mqcore.errors import CorruptRecordError, StoreError
+from mqcore.errors import CorruptRecordError, DiskFullError, StoreError
 
 OS_PAGE_SIZE = 4096
 _FDATASYNC_COVERS_MMAP = sys.platform.startswith("linux") and hasattr(os, "fdatasync")
@@ -46,6 +48,23 @@ def sync_mapped(mm: mmap.mmap, path: Path, start: int, length: int) -> None:
 def offset_to_file_name(offset: int) -> str:
     """``UtilAll.offset2FileName``: 20-digit zero-padded decimal."""
     return f"{offset:0{FILE_NAME_DIGITS}d}"
+
+
+def reserve_blocks(fd: int, size: int, path: Path) -> None:
+    """Give a new file its disk blocks before it is mapped.
+
+    A write into a mapped page the file system cannot back kills the process with
+    SIGBUS; reserving the blocks first turns a full disk into an error here. File
+    systems without fallocate keep the sparse file (as before)."""
+    try:
+        os.posix_fallocate(fd, 0, size)
+    except OSError as exc:
+        if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+            with contextlib.suppress(OSError):
+                os.unlink(path)
+            raise DiskFullError(f"no space left for {path} ({size} bytes)") from None
+        if exc.errno not in (errno.EOPNOTSUPP, errno.EINVAL, errno.ENOSYS):
+            raise StoreError(f"cannot allocate {path}: {exc.strerror}") from None
 
 
 class MappedFile:
@@ -91,6 +110,7 @@ class MappedFile:
             actual = os.fstat(fd).st_size
             if create and not readonly and actual == 0:
                 os.ftruncate(fd, file_size)
+                reserve_blocks(fd, file_size, path)
                 actual = file_size
             if actual != file_size:
                 raise CorruptRecordError(

@@ -32,7 +32,7 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from mqcore.errors import CorruptRecordError, StoreError
+from mqcore.errors import CorruptRecordError, DiskFullError, StoreError
 from mqcore.message.const import (
     PROPERTY_DELAY_TIME_LEVEL,
     SCHEDULE_TOPIC,
@@ -53,6 +53,7 @@ from mqcore.store.flush import (
 )
 from mqcore.store.index_service import IndexService
 from mqcore.store.lock import StoreLock, abort_file_exists, create_abort_file, remove_abort_file
+from mqcore.store.mapped_file import reserve_blocks
 from mqcore.store.recovery import RecoveryReport, recover
 from mqcore.store.results import (
     GetResult,
@@ -239,6 +240,7 @@ class MessageStore:
         if self._running:
             return
         create_abort_file(self.root)
+        self._reserve_writable_file()
         cfg = self.config
         if cfg.flush_disk_type is FlushDiskType.SYNC_FLUSH:
             self._flusher = GroupCommitService(self.commit_log)
@@ -258,6 +260,23 @@ class MessageStore:
         self._flusher.start()
         self._cq_flusher.start()
         self._running = True
+
+    def _reserve_writable_file(self) -> None:
+        """A store that starts on a full disk serves reads and refuses writes (instead of
+        dying of SIGBUS at the first write into a hole of the last, sparse, file)."""
+        self.cleanup.check_disk()
+        last = self.commit_log.queue.last_file
+        if last is None or last.is_full:
+            return
+        try:
+            fd = os.open(last.path, os.O_RDWR)
+            try:
+                reserve_blocks(fd, last.file_size, last.path)
+            finally:
+                os.close(fd)
+        except DiskFullError as exc:
+            self.cleanup.disk_full = True
+            log.error("starting read-only: %s", exc)
 
     def shutdown(self) -> None:
         """Stop threads, flush everything, remove the abort marker, release the lock."""
@@ -370,6 +389,10 @@ class MessageStore:
             store_ts = _now_ms()
             try:
                 mf, phy = self.commit_log.reserve(prepared.total)
+            except DiskFullError as exc:
+                self.cleanup.disk_full = True  # until a cleanup pass finds room again
+                log.error("refusing writes: %s", exc)
+                return PutResult(PutStatus.SERVICE_NOT_AVAILABLE, remark=f"disk is full: {exc}")
             except StoreError as exc:
                 return PutResult(PutStatus.MESSAGE_ILLEGAL, remark=str(exc))
             first_qo = self.topic_queue_table.get(key, 0)
@@ -424,7 +447,10 @@ class MessageStore:
         """Reads see every acknowledged append: what the driver has not dispatched yet is
         dispatched now (its arrivals still go to the driver's next pass)."""
         if self._pending:
-            self._dispatch()
+            try:
+                self._dispatch()
+            except StoreError:
+                pass  # (e.g. a full disk) the reads see what is dispatched; the driver retries
 
     def append_replicated(self, offset: int, data: bytes | bytearray | memoryview) -> int:
         """HA slave: append the master's commit log bytes as they are, then dispatch them.
