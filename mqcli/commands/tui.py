@@ -21,10 +21,11 @@ def tui(
 ) -> None:
     """Live dashboard of a cluster (Textual).
 
-    Views: cluster (brokers, name servers), topics (depth, put TPS), groups (lag per
-    queue, members), delay levels (SCHEDULE_TOPIC_XXXX progress), messages (by key, id
-    or time range) and dead letters (browse, resend). Keys: 1-6 or tab switch views,
-    / filters, r refreshes, ? shows help, q quits.
+    Views: cluster (brokers with role, HA state and slave lag; name servers), topics
+    (depth, put TPS), groups (lag per queue, members), delay levels
+    (SCHEDULE_TOPIC_XXXX progress), messages (by key, id or time range) and dead
+    letters (browse, resend). Keys: 1-6 or tab switch views, / filters, r refreshes, ?
+    shows help, q quits.
     """
     from mqcli.tui.app import VIEWS, MQApp
 
