@@ -262,3 +262,55 @@ async def test_group_model_comes_from_the_live_consumers(tmp_path: Path) -> None
             for consumer in consumers.values():
                 await consumer.shutdown()
             await poller.close()
+
+
+async def test_cluster_view_shows_a_real_slave_connected_and_caught_up(tmp_path: Path) -> None:
+    """A slave of broker-a in the same cluster: the view shows the master with one slave,
+    the slave connected and 0 B behind once it has the master's messages; stopped, the
+    master shows no slave."""
+    from mqcore.broker.config import BrokerConfig
+    from mqcore.store.store_config import BrokerRole, MessageStoreConfig
+
+    async with live(tmp_path, "broker-a") as cluster:
+        async with Producer("p-tui-ha", cluster.addr) as producer:
+            for i in range(5):
+                await producer.send(make_message("Orders", f"order {i}"))
+        slave = BrokerController(
+            BrokerConfig(listen_port=0, bind_address="127.0.0.1", broker_ip1="127.0.0.1",
+                         broker_name="broker-a", broker_id=1, namesrv_addr=cluster.addr,
+                         log_dir=str(tmp_path / "logs")),
+            MessageStoreConfig(store_path_root_dir=str(tmp_path / "broker-a-s"),
+                               broker_role=BrokerRole.SLAVE,
+                               mapped_file_size_commit_log=4 * 1024 * 1024,
+                               mapped_file_size_consume_queue=20 * 10_000,
+                               max_hash_slot_num=1000, max_index_num=4000),
+        )  # fmt: skip
+        await slave.start()
+        stopped = False
+        try:
+            app = MQApp(cluster.addr, refresh=0)
+            async with app.run_test(size=(200, 40)) as pilot:
+                brokers = app.screen.query_one("#brokers", LiveTable)
+
+                def cells(key: str) -> list[str]:
+                    try:
+                        return [str(c) for c in brokers.get_row(key)]
+                    except Exception:  # not listed yet
+                        return []
+
+                deadline = time.monotonic() + 30
+                while cells("broker-a/1")[-2:] != ["connected", "0 B"]:
+                    assert time.monotonic() < deadline, cells("broker-a/1")
+                    await poll(pilot)
+                master, copy = cells("broker-a/0"), cells("broker-a/1")
+                assert master[3] == "async master" and master[-2] == "1 slave"
+                assert copy[3] == "slave" and copy[13] == master[13] != "0"  # COMMITLOG MAX
+                await slave.shutdown()
+                stopped = True
+                deadline = time.monotonic() + 30
+                while cells("broker-a/0")[-2] != "no slave":
+                    assert time.monotonic() < deadline, cells("broker-a/0")
+                    await poll(pilot)
+        finally:
+            if not stopped:
+                await slave.shutdown()
