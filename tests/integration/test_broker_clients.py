@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 from pathlib import Path
+from typing import Any
 
 from inproc_broker import BROKER_NAME, TestClient, running_broker, until
 
@@ -54,12 +55,18 @@ async def test_heartbeat_membership_and_notifications(tmp_path: Path) -> None:
             assert (await a.heartbeat(["g1"], ["pg"])).code == ResponseCode.SUCCESS
             assert await consumer_ids(a, "g1") == ["10.0.0.1@a"]
 
-            # the group and its retry topic were created and persisted
+            # the group and its retry topic were created and persisted (off the loop, soon)
             config_dir = tmp_path / "store" / "config"
-            groups = json.loads((config_dir / "subscriptionGroup.json").read_text())
-            assert "g1" in groups["subscriptionGroupTable"]
-            topics = json.loads((config_dir / "topics.json").read_text())
-            assert topics["topicConfigTable"]["%RETRY%g1"]["perm"] == 6
+
+            def table(name: str, key: str) -> dict[str, Any]:
+                path = config_dir / name
+                doc = json.loads(path.read_text()) if path.exists() else {}
+                found: dict[str, Any] = doc.get(key, {})
+                return found
+
+            await until(lambda: "g1" in table("subscriptionGroup.json", "subscriptionGroupTable"))
+            await until(lambda: "%RETRY%g1" in table("topics.json", "topicConfigTable"))
+            assert table("topics.json", "topicConfigTable")["%RETRY%g1"]["perm"] == 6
 
             # a second member joining: the first is told, with the group in the header
             before = a.count(NOTIFY)

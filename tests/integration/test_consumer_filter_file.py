@@ -7,9 +7,10 @@ from __future__ import annotations
 import json
 import time
 from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
-from inproc_broker import TestClient, running_broker
+from inproc_broker import TestClient, running_broker, until
 
 from mqcore.protocol import RequestCode
 from mqcore.protocol.bodies import ConsumerData, HeartbeatData, SubscriptionData
@@ -24,6 +25,23 @@ def entry(tmp_path: Path, topic: str = "Scores", group: str = "g-sql") -> dict[s
         return None
     by_topic = json.loads(path.read_text())["filterDataByTopic"]
     found: dict[str, Any] | None = by_topic.get(topic, {}).get("groupFilterData", {}).get(group)
+    return found
+
+
+async def entry_when(
+    tmp_path: Path, ready: Callable[[dict[str, Any]], bool], topic: str = "Scores"
+) -> dict[str, Any]:
+    """The entry once the file shows ``ready`` (the broker writes it off the event
+    loop, soon after the change)."""
+    found: dict[str, Any] | None = None
+
+    def check() -> bool:
+        nonlocal found
+        found = entry(tmp_path, topic)
+        return found is not None and ready(found)
+
+    await until(check, what=f"consumerFilter.json entry of {topic}")
+    assert found is not None
     return found
 
 
@@ -43,16 +61,15 @@ async def test_register_unregister_and_restart(tmp_path: Path) -> None:
         client = TestClient(broker.broker_addr, "10.0.0.1@sql")
         try:
             await heartbeat(client, sql("Scores", "score > 98", 7), sql("Other", "a = 1", 7))
-            # written at once, not only at shutdown
-            first = entry(tmp_path)
-            assert first is not None and first["expression"] == "score > 98"
+            # written soon, not only at shutdown
+            first = await entry_when(tmp_path, lambda e: e["expression"] == "score > 98")
             assert first["dead"] is False and first["deadTime"] == 0
             assert first["clientVersion"] == 7
 
             # a topic left out of the subscriptions is marked dead, not removed
             await heartbeat(client, sql("Scores", "score > 98", 7))
-            other = entry(tmp_path, "Other")
-            assert other is not None and other["dead"] is True and other["deadTime"] > 0
+            other = await entry_when(tmp_path, lambda e: e["dead"] is True, "Other")
+            assert other["deadTime"] > 0
 
             # the group goes away: dead with a deadTime, still in the file
             before = time.time_ns() // 1_000_000
@@ -60,8 +77,8 @@ async def test_register_unregister_and_restart(tmp_path: Path) -> None:
             assert (
                 await client.invoke(RequestCode.UNREGISTER_CLIENT, fields.to_ext_fields())
             ).code == 0
-            gone = entry(tmp_path)
-            assert gone is not None and gone["dead"] is True and gone["deadTime"] >= before
+            gone = await entry_when(tmp_path, lambda e: e["dead"] is True)
+            assert gone["deadTime"] >= before
             assert gone["expression"] == "score > 98"
         finally:
             await client.close()
@@ -73,12 +90,11 @@ async def test_register_unregister_and_restart(tmp_path: Path) -> None:
         client = TestClient(broker.broker_addr, "10.0.0.1@sql")
         try:
             await heartbeat(client, sql("Scores", "score > 98", 7))
-            back = entry(tmp_path)
-            assert back is not None and back["dead"] is False and back["deadTime"] == 0
+            back = await entry_when(tmp_path, lambda e: e["dead"] is False)
+            assert back["deadTime"] == 0
             # a new expression replaces the entry (new born time, new version)
             await heartbeat(client, sql("Scores", "score > 99", 8))
-            changed = entry(tmp_path)
-            assert changed is not None and changed["expression"] == "score > 99"
+            changed = await entry_when(tmp_path, lambda e: e["expression"] == "score > 99")
             assert changed["clientVersion"] == 8
         finally:
             await client.close()

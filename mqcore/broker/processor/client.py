@@ -2,29 +2,35 @@
 AdminBrokerProcessor): HEART_BEAT, UNREGISTER_CLIENT, GET_CONSUMER_LIST_BY_GROUP,
 CHECK_CLIENT_CONFIG, LOCK_BATCH_MQ, UNLOCK_BATCH_MQ (spec §8.1-§8.4, §8.9, §8.11).
 
-All synchronous: they only touch in-memory tables, except that a heartbeat from a new
-consumer group persists ``subscriptionGroup.json`` and may create ``%RETRY%<group>``
-(persisted by the topic service), as RocketMQ does on the heartbeat path.
+They only touch in-memory tables. A heartbeat from a new consumer group creates the
+group and its ``%RETRY%<group>`` topic, as RocketMQ does on the heartbeat path; the files
+are written by a :class:`ConfigPersister` (coalesced, off the event loop), and a large
+heartbeat is applied in steps (:class:`HeartbeatProcessor`).
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from mqcore.broker.client_manager import (
     ClientChannelInfo,
     ConsumerGroupEvent,
     ConsumerGroupListener,
+    ConsumerManager,
+    ProducerManager,
 )
 from mqcore.broker.processor import reply
-from mqcore.errors import ConfigError, FilterSyntaxError
+from mqcore.errors import FilterSyntaxError
 from mqcore.filter import compile_sql
 from mqcore.protocol import RemotingCommand, RequestCode, ResponseCode
 from mqcore.protocol.bodies import (
     CheckClientRequestBody,
+    ConsumerData,
     GetConsumerListByGroupResponseBody,
     HeartbeatData,
     LockBatchRequestBody,
@@ -36,18 +42,22 @@ from mqcore.protocol.headers import (
     GetConsumerListByGroupRequestHeader,
     UnregisterClientRequestHeader,
 )
-from mqcore.remoting import Channel
+from mqcore.remoting import Channel, Processor
 from mqcore.store.metadata import (
     PERM_READ,
     PERM_WRITE,
     SubscriptionGroupConfig,
+    SubscriptionGroupManager,
+    TopicConfig,
+    TopicConfigManager,
 )
+from mqcore.store.metadata.persister import ConfigPersister
 from mqcore.store.metadata.topic import RETRY_GROUP_TOPIC_PREFIX
 
 if TYPE_CHECKING:
     from mqcore.broker.controller import BrokerController
 
-__all__ = ["ClientProcessor", "register"]
+__all__ = ["ClientProcessor", "HeartbeatLimits", "HeartbeatProcessor", "register"]
 
 log = logging.getLogger("mq.broker.client")
 
@@ -59,63 +69,243 @@ def retry_topic(group: str) -> str:
     return f"{RETRY_GROUP_TOPIC_PREFIX}{group}"
 
 
+@dataclass(frozen=True, slots=True)
+class HeartbeatLimits:
+    """What one HEART_BEAT may carry and create. RocketMQ bounds only the group name
+    (``Validators.CHARACTER_MAX_LENGTH``, checked by its client); the rest is ours, so
+    that one request cannot hold the event loop or create metadata without end. A
+    real client sends one entry per group of its instance, far below these."""
+
+    max_body_bytes: int = 1024 * 1024
+    max_consumer_groups: int = 1024
+    max_producer_groups: int = 1024
+    max_subscriptions: int = 8192
+    """Over all the heartbeat's consumer groups."""
+    max_group_name_length: int = 255
+    inline_body_bytes: int = 32 * 1024
+    """Bodies up to this size are decoded on the loop (well under a millisecond)."""
+    step: int = 256
+    """Groups plus subscriptions applied between two yields to the event loop."""
+
+    def check(self, data: HeartbeatData) -> str | None:
+        """Why ``data`` is refused, or None."""
+        consumers, producers = data.consumer_data_set, data.producer_data_set
+        if len(consumers) > self.max_consumer_groups:
+            return (
+                f"heartbeat lists {len(consumers)} consumer groups, "
+                f"more than the broker's limit of {self.max_consumer_groups}"
+            )
+        if len(producers) > self.max_producer_groups:
+            return (
+                f"heartbeat lists {len(producers)} producer groups, "
+                f"more than the broker's limit of {self.max_producer_groups}"
+            )
+        subs = sum(len(c.subscription_data_set) for c in consumers)
+        if subs > self.max_subscriptions:
+            return (
+                f"heartbeat lists {subs} subscriptions, "
+                f"more than the broker's limit of {self.max_subscriptions}"
+            )
+        for group in [c.group_name for c in consumers] + [p.group_name for p in producers]:
+            if len(group) > self.max_group_name_length:
+                return f"group name longer than {self.max_group_name_length} characters"
+        if any(not consumer.group_name for consumer in consumers):
+            return "consumer groupName is blank"
+        return None
+
+
+class HeartbeatProcessor:
+    """HEART_BEAT: registers a client's producer and consumer groups, auto-creating
+    subscription groups and their ``%RETRY%`` topics.
+
+    Cheap heartbeats are answered in one go; a large one is decoded on a worker thread
+    and applied in steps of :attr:`HeartbeatLimits.step` with a yield in between, so no
+    heartbeat holds the event loop for more than about a millisecond. What a heartbeat
+    creates is written by ``persister`` (coalesced, off the loop), never once per group.
+    """
+
+    def __init__(
+        self,
+        *,
+        groups: SubscriptionGroupManager,
+        topics: TopicConfigManager,
+        consumers: ConsumerManager,
+        producers: ProducerManager,
+        persister: ConfigPersister,
+        request_register: Callable[[], None],
+        auto_create_groups: Callable[[], bool],
+        limits: HeartbeatLimits | None = None,
+    ) -> None:
+        self.groups = groups
+        self.topics = topics
+        self.consumers = consumers
+        self.producers = producers
+        self.persister = persister
+        self.request_register = request_register
+        self.auto_create_groups = auto_create_groups
+        self.limits = limits or HeartbeatLimits()
+
+    def __call__(
+        self, channel: Channel, request: RemotingCommand
+    ) -> RemotingCommand | Awaitable[RemotingCommand]:
+        body = request.body or b""
+        if len(body) > self.limits.max_body_bytes:
+            log.warning("heartbeat of %d bytes from %s refused", len(body), channel.remote_address)
+            return reply(
+                request,
+                ResponseCode.SYSTEM_ERROR,
+                f"heartbeat body of {len(body)} bytes exceeds the broker's limit of "
+                f"{self.limits.max_body_bytes}",
+            )
+        if len(body) > self.limits.inline_body_bytes:
+            return self._in_steps(channel, request, None)
+        data = HeartbeatData.decode(body)
+        refused = self._refuse(channel, request, data)
+        if refused is not None:
+            return refused
+        if _work(data) > self.limits.step:
+            return self._in_steps(channel, request, data)
+        info = self._client(channel, request, data)
+        batch = _Created()
+        for consumer in data.consumer_data_set:
+            self._register_consumer(channel, info, consumer, batch)
+        for producer in data.producer_data_set:
+            if producer.group_name:
+                self.producers.register(producer.group_name, info)
+        self._created(batch)
+        return reply(request)
+
+    async def _in_steps(
+        self, channel: Channel, request: RemotingCommand, data: HeartbeatData | None
+    ) -> RemotingCommand:
+        if data is None:
+            body = bytes(request.body or b"")
+            data = await asyncio.get_running_loop().run_in_executor(
+                None, HeartbeatData.decode, body
+            )
+            refused = self._refuse(channel, request, data)
+            if refused is not None:
+                return refused
+        info = self._client(channel, request, data)
+        batch = _Created()
+        done = 0
+        try:
+            for consumer in data.consumer_data_set:
+                if channel.closed:
+                    break  # nobody to register: its close was handled already
+                self._register_consumer(channel, info, consumer, batch)
+                done += 1 + len(consumer.subscription_data_set)
+                if done >= self.limits.step:
+                    done = 0
+                    await asyncio.sleep(0)
+            for producer in data.producer_data_set:
+                if channel.closed:
+                    break
+                if producer.group_name:
+                    self.producers.register(producer.group_name, info)
+                done += 1
+                if done >= self.limits.step:
+                    done = 0
+                    await asyncio.sleep(0)
+        finally:
+            self._created(batch)
+        return reply(request)
+
+    def _refuse(
+        self, channel: Channel, request: RemotingCommand, data: HeartbeatData
+    ) -> RemotingCommand | None:
+        why = self.limits.check(data)
+        if why is None:
+            return None
+        log.warning("heartbeat from %s refused: %s", channel.remote_address, why)
+        return reply(request, ResponseCode.SYSTEM_ERROR, why)
+
+    @staticmethod
+    def _client(
+        channel: Channel, request: RemotingCommand, data: HeartbeatData
+    ) -> ClientChannelInfo:
+        return ClientChannelInfo(channel, data.client_id, request.language.name, request.version)
+
+    def _register_consumer(
+        self, channel: Channel, info: ClientChannelInfo, consumer: ConsumerData, batch: _Created
+    ) -> None:
+        name = consumer.group_name
+        notify = True
+        group_config = self.find_or_create_group(name, batch)
+        if group_config is not None:
+            notify = group_config.notify_consumer_ids_changed_enable
+            queues = group_config.retry_queue_nums
+            _, created = self.topics.create_if_absent(
+                TopicConfig(
+                    retry_topic(name),
+                    read_queue_nums=queues,
+                    write_queue_nums=queues,
+                    perm=PERM_READ | PERM_WRITE,
+                    topic_sys_flag=TOPIC_SYS_FLAG_UNIT_SUB if consumer.unit_mode else 0,
+                )
+            )
+            batch.topics += created
+        if self.consumers.register_consumer(
+            name,
+            info,
+            consumer.consume_type,
+            consumer.message_model,
+            consumer.consume_from_where,
+            consumer.subscription_data_set,
+            notify=notify,
+        ):
+            log.info(
+                "registerConsumer info changed %s %s %s",
+                name,
+                info.client_id,
+                channel.remote_address,
+            )
+
+    def find_or_create_group(
+        self, group: str, batch: _Created | None = None
+    ) -> SubscriptionGroupConfig | None:
+        """The subscription group, auto-created when allowed (written by the persister)."""
+        existed = group in self.groups.table
+        config = self.groups.find(group, auto_create=self.auto_create_groups())
+        if config is not None and not existed:
+            if batch is None:
+                self.persister.request(self.groups)
+            else:
+                batch.groups += 1
+        return config
+
+    def _created(self, batch: _Created) -> None:
+        """One write request per file and one name-server registration per heartbeat."""
+        if batch.groups:
+            log.info("auto created %d subscription group(s)", batch.groups)
+            self.persister.request(self.groups)
+        if batch.topics:
+            log.info("created %d retry topic(s)", batch.topics)
+            self.persister.request(self.topics)
+            self.request_register()
+
+
+@dataclass(slots=True)
+class _Created:
+    groups: int = 0
+    topics: int = 0
+
+
+def _work(data: HeartbeatData) -> int:
+    consumers = data.consumer_data_set
+    return (
+        len(consumers)
+        + len(data.producer_data_set)
+        + sum(len(c.subscription_data_set) for c in consumers)
+    )
+
+
 class ClientProcessor:
     """Binds the client managers and the lock table to their request codes."""
 
-    def __init__(self, controller: BrokerController) -> None:
+    def __init__(self, controller: BrokerController, heartbeat: HeartbeatProcessor) -> None:
         self.controller = controller
-
-    # -- heartbeat / unregister ---------------------------------------------------------
-
-    def heart_beat(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
-        data = HeartbeatData.decode(request.body)
-        c = self.controller
-        info = ClientChannelInfo(channel, data.client_id, request.language.name, request.version)
-        if any(not consumer.group_name for consumer in data.consumer_data_set):
-            return reply(request, ResponseCode.SYSTEM_ERROR, "consumer groupName is blank")
-        for consumer in data.consumer_data_set:
-            notify = True
-            group_config = self.find_or_create_group(consumer.group_name)
-            if group_config is not None:
-                notify = group_config.notify_consumer_ids_changed_enable
-                flag = TOPIC_SYS_FLAG_UNIT_SUB if consumer.unit_mode else 0
-                c.topics.create_in_send_back(
-                    retry_topic(consumer.group_name),
-                    group_config.retry_queue_nums,
-                    PERM_READ | PERM_WRITE,
-                    flag,
-                )
-            if c.consumer_manager.register_consumer(
-                consumer.group_name,
-                info,
-                consumer.consume_type,
-                consumer.message_model,
-                consumer.consume_from_where,
-                consumer.subscription_data_set,
-                notify=notify,
-            ):
-                log.info(
-                    "registerConsumer info changed %s %s %s",
-                    consumer.group_name,
-                    data.client_id,
-                    channel.remote_address,
-                )
-        for producer in data.producer_data_set:
-            if producer.group_name:
-                c.producer_manager.register(producer.group_name, info)
-        return reply(request)
-
-    def find_or_create_group(self, group: str) -> SubscriptionGroupConfig | None:
-        """The subscription group, auto-created and persisted at once when allowed."""
-        manager = self.controller.subscription_group_manager
-        existed = group in manager.table
-        config = manager.find(
-            group, auto_create=self.controller.config.auto_create_subscription_group
-        )
-        if config is not None and not existed:
-            log.info("auto create a subscription group, %s", group)
-            manager.persist()
-        return config
+        self.heart_beat = heartbeat
 
     def unregister_client(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
         header = UnregisterClientRequestHeader.from_command(request)
@@ -207,11 +397,13 @@ def _compile_sql92(expression: str) -> str | None:
     return None
 
 
-def filter_listener(controller: BrokerController) -> ConsumerGroupListener:
+def filter_listener(
+    controller: BrokerController, persister: ConfigPersister
+) -> ConsumerGroupListener:
     """Keep ``consumerFilter.json`` in step with SQL92 subscriptions, as RocketMQ's
     ConsumerFilterManager is fed by the same REGISTER / UNREGISTER events: a group gone
     is marked dead, not removed (see :mod:`mqcore.store.metadata.consumer_filter`); the
-    file is written as soon as the table changes."""
+    file is written (by ``persister``) soon after the table changes."""
     filters = controller.consumer_filter_manager
 
     def on_event(event: ConsumerGroupEvent, group: str, args: Sequence[object]) -> None:
@@ -228,29 +420,26 @@ def filter_listener(controller: BrokerController) -> ConsumerGroupListener:
         else:
             return
         if changed:
-            persist_filters(controller)
+            persister.request(filters)
 
     return on_event
 
 
-def persist_filters(controller: BrokerController) -> None:
-    """Write ``consumerFilter.json`` now; a failure is logged (the file is a cache)."""
-    try:
-        controller.consumer_filter_manager.persist()
-    except ConfigError as exc:
-        log.warning("consumerFilter.json not written: %s", exc)
-
-
-def clean_filters(controller: BrokerController) -> None:
-    """Drop filter entries dead for too long, writing the file only when some went."""
-    if controller.consumer_filter_manager.clean():
-        persist_filters(controller)
-
-
 def register(controller: BrokerController) -> ClientProcessor:
-    """Serve the client codes on both ports; watch closes; scan silent clients."""
-    proc = ClientProcessor(controller)
-    table = {
+    """Serve the client codes on both ports; watch closes; scan silent clients; write
+    the metadata heartbeats create through one :class:`ConfigPersister`."""
+    persister = ConfigPersister()
+    heartbeat = HeartbeatProcessor(
+        groups=controller.subscription_group_manager,
+        topics=controller.topic_config_manager,
+        consumers=controller.consumer_manager,
+        producers=controller.producer_manager,
+        persister=persister,
+        request_register=controller.request_register,
+        auto_create_groups=lambda: controller.config.auto_create_subscription_group,
+    )
+    proc = ClientProcessor(controller, heartbeat)
+    table: dict[int, Processor] = {
         RequestCode.HEART_BEAT: proc.heart_beat,
         RequestCode.UNREGISTER_CLIENT: proc.unregister_client,
         RequestCode.GET_CONSUMER_LIST_BY_GROUP: proc.get_consumer_list_by_group,
@@ -262,13 +451,24 @@ def register(controller: BrokerController) -> ClientProcessor:
         for code, fn in table.items():
             server.register(code, fn)
         server.add_close_listener(proc.channel_closed)
-    controller.consumer_manager.listeners.append(filter_listener(controller))
+    controller.consumer_manager.listeners.append(filter_listener(controller, persister))
+
+    def clean_filters() -> None:
+        """Drop filter entries dead for too long, writing the file only when some went."""
+        if controller.consumer_filter_manager.clean():
+            persister.request(controller.consumer_filter_manager)
 
     def start() -> None:  # returns nothing: start hooks that return awaitables are awaited
+        persister.start()
         controller.schedule(
             controller.config.client_scan_interval, proc.scan_not_active, name="client-scan"
         )
-        controller.schedule(10_000, lambda: clean_filters(controller), name="filter-clean")
+        controller.schedule(10_000, clean_filters, name="filter-clean")
+
+    async def stop() -> None:
+        """Write what is pending before the controller's own final persist."""
+        await asyncio.get_running_loop().run_in_executor(None, persister.close)
 
     controller.add_start_hook(start)
+    controller.add_stop_hook(stop)
     return proc

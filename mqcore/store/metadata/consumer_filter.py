@@ -21,7 +21,7 @@ heartbeat again).
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -146,6 +146,12 @@ class ConsumerFilterManager(ConfigFileManager):
         with self._lock:
             self.clean()
             return super().encode()
+
+    def snapshot(self) -> Callable[[], dict[str, Any]]:
+        """What :meth:`persist` writes: cleaned first, as :meth:`encode`."""
+        with self._lock:
+            self.clean()
+            return super().snapshot()
 
     def to_json(self) -> dict[str, Any]:
         return {

@@ -193,6 +193,17 @@ class TopicConfigManager(VersionedTableManager[TopicConfig]):
             self.table[config.topic_name] = config
             self.data_version.next_version()
 
+    def create_if_absent(self, config: TopicConfig) -> tuple[TopicConfig, bool]:
+        """The topic's config, adding ``config`` when it has none; True when added. The
+        caller persists (batching the writes of many creations into one)."""
+        with self._lock:
+            existing = self.table.get(config.topic_name)
+            if existing is not None:
+                return existing, False
+            self.table[config.topic_name] = config
+            self.data_version.next_version()
+            return config, True
+
     def delete(self, topic: str) -> TopicConfig | None:
         with self._lock:
             old = self.table.pop(topic, None)
