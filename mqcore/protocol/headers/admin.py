@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from mqcore.protocol.headers.base import CommandHeader, wire
+from mqcore.protocol.headers.base import CommandHeader, JavaInt, wire
 
 __all__ = [
     "CloneGroupOffsetRequestHeader",
@@ -37,7 +37,7 @@ class QueryMessageRequestHeader(CommandHeader):
 
     topic: str
     key: str
-    max_num: int
+    max_num: JavaInt
     begin_timestamp: int
     end_timestamp: int
     unique_key_query: bool | None = wire("_UNIQUE_KEY_QUERY", None)
@@ -62,12 +62,12 @@ class CreateTopicRequestHeader(CommandHeader):
 
     topic: str
     default_topic: str
-    read_queue_nums: int
-    write_queue_nums: int
-    perm: int
+    read_queue_nums: JavaInt
+    write_queue_nums: JavaInt
+    perm: JavaInt
     topic_filter_type: str
     order: bool = False
-    topic_sys_flag: int | None = None
+    topic_sys_flag: JavaInt | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -189,9 +189,9 @@ class QueryConsumeQueueRequestHeader(CommandHeader):
     """QUERY_CONSUME_QUEUE (321)."""
 
     topic: str
-    queue_id: int
+    queue_id: JavaInt
     index: int
-    count: int
+    count: JavaInt
     consumer_group: str | None = None
 
 

@@ -3,8 +3,10 @@
 A header class is a frozen dataclass deriving from :class:`CommandHeader`. Attribute names
 are snake_case; the wire name is the camelCase form unless a field says otherwise with
 :func:`wire` (SEND_MESSAGE_V2's one-letter names, ``clientID``). Types are ``str``, ``int``
-or ``bool`` (optionally ``| None``); a field without a default is required, as Java's
-``@CFNotNull``. Conversion follows Java: ``Long.parseLong`` for numbers and
+(Java ``long``), :data:`JavaInt` (Java ``int``) or ``bool`` (optionally ``| None``); a field
+without a default is required, as Java's ``@CFNotNull``. Conversion follows Java:
+``Integer.parseInt``/``Long.parseLong`` for numbers, so a number outside the Java type's
+range is a :class:`HeaderError` here, not a ``struct`` error deep in the store; and
 ``Boolean.parseBoolean`` for flags, written back as ``"true"``/``"false"`` (never Python's
 ``"True"``).
 """
@@ -15,13 +17,21 @@ import dataclasses
 import types
 import typing
 from collections.abc import Callable, Mapping
-from typing import Any, ClassVar, Self
+from typing import Annotated, Any, ClassVar, Self
 
 from mqcore.common.properties import camel
 from mqcore.errors import MQError
 from mqcore.protocol.fastbuild import compile_function, construct
 
-__all__ = ["CommandHeader", "HeaderError", "camel", "wire"]
+__all__ = [
+    "CommandHeader",
+    "HeaderError",
+    "JavaInt",
+    "camel",
+    "parse_java_int",
+    "parse_java_long",
+    "wire",
+]
 
 
 class HeaderError(MQError, ValueError):
@@ -46,34 +56,94 @@ def _write_bool(value: Any) -> str:
     return "true" if value else "false"
 
 
-# ``int`` itself, not a wrapper: a Python-level call per number field costs as much again.
-_PARSERS: dict[type, Callable[[str], Any]] = {int: int, bool: _parse_bool, str: str}
+class _JavaNumber:
+    """The range of a Java integral type; the metadata of :data:`JavaInt`."""
+
+    __slots__ = ("bits", "name")
+
+    def __init__(self, name: str, bits: int) -> None:
+        self.name = name
+        self.bits = bits
+
+    @property
+    def bounds(self) -> tuple[int, int]:
+        return -(1 << (self.bits - 1)), (1 << (self.bits - 1)) - 1
+
+
+_INT = _JavaNumber("int", 32)
+_LONG = _JavaNumber("long", 64)
+
+JavaInt = Annotated[int, _INT]
+"""A field Java declares ``int``/``Integer`` (32 bits); plain ``int`` fields are ``long``."""
+
+
+def _parse_java(text: str, kind: _JavaNumber) -> int:
+    value = int(text)
+    lo, hi = kind.bounds
+    if not lo <= value <= hi:
+        raise ValueError(f"{value} is out of the range of a Java {kind.name}")
+    return value
+
+
+def parse_java_int(text: str) -> int:
+    """``Integer.parseInt``: ValueError for text that is not a number in 32 bits."""
+    return _parse_java(text, _INT)
+
+
+def parse_java_long(text: str) -> int:
+    """``Long.parseLong``: ValueError for text that is not a number in 64 bits."""
+    return _parse_java(text, _LONG)
+
+
+_NUMBER_KINDS: dict[Callable[[str], int], _JavaNumber] = {
+    parse_java_int: _INT,
+    parse_java_long: _LONG,
+}
+_PARSERS: dict[type, Callable[[str], Any]] = {int: parse_java_long, bool: _parse_bool, str: str}
 # The texts most values are (queue ids, flags, counts, booleans), parsed once: a dict
 # lookup costs a third of parsing. Anything else is parsed as usual.
+_SMALL_INTS = {str(n): n for n in range(-1, 1025)}  # within every Java integral type
 _PARSED: dict[Callable[[str], Any], dict[str, Any]] = {
-    int: {str(n): n for n in range(-1, 1025)},
+    parse_java_int: _SMALL_INTS,
+    parse_java_long: _SMALL_INTS,
     _parse_bool: {"true": True, "false": False},
 }
-_WRITERS: dict[type, Callable[[Any], str]] = {int: str, bool: _write_bool, str: str}
+_WRITERS: dict[Callable[[str], Any], Callable[[Any], str]] = {
+    parse_java_int: str,
+    parse_java_long: str,
+    _parse_bool: _write_bool,
+    str: str,
+}
 
 _Spec = tuple[tuple[str, str, Callable[[str], Any], Callable[[Any], str], bool], ...]
 _Reader = Callable[[Mapping[str, str]], Any]
 
 
-def _base_type(hint: Any) -> type:
+def _parser(hint: Any) -> Callable[[str], Any]:
+    """The text parser of a field annotated ``hint`` (``X | None`` parses as ``X``)."""
     if isinstance(hint, types.UnionType) or typing.get_origin(hint) is typing.Union:
         args = [a for a in typing.get_args(hint) if a is not type(None)]
         hint = args[0]
+    if typing.get_origin(hint) is Annotated and _INT in hint.__metadata__:
+        return parse_java_int
     if hint not in _PARSERS:
-        raise TypeError(f"header fields must be str, int or bool, not {hint!r}")
-    return typing.cast(type, hint)
+        raise TypeError(f"header fields must be str, int, JavaInt or bool, not {hint!r}")
+    return _PARSERS[hint]
 
 
 def _missing(key: str) -> HeaderError:
     return HeaderError(f"the custom field <{key}> is null")
 
 
-def _invalid(key: str, text: str) -> HeaderError:
+def invalid(key: str, text: str, parse: Callable[[str], Any] | None = None) -> HeaderError:
+    """The error for a value ``parse`` refused (the remark says when it is a range)."""
+    kind = _NUMBER_KINDS.get(parse) if parse is not None else None
+    if kind is not None:
+        try:
+            _parse_java(text, kind)
+        except ValueError as exc:
+            if "range" in str(exc):
+                return HeaderError(f"the custom field <{key}> is not valid: {exc}")
     return HeaderError(f"the custom field <{key}> is not valid: {text!r}")
 
 
@@ -97,10 +167,10 @@ class CommandHeader:
     def _fields_spec(cls) -> _Spec:
         spec = cls.__dict__.get("_spec")
         if spec is None:
-            hints = typing.get_type_hints(cls)
+            hints = typing.get_type_hints(cls, include_extras=True)
             items = []
             for f in dataclasses.fields(cls):  # type: ignore[arg-type]
-                base = _base_type(hints[f.name])
+                parse = _parser(hints[f.name])
                 required = (
                     f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
                 )
@@ -108,8 +178,8 @@ class CommandHeader:
                     (
                         f.name,
                         f.metadata.get("wire", camel(f.name)),
-                        _PARSERS[base],
-                        _WRITERS[base],
+                        parse,
+                        _WRITERS[parse],
                         required,
                     )
                 )
@@ -140,11 +210,27 @@ class CommandHeader:
     @classmethod
     def _compile_reader(cls, spec: _Spec) -> _Reader:
         fields = {f.name: f for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
-        namespace: dict[str, Any] = {"_missing": _missing, "_invalid": _invalid}
+        namespace: dict[str, Any] = {"_missing": _missing, "_invalid": invalid, "_int": int}
         body = ["get = ext.get"]
         for i, (attr, key, parse, _, required) in enumerate(spec):
+            kind = _NUMBER_KINDS.get(parse)
             if parse is str:
                 store = [f"v_{attr} = text"]
+            elif kind is not None:
+                # parse_java_*, inlined: a Python-level call per number costs as much again.
+                namespace[f"_parse{i}"] = parse
+                namespace[f"_parsed{i}"] = _PARSED[parse].get
+                lo, hi = kind.bounds
+                store = [
+                    f"v_{attr} = _parsed{i}(text)",
+                    f"if v_{attr} is None:",
+                    "    try:",
+                    f"        v_{attr} = _int(text)",
+                    "    except ValueError:",
+                    f"        raise _invalid({key!r}, text, _parse{i}) from None",
+                    f"    if not {lo} <= v_{attr} <= {hi}:",
+                    f"        raise _invalid({key!r}, text, _parse{i})",
+                ]
             else:
                 namespace[f"_parse{i}"] = parse
                 namespace[f"_parsed{i}"] = _PARSED[parse].get
@@ -154,7 +240,7 @@ class CommandHeader:
                     "    try:",
                     f"        v_{attr} = _parse{i}(text)",
                     "    except ValueError:",
-                    f"        raise _invalid({key!r}, text) from None",
+                    f"        raise _invalid({key!r}, text, _parse{i}) from None",
                 ]
             body += [f"text = get({key!r})", "if text is None:"]
             if required:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from mqcore.protocol.headers.base import CommandHeader, wire
+from mqcore.protocol.headers.base import CommandHeader, JavaInt, wire
 
 __all__ = [
     "ConsumerSendMsgBackRequestHeader",
@@ -44,10 +44,10 @@ class PullMessageRequestHeader(CommandHeader):
 
     consumer_group: str
     topic: str
-    queue_id: int
+    queue_id: JavaInt
     queue_offset: int
-    max_msg_nums: int
-    sys_flag: int
+    max_msg_nums: JavaInt
+    sys_flag: JavaInt
     commit_offset: int
     suspend_timeout_millis: int
     sub_version: int
@@ -70,7 +70,7 @@ class PullMessageResponseHeader(CommandHeader):
 class QueryConsumerOffsetRequestHeader(CommandHeader):
     consumer_group: str
     topic: str
-    queue_id: int
+    queue_id: JavaInt
     bname: str | None = None
 
 
@@ -85,7 +85,7 @@ class UpdateConsumerOffsetRequestHeader(CommandHeader):
 
     consumer_group: str
     topic: str
-    queue_id: int
+    queue_id: JavaInt
     commit_offset: int
     bname: str | None = None
 
@@ -117,18 +117,18 @@ class ConsumerSendMsgBackRequestHeader(CommandHeader):
 
     offset: int
     group: str
-    delay_level: int
+    delay_level: JavaInt
     origin_msg_id: str | None = None
     origin_topic: str | None = None
     unit_mode: bool = False
-    max_reconsume_times: int | None = None
+    max_reconsume_times: JavaInt | None = None
     bname: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
 class GetMaxOffsetRequestHeader(CommandHeader):
     topic: str
-    queue_id: int
+    queue_id: JavaInt
     bname: str | None = None
 
 
@@ -140,7 +140,7 @@ class GetMaxOffsetResponseHeader(CommandHeader):
 @dataclass(frozen=True, slots=True)
 class GetMinOffsetRequestHeader(CommandHeader):
     topic: str
-    queue_id: int
+    queue_id: JavaInt
     bname: str | None = None
 
 
@@ -154,7 +154,7 @@ class SearchOffsetRequestHeader(CommandHeader):
     """SEARCH_OFFSET_BY_TIMESTAMP (29); ``timestamp`` in ms."""
 
     topic: str
-    queue_id: int
+    queue_id: JavaInt
     timestamp: int
     bname: str | None = None
 
@@ -167,7 +167,7 @@ class SearchOffsetResponseHeader(CommandHeader):
 @dataclass(frozen=True, slots=True)
 class GetEarliestMsgStoretimeRequestHeader(CommandHeader):
     topic: str
-    queue_id: int
+    queue_id: JavaInt
     bname: str | None = None
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from mqcore.protocol.headers.base import CommandHeader
+from mqcore.protocol.headers.base import CommandHeader, JavaInt
 
 __all__ = [
     "AddWritePermOfBrokerRequestHeader",
@@ -37,7 +37,7 @@ class RegisterBrokerRequestHeader(CommandHeader):
     ha_server_addr: str
     broker_id: int
     compressed: bool = False
-    body_crc32: int = 0
+    body_crc32: JavaInt = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,7 +101,7 @@ class WipeWritePermOfBrokerRequestHeader(CommandHeader):
 
 @dataclass(frozen=True, slots=True)
 class WipeWritePermOfBrokerResponseHeader(CommandHeader):
-    wipe_topic_count: int
+    wipe_topic_count: JavaInt
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,7 +111,7 @@ class AddWritePermOfBrokerRequestHeader(CommandHeader):
 
 @dataclass(frozen=True, slots=True)
 class AddWritePermOfBrokerResponseHeader(CommandHeader):
-    add_topic_count: int
+    add_topic_count: JavaInt
 
 
 @dataclass(frozen=True, slots=True)

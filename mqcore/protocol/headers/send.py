@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from mqcore.protocol.codes import RequestCode
-from mqcore.protocol.headers.base import CommandHeader, wire
+from mqcore.protocol.headers.base import CommandHeader, JavaInt, wire
 
 __all__ = [
     "CheckTransactionStateRequestHeader",
@@ -30,16 +30,16 @@ class SendMessageRequestHeader(CommandHeader):
     producer_group: str
     topic: str
     default_topic: str
-    default_topic_queue_nums: int
-    queue_id: int
-    sys_flag: int
+    default_topic_queue_nums: JavaInt
+    queue_id: JavaInt
+    sys_flag: JavaInt
     born_timestamp: int
-    flag: int
+    flag: JavaInt
     properties: str | None = None
-    reconsume_times: int | None = None
+    reconsume_times: JavaInt | None = None
     unit_mode: bool = False
     batch: bool = False
-    max_reconsume_times: int | None = None
+    max_reconsume_times: JavaInt | None = None
     bname: str | None = None
 
     def to_v2(self) -> SendMessageRequestHeaderV2:
@@ -53,15 +53,15 @@ class SendMessageRequestHeaderV2(CommandHeader):
     producer_group: str = wire("a")
     topic: str = wire("b")
     default_topic: str = wire("c")
-    default_topic_queue_nums: int = wire("d")
-    queue_id: int = wire("e")
-    sys_flag: int = wire("f")
+    default_topic_queue_nums: JavaInt = wire("d")
+    queue_id: JavaInt = wire("e")
+    sys_flag: JavaInt = wire("f")
     born_timestamp: int = wire("g")
-    flag: int = wire("h")
+    flag: JavaInt = wire("h")
     properties: str | None = wire("i", None)
-    reconsume_times: int | None = wire("j", None)
+    reconsume_times: JavaInt | None = wire("j", None)
     unit_mode: bool = wire("k", False)
-    max_reconsume_times: int | None = wire("l", None)
+    max_reconsume_times: JavaInt | None = wire("l", None)
     batch: bool = wire("m", False)
     bname: str | None = wire("n", None)
 
@@ -93,7 +93,7 @@ class SendMessageResponseHeader(CommandHeader):
     ``MSG_REGION`` unconditionally (spec §7.1)."""
 
     msg_id: str
-    queue_id: int
+    queue_id: JavaInt
     queue_offset: int
     transaction_id: str | None = None
     msg_region: str = wire("MSG_REGION", "DefaultRegion")
@@ -107,7 +107,7 @@ class EndTransactionRequestHeader(CommandHeader):
     producer_group: str
     tran_state_table_offset: int
     commit_log_offset: int
-    commit_or_rollback: int
+    commit_or_rollback: JavaInt
     msg_id: str
     from_transaction_check: bool = False
     transaction_id: str | None = None

@@ -108,3 +108,43 @@ def test_client_id_capital_id() -> None:
 def test_bad_fields_raise_header_error(ext: dict[str, str], message: str) -> None:
     with pytest.raises(HeaderError, match=message):
         PullMessageRequestHeader.from_ext_fields(ext)
+
+
+SEND_V2 = {"a": "pg", "b": "T", "c": "TBW102", "d": "4", "e": "0", "f": "0", "g": "1", "h": "0"}
+
+
+@pytest.mark.parametrize(
+    ("key", "text", "remark"),
+    [
+        ("f", str(2**40), "<f> is not valid: 1099511627776 is out of the range of a Java int"),
+        ("e", str(-(2**31) - 1), "<e> is not valid: -2147483649 is out of the range of a Java int"),
+        (
+            "g",
+            str(2**70),
+            "<g> is not valid: 1180591620717411303424 is out of the range of a Java long",
+        ),
+        ("g", str(2**63), "out of the range of a Java long"),
+        ("f", "1.5", "<f> is not valid: '1.5'"),
+    ],
+)
+def test_numbers_out_of_java_range_are_header_errors(key: str, text: str, remark: str) -> None:
+    """sysFlag is a Java int, bornTimestamp a long: past them the request is refused when its
+    header is read, with a remark a client can show, not a struct error from the store."""
+    cmd = RemotingCommand.request(RequestCode.SEND_MESSAGE_V2, {**SEND_V2, key: text})
+    with pytest.raises(HeaderError) as raised:
+        decode_send_message_header(cmd)
+    assert remark in str(raised.value)
+    assert "format" not in str(raised.value)
+
+
+def test_numbers_at_the_java_bounds_are_read() -> None:
+    ext = {**SEND_V2, "f": str(2**31 - 1), "e": str(-(2**31)), "g": str(2**63 - 1)}
+    h = decode_send_message_header(RemotingCommand.request(RequestCode.SEND_MESSAGE_V2, ext))
+    assert (h.sys_flag, h.queue_id, h.born_timestamp) == (2**31 - 1, -(2**31), 2**63 - 1)
+    low = {**SEND_V2, "g": str(-(2**63))}
+    v1 = decode_send_message_header(RemotingCommand.request(RequestCode.SEND_MESSAGE_V2, low))
+    assert v1.born_timestamp == -(2**63)
+    pull = PullMessageRequestHeader.from_ext_fields({**JAVA_PULL_EXT, "queueOffset": str(2**40)})
+    assert pull.queue_offset == 2**40  # a long: fine
+    with pytest.raises(HeaderError, match=r"<maxMsgNums> is not valid: .* Java int"):
+        PullMessageRequestHeader.from_ext_fields({**JAVA_PULL_EXT, "maxMsgNums": str(2**40)})
