@@ -51,7 +51,10 @@ def _open(root: Path) -> OfflineStore:
     try:
         return OfflineStore(root)
     except StoreError as exc:
-        fail(str(exc), hint="pass the store root with --store DIR")
+        # The hint only when DIR is not a store root: a damaged store needs another one.
+        is_root = (root / "commitlog").is_dir() or (root / "config").is_dir()
+        hint = None if is_root else "pass the store root (the directory holding commitlog/)"
+        fail(str(exc), hint=hint)
 
 
 # -- inspect ---------------------------------------------------------------------------

@@ -85,6 +85,8 @@ class DispatchRequest:
     uniq_key: str | None
     sys_flag: int
     prepared_transaction_offset: int = 0
+    damaged: bool = False
+    """Whole, but its body does not match BODYCRC: kept in the log, never delivered."""
 
     @property
     def transaction_type(self) -> int:
@@ -103,13 +105,17 @@ def check_message(
     delay_table: dict[int, int] | None = None,
     path: str | None = None,
     base_offset: int = 0,
+    tolerate_crc: bool = False,
 ) -> DispatchRequest | int | None:
     """Validate the record at ``pos`` like ``checkMessageAndReturnSize``.
 
     Returns a :class:`DispatchRequest` for a message, the BLANK record's size (an int) at
     a file end, or None at the end of data (zeros). Raises :class:`CorruptRecordError`
-    (with ``path`` and the logical offset ``base_offset + pos``) for anything else.
+    (with ``path`` and the logical offset ``base_offset + pos``) for anything else; with
+    ``tolerate_crc`` a record whose only fault is its BODYCRC comes back ``damaged``
+    (its bytes still frame it, so the records after it can be trusted).
     """
+    damaged = False
     end = len(buf)
     if end - pos < BLANK_HEADER_SIZE:
         return None
@@ -138,7 +144,9 @@ def check_message(
         if body_len < 0 or p + body_len > pos + total:
             raise _corrupt(f"bad body length {body_len}", path, base_offset + pos)
         if check_crc and zlib.crc32(buf[p : p + body_len]) & 0x7FFFFFFF != crc:
-            raise _corrupt("BODYCRC does not match the body", path, base_offset + pos)
+            if not tolerate_crc:
+                raise _corrupt("BODYCRC does not match the body", path, base_offset + pos)
+            damaged = True
         p += body_len
         if magic == MESSAGE_MAGIC_CODE:
             topic_len = buf[p]
@@ -178,6 +186,7 @@ def check_message(
         uniq_key=props.get(PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX),
         sys_flag=sys_flag,
         prepared_transaction_offset=prepared,
+        damaged=damaged,
     )
 
 
@@ -350,7 +359,12 @@ class CommitLog:
         )
 
     def scan(
-        self, from_offset: int, *, check_crc: bool = False, strict: bool = True
+        self,
+        from_offset: int,
+        *,
+        check_crc: bool = False,
+        strict: bool = True,
+        tolerate_crc: bool = False,
     ) -> Iterator[DispatchRequest]:
         """Yield every message from ``from_offset`` to the end of data.
 
@@ -378,6 +392,7 @@ class CommitLog:
                         delay_table=self.delay_table,
                         path=path,
                         base_offset=base,
+                        tolerate_crc=tolerate_crc,
                     )
                 except CorruptRecordError:
                     if strict:

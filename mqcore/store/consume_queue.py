@@ -219,6 +219,21 @@ class ConsumeQueue:
         phy, size, tags = ENTRY.unpack_from(mf.view, pos)
         return phy, size, tags
 
+    def repair(self, index: int, phy: int, size: int, tags_code: int) -> bool:
+        """Rewrite entry ``index`` in place when it differs (recovery found it wrong);
+        True when it was rewritten."""
+        byte = index * CQ_STORE_UNIT_SIZE
+        mf = self.queue.find_by_offset(byte)
+        if mf is None or self.queue.readonly:
+            return False
+        pos = byte - mf.file_from_offset
+        if pos + CQ_STORE_UNIT_SIZE > mf.wrote_position:
+            return False
+        if ENTRY.unpack_from(mf.view, pos) == (phy, size, tags_code):
+            return False
+        ENTRY.pack_into(mf.mm, pos, phy, size, tags_code)
+        return True
+
     def entries_view(self, index: int) -> memoryview | None:
         """Entries from ``index`` to the end of written data in its file (zero-copy)."""
         byte = index * CQ_STORE_UNIT_SIZE

@@ -562,11 +562,12 @@ class MessageStore:
         index = offset
         removing = False
         for phy, size, tags in ENTRY.iter_unpack(view):
+            if is_filler(phy, size):  # before the size limit: a filler's size is huge
+                index += 1
+                continue
             if len(buffers) >= max_count or (buffers and total + size > limit_bytes):
                 break
             index += 1
-            if is_filler(phy, size):
-                continue
             if phy < min_phy:
                 removing = True
                 continue

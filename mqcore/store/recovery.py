@@ -26,10 +26,23 @@ from dataclasses import dataclass, field
 
 from mqcore.errors import CorruptRecordError
 from mqcore.store.checkpoint import StoreCheckpoint
-from mqcore.store.commitlog import CommitLog
+from mqcore.store.commitlog import TRANSACTION_PREPARED, TRANSACTION_ROLLBACK, CommitLog
+from mqcore.store.consume_queue import FILLER_SIZE
 from mqcore.store.dispatcher import ConsumeQueueTable, Dispatcher
 
 log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class StoreProblem:
+    """Damage recovery found and worked around, with where it is."""
+
+    path: str
+    offset: int
+    detail: str
+
+    def __str__(self) -> str:
+        return f"{self.path} at offset {self.offset}: {self.detail}"
 
 
 @dataclass
@@ -42,6 +55,9 @@ class RecoveryReport:
     redispatch_from: int = 0
     redispatched: int = 0
     topic_queue_table: dict[tuple[str, int], int] = field(default_factory=dict)
+    problems: list[StoreProblem] = field(default_factory=list)
+    damaged: set[int] = field(default_factory=set)
+    """Commit log offsets of whole records whose body fails BODYCRC (never delivered)."""
 
 
 def _first_store_timestamp(commit_log: CommitLog, file_index: int) -> int:
@@ -73,6 +89,50 @@ def find_commit_log_end(commit_log: CommitLog, start: int, *, check_crc: bool) -
     return max(commit_log.last_scan_end, start)
 
 
+def _check_and_find_end(
+    commit_log: CommitLog,
+    queues: ConsumeQueueTable,
+    start: int,
+    report: RecoveryReport,
+    *,
+    check_crc: bool,
+) -> int:
+    """Scan from ``start`` to the first record that does not frame (the end).
+
+    On the way, a whole record whose body fails BODYCRC is only skipped (the records
+    after it are good: truncating there would throw them away), and every consume queue
+    entry of a scanned record is checked against it: a wrong entry is rewritten, the
+    entry of a damaged record becomes a filler, so consumers skip exactly that record.
+    """
+    for req in commit_log.scan(start, check_crc=check_crc, strict=False, tolerate_crc=True):
+        mf = commit_log.queue.find_by_offset(req.commit_log_offset)
+        path = str(mf.path) if mf is not None else "commitlog"
+        if req.damaged:
+            report.damaged.add(req.commit_log_offset)
+            report.problems.append(
+                StoreProblem(path, req.commit_log_offset, "BODYCRC does not match: skipped")
+            )
+        if req.transaction_type in (TRANSACTION_PREPARED, TRANSACTION_ROLLBACK):
+            continue
+        cq = queues.find(req.topic, req.queue_id, create=False)
+        if cq is None or req.queue_offset >= cq.max_offset:
+            continue
+        if req.damaged:
+            entry = (0, FILLER_SIZE, 0)
+        else:
+            entry = (req.commit_log_offset, req.size, req.tags_code)
+        if cq.repair(req.queue_offset, *entry) and not req.damaged:
+            report.problems.append(
+                StoreProblem(
+                    str(cq.queue.store_path),
+                    req.queue_offset,
+                    f"entry did not match the commit log record at {req.commit_log_offset}: "
+                    "rewritten",
+                )
+            )
+    return max(commit_log.last_scan_end, start)
+
+
 def recover(
     commit_log: CommitLog,
     queues: ConsumeQueueTable,
@@ -96,7 +156,9 @@ def recover(
         min_ts = checkpoint.min_timestamp_index if index_safe else checkpoint.min_timestamp
         start = choose_abnormal_start(commit_log, min_ts)
     report.scan_from = start
-    end = find_commit_log_end(commit_log, start, check_crc=check_crc) if files else 0
+    end = (
+        _check_and_find_end(commit_log, queues, start, report, check_crc=check_crc) if files else 0
+    )
     report.commit_log_end = end
     commit_log.truncate(end)
     log.info(
@@ -125,6 +187,8 @@ def recover(
     report.redispatch_from = redispatch_from
     count = 0
     for req in commit_log.scan(redispatch_from, check_crc=False, strict=False):
+        if req.commit_log_offset in report.damaged:
+            continue  # the next record's entry pads a filler in its place
         dispatcher.dispatch(req, to_index=index_enable)
         count += 1
     report.redispatched = count
@@ -133,4 +197,6 @@ def recover(
     for cq in queues.all():
         cq.correct_min_offset(commit_log.min_offset)
         report.topic_queue_table[(cq.topic, cq.queue_id)] = cq.max_offset
+    for problem in report.problems:
+        log.error("store damage: %s", problem)
     return report

@@ -262,6 +262,12 @@ class AdminProcessor:
         info.update(self._disk_info())
         info.update(self._schedule_offsets())
         info.update(self._ha_info())
+        report = self.controller.store.recovery_report
+        problems = report.problems if report is not None else []
+        info["storeProblems"] = str(len(problems))
+        if problems:
+            # mq's own keys: what recovery found damaged and worked around, for operators
+            info["storeProblemsDetail"] = " | ".join(str(p) for p in problems[:10])
         return info
 
     def _ha_info(self) -> dict[str, str]:

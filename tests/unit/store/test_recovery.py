@@ -126,9 +126,17 @@ def test_consume_queue_entries_past_log_end_are_dropped(tmp_path: Path) -> None:
         store.shutdown()
 
 
-def test_crc_corruption_found_by_normal_recovery(tmp_path: Path) -> None:
+def _bodies(store: MessageStore, queue_id: int) -> list[bytes]:
+    got = store.get_messages("TopicA", queue_id, 0, 100)
+    return [decode_record(b, 0).body for b in got.buffers]
+
+
+def test_a_damaged_body_costs_only_its_record(tmp_path: Path) -> None:
+    """BODYCRC fails on record 15: recovery skips it (its queue entry becomes a filler)
+    instead of truncating the log there and losing records 16-19."""
     store = open_store(tmp_path)
     offs = _fill(store, 20)
+    end = store.max_phy_offset
     store.shutdown()
     path = tmp_path / "commitlog" / f"{0:020d}"
     view = bytearray(path.read_bytes())
@@ -137,7 +145,30 @@ def test_crc_corruption_found_by_normal_recovery(tmp_path: Path) -> None:
     path.write_bytes(bytes(view))
     store = open_store(tmp_path)
     try:
-        assert store.max_phy_offset == offs[15]
-        assert store.get_max_offset_in_queue("TopicA", 1) == 7
+        assert store.max_phy_offset == end
+        assert _bodies(store, 1) == [f"v{i}".encode() for i in range(1, 20, 2) if i != 15]
+        assert _bodies(store, 0) == [f"v{i}".encode() for i in range(0, 20, 2)]
+        rep = store.recovery_report
+        assert rep is not None and rep.damaged == {offs[15]}
+        assert [p.offset for p in rep.problems] == [offs[15]]
+        assert "BODYCRC" in str(rep.problems[0])
+    finally:
+        store.shutdown()
+
+
+def test_a_wrong_consume_queue_entry_is_rewritten_from_the_commit_log(tmp_path: Path) -> None:
+    store = open_store(tmp_path)
+    _fill(store, 20)
+    store.shutdown()
+    cq_file = tmp_path / "consumequeue" / "TopicA" / "0" / f"{0:020d}"
+    data = bytearray(cq_file.read_bytes())
+    data[3 * 20 : 3 * 20 + 8] = (999_999).to_bytes(8, "big")  # entry 3 points elsewhere
+    data[5 * 20 + 8 : 5 * 20 + 12] = (7).to_bytes(4, "big")  # entry 5 has a wrong size
+    cq_file.write_bytes(bytes(data))
+    store = open_store(tmp_path)
+    try:
+        assert _bodies(store, 0) == [f"v{i}".encode() for i in range(0, 20, 2)]
+        rep = store.recovery_report
+        assert rep is not None and sorted(p.offset for p in rep.problems) == [3, 5]
     finally:
         store.shutdown()
