@@ -22,6 +22,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from mqcore.client.pull_decode import UndecodableMessage, decode_pulled
 from mqcore.errors import MessageIdError, MQBrokerError, MQClientError
 from mqcore.message import decode_offset_msg_id, decode_records
 from mqcore.message.const import (
@@ -231,10 +232,18 @@ class MQClientAPI:
         if status is None:
             raise MQBrokerError(response.code, response.remark)
         head = PullMessageResponseHeader.from_command(response)
-        messages = decode_records(response.body) if status is PullStatus.FOUND else []
+        messages: list[MessageExt] = []
+        next_begin = head.next_begin_offset
+        if status is PullStatus.FOUND:
+            pulled = decode_pulled(response.body, header.topic)
+            messages = pulled.messages
+            if not pulled.complete:
+                # Never move past records nobody saw: resume after the last one decoded.
+                resume = messages[-1].queue_offset + 1 if messages else header.queue_offset
+                next_begin = min(next_begin, resume)
         return PullResult(
             status,
-            head.next_begin_offset,
+            next_begin,
             head.min_offset,
             head.max_offset,
             messages,
@@ -299,8 +308,12 @@ class MQClientAPI:
         if result.messages:
             tags = parse_tags(expression) if expression_type == "TAG" else frozenset()
             if tags:
+                # A record whose properties could not be read is delivered, not filtered.
                 result.messages = [
-                    m for m in result.messages if m.properties.get(PROPERTY_TAGS) in tags
+                    m
+                    for m in result.messages
+                    if m.properties.get(PROPERTY_TAGS) in tags
+                    or (isinstance(m, UndecodableMessage) and not m.properties)
                 ]
             lo, hi = str(result.min_offset), str(result.max_offset)
             for m in result.messages:

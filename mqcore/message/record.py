@@ -217,6 +217,12 @@ def peek_header(buf: bytes | bytearray | memoryview, pos: int = 0) -> tuple[int,
     return size, magic
 
 
+def inflate_body(body: bytes, sys_flag: int) -> bytes:
+    """The stored body of a record with COMPRESSED_FLAG, inflated; raises
+    :class:`CorruptRecordError` when it does not inflate or uses an unread codec."""
+    return _decompress(body, sys_flag)
+
+
 def _decompress(body: bytes, sys_flag: int) -> bytes:
     kind = sys_flag & SysFlag.COMPRESSION_TYPE_MASK
     if kind in (0, SysFlag.COMPRESSION_ZLIB):
@@ -347,6 +353,14 @@ def _decode(
         stored_body_length=body_len,
     )
     return msg, p
+
+
+def decode_record_at(
+    buf: bytes | bytearray | memoryview, pos: int, *, decompress: bool = True
+) -> tuple[MessageExt, int]:
+    """Leniently decode the record at ``pos`` as :func:`decode_records` does; returns it
+    and the position after its last field. Raises :class:`CorruptRecordError`."""
+    return _decode(buf, pos, False, False, True, decompress)
 
 
 def decode_records(
