@@ -7,11 +7,12 @@ from __future__ import annotations
 
 import contextlib
 import os
+import queue
 import re
-import select
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -29,21 +30,29 @@ _LINE = re.compile(r"mq (namesrv|broker) listening on (\S+:\d+)")
 
 
 def _read_until_export(proc: subprocess.Popen[str], timeout: float = 90) -> list[str]:
-    """`mq up`'s lines up to its export line (every process is listening then)."""
+    """`mq up`'s lines up to its export line (every process is listening then). A thread
+    reads them: select() cannot see lines a previous readline already buffered."""
     assert proc.stdout is not None
-    lines: list[str] = []
+    stdout = proc.stdout
+    lines: queue.Queue[str] = queue.Queue()
+
+    def pump() -> None:
+        with contextlib.suppress(ValueError, OSError):  # closed by _stop at the end
+            for line in stdout:
+                lines.put(line)
+
+    threading.Thread(target=pump, daemon=True).start()
+    seen: list[str] = []
     deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        ready, _, _ = select.select([proc.stdout], [], [], max(0.0, deadline - time.monotonic()))
-        if not ready:
+    while (left := deadline - time.monotonic()) > 0:
+        try:
+            line = lines.get(timeout=left)
+        except queue.Empty:
             break
-        line = proc.stdout.readline()
-        if not line:
-            break
-        lines.append(line)
+        seen.append(line)
         if line.startswith("export NAMESRV_ADDR"):
-            return lines
-    raise AssertionError(f"mq up did not start: {lines!r}")
+            return seen
+    raise AssertionError(f"mq up did not start: {seen!r}")
 
 
 def _stop(proc: subprocess.Popen[str]) -> None:
