@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 
 from mqcore.common.properties import PropertiesConfig, prop
 from mqcore.errors import ConfigError
+from mqcore.remoting import DEFAULT_FRAME_TIMEOUT, DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_PER_ADDRESS
 
 __all__ = ["BrokerConfig", "local_ip"]
 
@@ -69,6 +70,12 @@ class BrokerConfig(PropertiesConfig):
     trace_on: bool = True
     max_reconsume_times: int = 16
     rebalance_lock_max_live_time: int = 60_000
+    server_channel_max_idle_time_seconds: float = DEFAULT_IDLE_TIMEOUT
+    """Close a connection silent this long with no request in progress (0: never)."""
+    server_frame_read_timeout_seconds: float = DEFAULT_FRAME_TIMEOUT
+    """Close a connection whose frame is not complete this long after it began (0: never)."""
+    server_max_connections_per_address: int = DEFAULT_MAX_PER_ADDRESS
+    """Open connections one remote host may hold; past it new ones are closed (0: no cap)."""
     log_dir: str = field(
         default_factory=lambda: os.path.join(os.path.expanduser("~"), "logs", "mqlogs")
     )

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from mqcore.common.properties import PropertiesConfig, parse_properties, read_properties_file
 from mqcore.protocol import DEFAULT_MAX_FRAME
+from mqcore.remoting import DEFAULT_FRAME_TIMEOUT, DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_PER_ADDRESS
 
 __all__ = ["NamesrvConfig", "parse_properties"]
 
@@ -28,6 +29,12 @@ class NamesrvConfig(PropertiesConfig):
     scan_not_active_broker_interval: int = 5_000
     broker_channel_expired_time: int = 120_000
     frame_max_length: int = DEFAULT_MAX_FRAME
+    server_channel_max_idle_time_seconds: float = DEFAULT_IDLE_TIMEOUT
+    """Close a connection silent this long with no request in progress (0: never)."""
+    server_frame_read_timeout_seconds: float = DEFAULT_FRAME_TIMEOUT
+    """Close a connection whose frame is not complete this long after it began (0: never)."""
+    server_max_connections_per_address: int = DEFAULT_MAX_PER_ADDRESS
+    """Open connections one remote host may hold; past it new ones are closed (0: no cap)."""
     log_dir: str = str(Path.home() / "logs" / "mqlogs")
     log_level: str = "INFO"
 

@@ -21,7 +21,7 @@ from mqcore.namesrv.config import NamesrvConfig
 from mqcore.namesrv.kvconfig import KVConfigManager
 from mqcore.namesrv.processor import NamesrvProcessor
 from mqcore.namesrv.routeinfo import RouteInfoManager
-from mqcore.remoting import Channel, RemotingServer
+from mqcore.remoting import Channel, ChannelLimits, RemotingServer
 
 __all__ = ["NamesrvController"]
 
@@ -37,7 +37,10 @@ class NamesrvController:
         self.kv = KVConfigManager(Path(config.kv_config_path).expanduser())
         self.processor = NamesrvProcessor(config, self.routes, self.kv)
         self.server = RemotingServer(
-            host=config.bind_address, port=config.listen_port, max_frame=config.frame_max_length
+            host=config.bind_address,
+            port=config.listen_port,
+            max_frame=config.frame_max_length,
+            limits=ChannelLimits.from_config(config),
         )
         self.processor.register_to(self.server.dispatcher)
         self.server.add_close_listener(self._channel_closed)

@@ -13,11 +13,21 @@ from mqcore.remoting.dispatcher import Processor, ProcessorResult, RequestDispat
 from mqcore.remoting.errors import ChannelClosedError, RemotingConnectError
 from mqcore.remoting.loop import new_event_loop, run, uvloop_available
 from mqcore.remoting.memory import InMemoryNetwork, InMemoryRemotingClient
-from mqcore.remoting.server import RemotingServer
+from mqcore.remoting.server import (
+    DEFAULT_FRAME_TIMEOUT,
+    DEFAULT_IDLE_TIMEOUT,
+    DEFAULT_MAX_PER_ADDRESS,
+    ChannelLimits,
+    RemotingServer,
+)
 
 __all__ = [
+    "DEFAULT_FRAME_TIMEOUT",
+    "DEFAULT_IDLE_TIMEOUT",
+    "DEFAULT_MAX_PER_ADDRESS",
     "Channel",
     "ChannelClosedError",
+    "ChannelLimits",
     "InMemoryNetwork",
     "InMemoryRemotingClient",
     "Processor",

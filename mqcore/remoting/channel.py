@@ -6,6 +6,11 @@ requests (through a :class:`RequestDispatcher`) and send its own, matched to res
 the channel stops reading from the peer (a client that does not read its answers cannot
 make us buffer unbounded responses) and :meth:`Channel.invoke` waits before writing.
 A frame that does not parse closes this connection only.
+
+Liveness costs the hot path one clock read per received chunk (and per finished async
+request): ``last_active`` and ``frame_since`` (when the half-received frame, if any,
+began) are all a server's periodic sweep needs to close idle connections and peers that
+never finish a frame (:meth:`Channel.stale`), with no timer per frame or per request.
 """
 
 from __future__ import annotations
@@ -13,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import logging
+import time
 import typing
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -50,11 +56,20 @@ class Channel(asyncio.Protocol):
         high_water: int = DEFAULT_HIGH_WATER,
         low_water: int = DEFAULT_LOW_WATER,
         on_close: Callable[[Channel], None] | None = None,
+        on_open: Callable[[Channel], bool] | None = None,
     ) -> None:
+        """``on_open(channel)`` runs once the peer is known; False drops the connection."""
         self.dispatcher = dispatcher
         self.max_frame = max_frame
         self.attrs: dict[str, Any] = {}
         self.remote_address = "?"
+        self.remote_host = "?"
+        self.last_active = time.monotonic()
+        """Monotonic time of the last bytes from the peer or of the last answer to a
+        request that took a while (a held pull): the peer may be silent until then."""
+        self.frame_since = self.last_active
+        """When the frame still incomplete in the decoder began (meaningless without one)."""
+        self._on_open = on_open
         self._decoder = FrameDecoder(max_frame)
         self._high_water = high_water
         self._low_water = low_water
@@ -82,11 +97,22 @@ class Channel(asyncio.Protocol):
             host = peer[0]
             if host.startswith("::ffff:"):  # IPv4-mapped: keep clients' IPv4 view
                 host = host[7:]
+            self.remote_host = host
             self.remote_address = f"{host}:{peer[1]}"
+        if self._on_open is not None and not self._on_open(self):
+            transport.abort()
 
     def data_received(self, data: bytes) -> None:
-        self._decoder.receive_data(data)
+        now = self.last_active = time.monotonic()
+        decoder = self._decoder
+        held = decoder.buffered
+        decoder.receive_data(data)
         self._process()
+        left = decoder.buffered
+        # A frame completed here (bytes were consumed) or none was pending: what is left
+        # is a frame that began in this chunk. Otherwise the pending one goes on.
+        if left and (not held or left < held + len(data)):
+            self.frame_since = now
         if self._out:
             # The answers of this chunk's requests go out now, in one write, instead of
             # one loop pass later (the flush queued by send() then finds nothing to do).
@@ -130,6 +156,7 @@ class Channel(asyncio.Protocol):
             self._writable.set()
         if self._transport is not None and not self._closed:
             self._transport.resume_reading()
+            self.frame_since = time.monotonic()  # the peer could not send while paused
             self._process()
 
     def connection_lost(self, exc: Exception | None) -> None:
@@ -163,6 +190,7 @@ class Channel(asyncio.Protocol):
 
     def _request_done(self, task: asyncio.Task[ProcessorResult]) -> None:
         self._tasks.discard(task)
+        self.last_active = time.monotonic()
         if task.cancelled():
             return
         response = task.result()  # the dispatcher never raises
@@ -191,6 +219,44 @@ class Channel(asyncio.Protocol):
     @property
     def closed(self) -> bool:
         return self._closed
+
+    @property
+    def busy(self) -> bool:
+        """A request is in progress either way (e.g. a held long-polling pull)."""
+        return bool(self._tasks or self._pending)
+
+    def stale(self, now: float, idle_timeout: float, frame_timeout: float) -> str | None:
+        """Why a server should drop this connection at ``now``, or None.
+
+        Idle: nothing read or answered for ``idle_timeout`` s and nothing in progress.
+        Half a frame:
+        a frame begun ``frame_timeout`` s ago still incomplete. 0 disables either check.
+        While we stop reading (the peer does not read our answers) a frame cannot finish,
+        so only the idle rule applies."""
+        if self._closed:
+            return None
+        if (
+            frame_timeout
+            and not self._write_paused
+            and self._decoder.buffered
+            and now - self.frame_since > frame_timeout
+        ):
+            return (
+                f"a frame incomplete for {now - self.frame_since:.1f} s "
+                f"({self._decoder.buffered} B received)"
+            )
+        if idle_timeout and now - self.last_active > idle_timeout and not self.busy:
+            return f"idle for {now - self.last_active:.1f} s"
+        return None
+
+    @property
+    def write_buffered(self) -> int:
+        """Bytes queued for the peer and not yet taken by the kernel."""
+        transport = self._transport
+        size = self._out_size
+        if transport is not None and not transport.is_closing():
+            size += transport.get_write_buffer_size()
+        return size
 
     def send(self, cmd: RemotingCommand) -> None:
         """Queue a command for writing (no waiting). Raises ChannelClosedError when closed.
