@@ -13,6 +13,7 @@ import dataclasses
 import logging
 from typing import TYPE_CHECKING
 
+from mqcore.errors import MQError
 from mqcore.protocol.bodies.route import DataVersion, TopicConfigSerializeWrapper
 from mqcore.store.metadata import (
     PERM_INHERIT,
@@ -26,9 +27,14 @@ from mqcore.store.metadata.topic import AUTO_CREATE_TOPIC_KEY_TOPIC
 if TYPE_CHECKING:
     from mqcore.broker.controller import BrokerController
 
-__all__ = ["TopicService"]
+__all__ = ["TopicCreateError", "TopicService"]
 
 log = logging.getLogger("mq.broker.topics")
+
+
+class TopicCreateError(MQError, ValueError):
+    """A send asked for a topic that cannot be made as asked (e.g. with no queue); the
+    request is answered SYSTEM_ERROR with this message and nothing is created."""
 
 
 class TopicService:
@@ -66,7 +72,9 @@ class TopicService:
         """Create ``topic`` from the template ``default_topic`` if it may be inherited.
 
         Queue count is ``min(client default, template writeQueueNums)``, perm the
-        template's minus INHERIT; None when there is no usable template."""
+        template's minus INHERIT; None when there is no usable template. Raises
+        TopicCreateError when that count is not positive: RocketMQ makes a topic of 0
+        queues then, which no send can ever use."""
         existing = self.select(topic)
         if existing is not None:
             return existing
@@ -84,7 +92,13 @@ class TopicService:
                 "send to unknown topic %s: template %s not inheritable", topic, default_topic
             )
             return None
-        queue_nums = max(0, min(client_queue_nums, template.write_queue_nums))
+        queue_nums = min(client_queue_nums, template.write_queue_nums)
+        if queue_nums <= 0:
+            raise TopicCreateError(
+                f"cannot create topic[{topic}] with {queue_nums} queues: the send asks for "
+                f"defaultTopicQueueNums={client_queue_nums}, template {default_topic} has "
+                f"{template.write_queue_nums} write queues"
+            )
         config = TopicConfig(
             topic,
             read_queue_nums=queue_nums,

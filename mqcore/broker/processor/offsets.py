@@ -5,15 +5,20 @@ SUCCESS/0 when the queue starts at 0 and its first message is still "in memory",
 QUERY_NOT_FOUND (22), which Java clients read as "no offset yet".
 UPDATE_CONSUMER_OFFSET (15) (usually oneway) stores into ``consumerOffset.json``'s
 table; the controller persists it every ``flushConsumerOffsetInterval`` and at stop.
+Unlike 4.9.8, which stores whatever it is sent, the queue must be one of the topic's and
+the offset not negative: anything else would sit in the table (and in every slave's copy)
+and be handed back to the group as its position.
 GET_MAX_OFFSET (30), GET_MIN_OFFSET (31), SEARCH_OFFSET_BY_TIMESTAMP (29) and
 GET_EARLIEST_MSG_STORETIME (32) read the consume queues.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 from typing import TYPE_CHECKING
 
+from mqcore.broker.connections import apply_channel_limits
 from mqcore.protocol import RemotingCommand, RequestCode, ResponseCode
 from mqcore.protocol.headers import (
     GetEarliestMsgStoretimeRequestHeader,
@@ -36,6 +41,8 @@ if TYPE_CHECKING:
     from mqcore.broker.controller import BrokerController
 
 __all__ = ["OffsetProcessor", "register"]
+
+log = logging.getLogger("mq.broker.offsets")
 
 ACCESS_MESSAGE_IN_MEMORY_MAX_RATIO = 40
 """``accessMessageInMemoryMaxRatio``: data further than this % of RAM behind is on disk."""
@@ -79,8 +86,31 @@ class OffsetProcessor:
 
     def update_consumer_offset(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
         h = UpdateConsumerOffsetRequestHeader.from_command(request)
+        refusal = self._check_offset_update(h)
+        if refusal is not None:
+            code, remark = refusal
+            log.info("offset update from %s refused: %s", channel.remote_address, remark)
+            return reply(request, code, remark)
         self.offsets.commit(h.consumer_group, h.topic, h.queue_id, h.commit_offset)
         return reply(request)
+
+    def _check_offset_update(self, h: UpdateConsumerOffsetRequestHeader) -> tuple[int, str] | None:
+        """(code, remark) when the update names no queue of a known topic or a negative
+        offset; None when it may be stored."""
+        config = self.controller.topics.select(h.topic)
+        if config is None:
+            return ResponseCode.TOPIC_NOT_EXIST, f"topic[{h.topic}] not exist, offset not stored"
+        queues = max(config.read_queue_nums, config.write_queue_nums)
+        if not 0 <= h.queue_id < queues:
+            return ResponseCode.SYSTEM_ERROR, (
+                f"queueId[{h.queue_id}] is illegal, topic[{h.topic}] has {queues} queues; "
+                "offset not stored"
+            )
+        if h.commit_offset < 0:
+            return ResponseCode.SYSTEM_ERROR, (
+                f"commitOffset[{h.commit_offset}] is illegal, it must be >= 0; offset not stored"
+            )
+        return None
 
     def get_max_offset(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
         h = GetMaxOffsetRequestHeader.from_command(request)
@@ -132,6 +162,10 @@ class OffsetProcessor:
 
 
 def register(controller: BrokerController) -> None:
+    # The servers' connection limits belong where BrokerController builds the servers;
+    # they are applied here until controller.py can take the call (it is being changed
+    # for replication), as this runs from its constructor, before the servers start.
+    apply_channel_limits(controller.config, controller.server, controller.fast_server)
     p = OffsetProcessor(controller)
     table = {
         RequestCode.QUERY_CONSUMER_OFFSET: p.query_consumer_offset,
