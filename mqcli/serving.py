@@ -1,10 +1,18 @@
 """Helpers shared by the server commands (`mq namesrv`, `mq broker`, `mq up`): the
-``--listen`` flag, logging to a file plus stderr, and a clean stop on SIGINT/SIGTERM."""
+``--listen`` flag, logging to a file plus stderr, and a clean stop on SIGINT/SIGTERM.
+
+Every server of a machine logs to a file of its own: a broker under its store root
+(``<storePathRootDir>/logs/broker-<brokerName>.log``) unless ``logDir``/``--log-dir`` says
+otherwise, a name server to ``<logDir>/namesrv-<port>.log``. One shared file, as RocketMQ's
+``~/logs/rocketmqlogs``, interleaves servers that have nothing to do with each other.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import os
+import re
 import signal
 import sys
 from collections.abc import Awaitable, Callable
@@ -15,7 +23,13 @@ import typer
 
 from mqcore.errors import ConfigError
 
-__all__ = ["parse_listen", "serve_until_signal", "setup_logging"]
+__all__ = [
+    "broker_log_name",
+    "namesrv_log_name",
+    "parse_listen",
+    "serve_until_signal",
+    "setup_logging",
+]
 
 _LOG_FORMAT = "%(asctime)s %(levelname)-5s %(name)s - %(message)s"
 
@@ -25,6 +39,21 @@ def parse_listen(value: str, flag: str = "--listen") -> tuple[str, int]:
     if not sep or not port.isdigit() or not 0 <= int(port) <= 65535:
         raise typer.BadParameter(f"expected HOST:PORT, got {value!r}", param_hint=flag)
     return host.strip("[]") or "0.0.0.0", int(port)
+
+
+def _file_part(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]", "_", text) or "_"
+
+
+def broker_log_name(broker_name: str, broker_id: int = 0) -> str:
+    """``broker-<name>.log``; a slave's ``broker-<name>-s<id>.log`` (it may share logDir)."""
+    suffix = "" if broker_id == 0 else f"-s{broker_id}"
+    return f"broker-{_file_part(broker_name)}{suffix}.log"
+
+
+def namesrv_log_name(listen_port: int) -> str:
+    """``namesrv-<port>.log``; with port 0 (any port) the process id stands in."""
+    return f"namesrv-{listen_port or f'pid{os.getpid()}'}.log"
 
 
 def setup_logging(log_dir: str, log_level: str, file_name: str) -> Path:

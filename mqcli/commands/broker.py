@@ -2,9 +2,11 @@
 
 One properties file (``-c``) holds broker and store keys side by side, as RocketMQ's
 ``broker.conf`` does; flags override it. Prints the address it really listens on (so
-``--listen 127.0.0.1:0`` works for scripts and tests), logs to ``<logDir>/broker.log``
-and warnings to stderr, and stops cleanly on SIGINT/SIGTERM: unregister, stop
-accepting, flush, persist offsets and configs, remove the abort file.
+``--listen 127.0.0.1:0`` works for scripts and tests), logs to
+``<logDir>/broker-<brokerName>.log`` (``logDir`` defaults to ``<storePathRootDir>/logs``, so
+brokers of one machine never share a file) and warnings to stderr, and stops cleanly on
+SIGINT/SIGTERM: unregister, stop accepting, flush, persist offsets and configs, remove the
+abort file.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from pathlib import Path
 import typer
 
 from mqcli import output
-from mqcli.serving import parse_listen, serve_until_signal, setup_logging
+from mqcli.serving import broker_log_name, parse_listen, serve_until_signal, setup_logging
 from mqcore.broker.config import BrokerConfig
 from mqcore.broker.controller import BrokerController
 from mqcore.common.properties import read_properties_file
@@ -32,10 +34,13 @@ def load_config(
     namesrv: str | None = None,
     listen: str | None = None,
     store: Path | None = None,
+    log_dir: Path | None = None,
 ) -> tuple[BrokerConfig, MessageStoreConfig]:
     """Broker and store settings from one properties file, then the flags on top.
 
-    Raises ConfigError naming the bad key; unknown keys are reported on stderr."""
+    ``logDir`` is the flag, else the file's key, else ``<store root>/logs``: this broker's
+    own directory, wherever the store is. Raises ConfigError naming the bad key; unknown
+    keys are reported on stderr."""
     props = read_properties_file(config_file) if config_file is not None else {}
     known = set(BrokerConfig.property_fields()) | set(MessageStoreConfig.property_fields())
     for key in props:
@@ -52,6 +57,10 @@ def load_config(
             broker.broker_ip1 = host
     if store is not None:
         store_config.store_path_root_dir = str(store)
+    if log_dir is not None:
+        broker.log_dir = str(log_dir)
+    elif "logDir" not in props:
+        broker.log_dir = str(store_config.root / "logs")
     broker.__post_init__()
     store_config.validate()
     return broker, store_config
@@ -123,6 +132,13 @@ def broker(
     store: Path | None = typer.Option(
         None, "--store", metavar="DIR", help="Store root (overrides storePathRootDir)."
     ),
+    log_dir: Path | None = typer.Option(
+        None,
+        "--log-dir",
+        metavar="DIR",
+        help="Directory of broker-<brokerName>.log (overrides logDir; default <store>/logs).",
+        file_okay=False,
+    ),
 ) -> None:
     """Run a broker: stores messages, serves producers and consumers, registers routes.
 
@@ -131,7 +147,7 @@ def broker(
         return
     try:
         broker_config, store_config = load_config(
-            config_file, namesrv=namesrv, listen=listen, store=store
+            config_file, namesrv=namesrv, listen=listen, store=store, log_dir=log_dir
         )
     except MQError as exc:
         output.fail(str(exc), hint="see `mq broker -p` for the known keys and their values")
@@ -140,7 +156,11 @@ def broker(
         sys.stdout.write("# store\n" + store_config.to_properties_text())
         return
     try:
-        log_file = setup_logging(broker_config.log_dir, broker_config.log_level, "broker.log")
+        log_file = setup_logging(
+            broker_config.log_dir,
+            broker_config.log_level,
+            broker_log_name(broker_config.broker_name, broker_config.broker_id),
+        )
     except (ConfigError, OSError) as exc:
         output.fail(str(exc))
     run(_serve(broker_config, store_config, log_file))

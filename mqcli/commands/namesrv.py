@@ -1,8 +1,8 @@
 """`mq namesrv`: run a name server (RocketMQ's ``mqnamesrv``) in the foreground.
 
 Prints the address it really listens on (so ``--listen 127.0.0.1:0`` is usable by scripts
-and tests), logs to ``<logDir>/namesrv.log`` at ``logLevel`` and warnings to stderr, and
-stops cleanly on SIGINT/SIGTERM.
+and tests), logs to ``<logDir>/namesrv-<port>.log`` at ``logLevel`` (a file per name
+server of the machine) and warnings to stderr, and stops cleanly on SIGINT/SIGTERM.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from pathlib import Path
 import typer
 
 from mqcli import output
-from mqcli.serving import parse_listen, serve_until_signal, setup_logging
+from mqcli.serving import namesrv_log_name, parse_listen, serve_until_signal, setup_logging
 from mqcore.errors import ConfigError, MQError
 from mqcore.namesrv import NamesrvConfig, NamesrvController
 from mqcore.remoting import run, uvloop_available
@@ -57,6 +57,13 @@ def namesrv(
         metavar="HOST:PORT",
         help="Address to listen on (default 0.0.0.0:9876; port 0 picks a free one).",
     ),
+    log_dir: Path | None = typer.Option(
+        None,
+        "--log-dir",
+        metavar="DIR",
+        help="Directory of namesrv-<port>.log (overrides logDir).",
+        file_okay=False,
+    ),
 ) -> None:
     """Run a name server: brokers register here, clients look up topic routes."""
     try:
@@ -65,11 +72,15 @@ def namesrv(
         output.fail(str(exc), hint="see `mq namesrv -p` for the known keys")
     if listen is not None:
         config.bind_address, config.listen_port = parse_listen(listen)
+    if log_dir is not None:
+        config.log_dir = str(log_dir)
     if print_config:
         sys.stdout.write(config.to_properties_text())
         return
     try:
-        log_file = setup_logging(config.log_dir, config.log_level, "namesrv.log")
+        log_file = setup_logging(
+            config.log_dir, config.log_level, namesrv_log_name(config.listen_port)
+        )
     except (ConfigError, OSError) as exc:
         output.fail(str(exc))
     run(_serve(config, log_file))

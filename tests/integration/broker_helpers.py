@@ -79,9 +79,11 @@ def start_broker(
     *,
     name: str = "broker-a",
     store: Path | None = None,
+    own_log_dir: bool = False,
     **props: str,
 ) -> BrokerProcess:
-    """Run `mq broker -c <file> --listen 127.0.0.1:0` and wait for its listen line."""
+    """Run `mq broker -c <file> --listen 127.0.0.1:0` and wait for its listen line.
+    Logs go to ``workdir/logs``, or with ``own_log_dir`` where the broker puts them."""
     workdir.mkdir(parents=True, exist_ok=True)
     store = store or workdir / "store"
     settings = {
@@ -97,6 +99,8 @@ def start_broker(
     }
     if namesrv is not None:
         settings["namesrvAddr"] = namesrv
+    if own_log_dir:
+        del settings["logDir"]
     conf = workdir / "broker.conf"
     conf.write_text("".join(f"{k}={v}\n" for k, v in settings.items()))
     env = {**os.environ, "HOME": str(workdir)}
