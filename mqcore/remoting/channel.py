@@ -233,8 +233,8 @@ class Channel(asyncio.Protocol):
         a frame begun ``frame_timeout`` s ago still incomplete. 0 disables either check.
         While we stop reading (the peer does not read our answers) a frame cannot finish,
         so only the idle rule applies."""
-        if self._closed:
-            return None
+        if self._closed or self._transport is None or self._transport.is_closing():
+            return None  # gone, or already on its way out
         if (
             frame_timeout
             and not self._write_paused

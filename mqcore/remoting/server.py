@@ -205,10 +205,10 @@ class RemotingServer:
                 continue
             log.info("closing the connection from %s: %s", channel.remote_address, reason)
             closed += 1
-            if reason.startswith("idle") and not channel.write_buffered:
-                channel.close()  # a FIN: nothing of ours is lost
+            if channel.write_buffered:
+                channel.abort()  # a peer that does not read: a FIN would wait behind it
             else:
-                channel.abort()  # a peer that does not send (or read) gets no grace
+                channel.close()
         return closed
 
     async def _sweep_loop(self, interval: float) -> None:
