@@ -46,6 +46,7 @@ from mqcore.store.metadata import (
     SubscriptionGroupManager,
     TopicConfigManager,
 )
+from mqcore.store.metadata.persister import ConfigPersister
 from mqcore.store.store_config import BrokerRole, MessageStoreConfig
 
 __all__ = ["BrokerController"]
@@ -70,6 +71,8 @@ class BrokerController:
         self.subscription_group_manager = SubscriptionGroupManager(root)
         self.delay_offset_manager = DelayOffsetManager(root)
         self.consumer_filter_manager = ConsumerFilterManager(root)
+        self.config_persister = ConfigPersister()
+        """Writes config files off the loop, coalesced (heartbeats, the 60 s timer)."""
         self.topics = TopicService(self)
         self._init_client_services()
         self.long_polling = LongPollingService(self)
@@ -179,7 +182,8 @@ class BrokerController:
             self.persist_consumer_offsets,
             name="persist-consumer-offsets",
         )
-        self.schedule(60_000, self.persist_configs, name="persist-configs")
+        self.config_persister.start()
+        self.schedule(60_000, self.request_persist_configs, name="persist-configs")
         for hook in self._start_hooks:
             await _maybe_await(hook())
         log.info(
@@ -289,6 +293,7 @@ class BrokerController:
         await self.outer_api.close()
         self.reput.stop()
         loop = asyncio.get_running_loop()
+        await loop.run_in_executor(None, self.config_persister.close)  # pending writes first
         try:
             self.persist_consumer_offsets()
             self.persist_configs()
@@ -303,6 +308,15 @@ class BrokerController:
     # -- persistence ----------------------------------------------------------------------
     def persist_consumer_offsets(self) -> None:
         self.consumer_offset_manager.persist()
+
+    def request_persist_configs(self) -> None:
+        """The periodic write, off the loop: a large table takes long to encode and sync."""
+        self.config_persister.request(
+            self.topic_config_manager,
+            self.subscription_group_manager,
+            self.delay_offset_manager,
+            self.consumer_filter_manager,
+        )
 
     def persist_configs(self) -> None:
         """Everything but the offsets (those have their own, faster, timer)."""

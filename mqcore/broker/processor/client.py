@@ -428,7 +428,7 @@ def filter_listener(
 def register(controller: BrokerController) -> ClientProcessor:
     """Serve the client codes on both ports; watch closes; scan silent clients; write
     the metadata heartbeats create through one :class:`ConfigPersister`."""
-    persister = ConfigPersister()
+    persister = controller.config_persister
     heartbeat = HeartbeatProcessor(
         groups=controller.subscription_group_manager,
         topics=controller.topic_config_manager,
@@ -459,16 +459,10 @@ def register(controller: BrokerController) -> ClientProcessor:
             persister.request(controller.consumer_filter_manager)
 
     def start() -> None:  # returns nothing: start hooks that return awaitables are awaited
-        persister.start()
         controller.schedule(
             controller.config.client_scan_interval, proc.scan_not_active, name="client-scan"
         )
         controller.schedule(10_000, clean_filters, name="filter-clean")
 
-    async def stop() -> None:
-        """Write what is pending before the controller's own final persist."""
-        await asyncio.get_running_loop().run_in_executor(None, persister.close)
-
     controller.add_start_hook(start)
-    controller.add_stop_hook(stop)
     return proc

@@ -23,6 +23,7 @@ import random
 from collections.abc import Awaitable
 from typing import TYPE_CHECKING
 
+from mqcore.broker.body_check import compressed_body_problem
 from mqcore.broker.durability import await_durable, must_wait
 from mqcore.broker.transaction import is_half_message, prepare_half_message
 from mqcore.errors import CorruptRecordError
@@ -306,6 +307,9 @@ class SendMessageProcessor:
                 ResponseCode.MESSAGE_ILLEGAL,
                 f"the message body size {len(body)} bytes exceeds maxMessageSize {max_size}",
             )
+        problem = compressed_body_problem(body, header.sys_flag, max_inflated=max_size)
+        if problem is not None:
+            raise SendRefused(ResponseCode.MESSAGE_ILLEGAL, problem)
         msg = MessageExt(
             topic=header.topic,
             body=body if isinstance(body, bytes) else bytes(body),
