@@ -37,7 +37,7 @@ from mqcore.broker.reput import ReputService
 from mqcore.broker.stats import BrokerStatsManager
 from mqcore.broker.topics import TopicService
 from mqcore.common.aio import cancel_and_wait
-from mqcore.remoting import RemotingServer
+from mqcore.remoting import ChannelLimits, RemotingServer
 from mqcore.store.message_store import MessageStore
 from mqcore.store.metadata import (
     ConsumerFilterManager,
@@ -91,13 +91,18 @@ class BrokerController:
             self.long_polling,
             after_dispatch=self.ha.notify_data if self.ha is not None else None,
         )
+        limits = ChannelLimits.from_config(config)  # idle, half-sent frame, per-address cap
         self.server = RemotingServer(
-            host=config.bind_address, port=config.listen_port, max_frame=_max_frame(store_config)
+            host=config.bind_address,
+            port=config.listen_port,
+            max_frame=_max_frame(store_config),
+            limits=limits,
         )
         self.fast_server = RemotingServer(
             host=config.bind_address,
             port=max(0, config.listen_port - FAST_PORT_DISTANCE),
             max_frame=_max_frame(store_config),
+            limits=limits,
         )
         self.outer_api = BrokerOuterAPI(self)
         self._tasks: list[asyncio.Task[None]] = []

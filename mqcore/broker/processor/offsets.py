@@ -18,7 +18,6 @@ import logging
 import os
 from typing import TYPE_CHECKING
 
-from mqcore.broker.connections import apply_channel_limits
 from mqcore.protocol import RemotingCommand, RequestCode, ResponseCode
 from mqcore.protocol.headers import (
     GetEarliestMsgStoretimeRequestHeader,
@@ -162,10 +161,6 @@ class OffsetProcessor:
 
 
 def register(controller: BrokerController) -> None:
-    # The servers' connection limits belong where BrokerController builds the servers;
-    # they are applied here until controller.py can take the call (it is being changed
-    # for replication), as this runs from its constructor, before the servers start.
-    apply_channel_limits(controller.config, controller.server, controller.fast_server)
     p = OffsetProcessor(controller)
     table = {
         RequestCode.QUERY_CONSUMER_OFFSET: p.query_consumer_offset,
