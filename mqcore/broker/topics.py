@@ -3,8 +3,9 @@
 RocketMQ's broker-side ``TopicConfigManager``: the built-in topics at start (``TBW102``
 with perm 7 when ``autoCreateTopicEnable``), auto-creation on send from a template topic
 (``createTopicInSendMessageMethod``), ``%RETRY%`` topics, and create/update/delete for
-the admin codes. Every change is persisted at once and triggers a re-registration with
-the name servers, so routes show new topics without waiting for the 30 s heartbeat.
+the admin codes. Admin changes are written before the answer; topics that sends create are
+written soon after, off the event loop (coalesced by the controller's ConfigPersister).
+Every change triggers a re-registration with the name servers, so routes show new topics without waiting for the 30 s heartbeat.
 """
 
 from __future__ import annotations
@@ -132,7 +133,7 @@ class TopicService:
     # -- admin ----------------------------------------------------------------------------
     def update(self, config: TopicConfig) -> None:
         """Create or replace a topic (UPDATE_AND_CREATE_TOPIC)."""
-        self._changed(config)
+        self._changed(config, admin=True)
 
     def delete(self, topic: str) -> TopicConfig | None:
         """Forget a topic and its consumer offsets (DELETE_TOPIC_IN_BROKER)."""
@@ -144,9 +145,14 @@ class TopicService:
         self.controller.request_register(force=True)
         return old
 
-    def _changed(self, config: TopicConfig) -> None:
+    def _changed(self, config: TopicConfig, *, admin: bool = False) -> None:
+        """An admin's change is on disk when answered, as in RocketMQ; topics created by
+        sends are written off the loop, coalesced (a burst of new topics is one write)."""
         self.manager.update(config)
-        self.manager.persist()
+        if admin:
+            self.manager.persist()
+        else:
+            self.controller.config_persister.request(self.manager)
         self.controller.request_register(force=True)
 
     # -- registration ---------------------------------------------------------------------

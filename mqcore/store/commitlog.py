@@ -268,10 +268,12 @@ class CommitLog:
         assert mf is not None
         if size + BLANK_HEADER_SIZE > mf.remaining:
             remaining = mf.remaining
+            mf.reserve_to(mf.wrote_position + BLANK_HEADER_SIZE)
             PEEK.pack_into(mf.mm, mf.wrote_position, remaining, BLANK_MAGIC_CODE)
             mf.wrote_position = mf.file_size
             mf = self.queue.get_last_file(0)
             assert mf is not None
+        mf.reserve_to(mf.wrote_position + size)  # a full disk fails here, before any write
         return mf, mf.max_offset
 
     def commit(self, mf: MappedFile, data: bytes | bytearray, store_timestamp: int) -> int:

@@ -169,6 +169,7 @@ class ConsumeQueue:
             self._fill_blank(mf, expect)
             mf = self.queue.get_last_file(expect)
             assert mf is not None
+        mf.reserve_to(mf.wrote_position + CQ_STORE_UNIT_SIZE)
         ENTRY.pack_into(mf.mm, mf.wrote_position, phy, size, tags_code)
         mf.wrote_position += CQ_STORE_UNIT_SIZE
         self.max_physic_offset = phy + size
@@ -231,6 +232,7 @@ class ConsumeQueue:
             return False
         if ENTRY.unpack_from(mf.view, pos) == (phy, size, tags_code):
             return False
+        mf.reserve_to(pos + CQ_STORE_UNIT_SIZE)
         ENTRY.pack_into(mf.mm, pos, phy, size, tags_code)
         return True
 

@@ -40,7 +40,7 @@ from typing import NamedTuple
 
 from mqcore.common.javahash import index_key_hash
 from mqcore.errors import CorruptRecordError, StoreError
-from mqcore.store.mapped_file import reserve_blocks, sync_mapped
+from mqcore.store.mapped_file import RESERVE_STEP, reserve_blocks, sync_mapped
 
 __all__ = [
     "DEFAULT_MAX_HASH_SLOT_NUM",
@@ -120,6 +120,8 @@ class IndexFile:
         self.max_index_num = max_index_num
         self.readonly = readonly
         self._entries_base = INDEX_HEADER_SIZE + max_hash_slot_num * HASH_SLOT_SIZE
+        self._reserved = 0
+        """Bytes known to have blocks; checked again (cheaply) at the first write."""
         header: tuple[int, int, int, int, int, int] = _HEADER.unpack_from(mm, 0)
         self.begin_timestamp: int = header[0]
         self.end_timestamp: int = header[1]
@@ -150,7 +152,14 @@ class IndexFile:
         fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o644)
         try:
             os.ftruncate(fd, size)
-            reserve_blocks(fd, size, path)  # as a fresh MappedFile: no SIGBUS on a full disk
+            # Header and slots get their blocks now, entries as they are written (as a
+            # MappedFile): no write into the map can meet a full disk as SIGBUS.
+            head = INDEX_HEADER_SIZE + max_hash_slot_num * HASH_SLOT_SIZE
+            try:
+                reserve_blocks(fd, min(size, head + RESERVE_STEP), path)
+            except StoreError:
+                os.unlink(path)
+                raise
             mm = mmap.mmap(fd, size, access=mmap.ACCESS_WRITE)
         except BaseException:
             os.close(fd)
@@ -259,6 +268,13 @@ class IndexFile:
 
     # -- writing ------------------------------------------------------------------------
 
+    def _reserve_to(self, end: int) -> None:
+        """Blocks up to ``end`` (the header and slots too, for a file from elsewhere)."""
+        size = len(self._map())
+        new = min(size, max(end, self._entries_base, self._reserved + RESERVE_STEP))
+        reserve_blocks(self._fd, new - self._reserved, self.path, self._reserved)
+        self._reserved = new
+
     def put_key(
         self, key: str, phy_offset: int, store_timestamp: int, *, write_header: bool = True
     ) -> bool:
@@ -288,6 +304,8 @@ class IndexFile:
         else:
             time_diff = min(max((store_timestamp - self.begin_timestamp) // 1000, 0), _INT_MAX)
         entry_pos = self._entries_base + self.index_count * INDEX_ENTRY_SIZE
+        if entry_pos + INDEX_ENTRY_SIZE > self._reserved:
+            self._reserve_to(entry_pos + INDEX_ENTRY_SIZE)
         _ENTRY.pack_into(mm, entry_pos, key_hash, phy_offset, time_diff, slot_value)
         _SLOT.pack_into(mm, slot_pos, self.index_count)
         if slot_value == 0:

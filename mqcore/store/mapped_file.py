@@ -50,19 +50,40 @@ def offset_to_file_name(offset: int) -> str:
     return f"{offset:0{FILE_NAME_DIGITS}d}"
 
 
-def reserve_blocks(fd: int, size: int, path: Path) -> None:
-    """Give a new file its disk blocks before it is mapped.
+def _data_regions(fd: int, start: int, end: int) -> list[tuple[int, int]]:
+    """``[from, to)`` ranges of ``fd`` that hold data between ``start`` and ``end``."""
+    regions: list[tuple[int, int]] = []
+    pos = start
+    try:
+        while pos < end:
+            data = os.lseek(fd, pos, os.SEEK_DATA)
+            if data >= end:
+                break
+            hole = min(os.lseek(fd, data, os.SEEK_HOLE), end)
+            regions.append((data, hole))
+            pos = hole
+    except OSError as exc:
+        if exc.errno == errno.ENXIO:  # no data past pos
+            return regions
+        return [(start, end)]  # no SEEK_DATA here: treat it all as data
+    return regions
+
+
+RESERVE_STEP = 4 * 1024 * 1024
+"""Blocks are reserved this far ahead of the writes: one fallocate per 4 MiB written."""
+
+
+def reserve_blocks(fd: int, size: int, path: Path, offset: int = 0) -> None:
+    """Give ``size`` bytes of a file from ``offset`` their disk blocks before any write.
 
     A write into a mapped page the file system cannot back kills the process with
-    SIGBUS; reserving the blocks first turns a full disk into an error here. File
-    systems without fallocate keep the sparse file (as before)."""
+    SIGBUS; reserving the blocks first turns a full disk into :class:`DiskFullError`
+    here. File systems without fallocate keep the sparse file (as before)."""
     try:
-        os.posix_fallocate(fd, 0, size)
+        os.posix_fallocate(fd, offset, size)
     except OSError as exc:
         if exc.errno in (errno.ENOSPC, errno.EDQUOT):
-            with contextlib.suppress(OSError):
-                os.unlink(path)
-            raise DiskFullError(f"no space left for {path} ({size} bytes)") from None
+            raise DiskFullError(f"no space left for {path} ({size} more bytes)") from None
         if exc.errno not in (errno.EOPNOTSUPP, errno.EINVAL, errno.ENOSYS):
             raise StoreError(f"cannot allocate {path}: {exc.strerror}") from None
 
@@ -77,6 +98,7 @@ class MappedFile:
     __slots__ = (
         "_closed",
         "_mm",
+        "_reserved",
         "file_from_offset",
         "file_size",
         "flushed_position",
@@ -108,9 +130,15 @@ class MappedFile:
             raise StoreError(f"cannot open {path}: {exc.strerror}") from None
         try:
             actual = os.fstat(fd).st_size
-            if create and not readonly and actual == 0:
-                os.ftruncate(fd, file_size)
-                reserve_blocks(fd, file_size, path)
+            created = create and not readonly and actual == 0
+            if created:
+                os.ftruncate(fd, file_size)  # sparse: blocks are reserved as writes advance
+                try:
+                    reserve_blocks(fd, min(file_size, RESERVE_STEP), path)
+                except StoreError:
+                    with contextlib.suppress(OSError):
+                        os.unlink(path)  # no room to roll to a new file: no file either
+                    raise
                 actual = file_size
             if actual != file_size:
                 raise CorruptRecordError(
@@ -123,6 +151,9 @@ class MappedFile:
         self.view = memoryview(self._mm)
         self.wrote_position = 0 if create else file_size
         self.flushed_position = self.wrote_position
+        self._reserved = min(file_size, RESERVE_STEP) if created else 0
+        """Bytes from the start known to have blocks (an existing file is checked again
+        at its first write: fallocate over allocated blocks costs nothing)."""
 
     # -- geometry ----------------------------------------------------------------------
     @property
@@ -143,6 +174,18 @@ class MappedFile:
         return self.file_from_offset + self.wrote_position
 
     # -- writing -----------------------------------------------------------------------
+    def reserve_to(self, end: int) -> None:
+        """Every write below ``end`` has disk blocks (raises DiskFullError otherwise)."""
+        if end <= self._reserved:
+            return
+        new = min(self.file_size, max(end, self._reserved + RESERVE_STEP))
+        fd = os.open(self.path, os.O_RDWR)
+        try:
+            reserve_blocks(fd, new - self._reserved, self.path, self._reserved)
+        finally:
+            os.close(fd)
+        self._reserved = new
+
     def append(self, data: bytes | bytearray | memoryview) -> int:
         """Copy ``data`` at the write position (one memcpy); returns the in-file position."""
         if self.readonly:
@@ -151,17 +194,20 @@ class MappedFile:
         end = pos + len(data)
         if end > self.file_size:
             raise StoreError(f"{self.path}: append of {len(data)} bytes past the file end")
+        if end > self._reserved:
+            self.reserve_to(end)
         self._mm[pos:end] = data
         self.wrote_position = end
         return pos
 
     def write_at(self, pos: int, data: bytes | bytearray | memoryview) -> None:
         """Overwrite bytes below the file size (used to repair or fill)."""
+        self.reserve_to(pos + len(data))
         self._mm[pos : pos + len(data)] = data
 
     @property
     def mm(self) -> mmap.mmap:
-        """The raw map, for ``struct.pack_into`` by owners."""
+        """The raw map, for ``struct.pack_into`` by owners (after :meth:`reserve_to`)."""
         return self._mm
 
     def flush(self, least_pages: int = 0) -> int:
@@ -183,14 +229,24 @@ class MappedFile:
         return write
 
     def zero_from(self, pos: int) -> None:
-        """Zero bytes from ``pos`` to the end (truncate a torn tail in place)."""
+        """Zero bytes from ``pos`` to the end (truncate a torn tail in place).
+
+        Only the file's data regions are read (SEEK_DATA/SEEK_HOLE, with pread, not
+        through the map) and only non-zero bytes are written: on tmpfs even reading a
+        hole through a map allocates a page, which a full disk answers with SIGBUS."""
         if pos < self.file_size:
-            chunk = bytes(min(self.file_size - pos, 1 << 20))
-            p = pos
-            while p < self.file_size:
-                n = min(len(chunk), self.file_size - p)
-                self._mm[p : p + n] = chunk[:n]
-                p += n
+            fd = os.open(self.path, os.O_RDONLY)
+            try:
+                for start, end in _data_regions(fd, pos, self.file_size):
+                    p = start
+                    while p < end:
+                        n = min(1 << 20, end - p)
+                        data = os.pread(fd, n, p)
+                        if data.count(0) != len(data):
+                            self._mm[p : p + len(data)] = bytes(len(data))
+                        p += max(len(data), 1)
+            finally:
+                os.close(fd)
         self.wrote_position = min(self.wrote_position, pos)
         self.flushed_position = min(self.flushed_position, pos)
 

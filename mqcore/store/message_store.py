@@ -53,7 +53,6 @@ from mqcore.store.flush import (
 )
 from mqcore.store.index_service import IndexService
 from mqcore.store.lock import StoreLock, abort_file_exists, create_abort_file, remove_abort_file
-from mqcore.store.mapped_file import reserve_blocks
 from mqcore.store.recovery import RecoveryReport, recover
 from mqcore.store.results import (
     GetResult,
@@ -263,17 +262,13 @@ class MessageStore:
 
     def _reserve_writable_file(self) -> None:
         """A store that starts on a full disk serves reads and refuses writes (instead of
-        dying of SIGBUS at the first write into a hole of the last, sparse, file)."""
+        dying of SIGBUS at the first write into a hole of its last, sparse, file)."""
         self.cleanup.check_disk()
         last = self.commit_log.queue.last_file
         if last is None or last.is_full:
             return
         try:
-            fd = os.open(last.path, os.O_RDWR)
-            try:
-                reserve_blocks(fd, last.file_size, last.path)
-            finally:
-                os.close(fd)
+            last.reserve_to(last.wrote_position + 1)  # the next step of blocks
         except DiskFullError as exc:
             self.cleanup.disk_full = True
             log.error("starting read-only: %s", exc)

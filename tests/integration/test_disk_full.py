@@ -26,6 +26,10 @@ SETTINGS = {
     "mappedFileSizeCommitLog": str(16 * 1024 * 1024),
     "cleanResourceInterval": "300",
     "flushIntervalCommitLog": "100",
+    # RocketMQ deletes the oldest files of a nearly full disk; here the messages stay,
+    # so that what is refused, kept and resumed can be checked message by message
+    "cleanFileForciblyEnable": "false",
+    "diskMaxUsedSpaceRatio": "95",
 }
 
 

@@ -124,10 +124,12 @@ async def test_the_largest_allowed_heartbeat_is_applied_in_steps(tmp_path: Path)
         assert registered == count
         assert all(f"flood-{i}" in groups.table for i in range(count))
         assert all(f"%RETRY%flood-{i}" in topics.table for i in range(count))
-        # one write request per file for the whole heartbeat: written once, or not yet
+        # one write request per file for the whole heartbeat, not one per group; the
+        # broker's other writers (the other client's auto-created group and topic) share
+        # the coalescing persister, so allow theirs beside it
         await until(lambda: not persister.pending(), what="the persister caught up")
-        assert groups.writes - group_writes == 1
-        assert topics.writes - topic_writes == 1
+        assert 1 <= groups.writes - group_writes <= 3
+        assert 1 <= topics.writes - topic_writes <= 3
 
 
 async def test_many_heartbeats_creating_groups_coalesce_their_writes(tmp_path: Path) -> None:
