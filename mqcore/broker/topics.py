@@ -5,7 +5,8 @@ with perm 7 when ``autoCreateTopicEnable``), auto-creation on send from a templa
 (``createTopicInSendMessageMethod``), ``%RETRY%`` topics, and create/update/delete for
 the admin codes. Admin changes are written before the answer; topics that sends create are
 written soon after, off the event loop (coalesced by the controller's ConfigPersister).
-Every change triggers a re-registration with the name servers, so routes show new topics without waiting for the 30 s heartbeat.
+Every change triggers a re-registration with the name servers, so routes show new
+topics without waiting for the 30 s heartbeat.
 """
 
 from __future__ import annotations
