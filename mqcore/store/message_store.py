@@ -124,6 +124,8 @@ class MessageStore:
         """Called after each append by a driver that dispatches later through
         :meth:`dispatch_pending`; None dispatches inside the put."""
         self._pending: list[AppendReceipt] = []
+        self._replicated_pending = False
+        """An HA slave appended bytes not dispatched yet."""
         self._arrivals: list[Arrival] = []
         self._dispatch_lock = threading.Lock()
         self.topic_queue_table: dict[tuple[str, int], int] = {}
@@ -446,13 +448,25 @@ class MessageStore:
                 self._dispatch()
             except StoreError:
                 pass  # (e.g. a full disk) the reads see what is dispatched; the driver retries
+        if self._replicated_pending:
+            self.dispatch_replicated()
 
     def append_replicated(self, offset: int, data: bytes | bytearray | memoryview) -> int:
-        """HA slave: append the master's commit log bytes as they are, then dispatch them.
+        """HA slave: append the master's commit log bytes as they are (no dispatch yet,
+        so the slave can acknowledge them first; :meth:`dispatch_replicated` follows).
 
         Raises StoreError when ``offset`` is not where this log ends."""
-        with self._dispatch_lock, self._put_lock:
+        with self._put_lock:
             end = self.commit_log.append_raw(offset, data)
+            self._replicated_pending = True
+        return end
+
+    def dispatch_replicated(self) -> None:
+        """Consume queue and index entries for the replicated bytes; wakes held pulls."""
+        with self._dispatch_lock, self._put_lock:
+            if not self._replicated_pending:
+                return
+            self._replicated_pending = False
             before = {(cq.topic, cq.queue_id): cq.max_offset for cq in self.queues.all()}
             self.dispatcher.reput(self.dispatcher.reput_from_offset)
             for cq in self.queues.all():
@@ -462,7 +476,6 @@ class MessageStore:
                     self._arrivals.append(Arrival(cq.topic, cq.queue_id, cq.max_offset, None))
         if self._arrivals and self.on_append is not None:
             self.on_append()
-        return end
 
     def truncate_replica(self, end: int) -> Path | None:
         """HA slave ahead of its master: drop the commit log past ``end`` (a record

@@ -149,8 +149,10 @@ class HAClient:
                         self._store.append_replicated(offset, body)
                 end = self._store_end()
                 if end > self.reported_offset:
+                    # acknowledge first (a SYNC_MASTER send waits for it), then dispatch
                     self._report(writer, end)
-                    await writer.drain()
+                self._store.dispatch_replicated()
+                await writer.drain()
         finally:
             await cancel_and_wait([beat])
 
