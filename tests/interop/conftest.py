@@ -29,3 +29,23 @@ def alions_dir() -> Path:
         )
         assert done.returncode == 0, f"npm install {ALI_ONS} failed:\n{done.stderr[-2000:]}"
     return NODE_DIR
+
+
+CPP_CLIENT = Path(__file__).with_name("cpp_clients.py")
+
+
+@pytest.fixture(scope="session")
+def cpp_client() -> list[str]:
+    """The command that runs cpp_clients.py with the Apache C++-core client importable
+    (the dev extra pins rocketmq==0.4.4, whose wheel holds librocketmq.so for x86-64
+    Linux only)."""
+    import importlib.util
+    import platform
+    import sys
+
+    if not (sys.platform == "linux" and platform.machine() == "x86_64"):
+        pytest.skip("the rocketmq 0.4.4 wheel ships librocketmq.so for x86-64 Linux only")
+    assert importlib.util.find_spec("rocketmq") is not None, (
+        "rocketmq==0.4.4 is a dev dependency: pip install -e '.[dev]'"
+    )
+    return [sys.executable, str(CPP_CLIENT)]

@@ -1,0 +1,79 @@
+"""Third-party clients consume from a slave while its master is down: ali-ons and the
+Apache C++-core client (master/slave failover)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+from test_alions_broker import node, registered
+
+from mqcore.client import Admin, Producer, make_message
+from mqcore.store.store_config import BrokerRole
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "integration"))
+from inproc_broker import running_broker, running_namesrv, until
+
+pytestmark = pytest.mark.interop
+
+TOPIC = "OnsHa"
+
+
+async def cpp(command: list[str], *args: str, timeout: float = 90) -> list[dict[str, Any]]:
+    proc = await asyncio.create_subprocess_exec(
+        *command, *args, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE
+    )
+    try:
+        out, err = await asyncio.wait_for(proc.communicate(), timeout)
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
+    assert proc.returncode == 0, err.decode()[-3000:]
+    return [json.loads(line) for line in out.decode().splitlines() if line.startswith("{")]
+
+
+@asynccontextmanager
+async def master_down_slave_serving(tmp_path: Path) -> AsyncIterator[str]:
+    """20 messages on a master and its slave, then the master stopped: the name server."""
+    slave_store = {"broker_role": BrokerRole.SLAVE}
+    async with (
+        running_namesrv(tmp_path) as ns,
+        running_broker(tmp_path / "m", ns.listen_address) as master,
+        running_broker(tmp_path / "s", ns.listen_address, broker_id=1, store=slave_store) as slave,
+    ):
+        async with Admin(namesrv=ns.listen_address) as admin:
+            await registered(admin)
+            await admin.create_topic(TOPIC, queues=4)
+        async with Producer("ha-pg", namesrv=ns.listen_address) as producer:
+            for i in range(20):
+                await producer.send(make_message(TOPIC, f"ha-body-{i}", tags="T"))
+        await until(lambda: slave.store.max_phy_offset == master.store.max_phy_offset, 30)
+        assert slave.slave_sync is not None
+        await slave.slave_sync.sync_all()  # the topic config (SlaveSynchronize, within 10 s)
+        await master.shutdown()  # unregisters: the route now has the slave only
+        yield ns.listen_address
+
+
+async def test_alions_consumes_from_the_slave_while_the_master_is_down(
+    tmp_path: Path, alions_dir: Path
+) -> None:
+    async with master_down_slave_serving(tmp_path) as namesrv:
+        seen = await asyncio.wait_for(
+            node(alions_dir, "consume", namesrv, TOPIC, "ons-ha-cg", "20"), 90
+        )
+    assert sorted(m["body"] for m in seen) == sorted(f"ha-body-{i}" for i in range(20))
+
+
+async def test_the_cpp_client_consumes_from_the_slave_while_the_master_is_down(
+    tmp_path: Path, cpp_client: list[str]
+) -> None:
+    async with master_down_slave_serving(tmp_path) as namesrv:
+        seen = await cpp(cpp_client, "consume", namesrv, TOPIC, "cpp-ha-cg", "20", "60")
+    assert sorted(m["body"] for m in seen) == sorted(f"ha-body-{i}" for i in range(20))
