@@ -14,6 +14,7 @@ import logging
 import os
 import re
 import signal
+import socket
 import sys
 from collections.abc import Awaitable, Callable
 from logging.handlers import RotatingFileHandler
@@ -25,6 +26,7 @@ from mqcore.errors import ConfigError
 
 __all__ = [
     "broker_log_name",
+    "is_local_address",
     "namesrv_log_name",
     "parse_listen",
     "serve_until_signal",
@@ -54,6 +56,17 @@ def broker_log_name(broker_name: str, broker_id: int = 0) -> str:
 def namesrv_log_name(listen_port: int) -> str:
     """``namesrv-<port>.log``; with port 0 (any port) the process id stands in."""
     return f"namesrv-{listen_port or f'pid{os.getpid()}'}.log"
+
+
+def is_local_address(host: str) -> bool:
+    """Whether ``host`` is an address of this machine (one a server can bind)."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    try:
+        with socket.socket(family, socket.SOCK_DGRAM) as probe:
+            probe.bind((host, 0))
+    except OSError:
+        return False
+    return True
 
 
 def setup_logging(log_dir: str, log_level: str, file_name: str) -> Path:

@@ -17,7 +17,13 @@ from pathlib import Path
 import typer
 
 from mqcli import output
-from mqcli.serving import broker_log_name, parse_listen, serve_until_signal, setup_logging
+from mqcli.serving import (
+    broker_log_name,
+    is_local_address,
+    parse_listen,
+    serve_until_signal,
+    setup_logging,
+)
 from mqcore.broker.config import BrokerConfig
 from mqcore.broker.controller import BrokerController
 from mqcore.common.properties import read_properties_file
@@ -55,6 +61,13 @@ def load_config(
         broker.bind_address, broker.listen_port = host, port
         if host not in ("0.0.0.0", "::") and "brokerIP1" not in props:
             broker.broker_ip1 = host
+    elif (
+        "bindAddress" not in props and "brokerIP1" in props and is_local_address(broker.broker_ip1)
+    ):
+        # brokerIP1=127.0.0.1 means this broker is for this host: do not listen on every
+        # interface (RocketMQ always does). An address this host does not have (behind
+        # NAT) keeps RocketMQ's bind to every interface.
+        broker.bind_address = broker.broker_ip1
     if store is not None:
         store_config.store_path_root_dir = str(store)
     if log_dir is not None:

@@ -77,6 +77,7 @@ def _extra_configs(
             broker_ip1=first.broker_ip1,
             namesrv_addr=first.namesrv_addr,
             broker_cluster_name=first.broker_cluster_name,
+            log_dir=f"{store}-{name}/logs",
         )
         store_config = MessageStoreConfig(store_path_root_dir=f"{store}-{name}", broker_role=role)
         store_config.validate()
@@ -95,6 +96,7 @@ def _slave_config(master: BrokerConfig, store: Path) -> tuple[BrokerConfig, Mess
         broker_ip1=master.broker_ip1,
         namesrv_addr=master.namesrv_addr,
         broker_cluster_name=master.broker_cluster_name,
+        log_dir=f"{store}-{master.broker_name}-s/logs",
     )
     store_config = MessageStoreConfig(
         store_path_root_dir=f"{store}-{master.broker_name}-s", broker_role=BrokerRole.SLAVE
@@ -244,7 +246,8 @@ def up(
     host: str | None = typer.Option(
         None,
         "--host",
-        help="Interface to listen on and address to advertise (default: all, this host's IP).",
+        help="Interface to listen on and address to advertise (default 127.0.0.1; "
+        "0.0.0.0: every interface, advertising this host's IP).",
     ),
     brokers: int = typer.Option(
         1,
@@ -283,14 +286,17 @@ def up(
             "warning: a SYNC_MASTER without a slave refuses every send "
             "(SLAVE_NOT_AVAILABLE); add --slave"
         )
-    bind = host or "0.0.0.0"
+    # A playground is for this machine unless asked: loopback by default (--host 0.0.0.0
+    # listens everywhere and advertises this host's address).
+    bind = host or "127.0.0.1"
     try:
         namesrv_config = NamesrvConfig(listen_port=namesrv_port, bind_address=bind)
         broker_config = BrokerConfig(
             listen_port=broker_port,
             bind_address=bind,
-            broker_ip1=host or local_ip(),
+            broker_ip1=local_ip() if bind in ("0.0.0.0", "::") else bind,
             namesrv_addr=None,
+            log_dir=str(store / "logs"),
         )
         if brokers > 1:
             broker_config.broker_name = "broker-a"
