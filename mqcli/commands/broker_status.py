@@ -233,6 +233,9 @@ def _status_doc(
         },
         "dispatchBehindBytes": as_int(rt.get("dispatchBehindBytes")),
         "earliestMessageTimestamp": as_int(rt.get("earliestMessageTimeStamp")),
+        # damage recovery found and worked around (mq brokers only; None elsewhere)
+        "storeProblems": as_int(rt.get("storeProblems")),
+        "storeProblemsDetail": [p for p in rt.get("storeProblemsDetail", "").split(" | ") if p],
         "delayLevels": [
             {
                 "level": d.level,
@@ -278,9 +281,17 @@ def _render(
         ("earliest message", fmt_ts(doc["earliestMessageTimestamp"] or 0)),
         ("role", doc["role"]),
         ("HA", ha),
+        ("store problems", doc["storeProblems"]),
     ):
         kv.add_row(key, escape(str(value if value is not None else "-")))
     console.print(kv)
+    if doc["storeProblems"]:
+        console.print(
+            f"[bold red]{doc['storeProblems']} store problem(s) found at startup[/] "
+            "(worked around; see the broker log):"
+        )
+        for problem in doc["storeProblemsDetail"]:
+            console.print(f"  {escape(problem)}", soft_wrap=True)
     if levels:
         console.print(
             delay_table(

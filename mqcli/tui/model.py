@@ -79,6 +79,8 @@ class BrokerRow:
     """Master's commit log max offset minus this slave's (``None`` for masters)."""
     ha: HAState | None = None
     """Role and HA connection as the broker reports them (None: not polled yet)."""
+    store_problems: int = 0
+    """Damage the broker's recovery found and worked around (``storeProblems``)."""
 
     @property
     def key(self) -> str:

@@ -293,6 +293,7 @@ class Poller:
         row.disk_ratio = float(ratio) if ratio not in (None, "-1") else None
         row.commit_log_max = _int(rt.get("commitLogMaxOffset"))
         row.ha = ha_state(rt, row.broker_id)
+        row.store_problems = _int(rt.get("storeProblems"))
         return data
 
     async def _topic_stats(self, data: BrokerData) -> None:

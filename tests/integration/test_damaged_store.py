@@ -7,10 +7,12 @@ too), and `GET_BROKER_RUNTIME_INFO` names the seven problems with file and offse
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
-from broker_helpers import RawBrokerClient, start_broker
+from broker_helpers import RawBrokerClient, mq, start_broker
+from namesrv_helpers import start_namesrv
 
 from mqcore.protocol import RemotingCommand, RequestCode, ResponseCode
 from mqcore.protocol.bodies.route import KVTable
@@ -29,7 +31,8 @@ def body(i: int) -> bytes:
 async def test_a_damaged_store_serves_every_good_message_and_says_what_it_found(
     tmp_path: Path,
 ) -> None:
-    broker = start_broker(tmp_path / "b")
+    ns = start_namesrv(tmp_path / "ns")
+    broker = start_broker(tmp_path / "b", ns.addr)
     try:
         async with RawBrokerClient(broker.addr) as client:
             for i in range(COUNT):
@@ -53,7 +56,7 @@ async def test_a_damaged_store_serves_every_good_message_and_says_what_it_found(
         entries[20 * 60 + 8 : 20 * 60 + 12] = (33).to_bytes(4, "big")  # wrong size
         cq_file.write_bytes(bytes(entries))
 
-        broker = start_broker(tmp_path / "b")
+        broker = start_broker(tmp_path / "b", ns.addr)
         async with RawBrokerClient(broker.addr) as client:
             got = [m for q in range(4) for m in await client.pull_all(TOPIC, q)]
             r = await client.invoke(RemotingCommand.request(RequestCode.GET_BROKER_RUNTIME_INFO))
@@ -63,5 +66,12 @@ async def test_a_damaged_store_serves_every_good_message_and_says_what_it_found(
         detail = info["storeProblemsDetail"]
         assert detail.count("BODYCRC") == 5 and detail.count("rewritten") == 2
         assert str(records[200].commit_log_offset) in detail
+        shown = mq("broker", "status", broker.addr, "--json", "-n", ns.addr)
+        assert shown.returncode == 0, shown.stderr
+        doc = json.loads(shown.stdout)
+        assert doc["storeProblems"] == 7 and len(doc["storeProblemsDetail"]) == 7
+        table = mq("broker", "status", broker.addr, "-n", ns.addr, env={"COLUMNS": "200"})
+        assert "7 store problem(s) found at startup" in table.stdout
     finally:
         broker.kill()
+        ns.stop()

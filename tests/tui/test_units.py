@@ -98,7 +98,8 @@ async def test_poller_reads_role_ha_state_and_slave_lag_from_runtime_tables() ->
 
     tables = {
         "mq-m:1": {"commitLogMaxOffset": "5000", "brokerRole": "SYNC_MASTER",
-                   "haConnectionCount": "1", "haPush2SlaveMaxOffset": "4000"},
+                   "haConnectionCount": "1", "haPush2SlaveMaxOffset": "4000",
+                   "storeProblems": "7"},
         "mq-s:1": {"commitLogMaxOffset": "4000", "brokerRole": "SLAVE",
                    "haMasterAddress": "mq-m:2", "haMasterConnected": "true"},
         "rmq-m:1": {"commitLogMaxOffset": "700"},
@@ -135,3 +136,11 @@ async def test_poller_reads_role_ha_state_and_slave_lag_from_runtime_tables() ->
     assert mq_s.ha.summary() == "connected" and mq_s.slave_lag_bytes == 1000
     assert rmq_m.role_text == "master" and rmq_m.ha is not None and rmq_m.ha.summary() == "-"
     assert rmq_s.ha is not None and rmq_s.ha.summary() == "-" and rmq_s.slave_lag_bytes == 600
+    # damage recovery worked around shows in the broker's state cell
+    from mqcli.tui.screens.cluster import FULL_COLUMNS, ClusterScreen
+
+    keys = [k for k, _ in FULL_COLUMNS]
+    state = keys.index("state")
+    assert (mq_m.store_problems, rmq_m.store_problems) == (7, 0)
+    assert str(ClusterScreen._cells(mq_m, 0, keys)[state]) == "up, 7 damaged"
+    assert str(ClusterScreen._cells(rmq_m, 0, keys)[state]) == "up"

@@ -116,6 +116,8 @@ class ClusterScreen(ViewScreen):
     @staticmethod
     def _cells(b: BrokerRow, now_ms: int, keys: list[str]) -> tuple[object, ...]:
         state = Text("up", "green") if b.up else Text("DOWN", "bold red")
+        if b.up and b.store_problems:  # recovery worked around damage: say so, loudly
+            state = Text(f"up, {b.store_problems} damaged", "bold red")
         role = b.role_text if b.broker_id == 0 else f"slave {b.broker_id}"
         cells: dict[str, object] = {
             "cluster": b.cluster, "broker": b.name, "bid": b.broker_id, "addr": b.addr,
