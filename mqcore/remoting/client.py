@@ -17,11 +17,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import ssl
 
 from mqcore.protocol import DEFAULT_MAX_FRAME, RemotingCommand
 from mqcore.remoting.channel import DEFAULT_HIGH_WATER, DEFAULT_LOW_WATER, Channel
 from mqcore.remoting.dispatcher import Processor, RequestDispatcher
 from mqcore.remoting.errors import RemotingConnectError
+from mqcore.remoting.tls import describe_tls_error
 
 __all__ = ["RemotingClient", "split_address"]
 
@@ -47,11 +49,14 @@ class RemotingClient:
         max_frame: int = DEFAULT_MAX_FRAME,
         high_water: int = DEFAULT_HIGH_WATER,
         low_water: int = DEFAULT_LOW_WATER,
+        ssl_context: ssl.SSLContext | None = None,
     ) -> None:
+        """``ssl_context``: connect over TLS with this context (see :mod:`mqcore.remoting.tls`)."""
         if not 0 <= low_water <= high_water:
             raise ValueError(f"need 0 <= low_water ({low_water}) <= high_water ({high_water})")
         self.dispatcher = dispatcher or RequestDispatcher()
         self.connect_timeout = connect_timeout
+        self.ssl_context = ssl_context
         self.max_frame = max_frame
         self.high_water = high_water
         self.low_water = low_water
@@ -92,7 +97,10 @@ class RemotingClient:
 
         try:
             async with asyncio.timeout(self.connect_timeout):
-                _, channel = await loop.create_connection(factory, host, port)
+                _, channel = await loop.create_connection(factory, host, port, ssl=self.ssl_context)
+        except ssl.SSLError as exc:
+            reason = describe_tls_error(exc)
+            raise RemotingConnectError(f"cannot connect to {addr}: {reason}") from None
         except (OSError, TimeoutError) as exc:
             raise RemotingConnectError(f"cannot connect to {addr}: {exc or 'timed out'}") from None
         self._channels[addr] = channel

@@ -32,6 +32,7 @@ from mqcore.errors import ConfigError
 from mqcore.protocol import DEFAULT_MAX_FRAME
 from mqcore.remoting.channel import DEFAULT_HIGH_WATER, DEFAULT_LOW_WATER, Channel
 from mqcore.remoting.dispatcher import Processor, RequestDispatcher
+from mqcore.remoting.tls import ServerTls, TlsListener
 
 __all__ = [
     "DEFAULT_FRAME_TIMEOUT",
@@ -113,7 +114,9 @@ class RemotingServer:
         high_water: int = DEFAULT_HIGH_WATER,
         low_water: int = DEFAULT_LOW_WATER,
         limits: ChannelLimits | None = None,
+        tls: ServerTls | None = None,
     ) -> None:
+        """``tls``: None serves plain TCP; see :mod:`mqcore.remoting.tls` for the modes."""
         if not 0 <= low_water <= high_water:
             raise ValueError(f"need 0 <= low_water ({low_water}) <= high_water ({high_water})")
         self.dispatcher = dispatcher or RequestDispatcher()
@@ -128,7 +131,8 @@ class RemotingServer:
         self._per_host: dict[str, int] = {}
         self._refused: dict[str, int] = {}
         self._close_listeners: list[Callable[[Channel], None]] = []
-        self._server: asyncio.Server | None = None
+        self.tls = tls
+        self._server: asyncio.Server | TlsListener | None = None
         self._sweeper: asyncio.Task[None] | None = None
 
     def register(self, code: int, processor: Processor) -> None:
@@ -222,15 +226,24 @@ class RemotingServer:
     async def start(self) -> None:
         """Bind and listen; afterwards ``port`` is the bound port."""
         loop = asyncio.get_running_loop()
-        self._server = await loop.create_server(
-            self._make_channel, self.host, self.port, reuse_address=True
-        )
+        if self.tls is not None:  # permissive or enforcing: the listener peeks first
+            self._server = TlsListener(self._make_channel, self.host, self.port, self.tls)
+            await self._server.start()
+        else:
+            self._server = await loop.create_server(
+                self._make_channel, self.host, self.port, reuse_address=True
+            )
         sock = self._server.sockets[0]
         self.port = sock.getsockname()[1]
         interval = self.limits.sweep_interval
         if interval is not None:
             self._sweeper = asyncio.create_task(self._sweep_loop(interval), name="channel-sweep")
-        log.info("remoting server listening on %s:%d", self.host, self.port)
+        log.info(
+            "remoting server listening on %s:%d%s",
+            self.host,
+            self.port,
+            f" (tls.server.mode={self.tls.mode.value})" if self.tls is not None else "",
+        )
 
     @property
     def listen_address(self) -> str:
