@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from conftest import poll, wait_until
+from pilot_support import poll, wait_until
 from rich.text import Text
 from textual.widgets import Input, Label
 from tui_fakes import FakePoller, sample_snapshot

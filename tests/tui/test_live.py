@@ -8,7 +8,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 
 from client_cluster import LiveCluster
-from conftest import poll, wait_until
+from pilot_support import poll, wait_until
 from textual.widgets import Input
 
 from mqcli.tui.app import MQApp
