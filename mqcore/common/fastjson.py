@@ -82,13 +82,21 @@ class _Parser:
         self.pos = m.end()
         if m.group(1) or m.group(2):
             return float(m.group(0))
-        return int(m.group(0))
+        try:
+            return int(m.group(0))
+        except ValueError:  # more digits than Python converts (sys.get_int_max_str_digits)
+            raise self.fail("integer too long") from None
 
     def key(self) -> Hashable:
         self.ws()
         text, pos = self.text, self.pos
         if pos < len(text) and text[pos] == "{":
-            return self.object_key(self.obj())
+            key = self.object_key(self.obj())
+            try:
+                hash(key)
+            except TypeError:  # the default hook's tuple holds a list or an object
+                raise self.fail("unhashable object key") from None
+            return key
         value = self.value()
         if isinstance(value, (str, int, float, bool)) or value is None:
             return value
