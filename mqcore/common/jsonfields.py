@@ -27,9 +27,12 @@ def get_mapping(obj: Any, name: str | None = None, *, required: bool = False) ->
 
 
 def get_int(obj: Mapping[str, Any], name: str, default: int | None = None) -> int:
+    """An integer field that fits a Java long (a larger one could not be written back)."""
     value = _field(obj, name, default, default is None)
     if isinstance(value, bool) or not isinstance(value, int):
         raise ConfigError(f"{name}: expected an integer, got {_kind(value)}")
+    if not -(1 << 63) <= value < 1 << 63:
+        raise ConfigError(f"{name}: {value} is out of the range of a Java long")
     return value
 
 

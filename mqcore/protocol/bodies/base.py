@@ -16,7 +16,7 @@ import orjson
 
 from mqcore.common import fastjson
 from mqcore.common.metadata import JsonModel
-from mqcore.errors import MQError
+from mqcore.errors import ConfigError, MQError
 
 __all__ = [
     "BodyError",
@@ -70,20 +70,27 @@ def as_list(value: Any) -> list[Any]:
     return value
 
 
+_LONG_MIN = -(1 << 63)
+_LONG_MAX = (1 << 63) - 1
+
+
 def as_int(value: Any, default: int = 0) -> int:
-    """Integers as fastjson reads them: numbers or numeric strings."""
+    """Integers as fastjson reads them into a Java long: numbers or numeric strings.
+
+    Beyond 64 bits is a BodyError, as in fastjson: such a number could not be encoded
+    again (orjson writes 64-bit integers only), so it must not get into the broker.
+    """
+    if type(value) is int and _LONG_MIN <= value <= _LONG_MAX:
+        return value
     if value is None:
         return default
-    if isinstance(value, bool):
-        return int(value)
-    if isinstance(value, int):
-        return value
-    if isinstance(value, float):
-        return int(value)
     try:
-        return int(value)
-    except (TypeError, ValueError):
+        number = int(value)  # bool, float (truncated), numeric text
+    except (TypeError, ValueError, OverflowError):  # OverflowError: float infinity
         raise BodyError(f"expected an integer, got {value!r}") from None
+    if not _LONG_MIN <= number <= _LONG_MAX:
+        raise BodyError(f"{value!r} is out of the range of a Java long")
+    return number
 
 
 def as_bool(value: Any, default: bool = False) -> bool:
@@ -108,11 +115,17 @@ class RemotingBody(JsonModel):
 
     @classmethod
     def decode(cls, data: bytes | bytearray | memoryview | str) -> Self:
-        """Parse Java's (fastjson), ali-ons' or our own JSON. Raises BodyError."""
+        """Parse Java's (fastjson), ali-ons' or our own JSON. Raises BodyError, also for
+        what a nested config record (TopicConfig, ...) refuses with ConfigError and for a
+        number Python cannot convert (``"consumeTps": "x"``)."""
         try:
             return cls.from_json(as_dict(decode_json(data)))
-        except (KeyError, TypeError, AttributeError) as exc:
+        except BodyError:
+            raise
+        except (KeyError, TypeError, AttributeError, ValueError, OverflowError) as exc:
             raise BodyError(f"bad {cls.__name__} body: {exc!r}") from None
+        except ConfigError as exc:
+            raise BodyError(f"bad {cls.__name__} body: {exc}") from None
 
 
 @dataclass(frozen=True, slots=True, order=True)
