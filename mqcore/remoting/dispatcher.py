@@ -21,7 +21,7 @@ from mqcore.protocol import FLAG_ONEWAY, RemotingCommand, ResponseCode
 if TYPE_CHECKING:
     from mqcore.remoting.channel import Channel
 
-__all__ = ["Processor", "ProcessorResult", "RequestDispatcher"]
+__all__ = ["PreDispatch", "Processor", "ProcessorResult", "RequestDispatcher", "RpcHook"]
 
 log = logging.getLogger("mq.remoting")
 
@@ -29,6 +29,11 @@ ProcessorResult: TypeAlias = RemotingCommand | None
 Processor: TypeAlias = Callable[
     ["Channel", RemotingCommand], ProcessorResult | Awaitable[ProcessorResult]
 ]
+PreDispatch: TypeAlias = Callable[["Channel", RemotingCommand], RemotingCommand | None]
+"""A check before any processor (ACL): None lets the request through, a command answers it."""
+RpcHook: TypeAlias = Callable[[str, RemotingCommand], RemotingCommand]
+"""A client's ``hook(addr, request) -> request to send`` (RocketMQ's RPCHook, e.g. the
+ACL signature)."""
 
 
 class RequestDispatcher:
@@ -37,6 +42,9 @@ class RequestDispatcher:
     def __init__(self) -> None:
         self._processors: dict[int, Processor] = {}
         self._default: Processor | None = None
+        self.pre_dispatch: PreDispatch | None = None
+        """Set by a server's owner (the ACL guard); its refusal is the answer and no
+        processor runs."""
 
     def register(self, code: int, processor: Processor) -> None:
         self._processors[int(code)] = processor
@@ -68,6 +76,13 @@ class RequestDispatcher:
         self, channel: Channel, request: RemotingCommand
     ) -> ProcessorResult | Awaitable[ProcessorResult]:
         """The answer, or an awaitable of it (for coroutine processors). Never raises."""
+        if self.pre_dispatch is not None:
+            try:
+                refusal = self.pre_dispatch(channel, request)
+            except Exception as exc:  # a failing check refuses: closed, not open
+                return None if request.is_oneway else self.failure(request, exc)
+            if refusal is not None:
+                return None if request.is_oneway else refusal
         processor = self._processors.get(request.code, self._default)
         if processor is None:
             return None if request.is_oneway else self.unsupported(request)
