@@ -56,6 +56,10 @@ PEEK = struct.Struct(">ii")
 BLANK_RECORD_MIN = 8
 MAX_TOPIC_LENGTH_V1 = 127
 MAX_PROPERTIES_LENGTH = 32767
+MAX_INFLATED_BODY = 64 * 1024 * 1024
+"""Largest body a compressed record may inflate to: RocketMQ's maxMessageSize (4 MiB,
+counted compressed) at 16:1. A record past it is a zip bomb, not a message."""
+_INFLATE_STEP = 1024 * 1024
 
 _I = struct.Struct(">i")
 _Q = struct.Struct(">q")
@@ -217,6 +221,28 @@ def peek_header(buf: bytes | bytearray | memoryview, pos: int = 0) -> tuple[int,
     return size, magic
 
 
+def _inflate(body: bytes, limit: int) -> bytes:
+    """``zlib.decompress(body)`` in bounded steps: a zip bomb (a 4 MiB record inflates to
+    4 GiB) is refused once past ``limit`` instead of after it has taken the memory."""
+    inflater = zlib.decompressobj()
+    parts: list[bytes] = []
+    size = 0
+    pending = body
+    while True:
+        chunk = inflater.decompress(pending, _INFLATE_STEP)
+        size += len(chunk)
+        if size > limit:
+            raise CorruptRecordError(f"compressed body inflates to more than {limit} bytes")
+        parts.append(chunk)
+        if inflater.eof:  # trailing bytes are ignored, as zlib.decompress does
+            return b"".join(parts)
+        pending = inflater.unconsumed_tail
+        if not chunk and not pending:
+            raise CorruptRecordError(
+                "compressed body does not inflate: incomplete or truncated stream"
+            )
+
+
 def inflate_body(body: bytes, sys_flag: int) -> bytes:
     """The stored body of a record with COMPRESSED_FLAG, inflated; raises
     :class:`CorruptRecordError` when it does not inflate or uses an unread codec."""
@@ -227,7 +253,7 @@ def _decompress(body: bytes, sys_flag: int) -> bytes:
     kind = sys_flag & SysFlag.COMPRESSION_TYPE_MASK
     if kind in (0, SysFlag.COMPRESSION_ZLIB):
         try:
-            return zlib.decompress(body)
+            return _inflate(body, MAX_INFLATED_BODY)
         except zlib.error as exc:
             raise CorruptRecordError(f"compressed body does not inflate: {exc}") from None
     name = {SysFlag.COMPRESSION_LZ4: "LZ4", SysFlag.COMPRESSION_ZSTD: "ZSTD"}.get(kind, "unknown")
