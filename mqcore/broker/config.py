@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from mqcore.common.properties import PropertiesConfig, prop
 from mqcore.errors import ConfigError
 from mqcore.remoting import DEFAULT_FRAME_TIMEOUT, DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_PER_ADDRESS
+from mqcore.remoting.tls import ClientAuth, TlsMode
 
 __all__ = ["BrokerConfig", "local_ip"]
 
@@ -76,6 +77,27 @@ class BrokerConfig(PropertiesConfig):
     """Close a connection whose frame is not complete this long after it began (0: never)."""
     server_max_connections_per_address: int = DEFAULT_MAX_PER_ADDRESS
     """Open connections one remote host may hold; past it new ones are closed (0: no cap)."""
+    tls_server_mode: TlsMode = prop("tls.server.mode", TlsMode.DISABLED)  # noqa: RUF009
+    """disabled, permissive (TLS and plain clients on one port) or enforcing (TLS only);
+    RocketMQ's default is permissive, ours disabled (no certificate to serve)."""
+    tls_server_cert_path: str | None = prop("tls.server.certPath", None)
+    """The server's certificate chain (PEM)."""
+    tls_server_key_path: str | None = prop("tls.server.keyPath", None)
+    tls_server_key_password: str | None = prop("tls.server.keyPassword", None)
+    tls_server_need_client_auth: ClientAuth = prop(  # noqa: RUF009 (an enum member)
+        "tls.server.need.client.auth", ClientAuth.NONE
+    )
+    """none, optional or require a client certificate, checked against trustCertPath."""
+    tls_server_trust_cert_path: str | None = prop("tls.server.trustCertPath", None)
+    tls_enable: bool = prop("tls.enable", False)
+    """This broker's own connections (to name servers, a slave's to its master) use TLS."""
+    tls_client_cert_path: str | None = prop("tls.client.certPath", None)
+    tls_client_key_path: str | None = prop("tls.client.keyPath", None)
+    tls_client_key_password: str | None = prop("tls.client.keyPassword", None)
+    tls_client_trust_cert_path: str | None = prop("tls.client.trustCertPath", None)
+    """The CA the servers' certificates must chain to (else the system's CAs)."""
+    tls_test_mode_enable: bool = prop("tls.test.mode.enable", False)
+    """Accept any server certificate (RocketMQ defaults to true; we do not)."""
     log_dir: str = field(
         default_factory=lambda: os.path.join(os.path.expanduser("~"), "logs", "mqlogs")
     )

@@ -38,6 +38,7 @@ from mqcore.broker.stats import BrokerStatsManager
 from mqcore.broker.topics import TopicService
 from mqcore.common.aio import cancel_and_wait
 from mqcore.remoting import ChannelLimits, RemotingServer
+from mqcore.remoting.tls import ServerTls, client_context_from_config
 from mqcore.store.message_store import MessageStore
 from mqcore.store.metadata import (
     ConsumerFilterManager,
@@ -82,10 +83,18 @@ class BrokerController:
         """The slave's connection to its master (None on a master)."""
         self.master_addr: str | None = None
         """A slave's master (remoting address), from the name server's answer."""
+        server_tls = ServerTls.from_config(config)  # main, fast and HA ports alike
         if store_config.broker_role is BrokerRole.SLAVE:
-            self.ha_client = HAClient(self.store, store_config, master_end=self._master_end)
+            self.ha_client = HAClient(
+                self.store,
+                store_config,
+                master_end=self._master_end,
+                ssl_context=client_context_from_config(config),
+            )
         else:
-            self.ha = HAService(self.store.commit_log, store_config, host=config.bind_address)
+            self.ha = HAService(
+                self.store.commit_log, store_config, host=config.bind_address, tls=server_tls
+            )
         self.reput = ReputService(
             self.store,
             self.long_polling,
@@ -97,12 +106,14 @@ class BrokerController:
             port=config.listen_port,
             max_frame=_max_frame(store_config),
             limits=limits,
+            tls=server_tls,
         )
         self.fast_server = RemotingServer(
             host=config.bind_address,
             port=max(0, config.listen_port - FAST_PORT_DISTANCE),
             max_frame=_max_frame(store_config),
             limits=limits,
+            tls=server_tls,
         )
         self.outer_api = BrokerOuterAPI(self)
         self._tasks: list[asyncio.Task[None]] = []

@@ -24,6 +24,7 @@ from mqcore.protocol.headers import (
     UnregisterBrokerRequestHeader,
 )
 from mqcore.remoting import RemotingClient
+from mqcore.remoting.tls import client_context_from_config
 
 if TYPE_CHECKING:
     from mqcore.broker.controller import BrokerController
@@ -38,7 +39,7 @@ class BrokerOuterAPI:
 
     def __init__(self, controller: BrokerController) -> None:
         self.controller = controller
-        self.client = RemotingClient()
+        self.client = RemotingClient(ssl_context=client_context_from_config(controller.config))
         self.last_results: dict[str, bool] = {}
         """Name server -> whether the last registration there succeeded."""
 

@@ -3,6 +3,8 @@ consumers (kept apart from :mod:`mqcore.client.instance` so they can be read alo
 
 from __future__ import annotations
 
+import os
+import ssl
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Protocol
@@ -11,6 +13,7 @@ from mqcore.client.route import local_ip
 from mqcore.protocol import LanguageCode
 from mqcore.protocol.bodies import ConsumerData, MessageQueue
 from mqcore.remoting import RemotingClient, RequestDispatcher
+from mqcore.remoting.tls import client_context
 
 __all__ = ["ClientConfig", "ConsumerHandle", "ProducerHandle"]
 
@@ -31,8 +34,40 @@ class ClientConfig:
     persist_consumer_offset_interval: float = 5.0
     request_timeout: float = 3.0
     connect_timeout: float = 3.0
+    tls: bool = field(default_factory=lambda: _env_flag("MQ_TLS") or bool(_env("MQ_TLS_CA")))
+    """Talk to name servers and brokers over TLS (default: ``MQ_TLS=1``, or ``MQ_TLS_CA``
+    set). The instance is shared per name servers and instance name: a plain and a TLS
+    client in one process need different ``instance_name``s."""
+    tls_ca_path: str | None = field(default_factory=lambda: _env("MQ_TLS_CA"))
+    """PEM file of the CA the servers' certificates chain to (implies ``tls``; default
+    ``MQ_TLS_CA``, else the system's CAs)."""
+    tls_cert_path: str | None = field(default_factory=lambda: _env("MQ_TLS_CERT"))
+    """A client certificate (PEM) for servers with ``tls.server.need.client.auth``."""
+    tls_key_path: str | None = field(default_factory=lambda: _env("MQ_TLS_KEY"))
+    tls_verify: bool = True
+    """False accepts any server certificate (RocketMQ's ``tls.test.mode.enable``): tests only."""
     language: LanguageCode = LanguageCode.PYTHON
     remoting_factory: Callable[[RequestDispatcher], RemotingClient] | None = None
+
+    def ssl_context(self) -> ssl.SSLContext | None:
+        """The TLS context of this instance's connections, or None for plain TCP.
+        Raises ConfigError when a file does not load."""
+        if not self.tls and not self.tls_ca_path:
+            return None
+        return client_context(
+            ca_path=self.tls_ca_path,
+            cert_path=self.tls_cert_path,
+            key_path=self.tls_key_path,
+            verify=self.tls_verify,
+        )
+
+
+def _env(name: str) -> str | None:
+    return os.environ.get(name) or None
+
+
+def _env_flag(name: str) -> bool:
+    return (os.environ.get(name) or "").strip().lower() in ("1", "true", "yes", "on")
 
 
 class ProducerHandle(Protocol):

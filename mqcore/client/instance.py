@@ -135,7 +135,11 @@ class ClientInstance:
         if config.remoting_factory is not None:
             self.remoting = config.remoting_factory(self.dispatcher)
         else:
-            self.remoting = RemotingClient(self.dispatcher, connect_timeout=config.connect_timeout)
+            self.remoting = RemotingClient(
+                self.dispatcher,
+                connect_timeout=config.connect_timeout,
+                ssl_context=config.ssl_context(),
+            )
         self.api: MQClientAPI = MQClientAPI(self)
         self.routes: dict[str, TopicRouteData] = {}
         self.publish_info: dict[str, TopicPublishInfo] = {}

@@ -10,9 +10,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from mqcore.common.properties import PropertiesConfig, parse_properties, read_properties_file
+from mqcore.common.properties import (
+    PropertiesConfig,
+    parse_properties,
+    prop,
+    read_properties_file,
+)
 from mqcore.protocol import DEFAULT_MAX_FRAME
 from mqcore.remoting import DEFAULT_FRAME_TIMEOUT, DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_PER_ADDRESS
+from mqcore.remoting.tls import ClientAuth, TlsMode
 
 __all__ = ["NamesrvConfig", "parse_properties"]
 
@@ -35,6 +41,18 @@ class NamesrvConfig(PropertiesConfig):
     """Close a connection whose frame is not complete this long after it began (0: never)."""
     server_max_connections_per_address: int = DEFAULT_MAX_PER_ADDRESS
     """Open connections one remote host may hold; past it new ones are closed (0: no cap)."""
+    tls_server_mode: TlsMode = prop("tls.server.mode", TlsMode.DISABLED)  # noqa: RUF009
+    """disabled, permissive (TLS and plain clients on one port) or enforcing (TLS only);
+    RocketMQ's default is permissive, ours disabled (no certificate to serve)."""
+    tls_server_cert_path: str | None = prop("tls.server.certPath", None)
+    """The server's certificate chain (PEM)."""
+    tls_server_key_path: str | None = prop("tls.server.keyPath", None)
+    tls_server_key_password: str | None = prop("tls.server.keyPassword", None)
+    tls_server_need_client_auth: ClientAuth = prop(  # noqa: RUF009 (an enum member)
+        "tls.server.need.client.auth", ClientAuth.NONE
+    )
+    """none, optional or require a client certificate, checked against trustCertPath."""
+    tls_server_trust_cert_path: str | None = prop("tls.server.trustCertPath", None)
     log_dir: str = str(Path.home() / "logs" / "mqlogs")
     log_level: str = "INFO"
 

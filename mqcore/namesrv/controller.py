@@ -22,6 +22,7 @@ from mqcore.namesrv.kvconfig import KVConfigManager
 from mqcore.namesrv.processor import NamesrvProcessor
 from mqcore.namesrv.routeinfo import RouteInfoManager
 from mqcore.remoting import Channel, ChannelLimits, RemotingServer
+from mqcore.remoting.tls import ServerTls
 
 __all__ = ["NamesrvController"]
 
@@ -41,6 +42,7 @@ class NamesrvController:
             port=config.listen_port,
             max_frame=config.frame_max_length,
             limits=ChannelLimits.from_config(config),
+            tls=ServerTls.from_config(config),  # tls.server.mode and its files
         )
         self.processor.register_to(self.server.dispatcher)
         self.server.add_close_listener(self._channel_closed)

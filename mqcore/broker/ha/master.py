@@ -21,6 +21,7 @@ import logging
 
 from mqcore.common.aio import cancel_and_wait
 from mqcore.protocol.ha import HAProtocolError, ReportReader, encode_transfer_header
+from mqcore.remoting.tls import ServerTls, TlsListener
 from mqcore.store.commitlog import CommitLog
 from mqcore.store.store_config import MessageStoreConfig
 
@@ -35,11 +36,20 @@ _WRITE_HIGH_WATER = 4 * 1024 * 1024
 class HAService:
     """The master's replication endpoint on ``haListenPort``."""
 
-    def __init__(self, commit_log: CommitLog, config: MessageStoreConfig, *, host: str) -> None:
+    def __init__(
+        self,
+        commit_log: CommitLog,
+        config: MessageStoreConfig,
+        *,
+        host: str,
+        tls: ServerTls | None = None,
+    ) -> None:
+        """``tls``: the broker's ``tls.server.mode`` also governs this port."""
         self._commit_log = commit_log
         self._config = config
         self._host = host
-        self._server: asyncio.Server | None = None
+        self._tls = tls
+        self._server: asyncio.Server | TlsListener | None = None
         self.port = 0
         self.connections: set[HAConnection] = set()
         self.push2slave_max_offset = 0
@@ -47,9 +57,18 @@ class HAService:
         self._waiters: list[tuple[int, asyncio.Future[None]]] = []
 
     async def start(self, port: int) -> None:
-        self._server = await asyncio.start_server(
-            self._accept, self._host, port, reuse_address=True
-        )
+        if self._tls is not None:
+            self._server = TlsListener(
+                lambda: asyncio.StreamReaderProtocol(asyncio.StreamReader(), self._accept),
+                self._host,
+                port,
+                self._tls,
+            )
+            await self._server.start()
+        else:
+            self._server = await asyncio.start_server(
+                self._accept, self._host, port, reuse_address=True
+            )
         self.port = self._server.sockets[0].getsockname()[1]
         log.info("HA service listening on %s:%d", self._host, self.port)
 

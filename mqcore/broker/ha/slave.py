@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import ssl
 from collections.abc import Awaitable, Callable
 
 from mqcore.common.aio import cancel_and_wait
@@ -48,8 +49,11 @@ class HAClient:
         config: MessageStoreConfig,
         *,
         master_end: MasterEnd | None = None,
+        ssl_context: ssl.SSLContext | None = None,
     ) -> None:
+        """``ssl_context``: replicate over TLS (the broker's ``tls.enable``)."""
         self._store = store
+        self._ssl_context = ssl_context
         self._config = config
         self._master_end = master_end
         self.master_address: str | None = config.ha_master_address
@@ -94,7 +98,7 @@ class HAClient:
         host, _, port = address.rpartition(":")
         await self._truncate_if_ahead()
         reader, writer = await asyncio.wait_for(
-            asyncio.open_connection(host, int(port)), _CONNECT_TIMEOUT
+            asyncio.open_connection(host, int(port), ssl=self._ssl_context), _CONNECT_TIMEOUT
         )
         try:
             self.connected = True
