@@ -13,6 +13,8 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -35,6 +37,7 @@ from mqcore.protocol.headers import (
 from mqcore.remoting import RemotingClient
 
 LISTEN_LINE = re.compile(r"mq broker listening on (\S+):(\d+)")
+ANY_LISTEN_LINE = re.compile(r"listening on (\S+):(\d+)")
 
 
 @dataclass
@@ -140,6 +143,49 @@ def start_broker(
     proc.kill()
     proc.wait(5)
     raise AssertionError(f"broker did not start: stdout={lines!r} stderr={err_path.read_text()!r}")
+
+
+@contextmanager
+def serving(
+    args: list[str], workdir: Path, *, netns: str | None = None
+) -> Iterator[tuple[str, int]]:
+    """Run ``mq ARGS`` (inside network namespace ``netns``) until its first "listening on
+    HOST:PORT" line; yields (host, port); stops the process (TERM, then KILL) after."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    prefix = ["ip", "netns", "exec", netns] if netns else []
+    env = {**os.environ, "HOME": str(workdir)}
+    env.pop("NAMESRV_ADDR", None)
+    with open(workdir / "stderr.txt", "ab") as err:
+        proc = subprocess.Popen(
+            [*prefix, sys.executable, "-m", "mqcli.main", *args],
+            stdout=subprocess.PIPE,
+            stderr=err,
+            text=True,
+            env=env,
+            cwd=workdir,
+        )
+    try:
+        assert proc.stdout is not None
+        deadline = time.monotonic() + 30
+        found = None
+        while found is None and time.monotonic() < deadline:
+            ready, _, _ = select.select([proc.stdout], [], [], deadline - time.monotonic())
+            line = proc.stdout.readline() if ready else ""
+            if not line:
+                break
+            if m := ANY_LISTEN_LINE.search(line):
+                found = (m.group(1), int(m.group(2)))
+        assert found is not None, (
+            f"mq {args[0]} did not start: {(workdir / 'stderr.txt').read_text()}"
+        )
+        yield found
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(5)
 
 
 @dataclass

@@ -4,22 +4,12 @@ stays; `mq up` listens on loopback unless told otherwise."""
 
 from __future__ import annotations
 
-import os
-import re
-import select
-import signal
-import subprocess
-import sys
-import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
+from broker_helpers import serving
 
 pytestmark = pytest.mark.timeout(60)
-
-LISTEN = re.compile(r"listening on (\S+):(\d+)")
 
 
 def listening_hosts(port: int) -> set[str]:
@@ -40,40 +30,6 @@ def listening_hosts(port: int) -> set[str]:
             else:
                 hosts.add("::" if int(addr, 16) == 0 else addr)
     return hosts
-
-
-@contextmanager
-def serving(args: list[str], cwd: Path) -> Iterator[tuple[str, int]]:
-    """Run ``mq ARGS`` until its first "listening on HOST:PORT" line; (host, port)."""
-    env = {**os.environ, "HOME": str(cwd)}
-    env.pop("NAMESRV_ADDR", None)
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "mqcli.main", *args],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
-        env=env,
-        cwd=cwd,
-    )
-    try:
-        assert proc.stdout is not None
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            ready, _, _ = select.select([proc.stdout], [], [], deadline - time.monotonic())
-            line = proc.stdout.readline() if ready else ""
-            if not line:
-                break
-            if m := LISTEN.search(line):
-                yield m.group(1), int(m.group(2))
-                return
-        raise AssertionError("the server did not start")
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(5)
 
 
 def broker_conf(tmp_path: Path, **props: str) -> Path:

@@ -11,16 +11,14 @@ from __future__ import annotations
 
 import asyncio
 import os
-import re
-import select
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
 import pytest
+from broker_helpers import serving
 
 from mqcore.client import Admin, ConsumeFromWhere, LitePullConsumer, Producer, make_message
 from mqcore.client.config import ClientConfig
@@ -29,7 +27,6 @@ from mqcore.errors import MQError
 pytestmark = pytest.mark.timeout(240)
 
 TOPIC = "PartTopic"
-LISTEN = re.compile(r"listening on (\S+):(\d+)")
 
 
 def ip(*args: str) -> None:
@@ -59,43 +56,6 @@ def host(index: int) -> Iterator[tuple[str, str, str]]:
     finally:
         subprocess.run(["ip", "link", "del", outer], capture_output=True, check=False)
         subprocess.run(["ip", "netns", "del", ns], capture_output=True, check=False)
-
-
-@contextmanager
-def mq_server(args: list[str], workdir: Path, netns: str | None = None) -> Iterator[int]:
-    """Run ``mq ARGS`` (in ``netns``) until its "listening on" line; yields the port."""
-    workdir.mkdir(parents=True, exist_ok=True)
-    prefix = ["ip", "netns", "exec", netns] if netns else []
-    env = {**os.environ, "HOME": str(workdir)}
-    env.pop("NAMESRV_ADDR", None)
-    with open(workdir / "stderr.txt", "wb") as err:
-        proc = subprocess.Popen(
-            [*prefix, sys.executable, "-m", "mqcli.main", *args],
-            stdout=subprocess.PIPE,
-            stderr=err,
-            text=True,
-            env=env,
-        )
-    try:
-        assert proc.stdout is not None
-        deadline = time.monotonic() + 30
-        port = None
-        while port is None and time.monotonic() < deadline:
-            ready, _, _ = select.select([proc.stdout], [], [], deadline - time.monotonic())
-            line = proc.stdout.readline() if ready else ""
-            if not line:
-                break
-            if m := LISTEN.search(line):
-                port = int(m.group(2))
-        assert port is not None, (workdir / "stderr.txt").read_text()
-        yield port
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(5)
 
 
 def conf(path: Path, **props: str) -> Path:
@@ -139,8 +99,8 @@ async def test_a_broker_cut_off_and_healed_loses_nothing(tmp_path: Path) -> None
             brokerChannelExpiredTime="4000",
             scanNotActiveBrokerInterval="500",
         )
-        ns_port = stack.enter_context(
-            mq_server(["namesrv", "-c", str(namesrv_conf), "--listen", "0.0.0.0:0"], tmp_path / "n")
+        _, ns_port = stack.enter_context(
+            serving(["namesrv", "-c", str(namesrv_conf), "--listen", "0.0.0.0:0"], tmp_path / "n")
         )
         for name, netns, addr in (("broker-a", ns_a, addr_a), ("broker-b", ns_b, addr_b)):
             gateway = addr.rsplit(".", 1)[0] + ".1"
@@ -154,10 +114,10 @@ async def test_a_broker_cut_off_and_healed_loses_nothing(tmp_path: Path) -> None
                 mappedFileSizeCommitLog=str(4 * 1024 * 1024),
             )
             stack.enter_context(
-                mq_server(
+                serving(
                     ["broker", "-c", str(broker_conf), "--listen", f"{addr}:0"],
                     tmp_path / name,
-                    netns,
+                    netns=netns,
                 )
             )
         namesrv = f"127.0.0.1:{ns_port}"
