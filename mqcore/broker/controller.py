@@ -25,6 +25,7 @@ import inspect
 import logging
 from collections.abc import Callable
 
+from mqcore.acl.guard import AclGuard
 from mqcore.broker import slave_sync
 from mqcore.broker.client_manager import ConsumerManager, ProducerManager
 from mqcore.broker.config import BrokerConfig
@@ -115,6 +116,12 @@ class BrokerController:
             limits=limits,
             tls=server_tls,
         )
+        self.acl_guard = AclGuard.from_config(
+            config.acl_enable, config.plain_acl_file, store_config.root / "config"
+        )
+        if self.acl_guard is not None:  # ACL: one check at dispatch, on both ports
+            self.server.dispatcher.pre_dispatch = self.acl_guard
+            self.fast_server.dispatcher.pre_dispatch = self.acl_guard
         self.outer_api = BrokerOuterAPI(self)
         self._tasks: list[asyncio.Task[None]] = []
         self._register_wanted: asyncio.Event | None = None
@@ -124,6 +131,9 @@ class BrokerController:
         self._stop_hooks: list[Callable[[], object]] = []
         self._register_processors()
         self.slave_sync = slave_sync.register(self)
+        if self.acl_guard is not None:
+            self._start_hooks.append(self.acl_guard.start)
+            self._stop_hooks.append(self.acl_guard.close)
 
     def _init_client_services(self) -> None:
         """Producer/consumer managers, the rebalance lock table and statistics."""

@@ -41,6 +41,11 @@ class NamesrvConfig(PropertiesConfig):
     """Close a connection whose frame is not complete this long after it began (0: never)."""
     server_max_connections_per_address: int = DEFAULT_MAX_PER_ADDRESS
     """Open connections one remote host may hold; past it new ones are closed (0: no cap)."""
+    acl_enable: bool = False
+    """Check the admin request codes against the plain ACL file (the others stay open)."""
+    plain_acl_file: str | None = None
+    """The ACL file; default ``$ROCKETMQ_HOME/conf/plain_acl.yml``, else
+    ``plain_acl.yml`` beside ``kvConfigPath``."""
     tls_server_mode: TlsMode = prop("tls.server.mode", TlsMode.DISABLED)  # noqa: RUF009
     """disabled, permissive (TLS and plain clients on one port) or enforcing (TLS only);
     RocketMQ's default is permissive, ours disabled (no certificate to serve)."""

@@ -17,6 +17,8 @@ import logging
 import time
 from pathlib import Path
 
+from mqcore.acl.guard import AclGuard
+from mqcore.acl.permission import NAMESRV_ADMIN_CODES
 from mqcore.namesrv.config import NamesrvConfig
 from mqcore.namesrv.kvconfig import KVConfigManager
 from mqcore.namesrv.processor import NamesrvProcessor
@@ -45,6 +47,13 @@ class NamesrvController:
             tls=ServerTls.from_config(config),  # tls.server.mode and its files
         )
         self.processor.register_to(self.server.dispatcher)
+        self.acl_guard = AclGuard.from_config(
+            config.acl_enable,
+            config.plain_acl_file,
+            Path(config.kv_config_path).expanduser().parent,
+            only=NAMESRV_ADMIN_CODES,
+        )
+        self.server.dispatcher.pre_dispatch = self.acl_guard  # ACL: admin codes only
         self.server.add_close_listener(self._channel_closed)
         self._scan_task: asyncio.Task[None] | None = None
 
@@ -63,6 +72,8 @@ class NamesrvController:
         """Load the KV file, listen, start the scan. Raises ConfigError / OSError."""
         self.kv.load()
         await self.server.start()
+        if self.acl_guard is not None:
+            self.acl_guard.start()
         self._scan_task = asyncio.create_task(self._scan_loop(), name="namesrv-scan")
 
     async def _scan_loop(self) -> None:
@@ -83,5 +94,7 @@ class NamesrvController:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._scan_task
             self._scan_task = None
+        if self.acl_guard is not None:
+            await self.acl_guard.close()
         await self.server.close()
         log.info("name server on %s stopped", self.listen_address)
