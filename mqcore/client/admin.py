@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import TypeVar
 
 from mqcore.client.api import PullStatus
+from mqcore.client.config import with_credentials
 from mqcore.client.errors import ClientStateError
 from mqcore.client.instance import ClientConfig, ClientInstance, subscribe_queues
 from mqcore.client.producer import default_namesrv, validate_topic
@@ -126,11 +127,13 @@ class Admin:
         instance_name: str | None = None,
         timeout: float = 5.0,
         client_config: ClientConfig | None = None,
+        access_key: str | None = None,
+        secret_key: str | None = None,
     ) -> None:
         self.namesrv = namesrv if namesrv is not None else default_namesrv()
         self.instance_name = instance_name
         self.timeout = timeout
-        self.client_config = client_config
+        self.client_config = with_credentials(client_config, access_key, secret_key)
         self._instance: ClientInstance | None = None
 
     async def start(self) -> None:

@@ -3,19 +3,29 @@ consumers (kept apart from :mod:`mqcore.client.instance` so they can be read alo
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import ssl
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from mqcore.acl.signature import SessionCredentials, sign_request
 from mqcore.client.route import local_ip
-from mqcore.protocol import LanguageCode
+from mqcore.protocol import LanguageCode, RemotingCommand
 from mqcore.protocol.bodies import ConsumerData, MessageQueue
 from mqcore.remoting import RemotingClient, RequestDispatcher
+from mqcore.remoting.dispatcher import RpcHook
 from mqcore.remoting.tls import client_context
 
-__all__ = ["ClientConfig", "ConsumerHandle", "ProducerHandle"]
+__all__ = [
+    "ClientConfig",
+    "ConsumerHandle",
+    "ProducerHandle",
+    "SessionCredentials",
+    "signing_hook",
+    "with_credentials",
+]
 
 
 @dataclass(slots=True)
@@ -48,6 +58,8 @@ class ClientConfig:
     """False accepts any server certificate (RocketMQ's ``tls.test.mode.enable``): tests only."""
     language: LanguageCode = LanguageCode.PYTHON
     remoting_factory: Callable[[RequestDispatcher], RemotingClient] | None = None
+    credentials: SessionCredentials | None = None
+    """Sign every request for a broker or name server with ACL enabled (plain ACL)."""
 
     def ssl_context(self) -> ssl.SSLContext | None:
         """The TLS context of this instance's connections, or None for plain TCP.
@@ -68,6 +80,28 @@ def _env(name: str) -> str | None:
 
 def _env_flag(name: str) -> bool:
     return (os.environ.get(name) or "").strip().lower() in ("1", "true", "yes", "on")
+
+
+def with_credentials(
+    config: ClientConfig | None, access_key: str | None, secret_key: str | None
+) -> ClientConfig | None:
+    """``config`` (a copy) carrying the keys, for the ``access_key=``/``secret_key=``
+    options of producers, consumers and Admin; ``config`` itself when no key is given."""
+    if access_key is None and secret_key is None:
+        return config
+    if not access_key or not secret_key:
+        raise ValueError("give both access_key and secret_key, or neither")
+    base = config if config is not None else ClientConfig()
+    return dataclasses.replace(base, credentials=SessionCredentials(access_key, secret_key))
+
+
+def signing_hook(credentials: SessionCredentials) -> RpcHook:
+    """The RemotingClient hook that signs as RocketMQ's AclClientRPCHook."""
+
+    def hook(addr: str, request: RemotingCommand) -> RemotingCommand:
+        return sign_request(request, credentials)
+
+    return hook
 
 
 class ProducerHandle(Protocol):

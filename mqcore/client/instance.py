@@ -32,7 +32,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from mqcore.client.broker_requests import maybe_await, register_broker_requests
-from mqcore.client.config import ClientConfig, ConsumerHandle, ProducerHandle
+from mqcore.client.config import ClientConfig, ConsumerHandle, ProducerHandle, signing_hook
 from mqcore.client.errors import (
     BrokerUnreachableError,
     ClientStateError,
@@ -87,7 +87,8 @@ __all__ = [
 log = logging.getLogger("mq.client")
 
 
-_InstanceKey = tuple[int, tuple[str, ...], str]
+_InstanceKey = tuple[int, tuple[str, ...], str, str | None]
+"""(loop, name servers, instance name, access key): other keys get their own connections."""
 
 
 class ClientInstance:
@@ -115,7 +116,8 @@ class ClientInstance:
         name = instance_name or config.instance_name or "DEFAULT"
         if name == "DEFAULT":
             name = str(os.getpid())  # as Java's changeInstanceNameToPID
-        key = (id(asyncio.get_running_loop()), addrs, name)
+        signer = config.credentials.access_key if config.credentials is not None else None
+        key = (id(asyncio.get_running_loop()), addrs, name, signer)
         instance = cls._instances.get(key)
         if instance is None or instance._closed:
             instance = cls(addrs, name, config)
@@ -140,6 +142,8 @@ class ClientInstance:
                 connect_timeout=config.connect_timeout,
                 ssl_context=config.ssl_context(),
             )
+        if config.credentials is not None:
+            self.remoting.rpc_hook = signing_hook(config.credentials)
         self.api: MQClientAPI = MQClientAPI(self)
         self.routes: dict[str, TopicRouteData] = {}
         self.publish_info: dict[str, TopicPublishInfo] = {}

@@ -29,6 +29,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from mqcore.client.allocate import AllocateStrategy
+from mqcore.client.config import with_credentials
 from mqcore.client.consumer_base import FLOW_CONTROL_DELAY, ConsumerBase
 from mqcore.client.errors import ClientStateError
 from mqcore.client.instance import ClientConfig
@@ -83,6 +84,8 @@ class LitePullConsumer(ConsumerBase):
         offset_store_dir: str | None = None,
         instance_name: str | None = None,
         client_config: ClientConfig | None = None,
+        access_key: str | None = None,
+        secret_key: str | None = None,
     ) -> None:
         super().__init__(
             group,
@@ -96,7 +99,7 @@ class LitePullConsumer(ConsumerBase):
             pull_threshold_size_for_queue=pull_threshold_size_for_queue,
             offset_store_dir=offset_store_dir,
             instance_name=instance_name,
-            client_config=client_config,
+            client_config=with_credentials(client_config, access_key, secret_key),
         )
         self.auto_commit = auto_commit
         self.auto_commit_interval = auto_commit_interval

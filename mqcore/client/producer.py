@@ -32,6 +32,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any, TypeAlias
 
 from mqcore.client.api import SendResult, SendStatus
+from mqcore.client.config import with_credentials
 from mqcore.client.errors import (
     ClientStateError,
     InvalidGroupError,
@@ -236,6 +237,8 @@ class Producer:
         default_topic_queue_nums: int = 4,
         send_latency_fault_enable: bool = True,
         client_config: ClientConfig | None = None,
+        access_key: str | None = None,
+        secret_key: str | None = None,
     ) -> None:
         validate_group(group)
         self.group = group
@@ -249,7 +252,7 @@ class Producer:
         self.max_message_size = max_message_size
         self.default_topic_queue_nums = default_topic_queue_nums
         self.fault_strategy = MQFaultStrategy(send_latency_fault_enable)
-        self.client_config = client_config
+        self.client_config = with_credentials(client_config, access_key, secret_key)
         self._instance: ClientInstance | None = None
         self._tasks: set[asyncio.Task[Any]] = set()
 

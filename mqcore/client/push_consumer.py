@@ -31,6 +31,7 @@ from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from mqcore.client.allocate import AllocateStrategy
+from mqcore.client.config import with_credentials
 from mqcore.client.consume_service import (
     ConsumeConcurrentlyService,
     ConsumeOrderlyService,
@@ -101,6 +102,8 @@ class PushConsumer(ConsumerBase):
         offset_store_dir: str | None = None,
         instance_name: str | None = None,
         client_config: ClientConfig | None = None,
+        access_key: str | None = None,
+        secret_key: str | None = None,
     ) -> None:
         super().__init__(
             group,
@@ -114,7 +117,7 @@ class PushConsumer(ConsumerBase):
             pull_threshold_size_for_queue=pull_threshold_size_for_queue,
             offset_store_dir=offset_store_dir,
             instance_name=instance_name,
-            client_config=client_config,
+            client_config=with_credentials(client_config, access_key, secret_key),
         )
         self.consume_thread_max = consume_thread_max
         self.batch_max_size = consume_message_batch_max_size

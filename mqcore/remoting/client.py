@@ -21,11 +21,11 @@ import ssl
 
 from mqcore.protocol import DEFAULT_MAX_FRAME, RemotingCommand
 from mqcore.remoting.channel import DEFAULT_HIGH_WATER, DEFAULT_LOW_WATER, Channel
-from mqcore.remoting.dispatcher import Processor, RequestDispatcher
+from mqcore.remoting.dispatcher import Processor, RequestDispatcher, RpcHook
 from mqcore.remoting.errors import RemotingConnectError
 from mqcore.remoting.tls import describe_tls_error
 
-__all__ = ["RemotingClient", "split_address"]
+__all__ = ["RemotingClient", "RpcHook", "split_address"]
 
 log = logging.getLogger("mq.remoting")
 
@@ -63,6 +63,8 @@ class RemotingClient:
         self._channels: dict[str, Channel] = {}
         self._connecting: dict[str, asyncio.Future[Channel]] = {}
         self._closed = False
+        self.rpc_hook: RpcHook | None = None
+        """Rewrites each request before it is sent (the ACL signature); set by the owner."""
 
     def register(self, code: int, processor: Processor) -> None:
         """Handle a request the server sends us (e.g. NOTIFY_CONSUMER_IDS_CHANGED)."""
@@ -116,10 +118,14 @@ class RemotingClient:
     ) -> RemotingCommand:
         """Send ``request`` to ``addr`` and return the response command (any code)."""
         channel = await self.channel(addr)
+        if self.rpc_hook is not None:
+            request = self.rpc_hook(addr, request)
         return await channel.invoke(request, timeout)
 
     async def invoke_oneway(self, addr: str, request: RemotingCommand) -> None:
         channel = await self.channel(addr)
+        if self.rpc_hook is not None:
+            request = self.rpc_hook(addr, request)
         await channel.invoke_oneway(request)
 
     def close_channel(self, addr: str) -> None:
