@@ -421,18 +421,17 @@ def infer_geometry(data: bytes | mmap.mmap, *, path: str | None = None) -> tuple
     index_count = max(_HEADER.unpack_from(data, 0)[5], 1)
     body = size - INDEX_HEADER_SIZE
     candidates = []
-    # slots*4 + entries*20 == body with entries >= max(indexCount, 2)
-    for slots in range(body // HASH_SLOT_SIZE, 0, -1):
-        rest = body - slots * HASH_SLOT_SIZE
-        if rest % INDEX_ENTRY_SIZE:
+    # slots*4 + entries*20 == body with entries >= max(indexCount, 2): only every fifth
+    # slot count below the one that leaves room for the entries can fit, so the scan
+    # visits those alone (a garbage header used to cost a pass over every slot count).
+    top = (body - max(index_count, 2) * INDEX_ENTRY_SIZE) // HASH_SLOT_SIZE
+    top -= (top - body // HASH_SLOT_SIZE) % 5
+    for slots in range(top if body % HASH_SLOT_SIZE == 0 else 0, 0, -5):
+        if index_count > 1 and not _geometry_fits(data, slots, index_count):
             continue
-        entries = rest // INDEX_ENTRY_SIZE
-        if entries < max(index_count, 2):
-            continue
-        if index_count <= 1 or _geometry_fits(data, slots, index_count):
-            candidates.append((slots, entries))
-            if index_count <= 1 or len(candidates) > 1:
-                break
+        candidates.append((slots, (body - slots * HASH_SLOT_SIZE) // INDEX_ENTRY_SIZE))
+        if index_count <= 1 or len(candidates) > 1:
+            break
     if len(candidates) == 1:
         return candidates[0]
     what = "no" if not candidates else "more than one"
