@@ -45,6 +45,9 @@ class Context:
     name: str
     namesrv: str
     description: str = ""
+    access_key: str = ""
+    """ACL keys this context signs with (see mqcli.credentials); empty: unsigned."""
+    secret_key: str = ""
 
 
 @dataclass(slots=True)
@@ -64,7 +67,13 @@ class ContextStore:
         except (OSError, orjson.JSONDecodeError) as exc:
             output.fail(f"cannot read {path}: {exc}", hint="fix or delete the file")
         contexts = {
-            name: Context(name, str(c.get("namesrv", "")), str(c.get("description", "")))
+            name: Context(
+                name,
+                str(c.get("namesrv", "")),
+                str(c.get("description", "")),
+                str(c.get("accessKey", "")),
+                str(c.get("secretKey", "")),
+            )
             for name, c in dict(doc.get("contexts", {})).items()
         }
         current = doc.get("current")
@@ -75,12 +84,18 @@ class ContextStore:
         path.parent.mkdir(parents=True, exist_ok=True)
         doc = {
             "current": self.current,
-            "contexts": {
-                n: {"namesrv": c.namesrv, "description": c.description}
-                for n, c in sorted(self.contexts.items())
-            },
+            "contexts": {n: _context_doc(c) for n, c in sorted(self.contexts.items())},
         }
         write_atomically(path, orjson.dumps(doc, option=orjson.OPT_INDENT_2))
+        if any(c.secret_key for c in self.contexts.values()):
+            path.chmod(0o600)  # it holds ACL secrets
+
+
+def _context_doc(c: Context) -> dict[str, str]:
+    doc = {"namesrv": c.namesrv, "description": c.description}
+    if c.access_key:
+        doc |= {"accessKey": c.access_key, "secretKey": c.secret_key}
+    return doc
 
 
 def resolve_namesrv(option: str | None) -> str:

@@ -20,6 +20,7 @@ from prompt_toolkit.history import FileHistory
 
 from mqcli.commands.produce import Printer, Spec, TemplateError, send_one
 from mqcli.connect import config_dir
+from mqcli.credentials import client_config
 from mqcli.output import err_console, fail
 from mqcore.client import Admin, Producer
 from mqcore.errors import MQError
@@ -131,7 +132,7 @@ class PromptCompleter(Completer):
 
 async def _topics(namesrv: str) -> set[str]:
     try:
-        async with Admin(namesrv) as admin:
+        async with Admin(namesrv, client_config=client_config()) as admin:
             names = await admin.topic_list()
     except MQError:
         return set()
@@ -155,7 +156,9 @@ async def run_prompt(namesrv: str, group: str, spec: Spec, *, timeout: float, as
         " Ctrl-D or :quit to leave",
         highlight=False,
     )
-    async with Producer(group, namesrv, send_timeout=timeout) as producer:
+    async with Producer(
+        group, namesrv, send_timeout=timeout, client_config=client_config()
+    ) as producer:
         while True:
             try:
                 line = await prompt.prompt_async(session.prompt())

@@ -12,6 +12,7 @@ except ImportError:  # pragma: no cover
     from click.exceptions import ClickException  # type: ignore[no-redef]
 
 from mqcli import output
+from mqcli.credentials import set_cli_credentials
 from mqcore import __version__
 from mqcore.errors import MQError
 
@@ -37,7 +38,14 @@ def _root(
     version: bool = typer.Option(
         False, "--version", callback=_version, is_eager=True, help="Print the version."
     ),
+    access_key: str | None = typer.Option(
+        None, "--access-key", help="ACL access key to sign requests with (env MQ_ACCESS_KEY)."
+    ),
+    secret_key: str | None = typer.Option(
+        None, "--secret-key", help="ACL secret key (env MQ_SECRET_KEY).", show_default=False
+    ),
 ) -> None:
+    set_cli_credentials(access_key, secret_key)
     output.set_debug(debug)
     output.quiet_library_logs(debug)
 
@@ -46,7 +54,7 @@ PANELS = {
     "Servers": ("namesrv", "broker", "up"),
     "Messages": ("produce", "consume", "query", "message"),
     "Administration": ("topic", "group", "cluster"),
-    "Tools": ("tui", "bench", "store", "context", "completion"),
+    "Tools": ("tui", "bench", "store", "context", "acl", "completion"),
 }
 
 
@@ -54,6 +62,7 @@ def _register() -> None:
     # Each subcommand lives in its own module under mqcli.commands and exposes `register`;
     # the help lists them by panel, in this order.
     from mqcli.commands import (
+        acl,
         bench,
         broker,
         cluster,
@@ -72,8 +81,11 @@ def _register() -> None:
     )
 
     for module in (namesrv, broker, up, produce, consume, query, message, topic, group,
-                   cluster, tui, bench, store, context, completion):  # fmt: skip
+                   cluster, tui, bench, store, context, acl, completion):  # fmt: skip
         module.register(app)
+    from mqcli.tls_options import add_tls_options
+
+    add_tls_options(app)  # --tls and --tls-ca wherever -n/--namesrv is
     panel_of = {name: panel for panel, names in PANELS.items() for name in names}
     for command in app.registered_commands:
         command.rich_help_panel = panel_of.get(command.name or "", "Tools")

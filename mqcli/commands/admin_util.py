@@ -15,6 +15,7 @@ from typing import Any
 import typer
 
 from mqcli.connect import resolve_namesrv
+from mqcli.credentials import client_config
 from mqcli.output import console, err_console, fail
 from mqcore.client import Admin
 
@@ -68,7 +69,9 @@ def check_group(name: str, what: str = "group") -> str:
 @asynccontextmanager
 async def admin_session(namesrv: str | None, timeout: float = 5.0) -> AsyncIterator[Admin]:
     """An :class:`Admin` on the resolved name server(s) for one command."""
-    async with Admin(namesrv=resolve_namesrv(namesrv), timeout=timeout) as admin:
+    async with Admin(
+        namesrv=resolve_namesrv(namesrv), timeout=timeout, client_config=client_config()
+    ) as admin:
         yield admin
 
 

@@ -34,6 +34,7 @@ import typer
 
 from mqcli.commands.admin_util import check_group, complete_group, complete_topic
 from mqcli.connect import NamesrvOpt, config_dir, resolve_namesrv, run_async
+from mqcli.credentials import client_config
 from mqcli.output import err_console, fail
 from mqcli.render import MESSAGE_HEADERS, MESSAGE_HEADERS_WIDE, broker_of, message_json, message_row
 from mqcli.template import Template, TemplateError, compile_template
@@ -222,7 +223,7 @@ async def _consume(opts: dict[str, Any], sink: Sink) -> tuple[int, bool]:
     stop = asyncio.Event()
     signals = [0]
     remove_handlers = _install_stop(stop, signals)
-    admin = Admin(opts["namesrv"])
+    admin = Admin(opts["namesrv"], client_config=client_config())
     await admin.start()
     consumer: PushConsumer | LitePullConsumer | None = None
     try:
@@ -242,6 +243,7 @@ async def _consume(opts: dict[str, Any], sink: Sink) -> tuple[int, bool]:
             "message_model": model,
             "consume_from_where": where,
             "offset_store_dir": str(config_dir() / "offsets"),
+            "client_config": client_config(),
         }
         if opts["broadcast"]:
             # Local offsets live under the client id; a stable one lets the next run resume.

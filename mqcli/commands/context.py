@@ -19,12 +19,16 @@ def add(
     namesrv: str = typer.Option(..., "--namesrv", "-n", help="host:port[;host:port...]"),
     description: str = typer.Option("", "--description", "-d"),
     select: bool = typer.Option(False, "--select", help="Make it the current context."),
+    access_key: str = typer.Option("", "--access-key", help="ACL access key to sign with."),
+    secret_key: str = typer.Option("", "--secret-key", help="ACL secret key to sign with."),
 ) -> None:
     """Save a context (replacing one of the same name)."""
     if not all(":" in part for part in namesrv.split(";") if part):
         fail(f"bad name server list {namesrv!r}", hint="use host:port, several joined by ';'")
+    if bool(access_key) != bool(secret_key):
+        fail("give both --access-key and --secret-key, or neither")
     store = ContextStore.load()
-    store.contexts[name] = Context(name, namesrv, description)
+    store.contexts[name] = Context(name, namesrv, description, access_key, secret_key)
     if select or store.current is None:
         store.current = name
     store.save()
@@ -55,7 +59,12 @@ def ls(as_json: bool = typer.Option(False, "--json", "-j", help="JSON output."))
                 "current": store.current,
                 "effective": resolve_namesrv(None),
                 "contexts": [
-                    {"name": c.name, "namesrv": c.namesrv, "description": c.description}
+                    {
+                        "name": c.name,
+                        "namesrv": c.namesrv,
+                        "description": c.description,
+                        "accessKey": c.access_key or None,
+                    }
                     for c in store.contexts.values()
                 ],
             }

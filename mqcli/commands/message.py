@@ -16,6 +16,7 @@ from mqcli.commands.admin_util import check_group, complete_topic
 from mqcli.commands.produce import DEFAULT_GROUP, Printer
 from mqcli.commands.query import check_output, find_message, print_messages
 from mqcli.connect import NamesrvOpt, resolve_namesrv, run_async
+from mqcli.credentials import client_config
 from mqcli.output import err_console, fail
 from mqcore.client import Admin, Producer, SendResult, make_message
 from mqcore.errors import MQClientError
@@ -41,7 +42,7 @@ TopicOpt = typer.Option(
 async def _find(
     namesrv: str, msg_id: str, topic: str | None
 ) -> tuple[MessageExt, dict[str, dict[int, str]]]:
-    async with Admin(namesrv) as admin:
+    async with Admin(namesrv, client_config=client_config()) as admin:
         msg = await find_message(admin, msg_id, topic)
         return msg, dict(admin.instance.broker_addrs)
 
@@ -79,7 +80,7 @@ def copy_for_resend(msg: MessageExt, topic: str) -> Message:
 async def _resend(
     namesrv: str, msg_id: str, topic: str | None, target: str | None, group: str
 ) -> tuple[MessageExt, Message, SendResult]:
-    async with Admin(namesrv) as admin:
+    async with Admin(namesrv, client_config=client_config()) as admin:
         msg = await find_message(admin, msg_id, topic)
     dest = target or original_topic(msg)
     if dest is None:
@@ -88,7 +89,7 @@ async def _resend(
             " property): pass --to TOPIC"
         )
     copy = copy_for_resend(msg, dest)
-    async with Producer(group, namesrv) as producer:
+    async with Producer(group, namesrv, client_config=client_config()) as producer:
         result = await producer.send(copy)
     return msg, copy, result
 

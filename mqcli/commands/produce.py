@@ -36,6 +36,7 @@ from rich.progress import (
 
 from mqcli.commands.admin_util import check_group, complete_topic
 from mqcli.connect import NamesrvOpt, resolve_namesrv, run_async
+from mqcli.credentials import client_config
 from mqcli.output import err_console, fail
 from mqcore.client import (
     LocalTransactionState,
@@ -398,7 +399,7 @@ async def _produce(
         local, check, _ = transaction
         producer = TransactionProducer.answering(local, check, group, namesrv, send_timeout=timeout)
     else:
-        producer = Producer(group, namesrv, send_timeout=timeout)
+        producer = Producer(group, namesrv, send_timeout=timeout, client_config=client_config())
     await producer.start()
     try:
         if progress is not None:

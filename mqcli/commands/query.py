@@ -23,6 +23,7 @@ from rich.text import Text
 
 from mqcli.commands.admin_util import complete_topic
 from mqcli.connect import NamesrvOpt, resolve_namesrv, run_async
+from mqcli.credentials import client_config
 from mqcli.output import console, err_console, fail
 from mqcli.render import (
     MESSAGE_HEADERS,
@@ -131,7 +132,7 @@ def _time(pos: Position | None, default: int, flag: str) -> int:
 async def _run(opts: dict[str, Any]) -> tuple[list[MessageExt], bool, dict[str, dict[int, str]]]:
     topic: str | None = opts["topic"]
     limit: int = opts["max"]
-    async with Admin(opts["namesrv"]) as admin:
+    async with Admin(opts["namesrv"], client_config=client_config()) as admin:
         truncated = False
         if opts["id"]:
             msgs = [await find_message(admin, opts["id"], topic)]

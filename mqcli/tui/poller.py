@@ -37,6 +37,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
+from mqcli.credentials import client_config
 from mqcli.ha import ha_state
 from mqcli.tui.model import (
     DEFAULT_DELAY_LEVELS,
@@ -154,7 +155,12 @@ class Poller:
         self.model_interval = model_interval
         self.timeout = timeout
         self.clock = clock
-        self.admin = Admin(namesrv, instance_name=f"mq-tui-{os.getpid()}", timeout=timeout)
+        self.admin = Admin(
+            namesrv,
+            instance_name=f"mq-tui-{os.getpid()}",
+            timeout=timeout,
+            client_config=client_config(),
+        )
         self.history = History(history)
         self._known: dict[str, BrokerRow] = {}
         self._delay_tables: dict[str, list[tuple[str, int]]] = {}

@@ -47,6 +47,7 @@ from mqcli.commands.bench.stats import (
     with_progress,
 )
 from mqcli.connect import NamesrvOpt, resolve_namesrv, run_async
+from mqcli.credentials import client_config
 from mqcli.output import err_console, fail, print_json_line
 from mqcore.client import (
     Admin,
@@ -219,6 +220,7 @@ async def consumers(
                 consume_from_where=ConsumeFromWhere.LAST,  # least to prefetch before the seek
                 pull_batch_size=pull_batch,
                 instance_name=f"mq-bench-{os.getpid()}-{i}",
+                client_config=client_config(),
             )
             consumer.assign(share)
             opened.append(consumer)
@@ -238,7 +240,7 @@ async def _fill(
     """Send the backlog; returns each queue's offsets from before it."""
     fill = Tally()
     await ensure_topic(admin, load.topic)
-    async with Producer(PRODUCER_GROUP, namesrv=namesrv) as producer:
+    async with Producer(PRODUCER_GROUP, namesrv=namesrv, client_config=client_config()) as producer:
         await warm_up(producer, load.topic, load.size, None)
         before = await queue_offsets(admin, load.topic, wait=True)
         status = send_status(load, fill, f"sent to {load.topic} (backlog)")
@@ -268,7 +270,9 @@ async def run_consume(
     show_progress: bool,
 ) -> Receiver:
     """Plan where each queue starts (and the drain's target), then consume."""
-    async with Admin(namesrv, instance_name=f"mq-bench-admin-{os.getpid()}") as admin:
+    async with Admin(
+        namesrv, instance_name=f"mq-bench-admin-{os.getpid()}", client_config=client_config()
+    ) as admin:
         before: dict[MessageQueue, tuple[int, int]] | None = None
         if backlog is not None:
             size, messages = backlog

@@ -54,6 +54,7 @@ from mqcli.commands.bench.produce import (
 )
 from mqcli.commands.bench.stats import Tally, rate, with_progress
 from mqcli.connect import NamesrvOpt, resolve_namesrv, run_async
+from mqcli.credentials import client_config
 from mqcli.output import err_console, fail
 from mqcore.client import Admin, Producer
 from mqcore.message import MessageExt
@@ -115,10 +116,12 @@ async def run_e2e(
 ) -> tuple[StampedReceiver, Tally]:
     """Open the consumers at the end of every queue, then send and receive at once."""
     sent = Tally()
-    async with Admin(namesrv, instance_name=f"mq-bench-admin-{os.getpid()}") as admin:
+    async with Admin(
+        namesrv, instance_name=f"mq-bench-admin-{os.getpid()}", client_config=client_config()
+    ) as admin:
         await ensure_topic(admin, load.topic)
         offsets = await queue_offsets(admin, load.topic, wait=True)
-    async with Producer(PRODUCER_GROUP, namesrv=namesrv) as producer:
+    async with Producer(PRODUCER_GROUP, namesrv=namesrv, client_config=client_config()) as producer:
         # Connection and route before the clock; its unstamped message is read and ignored.
         await warm_up(producer, load.topic, load.size, load.tags)
         starts = {mq: high for mq, (_low, high) in offsets.items()}

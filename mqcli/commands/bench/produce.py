@@ -22,6 +22,7 @@ import typer
 
 from mqcli.commands.bench.stats import Status, Tally, print_table, rate, summarize, with_progress
 from mqcli.connect import NamesrvOpt, resolve_namesrv, run_async
+from mqcli.credentials import client_config
 from mqcli.output import err_console, fail, print_json_line
 from mqcore.client import Producer, make_message
 from mqcore.errors import MQClientError
@@ -171,7 +172,7 @@ def send_total(load: SendLoad) -> float | None:
 async def run_produce(namesrv: str, load: SendLoad, *, show_progress: bool) -> tuple[Tally, float]:
     """Run the load; returns the tally and the wall seconds from first send to last answer."""
     tally = Tally()
-    async with Producer(PRODUCER_GROUP, namesrv=namesrv) as producer:
+    async with Producer(PRODUCER_GROUP, namesrv=namesrv, client_config=client_config()) as producer:
         await warm_up(producer, load.topic, load.size, load.tags)
         begin = time.monotonic()
         await with_progress(

@@ -9,6 +9,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.widgets import DataTable
 
+from mqcli.credentials import client_config
 from mqcli.tui.dialogs.confirm_name import ConfirmByName
 from mqcli.tui.lookup import dlq_messages, original_topic, resend
 from mqcli.tui.model import Snapshot
@@ -144,7 +145,12 @@ class DeadLettersScreen(ViewScreen):
 
     @work(group="dlq-resend")
     async def resend(self, messages: list[MessageExt]) -> None:
-        producer = Producer(RESEND_GROUP, self.mq_app.namesrv, instance_name="mq-tui-resend")
+        producer = Producer(
+            RESEND_GROUP,
+            self.mq_app.namesrv,
+            instance_name="mq-tui-resend",
+            client_config=client_config(),
+        )
         try:
             await producer.start()
             sent = await resend(producer, messages)

@@ -1,0 +1,68 @@
+"""Which ACL keys the CLI signs with: ``mq --access-key K --secret-key S <command>`` >
+``MQ_ACCESS_KEY``/``MQ_SECRET_KEY`` > the current context's keys > RocketMQ's
+``$ROCKETMQ_HOME/conf/tools.yml`` (``accessKey``/``secretKey``, what mqadmin reads) >
+none (requests go unsigned, as to a server without ACL)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import yaml
+
+from mqcli.connect import ContextStore
+from mqcli.output import fail
+from mqcore.acl.signature import SessionCredentials
+from mqcore.client import ClientConfig
+
+__all__ = ["client_config", "resolve_credentials", "set_cli_credentials"]
+
+_from_options: SessionCredentials | None = None
+
+
+def _pair(access_key: str | None, secret_key: str | None, where: str) -> SessionCredentials | None:
+    if not access_key and not secret_key:
+        return None
+    if not access_key or not secret_key:
+        fail(f"{where} gives only one of the access key and the secret key", hint="give both")
+    return SessionCredentials(access_key, secret_key)
+
+
+def set_cli_credentials(access_key: str | None, secret_key: str | None) -> None:
+    """The root options' keys (the first choice)."""
+    global _from_options
+    _from_options = _pair(access_key, secret_key, "--access-key/--secret-key")
+
+
+def _tools_yml() -> SessionCredentials | None:
+    home = os.environ.get("ROCKETMQ_HOME")
+    if not home:
+        return None
+    try:
+        doc = yaml.safe_load((Path(home) / "conf" / "tools.yml").read_text())
+    except (OSError, yaml.YAMLError):
+        return None
+    if not isinstance(doc, dict):
+        return None
+    ak, sk = doc.get("accessKey"), doc.get("secretKey")
+    return SessionCredentials(str(ak), str(sk)) if ak and sk else None
+
+
+def resolve_credentials() -> SessionCredentials | None:
+    if _from_options is not None:
+        return _from_options
+    env = _pair(os.environ.get("MQ_ACCESS_KEY"), os.environ.get("MQ_SECRET_KEY"), "the environment")
+    if env is not None:
+        return env
+    store = ContextStore.load()
+    if store.current is not None:
+        context = store.contexts[store.current]
+        if context.access_key and context.secret_key:
+            return SessionCredentials(context.access_key, context.secret_key)
+    return _tools_yml()
+
+
+def client_config() -> ClientConfig | None:
+    """The ClientConfig a command's clients use: signing when keys were given."""
+    credentials = resolve_credentials()
+    return None if credentials is None else ClientConfig(credentials=credentials)
