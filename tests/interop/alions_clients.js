@@ -1,6 +1,8 @@
 // ali-ons (the pure-JS RocketMQ client) as a producer or a push consumer against mq.
 //   node alions_clients.js produce NAMESRV TOPIC COUNT   -> one JSON line per send result
 //   node alions_clients.js consume NAMESRV TOPIC GROUP COUNT -> one JSON line per message
+//   node alions_clients.js produce-try NAMESRV TOPIC COUNT -> a send error is a JSON line too
+// ALIONS_ACCESS_KEY / ALIONS_SECRET_KEY: sign requests (plain ACL) with these keys.
 'use strict';
 
 const path = require('path');
@@ -12,8 +14,13 @@ const silent = { info() {}, warn() {}, debug() {}, error(e) { process.stderr.wri
 
 function out(obj) { process.stdout.write(JSON.stringify(obj) + '\n'); }
 
+const credentials = process.env.ALIONS_ACCESS_KEY
+  ? { accessKeyId: process.env.ALIONS_ACCESS_KEY, accessKeySecret: process.env.ALIONS_SECRET_KEY }
+  : {};
+
 async function produce(nameSrv, topic, count) {
-  const producer = new ons.Producer({ nameSrv, httpclient, logger: silent, producerGroup: 'alions-pg' });
+  const producer = new ons.Producer({
+    nameSrv, httpclient, logger: silent, producerGroup: 'alions-pg', ...credentials });
   await producer.ready();
   for (let i = 0; i < count; i++) {
     const msg = new ons.Message(topic, i % 2 ? 'TagB' : 'TagA', `ons-body-${i}`);
@@ -27,7 +34,7 @@ async function produce(nameSrv, topic, count) {
 async function consume(nameSrv, topic, group, count) {
   const consumer = new ons.Consumer({
     nameSrv, httpclient, logger: silent, consumerGroup: group,
-    consumeFromWhere: 'CONSUME_FROM_FIRST_OFFSET', rebalanceInterval: 1000,
+    consumeFromWhere: 'CONSUME_FROM_FIRST_OFFSET', rebalanceInterval: 1000, ...credentials,
   });
   let seen = 0;
   const done = new Promise(resolve => {
@@ -44,9 +51,26 @@ async function consume(nameSrv, topic, group, count) {
   await consumer.close();
 }
 
+async function produceTry(nameSrv, topic, count) {
+  const producer = new ons.Producer({
+    nameSrv, httpclient, logger: silent, producerGroup: 'alions-pg', ...credentials });
+  producer.on('error', () => {});
+  await producer.ready();
+  for (let i = 0; i < count; i++) {
+    try {
+      const r = await producer.send(new ons.Message(topic, 'TagA', `ons-body-${i}`));
+      out({ status: r.sendStatus, queueOffset: r.queueOffset });
+    } catch (err) {
+      out({ error: String(err.message || err), code: err.code === undefined ? null : err.code });
+    }
+  }
+  await producer.close().catch(() => {}); // unregistering is refused too with a wrong key
+}
+
 async function main() {
   const [ mode, nameSrv, topic, a, b ] = process.argv.slice(2);
   if (mode === 'produce') await produce(nameSrv, topic, Number(a));
+  else if (mode === 'produce-try') await produceTry(nameSrv, topic, Number(a));
   else await consume(nameSrv, topic, a, Number(b));
 }
 

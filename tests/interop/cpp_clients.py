@@ -4,11 +4,15 @@ result. Run in its own process: the native library keeps threads of its own.
 
     python cpp_clients.py produce NAMESRV TOPIC COUNT
     python cpp_clients.py consume NAMESRV TOPIC GROUP COUNT [TIMEOUT_S]
+    python cpp_clients.py produce-try NAMESRV TOPIC COUNT   (a failed send is a JSON line)
+
+CPP_ACCESS_KEY / CPP_SECRET_KEY: sign requests (plain ACL) via set_session_credentials.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import sys
 import threading
 import time
@@ -21,9 +25,35 @@ def out(obj: object) -> None:
     sys.stdout.flush()
 
 
+def sign(client: Producer | PushConsumer) -> None:
+    access_key = os.environ.get("CPP_ACCESS_KEY")
+    if access_key:
+        client.set_session_credentials(access_key, os.environ.get("CPP_SECRET_KEY", ""), "ALIYUN")
+
+
+def produce_try(namesrv: str, topic: str, count: int) -> None:
+    producer = Producer("cpp-pg")
+    producer.set_namesrv_addr(namesrv)
+    sign(producer)
+    producer.start()
+    try:
+        for i in range(count):
+            msg = Message(topic)
+            msg.set_tags("TagA")
+            msg.set_body(f"cpp-body-{i}")
+            try:
+                r = producer.send_sync(msg)
+                out({"status": int(r.status), "offset": r.offset})
+            except Exception as exc:  # the client raises on a refused send
+                out({"error": str(exc)})
+    finally:
+        producer.shutdown()
+
+
 def produce(namesrv: str, topic: str, count: int) -> None:
     producer = Producer("cpp-pg")
     producer.set_namesrv_addr(namesrv)
+    sign(producer)
     producer.start()
     try:
         for i in range(count):
@@ -53,6 +83,7 @@ def consume(namesrv: str, topic: str, group: str, count: int, timeout: float) ->
 
     consumer = PushConsumer(group)
     consumer.set_namesrv_addr(namesrv)
+    sign(consumer)
     consumer.subscribe(topic, on_message)
     consumer.start()
     deadline = time.monotonic() + timeout
@@ -72,6 +103,8 @@ def main() -> None:
     mode, namesrv, topic, *rest = sys.argv[1:]
     if mode == "produce":
         produce(namesrv, topic, int(rest[0]))
+    elif mode == "produce-try":
+        produce_try(namesrv, topic, int(rest[0]))
     else:
         timeout = float(rest[2]) if len(rest) > 2 else 60.0
         consume(namesrv, topic, rest[0], int(rest[1]), timeout)
