@@ -321,6 +321,8 @@ def _decode(
         body_view = buf[p : p + body_len]
         p += body_len
         if magic == MESSAGE_MAGIC_CODE:
+            if p >= end:  # buf[p] would raise IndexError, not struct.error
+                raise CorruptRecordError("record ends before its topic length", offset=pos)
             topic_len = buf[p]
             p += 1
         else:

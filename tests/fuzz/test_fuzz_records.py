@@ -128,3 +128,14 @@ def test_a_compressed_body_that_inflates_to_gigabytes_is_refused() -> None:
     with pytest.raises(CorruptRecordError, match="inflates to more than"):
         decode_record(record)
     assert decode_records(bytes(record)) == []
+
+
+def test_a_record_cut_right_after_its_body_is_corrupt_not_an_index_error() -> None:
+    """Found by bench/fuzz_atheris.py: the v1 topic length is one byte read by index, so a
+    buffer ending after the body raised IndexError out of the lenient decoders (a pull
+    body cut there would have broken the client's decoding loop)."""
+    record = bytes(encode_record(topic="T", body=b"x"))
+    cut = record[: len(record) - len(b"\x01T\x00\x00")]
+    with pytest.raises(CorruptRecordError, match="before its topic length"):
+        decode_record(cut, strict=False)
+    assert decode_records(cut) == []
