@@ -12,6 +12,15 @@ arrives on its queue or ``suspendTimeoutMillis`` passes (``shortPollingTimeMills
 long polling off), then re-run once without suspension and answered with that result.
 The piggybacked commit offset is stored during the first run only, and never by a slave.
 
+Held pulls are answered outside the read loop, so the remoting layer's back-pressure
+(stop reading past the high-water mark) cannot bound them: a client that never reads
+could park any number and have each answered with up to 256 KiB at the next arrival.
+So a connection holds at most :data:`MAX_HELD_PULLS_PER_CHANNEL` (more are answered
+PULL_NOT_FOUND at once: short polling, as a client with that many queues would still
+work), and a held pull that wakes while its connection is backed up past the high-water
+mark is answered PULL_NOT_FOUND at the same offset, without messages: the client pulls
+again once it reads.
+
 ``suggestWhichBrokerId`` is 4.9.8's observable result: 0 (the master) unless
 ``slaveReadEnable``; with it, the group's ``whichBrokerWhenConsumeSlowly`` when the store
 says the reader is behind by more than memory holds, else the group's ``brokerId``. The
@@ -41,6 +50,7 @@ from mqcore.protocol.headers import (
     PullSysFlag,
 )
 from mqcore.remoting import Channel
+from mqcore.remoting.channel import DEFAULT_HIGH_WATER
 from mqcore.store.metadata import PERM_READ, SubscriptionGroupConfig
 from mqcore.store.results import GetResult, GetStatus, RecordFilter, TagFilter
 from mqcore.store.store_config import BrokerRole
@@ -60,6 +70,12 @@ _SUCCESS = int(ResponseCode.SUCCESS)
 _NOT_FOUND = int(ResponseCode.PULL_NOT_FOUND)
 
 Filters = tuple[TagFilter | None, RecordFilter | None]
+
+MAX_HELD_PULLS_PER_CHANNEL = 1024
+"""A client holds one pull per queue it consumes on this broker."""
+BACKED_UP_BYTES = DEFAULT_HIGH_WATER
+"""A connection with this much unsent is not reading: held pulls answer it empty."""
+_HELD = "pull.held"
 
 
 class PullRefused(Exception):
@@ -117,7 +133,18 @@ class PullMessageProcessor:
                 header.consumer_group, header.topic, header.queue_id, header.commit_offset
             )
         if response.code == _NOT_FOUND and header.sys_flag & PullSysFlag.SUSPEND:
-            return self._hold(request, header, filters, group)
+            held = channel.attrs.get(_HELD, 0)
+            if held < MAX_HELD_PULLS_PER_CHANNEL:
+                channel.attrs[_HELD] = held + 1
+                return self._hold(channel, request, header, filters, group)
+            refused = channel.attrs["pull.unheld"] = channel.attrs.get("pull.unheld", 0) + 1
+            if refused & (refused - 1) == 0:  # 1, 2, 4...: a flood logs a few lines
+                log.warning(
+                    "%s holds %d pulls already: answering at once (%d so far)",
+                    channel.remote_address,
+                    held,
+                    refused,
+                )
         return response
 
     @property
@@ -126,6 +153,7 @@ class PullMessageProcessor:
 
     async def _hold(
         self,
+        channel: Channel,
         request: RemotingCommand,
         header: PullMessageRequestHeader,
         filters: Filters,
@@ -137,14 +165,29 @@ class PullMessageProcessor:
             else self.config.short_polling_time_mills
         )
         store, topic, queue_id = self.controller.store, header.topic, header.queue_id
-        await self.controller.long_polling.hold(
-            topic,
-            queue_id,
-            header.queue_offset,
-            timeout_ms / 1000,
-            filters[0],
-            lambda: store.get_max_offset_in_queue(topic, queue_id),
-        )
+        try:
+            await self.controller.long_polling.hold(
+                topic,
+                queue_id,
+                header.queue_offset,
+                timeout_ms / 1000,
+                filters[0],
+                lambda: store.get_max_offset_in_queue(topic, queue_id),
+            )
+        finally:
+            channel.attrs[_HELD] -= 1
+        if channel.write_buffered >= BACKED_UP_BYTES:
+            return reply(
+                request,
+                _NOT_FOUND,
+                "the connection is not reading its answers: pull again",
+                PullMessageResponseHeader(
+                    suggest_which_broker_id=MASTER_ID,
+                    next_begin_offset=header.queue_offset,
+                    min_offset=store.get_min_offset_in_queue(topic, queue_id),
+                    max_offset=store.get_max_offset_in_queue(topic, queue_id),
+                ),
+            )
         return self.pull(request, header, filters, group)
 
     # -- checks ---------------------------------------------------------------------------
