@@ -36,9 +36,11 @@ from mqcli.commands.broker import describe, start_broker
 from mqcli.serving import serve_until_signal, setup_logging
 from mqcore.broker.config import BrokerConfig, local_ip
 from mqcore.broker.controller import BrokerController
-from mqcore.errors import MQError
+from mqcore.common.properties import read_properties_file
+from mqcore.errors import ConfigError, MQError
 from mqcore.namesrv import NamesrvConfig, NamesrvController
 from mqcore.remoting import run
+from mqcore.remoting.tls import TlsMode
 from mqcore.store.store_config import BrokerRole, MessageStoreConfig
 
 _MAX_BROKERS = 26
@@ -79,6 +81,7 @@ def _extra_configs(
             broker_cluster_name=first.broker_cluster_name,
             log_dir=f"{store}-{name}/logs",
         )
+        _copy_tls(first, config)
         store_config = MessageStoreConfig(store_path_root_dir=f"{store}-{name}", broker_role=role)
         store_config.validate()
         out.append((config, store_config))
@@ -98,11 +101,32 @@ def _slave_config(master: BrokerConfig, store: Path) -> tuple[BrokerConfig, Mess
         broker_cluster_name=master.broker_cluster_name,
         log_dir=f"{store}-{master.broker_name}-s/logs",
     )
+    _copy_tls(master, config)
     store_config = MessageStoreConfig(
         store_path_root_dir=f"{store}-{master.broker_name}-s", broker_role=BrokerRole.SLAVE
     )
     store_config.validate()
     return config, store_config
+
+
+def _copy_tls(source: BrokerConfig, target: BrokerConfig) -> None:
+    """Every broker of `mq up` serves and connects as the first does (tls.* keys)."""
+    for name in vars(source):
+        if name.startswith("tls_"):
+            setattr(target, name, getattr(source, name))
+
+
+def _apply_tls_file(path: Path, namesrv: NamesrvConfig, broker: BrokerConfig) -> None:
+    """The tls.* keys of ``path`` (RocketMQ's tls.config.file) for the name server and
+    the brokers; the brokers' own calls use TLS too unless the file sets tls.enable."""
+    props = read_properties_file(path)
+    unknown = sorted(k for k in props if not k.startswith("tls."))
+    if unknown:
+        raise ConfigError(f"{path}: only tls.* keys belong in a TLS config file, not {unknown}")
+    namesrv.update({k: v for k, v in props.items() if k in NamesrvConfig.property_fields()})
+    broker.update(props, source=str(path))
+    if "tls.enable" not in props:
+        broker.tls_enable = broker.tls_server_mode is not TlsMode.DISABLED
 
 
 def _label(config: BrokerConfig) -> str:
@@ -266,6 +290,15 @@ def up(
         case_sensitive=False,
         help="brokerRole of the masters: SYNC_MASTER answers a send once a slave has it.",
     ),
+    tls_config: Path | None = typer.Option(
+        None,
+        "--tls-config",
+        metavar="FILE",
+        exists=True,
+        dir_okay=False,
+        help="Properties file of tls.* keys (tls.server.mode, tls.server.certPath, ...) for "
+        "the name server and every broker; see docs/security.md.",
+    ),
 ) -> None:
     """Run a name server and a broker in one process (Ctrl-C stops both).
 
@@ -300,6 +333,8 @@ def up(
         )
         if brokers > 1:
             broker_config.broker_name = "broker-a"
+        if tls_config is not None:
+            _apply_tls_file(tls_config, namesrv_config, broker_config)
         store_config = MessageStoreConfig(
             store_path_root_dir=str(store), broker_role=BrokerRole(broker_role.value)
         )

@@ -1,0 +1,152 @@
+"""`mq namesrv` and `mq broker` with tls.* keys in their -c files, and the CLI's --tls-ca:
+commands work over TLS, a plain or wrongly trusting CLI fails with one clear line."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import orjson
+import pytest
+from servers import _start, _stop
+from tls_certs import Pki, make_pki
+
+pytestmark = pytest.mark.timeout(180)
+
+
+def mq(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    base = {"COLUMNS": "200", "PATH": "/usr/bin:/bin", "HOME": "/nonexistent-home"}
+    return subprocess.run(
+        [sys.executable, "-m", "mqcli.main", *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        env={**base, **(env or {})},
+    )
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Pki]]:
+    """An enforcing name server and broker (the broker registers over TLS)."""
+    base = tmp_path_factory.mktemp("tls-cluster")
+    pki = make_pki(base / "pki")
+    server = (
+        "tls.server.mode=enforcing\n"
+        f"tls.server.certPath={pki.server_cert}\ntls.server.keyPath={pki.server_key}\n"
+    )
+    ns_dir = base / "ns"
+    ns_dir.mkdir()
+    (ns_dir / "ns.conf").write_text(
+        f"kvConfigPath={ns_dir / 'kv.json'}\nlogDir={ns_dir / 'logs'}\n{server}"
+    )
+    procs: list[subprocess.Popen[str]] = []
+    try:
+        ns, addr = _start(["namesrv", "-c", str(ns_dir / "ns.conf"), "--listen", "127.0.0.1:0"],
+                          ns_dir, "namesrv")  # fmt: skip
+        procs.append(ns)
+        wd = base / "broker"
+        wd.mkdir()
+        (wd / "broker.conf").write_text(
+            f"brokerName=broker-a\nbrokerIP1=127.0.0.1\nnamesrvAddr={addr}\n"
+            f"storePathRootDir={wd / 'store'}\nlogDir={wd / 'logs'}\n"
+            f"mappedFileSizeCommitLog={4 * 1024 * 1024}\n{server}"
+            f"tls.enable=true\ntls.client.trustCertPath={pki.ca}\n"
+        )
+        broker, _ = _start(["broker", "-c", str(wd / "broker.conf"), "--listen", "127.0.0.1:0"],
+                           wd, "broker")  # fmt: skip
+        procs.append(broker)
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            done = mq("cluster", "list", "--json", "-n", addr, "--tls-ca", str(pki.ca))
+            if done.returncode == 0 and "broker-a" in done.stdout:
+                break
+            time.sleep(0.3)
+        else:
+            raise AssertionError(f"the broker did not register over TLS: {done.stderr}")
+        yield addr, pki
+    finally:
+        for proc in reversed(procs):
+            _stop(proc)
+
+
+def test_produce_and_consume_over_tls(cluster: tuple[str, Pki]) -> None:
+    addr, pki = cluster
+    tls = ["-n", addr, "--tls-ca", str(pki.ca)]
+    done = mq("produce", "-t", "TlsCli", "--body", "hi {{Count}}", "--count", "3", *tls)
+    assert done.returncode == 0, done.stderr
+    done = mq("consume", "-t", "TlsCli", "-g", "g-tls", "--pull", "--from", "first",
+              "--no-follow", "--json", *tls)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    bodies = sorted(orjson.loads(line)["body"] for line in done.stdout.splitlines())
+    assert bodies == ["hi 1", "hi 2", "hi 3"]
+    # The environment says the same as the options.
+    done = mq("topic", "list", "--json", "-n", addr, env={"MQ_TLS_CA": str(pki.ca)})
+    assert done.returncode == 0 and "TlsCli" in done.stdout, done.stderr
+
+
+def test_plain_cli_is_refused_with_one_line(cluster: tuple[str, Pki]) -> None:
+    addr, _ = cluster
+    done = mq("cluster", "list", "-n", addr)
+    assert done.returncode != 0
+    assert done.stderr.strip() and "Traceback" not in done.stderr
+
+
+def test_wrong_ca_is_one_clear_line(cluster: tuple[str, Pki]) -> None:
+    addr, pki = cluster
+    done = mq("cluster", "list", "-n", addr, "--tls-ca", str(pki.other_ca))
+    assert done.returncode != 0
+    lines = [line for line in done.stderr.splitlines() if line.strip()]
+    assert "not trusted" in lines[0] and "--tls-ca" in lines[0], done.stderr
+    assert "Traceback" not in done.stderr and len(lines) <= 2  # the error and a hint at most
+
+
+def test_missing_ca_file_is_a_usage_error(cluster: tuple[str, Pki], tmp_path: Path) -> None:
+    addr, _ = cluster
+    done = mq("topic", "list", "-n", addr, "--tls-ca", str(tmp_path / "nope.pem"))
+    assert done.returncode != 0 and "--tls-ca" in done.stderr
+
+
+def test_server_with_a_bad_certificate_path_says_which_key(tmp_path: Path) -> None:
+    conf = tmp_path / "ns.conf"
+    conf.write_text(
+        f"kvConfigPath={tmp_path / 'kv.json'}\nlogDir={tmp_path / 'logs'}\n"
+        f"tls.server.mode=permissive\ntls.server.certPath={tmp_path / 'none.pem'}\n"
+        f"tls.server.keyPath={tmp_path / 'none.key'}\n"
+    )
+    done = mq("namesrv", "-c", str(conf), "--listen", "127.0.0.1:0",
+              env={"HOME": str(tmp_path)})  # fmt: skip
+    assert done.returncode != 0
+    assert "tls.server.certPath" in done.stderr and "Traceback" not in done.stderr
+    assert os.path.exists(conf)
+
+
+def test_up_passes_the_tls_file_to_every_server(tmp_path: Path) -> None:
+    pki = make_pki(tmp_path / "pki")
+    tls_file = tmp_path / "tls.properties"
+    tls_file.write_text(
+        "tls.server.mode=enforcing\n"
+        f"tls.server.certPath={pki.server_cert}\ntls.server.keyPath={pki.server_key}\n"
+        f"tls.client.trustCertPath={pki.ca}\n"
+    )
+    args = ["up", "--namesrv-port", "0", "--broker-port", "0", "--store", str(tmp_path / "s"),
+            "--tls-config", str(tls_file)]  # fmt: skip
+    proc, addr = _start(args, tmp_path / "up", "mq up")
+    try:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:  # the broker registered over TLS
+            done = mq("cluster", "list", "--json", "-n", addr, "--tls-ca", str(pki.ca))
+            if done.returncode == 0 and "127.0.0.1:" in done.stdout:
+                break
+            time.sleep(0.3)
+        else:
+            raise AssertionError(f"no broker registered: {done.stderr}")
+        done = mq("produce", "-t", "UpTls", "--body", "x", "-n", addr, "--tls-ca", str(pki.ca))
+        assert done.returncode == 0, done.stderr
+        assert mq("cluster", "list", "-n", addr).returncode != 0  # plain: refused
+    finally:
+        _stop(proc)
