@@ -20,6 +20,8 @@ on ``a = 1`` only.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from mqcore.errors import FilterSyntaxError
 from mqcore.filter.sql92.ast import (
     BoolCast,
@@ -56,6 +58,16 @@ def parse(expression: str) -> Node:
         return _Parser(expression).parse()
     except RecursionError:  # the depth limits should make this unreachable
         raise syntax_error(expression, 0, "expression nested too deeply") from None
+
+
+def _flatten(kind: str, side: Node, parts: list[Node], depth: int) -> int:
+    """Add ``side`` to a ``kind`` chain's operands (its own operands when it is a ``kind``
+    chain itself); returns the chain's depth with it."""
+    if isinstance(side, Logic) and side.op == kind:
+        parts.extend(side.operands)
+        return max(depth, side.depth)
+    parts.append(side)
+    return max(depth, 1 + side.depth)
 
 
 def _describe(tok: Token) -> str:
@@ -212,18 +224,30 @@ class _Parser:
         return self.condition(node)
 
     def or_expression(self) -> Node:
-        left = self.and_expression()
-        while self.peek().kind == "OR":
-            op = self.advance()
-            left = self.logic(op, left, self.and_expression())
-        return left
+        return self.chain("OR", self.and_expression)
 
     def and_expression(self) -> Node:
-        left = self.equality_expression()
-        while self.peek().kind == "AND":
+        return self.chain("AND", self.equality_expression)
+
+    def chain(self, kind: str, operand: Callable[[], Node]) -> Node:
+        """``x OR y OR z ...`` as one flattened Logic, built in one pass: folding it pair by
+        pair (:meth:`logic`) copied and measured every operand again at each step, which
+        made a selector of 4,000 terms take seconds to parse."""
+        left = operand()
+        if self.peek().kind != kind:
+            return left
+        parts: list[Node] = []
+        depth = 0
+        op = self.peek()
+        while self.peek().kind == kind:
             op = self.advance()
-            left = self.logic(op, left, self.equality_expression())
-        return left
+            right = operand()
+            if not parts:  # checked in the order the pairwise fold checked them
+                depth = _flatten(kind, self.condition(left), parts, depth)
+            depth = _flatten(kind, self.condition(right), parts, depth)
+            if depth > MAX_DEPTH:
+                raise self.error(op.pos, f"expression nested too deeply (limit {MAX_DEPTH})")
+        return Logic(kind, tuple(parts), op.pos, depth)
 
     def equality_expression(self) -> Node:
         left = self.comparison_expression()
