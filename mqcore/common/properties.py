@@ -58,6 +58,10 @@ def read_properties_file(path: Path) -> dict[str, str]:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise ConfigError(f"cannot read config file {path}: {exc.strerror}") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(
+            f"config file {path} is not UTF-8 (byte {exc.start} is {exc.object[exc.start]:#x})"
+        ) from None
     return parse_properties(text)
 
 
