@@ -13,6 +13,8 @@ from mqcore.message.model import MessageExt
 from mqcore.protocol import RemotingCommand, RequestCode, ResponseCode
 from mqcore.protocol.headers import PullMessageRequestHeader, PullSysFlag
 
+from .broker_fakes import FakeChannel
+
 
 async def test_a_registered_hold_waits_for_news_past_its_offset() -> None:
     polling = LongPollingService()
@@ -31,13 +33,6 @@ async def test_entries_that_landed_before_registration_answer_at_once() -> None:
     polling = LongPollingService()
     woke = await asyncio.wait_for(polling.hold("T", 0, 5, 10.0, max_offset=lambda: 6), 1)
     assert woke is True and not polling.has_waiters("T", 0)
-
-
-class _Channel:
-    remote_address = "127.0.0.1:50001"
-
-    def __init__(self) -> None:
-        self.attrs: dict[str, Any] = {}
 
 
 async def test_a_pull_racing_the_dispatch_of_its_message_is_not_left_hanging(
@@ -60,7 +55,7 @@ async def test_a_pull_racing_the_dispatch_of_its_message_is_not_left_hanging(
         subscription="*",
     )
     request = RemotingCommand.request(RequestCode.PULL_MESSAGE, header.to_ext_fields())
-    channel: Any = _Channel()
+    channel: Any = FakeChannel("127.0.0.1:50001")
     processor = broker.server.dispatcher.processor_for(RequestCode.PULL_MESSAGE)
     assert processor is not None
     held = processor(channel, request)

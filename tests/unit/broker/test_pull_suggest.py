@@ -22,14 +22,9 @@ from mqcore.protocol.headers import (
 )
 from mqcore.store.store_config import BrokerRole, MessageStoreConfig
 
+from .broker_fakes import FakeChannel
+
 TOPIC = "Suggest"
-
-
-class _Channel:
-    remote_address = "127.0.0.1:50002"
-
-    def __init__(self) -> None:
-        self.attrs: dict[str, Any] = {}
 
 
 async def _start(tmp_path: Path, ratio: int) -> BrokerController:
@@ -102,7 +97,7 @@ def _request(group: str, offset: int = 0, flags: int = 0, commit: int = 0) -> Re
 async def _pull(broker: BrokerController, request: RemotingCommand) -> RemotingCommand:
     processor = broker.server.dispatcher.processor_for(RequestCode.PULL_MESSAGE)
     assert processor is not None
-    answer = processor(_Channel(), request)  # type: ignore[arg-type]
+    answer = processor(FakeChannel("127.0.0.1:50002"), request)  # type: ignore[arg-type]
     if inspect.isawaitable(answer):
         answer = await asyncio.wait_for(answer, 5)
     assert isinstance(answer, RemotingCommand)
@@ -154,7 +149,8 @@ async def test_a_held_pull_answers_with_the_same_rule(behind: BrokerController) 
     behind.config.slave_read_enable = True
     processor = behind.server.dispatcher.processor_for(RequestCode.PULL_MESSAGE)
     assert processor is not None
-    held = processor(_Channel(), _request("slowly-2", offset=3, flags=PullSysFlag.SUSPEND))  # type: ignore[arg-type]
+    channel: Any = FakeChannel("127.0.0.1:50002")
+    held = processor(channel, _request("slowly-2", offset=3, flags=PullSysFlag.SUSPEND))
     assert inspect.isawaitable(held)
     msg = MessageExt(topic=TOPIC, body=b"late", queue_id=0, properties={"TAGS": "A"})
     assert behind.store.put_message(msg).ok
