@@ -52,10 +52,11 @@ def quiet_client_logs() -> None:
     logging.getLogger("mq").setLevel(logging.CRITICAL)
 
 
-def rss_kib(pid: int) -> int:
-    """Resident set size of ``pid`` (VmRSS, KiB)."""
+def rss_kib(pid: int, field: str = "VmRSS") -> int:
+    """Resident memory of ``pid`` in KiB. VmRSS counts the touched pages of the mapped
+    commit log too, which grow with the data written; RssAnon is the heap alone."""
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
+        if line.startswith(f"{field}:"):
             return int(line.split()[1])
     return 0
 

@@ -8,7 +8,8 @@ Our client sends single, batch, async, delayed and transactional messages (paced
 ``--pause``); a push consumer asks for 2 % of deliveries again (RECONSUME_LATER) and for
 every id divisible by 97 always, with 2 reconsumes allowed, so those go through
 ``%RETRY%`` to ``%DLQ%``; the consumer is shut down and started afresh every
-``--restart-every`` seconds. Broker VmRSS and open descriptors are sampled every 10 s.
+``--restart-every`` seconds. Broker VmRSS, RssAnon (VmRSS without the mapped store
+files, which grow with the data) and open descriptors are sampled every 10 s.
 
 At the end the load stops and everything drains. Each acknowledged message is then
 delivered (consumed successfully), in the DLQ, in retry (asked again, not yet
@@ -99,7 +100,12 @@ async def run(args: argparse.Namespace, console: Console) -> dict[str, Any]:
             while (now := time.monotonic()) - t0 < seconds:
                 if now >= next_sample:
                     next_sample += SAMPLE_EVERY
-                    sample = {"t": round(now - t0, 1), "rssKiB": rss_kib(pid), "fds": fd_count(pid)}
+                    sample = {
+                        "t": round(now - t0, 1),
+                        "rssKiB": rss_kib(pid),
+                        "anonKiB": rss_kib(pid, "RssAnon"),
+                        "fds": fd_count(pid),
+                    }
                     samples.append(sample)
                     progress.update(
                         bar,
@@ -157,6 +163,7 @@ async def run(args: argparse.Namespace, console: Console) -> dict[str, Any]:
         "duplicates": sum(r["duplicates"] for r in ledger.by_kind()),
         "byKind": ledger.by_kind(),
         "rss": curve("rssKiB"),
+        "anon": curve("anonKiB"),
         "fds": curve("fds"),
         "samples": samples,
     }
@@ -182,7 +189,7 @@ def main() -> None:
         for key in ("acknowledged", "delivered", "inDlq", "inRetry", "rolledBack", "lost",
                     "rolledBackDelivered", "duplicates"):  # fmt: skip
             table.add_row(key, f"{result[key]:,}")
-        for key, unit in (("rss", "KiB"), ("fds", "")):
+        for key, unit in (("rss", "KiB"), ("anon", "KiB"), ("fds", "")):
             c = result[key]
             table.add_row(
                 f"broker {key} after warm-up",
