@@ -371,6 +371,33 @@ async def test_a_pending_half_message_is_checked_back_after_a_restart(tmp_path: 
         await _stop(cluster)
 
 
+async def test_check_progress_reaches_the_disk_without_waiting_for_a_shutdown(
+    tmp_path: Path,
+) -> None:
+    """A kill -9 must not send the check service back to the start: its progress is
+    written soon after a pass moves it, not at the next (here: minute-long) offsets
+    flush or a clean shutdown."""
+    cluster = await _cluster(tmp_path, flush_consumer_offset_interval=60_000)
+    try:
+        await cluster.create_topic("TxP")
+        producer = await cluster.producer(by_body({"a": UNKNOWN}), by_body({"a": COMMIT}))
+        await producer.send_message_in_transaction(make_message("TxP", "a"))
+        await cluster.checks_settled()
+        stored = cluster.store / "config" / "consumerOffset.json"
+        key = f"{RMQ_SYS_TRANS_HALF_TOPIC}@CID_RMQ_SYS_TRANS"
+
+        def on_disk() -> int | None:
+            if not stored.exists():
+                return None
+            table = json.loads(stored.read_text().replace("{0:", '{"0":'))["offsetTable"]
+            return table.get(key, {}).get("0")
+
+        await until(lambda: on_disk() == cluster.half_progress(), what="progress on disk")
+        assert on_disk() is not None and on_disk() > 0  # type: ignore[operator]
+    finally:
+        await _stop(cluster)
+
+
 # -- refusals ---------------------------------------------------------------------------
 
 

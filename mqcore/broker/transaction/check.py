@@ -176,6 +176,11 @@ class TransactionalMessageCheckService:
         new_op_offset = _contiguous(op_offset, done_ops)
         if new_op_offset != op_offset:
             bridge.set_progress(RMQ_SYS_TRANS_OP_HALF_TOPIC, new_op_offset)
+        if new_offset != half_offset or new_op_offset != op_offset:
+            # On disk within a second, not at the next offsets flush: a crash before that
+            # restarted the check from the old progress, putting back a new copy of every
+            # open half message each time (50 kills: 47,637 checks for 5,000 transactions).
+            self.controller.config_persister.request(self.controller.consumer_offset_manager)
         report.half_progress = (half_offset, new_offset)
         report.op_progress = (op_offset, new_op_offset)
         if report.checked or report.discarded:
