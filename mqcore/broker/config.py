@@ -12,8 +12,7 @@ from dataclasses import dataclass, field
 
 from mqcore.common.properties import PropertiesConfig, prop
 from mqcore.errors import ConfigError
-from mqcore.remoting import DEFAULT_FRAME_TIMEOUT, DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_PER_ADDRESS
-from mqcore.remoting.tls import ClientAuth, TlsMode
+from mqcore.remoting.settings import ServerSettings
 
 __all__ = ["BrokerConfig", "local_ip"]
 
@@ -29,7 +28,7 @@ def local_ip() -> str:
 
 
 @dataclass
-class BrokerConfig(PropertiesConfig):
+class BrokerConfig(ServerSettings, PropertiesConfig):
     """Broker settings; field names map to RocketMQ's camelCase keys."""
 
     broker_cluster_name: str = "DefaultCluster"
@@ -71,29 +70,11 @@ class BrokerConfig(PropertiesConfig):
     trace_on: bool = True
     max_reconsume_times: int = 16
     rebalance_lock_max_live_time: int = 60_000
-    server_channel_max_idle_time_seconds: float = DEFAULT_IDLE_TIMEOUT
-    """Close a connection silent this long with no request in progress (0: never)."""
-    server_frame_read_timeout_seconds: float = DEFAULT_FRAME_TIMEOUT
-    """Close a connection whose frame is not complete this long after it began (0: never)."""
-    server_max_connections_per_address: int = DEFAULT_MAX_PER_ADDRESS
-    """Open connections one remote host may hold; past it new ones are closed (0: no cap)."""
     acl_enable: bool = False
     """Check every request against the plain ACL file (RocketMQ's ``aclEnable``)."""
     plain_acl_file: str | None = None
     """The ACL file; default ``$ROCKETMQ_HOME/conf/plain_acl.yml``, else
     ``<storePathRootDir>/config/plain_acl.yml``."""
-    tls_server_mode: TlsMode = prop("tls.server.mode", TlsMode.DISABLED)  # noqa: RUF009
-    """disabled, permissive (TLS and plain clients on one port) or enforcing (TLS only);
-    RocketMQ's default is permissive, ours disabled (no certificate to serve)."""
-    tls_server_cert_path: str | None = prop("tls.server.certPath", None)
-    """The server's certificate chain (PEM)."""
-    tls_server_key_path: str | None = prop("tls.server.keyPath", None)
-    tls_server_key_password: str | None = prop("tls.server.keyPassword", None)
-    tls_server_need_client_auth: ClientAuth = prop(  # noqa: RUF009 (an enum member)
-        "tls.server.need.client.auth", ClientAuth.NONE
-    )
-    """none, optional or require a client certificate, checked against trustCertPath."""
-    tls_server_trust_cert_path: str | None = prop("tls.server.trustCertPath", None)
     tls_enable: bool = prop("tls.enable", False)
     """This broker's own connections (to name servers, a slave's to its master) use TLS."""
     tls_client_cert_path: str | None = prop("tls.client.certPath", None)
