@@ -44,7 +44,14 @@ from mqcore.filter.sql92.compile import compile_node
 from mqcore.filter.sql92.parser import MAX_DEPTH, parse
 from mqcore.filter.sql92.values import EvalError
 
-__all__ = ["MAX_DEPTH", "FilterSyntaxError", "SqlFilter", "compile_sql", "parse"]
+__all__ = [
+    "MAX_DEPTH",
+    "MAX_EXPRESSION_LENGTH",
+    "FilterSyntaxError",
+    "SqlFilter",
+    "compile_sql",
+    "parse",
+]
 
 
 class SqlFilter:
@@ -85,6 +92,12 @@ def _names(node: object) -> list[str]:
     return out
 
 
+MAX_EXPRESSION_LENGTH = 16 * 1024
+"""Longer subscriptions are refused before parsing: compiling runs on the broker's event
+loop, and one 16 MiB frame could otherwise carry a selector that takes tens of seconds
+(RocketMQ has no cap; real selectors are a few hundred characters)."""
+
+
 def compile_sql(expression: str) -> SqlFilter:
     """Parse and compile ``expression`` (cached, as RocketMQ caches parses).
 
@@ -93,6 +106,12 @@ def compile_sql(expression: str) -> SqlFilter:
     """
     if not isinstance(expression, str):
         raise FilterSyntaxError(f"SQL92 expression must be a string, not {type(expression)}")
+    if len(expression) > MAX_EXPRESSION_LENGTH:
+        raise FilterSyntaxError(
+            f"SQL92 expression of {len(expression)} characters: at most "
+            f"{MAX_EXPRESSION_LENGTH} are accepted",
+            expression=expression[:200],
+        )
     return _compile_cached(expression)
 
 
