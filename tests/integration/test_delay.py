@@ -16,6 +16,7 @@ import sys
 import time
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from inproc_broker import running_namesrv
@@ -54,7 +55,7 @@ async def until(cond: Callable[[], bool], timeout: float = 15.0, what: str = "")
         await asyncio.sleep(0.02)
 
 
-def make_broker(store: Path, namesrv: str | None) -> BrokerController:
+def make_broker(store: Path, namesrv: str | None, **store_settings: Any) -> BrokerController:
     return BrokerController(
         BrokerConfig(
             listen_port=0,
@@ -70,6 +71,7 @@ def make_broker(store: Path, namesrv: str | None) -> BrokerController:
             max_hash_slot_num=1000,
             max_index_num=4000,
             message_delay_level=TABLE,
+            **store_settings,
         ),
     )
 
@@ -303,3 +305,26 @@ def store_inspect_rows(doc: dict[str, object]) -> list[dict[str, int]]:
     rows = doc["delay_levels"]
     assert isinstance(rows, list)
     return rows
+
+
+async def test_progress_reaches_the_disk_soon_without_a_stop(tmp_path: Path) -> None:
+    """A kill -9 must not replay every delivered delay: the progress is written soon after
+    a delivery, not only at the (here: minute-long) periodic flush or a clean stop."""
+    store = tmp_path / "store"
+    broker = make_broker(store, None, flush_delay_offset_interval=60_000)
+    await broker.start()
+    try:
+        broker.topics.update(TopicConfig("DK", 1, 1))
+        for i in range(3):
+            assert (await send_v1(broker, "DK", f"DELAY\x011\x02KEYS\x01k{i}")).code == 0
+        await until(lambda: len(real_queue(broker, "DK")) == 3, timeout=10, what="delivery")
+        offsets = store / "config" / "delayOffset.json"
+
+        def on_disk() -> int:
+            if not offsets.exists():
+                return 0
+            return int(fastjson.loads(offsets.read_text())["offsetTable"].get(1, 0))
+
+        await until(lambda: on_disk() == 3, timeout=10, what="delay progress on disk")
+    finally:
+        await broker.shutdown()
