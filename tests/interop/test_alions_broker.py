@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import asyncio
-import json
-import os
 import sys
 from pathlib import Path
-from typing import Any
 
 import pytest
+from interop_support import node, registered
 
 from mqcore.client import Admin, LitePullConsumer, Producer, make_message
 
@@ -17,36 +15,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "integration"))
 from inproc_broker import running_broker, running_namesrv
 
 pytestmark = pytest.mark.interop
-
-SCRIPT = Path(__file__).with_name("alions_clients.js")
-
-
-async def node(alions_dir: Path, *args: str, timeout: float = 60) -> list[dict[str, Any]]:
-    proc = await asyncio.create_subprocess_exec(
-        "node",
-        str(SCRIPT),
-        *args,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-        env={**os.environ, "ALIONS_NODE_DIR": str(alions_dir)},
-    )
-    try:
-        out, err = await asyncio.wait_for(proc.communicate(), timeout)
-    finally:
-        if proc.returncode is None:
-            proc.kill()
-            await proc.wait()
-    assert proc.returncode == 0, err.decode()[-3000:]
-    return [json.loads(line) for line in out.decode().splitlines() if line.strip()]
-
-
-async def registered(admin: Admin, timeout: float = 15) -> None:
-    """Wait (with a deadline) until the broker has registered at the name server."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while not await admin.master_addrs():
-        assert loop.time() < deadline, "the broker never registered"
-        await asyncio.sleep(0.05)
 
 
 async def test_alions_producer_to_mq_consumer(tmp_path: Path, alions_dir: Path) -> None:

@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from interop_support import alions_env, registered, run_json_lines
 
 from mqcore.broker.controller import BrokerController
 from mqcore.client import (
@@ -68,28 +69,14 @@ def broker_with_short_delays(
 
 
 def _env(alions_dir: Path) -> dict[str, str]:
-    return {**os.environ, "ALIONS_NODE_DIR": str(alions_dir)}
+    return {**os.environ, **alions_env(alions_dir)}
 
 
 async def node_once(alions_dir: Path, *args: str, timeout: float = 30) -> list[dict[str, Any]]:
     """Run one short ali-ons command to completion; its JSON lines."""
-    proc = await asyncio.create_subprocess_exec(
-        "node",
-        str(SCRIPT),
-        *args,
-        stdin=asyncio.subprocess.DEVNULL,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-        env=_env(alions_dir),
+    return await run_json_lines(
+        ["node", str(SCRIPT)], *args, env=alions_env(alions_dir), timeout=timeout
     )
-    try:
-        out, err = await asyncio.wait_for(proc.communicate(), timeout)
-    finally:
-        if proc.returncode is None:
-            proc.kill()
-            await proc.wait()
-    assert proc.returncode == 0, err.decode()[-3000:]
-    return [json.loads(line) for line in out.decode().splitlines() if line.strip()]
 
 
 class NodeConsumer:
@@ -157,14 +144,6 @@ async def node_consumer(alions_dir: Path, *args: str) -> AsyncIterator[NodeConsu
     finally:
         await consumer.stop()
     assert proc.returncode == 0, f"ali-ons consumer exited with {proc.returncode}"
-
-
-async def registered(admin: Admin, timeout: float = 15) -> None:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while not await admin.master_addrs():
-        assert loop.time() < deadline, "the broker never registered"
-        await asyncio.sleep(0.05)
 
 
 async def poll_until(consumer: LitePullConsumer, count: int, timeout: float) -> list[MessageExt]:

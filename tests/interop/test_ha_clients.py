@@ -4,15 +4,13 @@ Apache C++-core client (master/slave failover)."""
 from __future__ import annotations
 
 import asyncio
-import json
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any
 
 import pytest
-from test_alions_broker import node, registered
+from interop_support import node, registered, run_json_lines
 
 from mqcore.client import Admin, Producer, make_message
 from mqcore.store.store_config import BrokerRole
@@ -23,20 +21,6 @@ from inproc_broker import running_broker, running_namesrv, until
 pytestmark = pytest.mark.interop
 
 TOPIC = "OnsHa"
-
-
-async def cpp(command: list[str], *args: str, timeout: float = 90) -> list[dict[str, Any]]:
-    proc = await asyncio.create_subprocess_exec(
-        *command, *args, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE
-    )
-    try:
-        out, err = await asyncio.wait_for(proc.communicate(), timeout)
-    finally:
-        if proc.returncode is None:
-            proc.kill()
-            await proc.wait()
-    assert proc.returncode == 0, err.decode()[-3000:]
-    return [json.loads(line) for line in out.decode().splitlines() if line.startswith("{")]
 
 
 @asynccontextmanager
@@ -75,5 +59,5 @@ async def test_the_cpp_client_consumes_from_the_slave_while_the_master_is_down(
     tmp_path: Path, cpp_client: list[str]
 ) -> None:
     async with master_down_slave_serving(tmp_path) as namesrv:
-        seen = await cpp(cpp_client, "consume", namesrv, TOPIC, "cpp-ha-cg", "20", "60")
+        seen = await run_json_lines(cpp_client, "consume", namesrv, TOPIC, "cpp-ha-cg", "20", "60")
     assert sorted(m["body"] for m in seen) == sorted(f"ha-body-{i}" for i in range(20))
