@@ -27,6 +27,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from reliability_common import stop_process
 from rich.console import Console
 from rich.table import Table
 
@@ -66,13 +67,8 @@ class Procs:
 
     def stop(self, name: str) -> None:
         proc = self.procs.pop(name, None)
-        if proc is not None and proc.poll() is None:
-            proc.terminate()
-            try:
-                proc.wait(30)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(10)
+        if proc is not None:
+            stop_process(proc)
 
     def stop_all(self) -> None:
         for name in list(self.procs):

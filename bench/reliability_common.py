@@ -46,6 +46,18 @@ LISTEN = re.compile(r"listening on (\S+):(\d+)")
 KINDS = ("single", "batch", "async", "delayed", "tx-commit", "tx-rollback")
 
 
+def stop_process(proc: subprocess.Popen[Any]) -> int:
+    """SIGTERM, then SIGKILL if it has not exited within 30 s; its exit code."""
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(10)
+    return proc.returncode
+
+
 def quiet_client_logs() -> None:
     """The client logs every refused connection while the broker is down: expected
     here, and it would bury the progress display."""
@@ -182,16 +194,7 @@ class Cluster:
 
     @staticmethod
     def _stop(proc: subprocess.Popen[bytes] | None) -> int | None:
-        if proc is None:
-            return None
-        if proc.poll() is None:
-            proc.terminate()
-            try:
-                proc.wait(30)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(10)
-        return proc.returncode
+        return None if proc is None else stop_process(proc)
 
     def stop_broker(self) -> int | None:
         return self._stop(self.broker)
