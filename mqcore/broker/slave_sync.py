@@ -24,8 +24,8 @@ keep the others stale.
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING
+from collections.abc import Awaitable, Callable, Mapping
+from typing import TYPE_CHECKING, Any
 
 from mqcore.common.metadata import DataVersion
 from mqcore.errors import MQError
@@ -142,14 +142,8 @@ class SlaveSynchronize:
         wrapper = TopicConfigSerializeWrapper.decode(
             await self._ask(vip_addr(addr), RequestCode.GET_ALL_TOPIC_CONFIG)
         )
-        manager = self.topics
-        with manager._lock:
-            if manager.data_version == wrapper.data_version:
-                return False
-            _assign(manager.data_version, wrapper.data_version)
-            manager.table.clear()
-            manager.table.update(wrapper.topic_config_table)
-            manager.persist()
+        if not _take_if_changed(self.topics, wrapper.data_version, wrapper.topic_config_table):
+            return False
         log.info("slave topic configs updated from master %s", addr)
         return True
 
@@ -180,14 +174,9 @@ class SlaveSynchronize:
         wrapper = SubscriptionGroupWrapper.decode(
             await self._ask(addr, RequestCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG)
         )
-        manager = self.groups
-        with manager._lock:
-            if manager.data_version == wrapper.data_version:
-                return False
-            _assign(manager.data_version, wrapper.data_version)
-            manager.table.clear()
-            manager.table.update(wrapper.subscription_group_table)
-            manager.persist()
+        table = wrapper.subscription_group_table
+        if not _take_if_changed(self.groups, wrapper.data_version, table):
+            return False
         log.info("slave subscription groups updated from master %s", addr)
         return True
 
@@ -203,6 +192,23 @@ def _assign(target: DataVersion, source: DataVersion) -> None:
     """In place (``assignNewOne``): whoever holds the manager's version object sees it."""
     target.timestamp = source.timestamp
     target.counter = source.counter
+
+
+def _take_if_changed(
+    manager: TopicConfigManager | SubscriptionGroupManager,
+    version: DataVersion,
+    table: Mapping[str, Any],
+) -> bool:
+    """The master's whole table and data version, unless ours has that version already
+    (4.9.8's rule for topics and groups); persisted. True when taken."""
+    with manager._lock:
+        if manager.data_version == version:
+            return False
+        _assign(manager.data_version, version)
+        manager.table.clear()
+        manager.table.update(table)
+        manager.persist()
+    return True
 
 
 def register(controller: BrokerController) -> SlaveSynchronize | None:
