@@ -208,14 +208,15 @@ def raise_fd_limit(need: int) -> None:
 
 
 async def open_idle(addr: str, pid: int, count: int) -> list[socket.socket]:
-    """``count`` connections that never send a byte, opened 100 at a time, each batch
+    """``count`` connections that never send a byte, opened 50 at a time (half the
+    listen backlog), each batch
     waited for in the broker's descriptors: a connection the kernel completed while
     the accept queue was full is dropped server-side, unknown to a silent client."""
     host, port = addr.rsplit(":", 1)
     out: list[socket.socket] = []
     base = fds(pid)
     while len(out) < count:
-        for _ in range(min(100, count - len(out))):
+        for _ in range(min(50, count - len(out))):
             s = socket.socket()
             s.setblocking(False)
             try:
@@ -224,7 +225,7 @@ async def open_idle(addr: str, pid: int, count: int) -> list[socket.socket]:
                 pass
             out.append(s)
         opened = len(out)
-        await until(lambda n=opened: fds(pid) >= base + n, 30, f"the broker accepts {opened}")
+        await until(lambda n=opened: fds(pid) >= base + n, 60, f"the broker accepts {opened}")
     return out
 
 

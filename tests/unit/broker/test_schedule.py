@@ -19,6 +19,7 @@ from mqcore.message.model import MessageExt
 from mqcore.message.record import decode_record
 from mqcore.store.message_store import MessageStore
 from mqcore.store.metadata import DelayOffsetManager
+from mqcore.store.metadata.persister import ConfigPersister
 from mqcore.store.results import PutResult, PutStatus
 from mqcore.store.store_config import MessageStoreConfig
 
@@ -43,6 +44,7 @@ def service(tmp_path: Path) -> Iterator[ScheduleMessageService]:
         store_config=config,
         delay_offset_manager=offsets,
         stats=BrokerStatsManager(),
+        config_persister=ConfigPersister(),  # not started: requests are only queued
     )
     try:
         yield ScheduleMessageService(controller)
