@@ -26,12 +26,14 @@ BROKER_NAME = "broker-a"
 
 
 @asynccontextmanager
-async def running_namesrv(tmp_path: Path) -> AsyncIterator[NamesrvController]:
+async def running_namesrv(tmp_path: Path, **overrides: Any) -> AsyncIterator[NamesrvController]:
+    """A name server on 127.0.0.1 (port 0); ``overrides`` are NamesrvConfig fields."""
     namesrv = NamesrvController(
         NamesrvConfig(
             listen_port=0,
             bind_address="127.0.0.1",
             kv_config_path=str(tmp_path / "namesrv" / "kvConfig.json"),
+            **overrides,
         )
     )
     await namesrv.start()

@@ -5,20 +5,18 @@ port (permissive), and a master/slave pair replicates over TLS."""
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 from typing import Any
 
 import pytest
-from inproc_broker import running_broker, until
+from inproc_broker import running_broker, running_namesrv, until
 from tls_certs import Pki, make_pki
 
 from mqcore.broker.controller import BrokerController
 from mqcore.client import Admin, ClientConfig, LitePullConsumer, Producer, make_message
 from mqcore.client.rebalance import ConsumeFromWhere
 from mqcore.errors import MQError
-from mqcore.namesrv.config import NamesrvConfig
 from mqcore.namesrv.controller import NamesrvController
 from mqcore.remoting import Channel, RemotingServer
 from mqcore.remoting.tls import TlsMode
@@ -49,21 +47,10 @@ def broker_keys(pki: Pki, mode: TlsMode, *, tls_enable: bool = True) -> dict[str
     }
 
 
-@asynccontextmanager
-async def tls_namesrv(tmp_path: Path, pki: Pki, mode: TlsMode) -> AsyncIterator[NamesrvController]:
-    namesrv = NamesrvController(
-        NamesrvConfig(
-            listen_port=0,
-            bind_address="127.0.0.1",
-            kv_config_path=str(tmp_path / "namesrv" / "kvConfig.json"),
-            **server_keys(pki, mode),
-        )
-    )
-    await namesrv.start()
-    try:
-        yield namesrv
-    finally:
-        await namesrv.shutdown()
+def tls_namesrv(
+    tmp_path: Path, pki: Pki, mode: TlsMode
+) -> AbstractAsyncContextManager[NamesrvController]:
+    return running_namesrv(tmp_path, **server_keys(pki, mode))
 
 
 def tls_client(pki: Pki) -> ClientConfig:
