@@ -2,7 +2,6 @@
 ``librocketmq.so`` inside the wheel) as a producer or a push consumer, one JSON line per
 result. Run in its own process: the native library keeps threads of its own.
 
-    python cpp_clients.py produce NAMESRV TOPIC COUNT
     python cpp_clients.py consume NAMESRV TOPIC GROUP COUNT [TIMEOUT_S]
     python cpp_clients.py produce-try NAMESRV TOPIC COUNT   (a failed send is a JSON line)
 
@@ -50,23 +49,6 @@ def produce_try(namesrv: str, topic: str, count: int) -> None:
         producer.shutdown()
 
 
-def produce(namesrv: str, topic: str, count: int) -> None:
-    producer = Producer("cpp-pg")
-    producer.set_namesrv_addr(namesrv)
-    sign(producer)
-    producer.start()
-    try:
-        for i in range(count):
-            msg = Message(topic)
-            msg.set_keys(f"cpp-k{i}")
-            msg.set_tags("TagA")
-            msg.set_body(f"cpp-body-{i}")
-            r = producer.send_sync(msg)
-            out({"status": int(r.status), "msgId": r.msg_id, "offset": r.offset})
-    finally:
-        producer.shutdown()
-
-
 def consume(namesrv: str, topic: str, group: str, count: int, timeout: float) -> None:
     seen: list[dict[str, object]] = []
     lock = threading.Lock()
@@ -101,9 +83,7 @@ def consume(namesrv: str, topic: str, group: str, count: int, timeout: float) ->
 
 def main() -> None:
     mode, namesrv, topic, *rest = sys.argv[1:]
-    if mode == "produce":
-        produce(namesrv, topic, int(rest[0]))
-    elif mode == "produce-try":
+    if mode == "produce-try":
         produce_try(namesrv, topic, int(rest[0]))
     else:
         timeout = float(rest[2]) if len(rest) > 2 else 60.0
