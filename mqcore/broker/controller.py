@@ -26,13 +26,23 @@ import logging
 from collections.abc import Callable
 
 from mqcore.acl.guard import AclGuard
-from mqcore.broker import slave_sync
+from mqcore.broker import schedule, slave_sync
 from mqcore.broker.client_manager import ConsumerManager, ProducerManager
 from mqcore.broker.config import BrokerConfig
 from mqcore.broker.ha.master import HAService
 from mqcore.broker.ha.slave import HAClient
 from mqcore.broker.long_polling import LongPollingService
 from mqcore.broker.outer_api import BrokerOuterAPI
+from mqcore.broker.processor import (
+    admin,
+    client,
+    end_transaction,
+    offsets,
+    pull,
+    query,
+    send,
+    send_back,
+)
 from mqcore.broker.rebalance_lock import RebalanceLockManager
 from mqcore.broker.reput import ReputService
 from mqcore.broker.stats import BrokerStatsManager
@@ -144,25 +154,15 @@ class BrokerController:
 
     def _register_processors(self) -> None:
         """Every request processor, on ``server`` and (minus PULL_MESSAGE) ``fast_server``."""
-        from mqcore.broker.processor import offsets, pull, send
-
         send.register(self)
         pull.register(self)
         offsets.register(self)
-        # -- client, query and admin processors --
-        from mqcore.broker.processor import admin, client, query
-
         client.register(self)
         query.register(self)
         admin.register(self)
         # -- transactions: END_TRANSACTION and the check-back --
-        from mqcore.broker.processor import end_transaction
-
         self.transaction_service = end_transaction.register(self)
         # -- delay levels (SCHEDULE_TOPIC_XXXX) and CONSUMER_SEND_MSG_BACK --
-        from mqcore.broker import schedule
-        from mqcore.broker.processor import send_back
-
         self.schedule_service = schedule.register(self)
         send_back.register(self)
 
