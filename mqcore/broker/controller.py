@@ -35,11 +35,13 @@ from mqcore.broker.long_polling import LongPollingService
 from mqcore.broker.outer_api import BrokerOuterAPI
 from mqcore.broker.processor import (
     admin,
+    admin_store,
     client,
     end_transaction,
     offsets,
     pull,
     query,
+    reply_message,
     send,
     send_back,
 )
@@ -160,11 +162,13 @@ class BrokerController:
         client.register(self)
         query.register(self)
         admin.register(self)
+        admin_store.register(self)
         # -- transactions: END_TRANSACTION and the check-back --
         self.transaction_service = end_transaction.register(self)
         # -- delay levels (SCHEDULE_TOPIC_XXXX) and CONSUMER_SEND_MSG_BACK --
         self.schedule_service = schedule.register(self)
         send_back.register(self)
+        reply_message.register(self)
 
     # -- addresses ------------------------------------------------------------------------
     @property

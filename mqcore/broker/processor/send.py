@@ -34,6 +34,8 @@ from mqcore.message.const import (
     PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX,
     PROPERTY_WAIT_STORE_MSG_OK,
     RETRY_GROUP_TOPIC_PREFIX,
+    RMQ_SYS_TRANS_HALF_TOPIC,
+    SCHEDULE_TOPIC,
 )
 from mqcore.message.ids import create_offset_msg_id, create_uniq_key
 from mqcore.message.model import HostAddr, MessageExt
@@ -58,10 +60,21 @@ from mqcore.store.results import PutResult, PutStatus
 from . import reply
 
 if TYPE_CHECKING:
+    from mqcore.broker.config import BrokerConfig
     from mqcore.broker.controller import BrokerController
     from mqcore.broker.stats import BrokerStatsManager
+    from mqcore.broker.topics import TopicService
+    from mqcore.store.metadata import SubscriptionGroupManager
 
-__all__ = ["SendMessageProcessor", "count_put", "register"]
+__all__ = [
+    "SendMessageProcessor",
+    "SendRefused",
+    "born_host",
+    "count_put",
+    "msg_check",
+    "parse_properties",
+    "register",
+]
 
 log = logging.getLogger("mq.broker.send")
 
@@ -162,8 +175,9 @@ class SendMessageProcessor:
             return reply(request, exc.code, exc.remark)
         props = batch[0].properties
         wait = props.get(PROPERTY_WAIT_STORE_MSG_OK) != "false"
-        if not header.batch:
-            props.pop(PROPERTY_WAIT_STORE_MSG_OK, None)  # 4.9.8 saves these 9 bytes
+        if not header.batch and batch[0].topic not in (SCHEDULE_TOPIC, RMQ_SYS_TRANS_HALF_TOPIC):
+            # 4.9.8 saves these 9 bytes; its delay and half rewrites store them again
+            props.pop(PROPERTY_WAIT_STORE_MSG_OK, None)
         uniq_key = props.get(PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX, "")
         if header.batch:
             keys = [m.properties.get(PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX, "") for m in batch]
@@ -188,55 +202,13 @@ class SendMessageProcessor:
     # -- checks ---------------------------------------------------------------------------
     def msg_check(self, channel: Channel, header: SendMessageRequestHeader) -> TopicConfig:
         """Permission, topic and queue id checks; the topic's config (maybe just created)."""
-        topic = header.topic
-        broker_ip = self.config.broker_ip1
-        if not self.config.broker_permission & PERM_WRITE:
-            raise SendRefused(
-                ResponseCode.NO_PERMISSION, f"the broker[{broker_ip}] sending message is forbidden"
-            )
-        try:
-            validate_topic_name(topic)
-        except TopicNameError as exc:
-            raise SendRefused(ResponseCode.SYSTEM_ERROR, str(exc)) from None
-        if is_not_allowed_send_topic(topic):
-            raise SendRefused(
-                ResponseCode.NO_PERMISSION, f"Sending message to topic[{topic}] is forbidden."
-            )
-        topics = self.controller.topics
-        config = topics.select(topic)
-        if config is None:
-            config = topics.create_in_send(
-                topic,
-                header.default_topic,
-                header.default_topic_queue_nums,
-                1 if header.unit_mode else 0,
-            )
-            if config is None and topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
-                group = self.controller.subscription_group_manager.find(
-                    topic[len(RETRY_GROUP_TOPIC_PREFIX) :]
-                )
-                if group is not None:
-                    config = topics.create_in_send_back(
-                        topic, group.retry_queue_nums, PERM_READ | PERM_WRITE
-                    )
-            if config is None:
-                raise SendRefused(
-                    ResponseCode.TOPIC_NOT_EXIST,
-                    f"topic[{topic}] not exist, apply first please! "
-                    f"(autoCreateTopicEnable={str(self.config.auto_create_topic_enable).lower()})",
-                )
-        if not config.perm & PERM_WRITE:
-            raise SendRefused(
-                ResponseCode.NO_PERMISSION, f"the topic[{topic}] sending message is forbidden"
-            )
-        limit = max(config.write_queue_nums, config.read_queue_nums)
-        if header.queue_id >= limit:
-            raise SendRefused(
-                ResponseCode.SYSTEM_ERROR,
-                f"request queueId[{header.queue_id}] is illegal, topic {topic} has "
-                f"{limit} queues; producer {channel.remote_address}",
-            )
-        return config
+        return msg_check(
+            channel,
+            header,
+            broker_config=self.config,
+            topics=self.controller.topics,
+            groups=self.controller.subscription_group_manager,
+        )
 
     def _queue_id(self, header: SendMessageRequestHeader, config: TopicConfig) -> int:
         if header.queue_id >= 0:
@@ -430,6 +402,65 @@ class SendMessageProcessor:
         if uniq_key:
             ext["uniqKey"] = uniq_key
         return RemotingCommand.response_to(request, code, remark, ext)
+
+
+def msg_check(
+    channel: Channel,
+    header: SendMessageRequestHeader,
+    *,
+    broker_config: BrokerConfig,
+    topics: TopicService,
+    groups: SubscriptionGroupManager,
+) -> TopicConfig:
+    """Permission, topic and queue id checks (``AbstractSendMessageProcessor.msgCheck``,
+    shared by sends and replies); the topic's config, maybe just created. Raises
+    :class:`SendRefused`."""
+    topic = header.topic
+    broker_ip = broker_config.broker_ip1
+    if not broker_config.broker_permission & PERM_WRITE:
+        raise SendRefused(
+            ResponseCode.NO_PERMISSION, f"the broker[{broker_ip}] sending message is forbidden"
+        )
+    try:
+        validate_topic_name(topic)
+    except TopicNameError as exc:
+        raise SendRefused(ResponseCode.SYSTEM_ERROR, str(exc)) from None
+    if is_not_allowed_send_topic(topic):
+        raise SendRefused(
+            ResponseCode.NO_PERMISSION, f"Sending message to topic[{topic}] is forbidden."
+        )
+    config = topics.select(topic)
+    if config is None:
+        config = topics.create_in_send(
+            topic,
+            header.default_topic,
+            header.default_topic_queue_nums,
+            1 if header.unit_mode else 0,
+        )
+        if config is None and topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
+            group = groups.find(topic[len(RETRY_GROUP_TOPIC_PREFIX) :])
+            if group is not None:
+                config = topics.create_in_send_back(
+                    topic, group.retry_queue_nums, PERM_READ | PERM_WRITE
+                )
+        if config is None:
+            auto = str(broker_config.auto_create_topic_enable).lower()
+            raise SendRefused(
+                ResponseCode.TOPIC_NOT_EXIST,
+                f"topic[{topic}] not exist, apply first please! (autoCreateTopicEnable={auto})",
+            )
+    if not config.perm & PERM_WRITE:
+        raise SendRefused(
+            ResponseCode.NO_PERMISSION, f"the topic[{topic}] sending message is forbidden"
+        )
+    limit = max(config.write_queue_nums, config.read_queue_nums)
+    if header.queue_id >= limit:
+        raise SendRefused(
+            ResponseCode.SYSTEM_ERROR,
+            f"request queueId[{header.queue_id}] is illegal, topic {topic} has "
+            f"{limit} queues; producer {channel.remote_address}",
+        )
+    return config
 
 
 def count_put(stats: BrokerStatsManager, batch: list[MessageExt], result: PutResult) -> None:
