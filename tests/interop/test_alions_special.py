@@ -128,15 +128,18 @@ class NodeConsumer:
 
 
 @asynccontextmanager
-async def node_consumer(alions_dir: Path, *args: str) -> AsyncIterator[NodeConsumer]:
+async def node_consumer(
+    alions_dir: Path, *args: str, script: Path = SCRIPT, env: dict[str, str] | None = None
+) -> AsyncIterator[NodeConsumer]:
+    """``node SCRIPT ARGS`` as a :class:`NodeConsumer`; ``env`` adds to its environment."""
     proc = await asyncio.create_subprocess_exec(
         "node",
-        str(SCRIPT),
+        str(script),
         *args,
         stdin=asyncio.subprocess.PIPE,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
-        env=_env(alions_dir),
+        env={**_env(alions_dir), **(env or {})},
     )
     consumer = NodeConsumer(proc)
     try:
