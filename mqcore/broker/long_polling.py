@@ -86,6 +86,10 @@ class LongPollingService:
                 if not waiting:
                     del self._held[key]
 
+    def held_by_queue(self, topic: str) -> dict[int, int]:
+        """Queue id -> parked pulls on it: shows which queues consumers are polling."""
+        return {qid: len(v) for (t, qid), v in self._held.items() if t == topic and v}
+
     def has_waiters(self, topic: str, queue_id: int) -> bool:
         """Cheap test so writers skip work (tag hashing) when nobody waits."""
         return (topic, queue_id) in self._held

@@ -1,0 +1,268 @@
+"""The Apache RocketMQ client over its C++ core (PyPI ``rocketmq`` 0.4.4, rocketmq-client-cpp
+1.2.3 inside) against an in-process mq name server and broker: every send mode it has,
+read back by our own client, and the pull consumer reading what our producer wrote. The
+push consumer scenarios are in test_cpp_consumers.py; signing is in test_acl_clients.py.
+
+The C++ client runs in a subprocess (cpp_clients.py) with HOME in the test's tmp dir (its
+logs and local offsets go there) and every run under a timeout.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import sys
+import time
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+from interop_support import run_json_lines
+
+from mqcore.broker.controller import BrokerController
+from mqcore.client import Admin, ConsumeFromWhere, LitePullConsumer, MessageExt
+from mqcore.message.record import decode_batch_body
+from mqcore.namesrv.controller import NamesrvController
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "integration"))
+from inproc_broker import running_broker, running_namesrv, until
+
+pytestmark = [pytest.mark.interop, pytest.mark.timeout(60)]
+
+DELAY_LEVELS = "1s 2s " + "1s " * 16
+"""Short delays: level 2 is the delay test's, 3.. are the retries' (3 + reconsume times)."""
+QUEUES = 4
+
+
+@dataclass
+class CppListener:
+    """A running ``cpp_clients.py listen``: its JSON lines as they come."""
+
+    proc: asyncio.subprocess.Process
+    lines: list[dict[str, Any]] = field(default_factory=list)
+    _reader: asyncio.Task[None] | None = None
+    _changed: asyncio.Event = field(default_factory=asyncio.Event)
+
+    @property
+    def messages(self) -> list[dict[str, Any]]:
+        return [line for line in self.lines if "body" in line]
+
+    async def _read(self) -> None:
+        assert self.proc.stdout is not None
+        async for raw in self.proc.stdout:
+            if raw.startswith(b"{"):
+                self.lines.append(json.loads(raw))
+                self._changed.set()
+
+    async def wait_for(self, count: int, timeout: float = 20) -> list[dict[str, Any]]:
+        """The first ``count`` messages (fails at the deadline with what came)."""
+        deadline = time.monotonic() + timeout
+        while len(self.messages) < count:
+            left = deadline - time.monotonic()
+            assert left > 0 and self.proc.returncode is None, (count, self.lines)
+            self._changed.clear()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._changed.wait(), min(left, 0.5))
+        return self.messages[:count]
+
+    async def stop(self) -> list[dict[str, Any]]:
+        """Close stdin (the script shuts the consumer down), or kill it after 15 s."""
+        assert self.proc.stdin is not None
+        self.proc.stdin.close()
+        try:
+            await asyncio.wait_for(self.proc.wait(), 15)
+        finally:
+            if self.proc.returncode is None:
+                self.proc.kill()
+                await self.proc.wait()
+        if self._reader is not None:
+            await self._reader
+        return self.messages
+
+
+@dataclass
+class CppCluster:
+    namesrv: NamesrvController
+    broker: BrokerController
+    cpp: list[str]
+    home: Path
+
+    @property
+    def ns(self) -> str:
+        return f"127.0.0.1:{self.namesrv.port}"
+
+    @property
+    def env(self) -> dict[str, str]:
+        return {"HOME": str(self.home)}
+
+    async def create_topic(self, topic: str) -> None:
+        async with Admin(self.ns) as admin:
+            await admin.create_topic(topic, queues=QUEUES)
+
+    async def run(self, *args: str, timeout: float = 30) -> list[dict[str, Any]]:
+        return await run_json_lines(self.cpp, *args, env=self.env, timeout=timeout)
+
+    async def send(self, group: str, sends: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        return await self.run("send", self.ns, group, json.dumps(sends))
+
+    async def listen(self, topic: str, group: str, *flags: str) -> CppListener:
+        proc = await asyncio.create_subprocess_exec(
+            *self.cpp, "listen", self.ns, topic, group, "--timeout", "40", *flags,
+            stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.DEVNULL, env={**os.environ, **self.env},
+        )  # fmt: skip
+        listener = CppListener(proc)
+        listener._reader = asyncio.create_task(listener._read())
+        return listener
+
+    def max_offset(self, topic: str) -> int:
+        return sum(self.broker.store.get_max_offset_in_queue(topic, q) for q in range(QUEUES))
+
+    async def polled(self, topic: str, per_queue: int, timeout: float = 20) -> None:
+        """Every queue of ``topic`` has ``per_queue`` pulls parked at the broker: the
+        consumers' rebalance is done and they poll what they own."""
+        held = self.broker.long_polling.held_by_queue
+        want = {q: per_queue for q in range(QUEUES)}
+        await until(lambda: held(topic) == want, timeout, f"held pulls {want} on {topic}")
+
+
+@pytest.fixture
+async def mq(tmp_path: Path, cpp_client: list[str]) -> AsyncIterator[CppCluster]:
+    store = {"message_delay_level": DELAY_LEVELS}
+    async with (
+        running_namesrv(tmp_path) as namesrv,
+        running_broker(tmp_path, f"127.0.0.1:{namesrv.port}", store=store) as broker,
+    ):
+        await until(lambda: bool(namesrv.routes.live_broker_addrs()), what="registration")
+        home = tmp_path / "home"
+        home.mkdir()
+        yield CppCluster(namesrv, broker, cpp_client, home)
+
+
+def spec(topic: str, body: str, **fields: Any) -> dict[str, Any]:
+    return {"topic": topic, "body": body, **fields}
+
+
+async def read_all(cluster: CppCluster, topic: str, count: int) -> list[MessageExt]:
+    """What our own consumer reads of ``topic`` from the first offset (``count`` messages)."""
+    got: list[MessageExt] = []
+    async with LitePullConsumer(
+        "our-reader", namesrv=cluster.ns, consume_from_where=ConsumeFromWhere.FIRST
+    ) as consumer:
+        consumer.subscribe(topic, "*")
+        deadline = time.monotonic() + 20
+        while len(got) < count and time.monotonic() < deadline:
+            got.extend(await consumer.poll(timeout=0.5))
+    assert len(got) == count, [m.body for m in got]
+    return got
+
+
+async def test_sync_and_oneway_sends_keep_tags_keys_and_properties(mq: CppCluster) -> None:
+    topic = "CppSend"
+    await mq.create_topic(topic)
+    sends = [
+        {"how": "sync", "messages": [spec(topic, "sync-0", tags="TagA", keys="k0 x0",
+                                          props={"color": "red"})]},
+        {"how": "sync", "messages": [spec(topic, "sync-1", tags="TagB", keys="k1")]},
+        {"how": "oneway", "messages": [spec(topic, "oneway-0", tags="TagC", keys="k2",
+                                            props={"color": "blue"})]},
+    ]  # fmt: skip
+    results = await mq.send("cpp-send-pg", sends)
+    assert [r["how"] for r in results] == ["sync", "sync", "oneway"], results
+    assert [r.get("status") for r in results[:2]] == [0, 0], results  # SEND_OK
+    got = {m.body.decode(): m for m in await read_all(mq, topic, 3)}
+    assert sorted(got) == ["oneway-0", "sync-0", "sync-1"]
+    assert (got["sync-0"].tags, got["sync-0"].keys) == ("TagA", ["k0", "x0"])
+    assert got["sync-0"].properties["color"] == "red"
+    assert (got["sync-1"].tags, got["sync-1"].keys) == ("TagB", ["k1"])
+    assert (got["oneway-0"].tags, got["oneway-0"].keys) == ("TagC", ["k2"])
+    assert got["oneway-0"].properties["color"] == "blue"
+    for name, result in (("sync-0", results[0]), ("sync-1", results[1])):
+        # the send result's msgId is the client's unique key, its offset the queue offset
+        assert got[name].properties["UNIQ_KEY"] == result["msgId"]
+        assert got[name].queue_offset == result["offset"]
+
+
+async def test_a_batch_is_stored_as_one_message_as_4_9_8_reads_its_batch_flag(
+    mq: CppCluster,
+) -> None:
+    """rocketmq-client-cpp 1.2.3 sends a batch as SEND_MESSAGE with ``batch`` = "1" (a
+    C++ bool through an ostream); 4.9.8 parses flags with Boolean.parseBoolean, so "1" is
+    false and the broker stores one message whose body is the encoded batch. mq does the
+    same: the inner messages are all in that body, intact."""
+    topic = "CppBatch"
+    await mq.create_topic(topic)
+    batch = [spec(topic, f"batch-{i}", tags="TagD", keys=f"b{i}", props={"n": str(i)})
+             for i in range(3)]  # fmt: skip
+    (result,) = await mq.send("cpp-batch-pg", [{"how": "batch", "messages": batch}])
+    assert result.get("status") == 0, result
+    (stored,) = await read_all(mq, topic, 1)
+    assert stored.tags is None and stored.queue_offset == result["offset"]
+    inner = decode_batch_body(stored.body)
+    assert [body for _flag, body, _props in inner] == [b"batch-0", b"batch-1", b"batch-2"]
+    for i, (_flag, _body, props) in enumerate(inner):
+        assert (props["TAGS"], props["KEYS"], props["n"]) == ("TagD", f"b{i}", str(i))
+
+
+async def test_orderly_sends_go_to_the_queue_their_argument_selects(mq: CppCluster) -> None:
+    topic = "CppOrderly"
+    await mq.create_topic(topic)
+    sends = [
+        {"how": "orderly", "arg": arg, "messages": [spec(topic, f"order-{arg}-{seq}")]}
+        for seq in range(3)
+        for arg in range(6)
+    ]
+    sends.append({"how": "oneway-orderly", "arg": 7, "messages": [spec(topic, "order-7-0")]})
+    results = await mq.send("cpp-orderly-pg", sends)
+    assert all("error" not in r for r in results) and len(results) == 19, results
+    got = await read_all(mq, topic, 19)
+    seqs: dict[str, list[int]] = {}
+    for m in sorted(got, key=lambda m: (m.queue_id, m.queue_offset)):
+        _, arg, seq = m.body.decode().split("-")
+        assert m.queue_id == int(arg) % QUEUES, (m.body, m.queue_id)  # hashing selector
+        seqs.setdefault(arg, []).append(int(seq))
+    assert seqs == {**{str(a): [0, 1, 2] for a in range(6)}, "7": [0]}, "in order per key"
+
+
+async def test_a_delayed_message_is_held_then_delivered(mq: CppCluster) -> None:
+    topic = "CppDelay"
+    await mq.create_topic(topic)
+    results = await mq.send(
+        "cpp-delay-pg",
+        [{"how": "sync", "messages": [spec(topic, "later", tags="TagL", delay=2)]}],
+    )
+    assert results[0].get("status") == 0, results
+    assert mq.max_offset(topic) == 0, "held in SCHEDULE_TOPIC_XXXX, not yet in the topic"
+    await until(lambda: mq.max_offset(topic) == 1, 15, "the delayed message delivered")
+    (m,) = await read_all(mq, topic, 1)
+    assert (m.body, m.tags) == (b"later", "TagL")
+    assert m.properties["REAL_TOPIC"] == topic
+    assert m.store_timestamp - m.born_timestamp >= 1900, "level 2 is 2 s here"
+
+
+async def test_the_pull_consumer_reads_what_our_producer_wrote(mq: CppCluster) -> None:
+    from mqcore.client import Producer, make_message
+
+    topic = "CppPull"
+    await mq.create_topic(topic)
+    sent = {}
+    async with Producer("our-pg", namesrv=mq.ns) as producer:
+        for i in range(8):
+            tags = "TagA" if i % 2 == 0 else "TagB"
+            msg = make_message(topic, f"ours-{i}", tags=tags, keys=f"key-{i}",
+                               properties={"color": f"c{i}"})  # fmt: skip
+            result = await producer.send(msg)
+            sent[f"ours-{i}"] = (tags, result.msg_id)
+    pulled = await mq.run("pull", mq.ns, topic, "cpp-pull-cg")
+    assert sorted(p["body"] for p in pulled) == sorted(sent)
+    for p in pulled:
+        tags, msg_id = sent[p["body"]]
+        n = p["body"].split("-")[1]
+        assert (p["topic"], p["tags"], p["keys"]) == (topic, tags, f"key-{n}")
+        assert p["props"] == {"UNIQ_KEY": msg_id, "color": f"c{n}"}
+    only_a = await mq.run("pull", mq.ns, topic, "cpp-pull-cg-a", "TagA")
+    assert sorted(p["body"] for p in only_a) == [f"ours-{i}" for i in range(0, 8, 2)]
