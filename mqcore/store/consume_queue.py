@@ -18,6 +18,7 @@ Fillers ``(0, 2147483647, 0)`` pad a queue whose first file starts mid-way
 
 from __future__ import annotations
 
+import contextlib
 import struct
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -308,6 +309,25 @@ class ConsumeQueue:
         count = self.queue.delete_files_before(expired)
         self.correct_min_offset(commit_log_min)
         return count
+
+    def last_offset(self) -> int:
+        """``getLastOffset``: where the last entry's record ends, -1 when there is none."""
+        mf = self.queue.last_file
+        if mf is None:
+            return -1
+        pos = max(0, mf.wrote_position - CQ_STORE_UNIT_SIZE)
+        if pos + CQ_STORE_UNIT_SIZE > mf.file_size:
+            return -1
+        phy, size, _ = ENTRY.unpack_from(mf.view, pos)
+        return phy + size if phy >= 0 and size > 0 else -1
+
+    def destroy(self) -> None:
+        """Delete every file and the queue's directory (``destroy``)."""
+        self.queue.reset_to_empty(0)
+        self.min_logic_offset = 0
+        self.max_physic_offset = -1
+        with contextlib.suppress(OSError):
+            self.path.rmdir()
 
     def close(self) -> None:
         self.queue.close()

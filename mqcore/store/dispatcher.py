@@ -141,6 +141,15 @@ class ConsumeQueueTable:
                 by_id[queue_id] = cq
         return cq
 
+    def remove(self, topic: str, queue_id: int) -> ConsumeQueue | None:
+        """Take a queue out of the table (its files stay until it is destroyed)."""
+        with self._lock:
+            by_id = self.queues.get(topic)
+            cq = by_id.pop(queue_id, None) if by_id is not None else None
+            if by_id is not None and not by_id:
+                del self.queues[topic]
+        return cq
+
     def all(self) -> list[ConsumeQueue]:
         return [cq for by_id in list(self.queues.values()) for cq in list(by_id.values())]
 

@@ -35,6 +35,7 @@ from pathlib import Path
 from mqcore.errors import CorruptRecordError, DiskFullError, StoreError
 from mqcore.message.const import (
     PROPERTY_DELAY_TIME_LEVEL,
+    RMQ_SYS_TRANS_OP_HALF_TOPIC,
     SCHEDULE_TOPIC,
 )
 from mqcore.message.model import MessageExt
@@ -345,6 +346,39 @@ class MessageStore:
         """One cleanup pass now (``deleteExpiredCommitLog``)."""
         with self._dispatch_lock, self._put_lock:
             return self.cleanup.run(manual=manual)
+
+    def clean_expired_consume_queues(self) -> list[tuple[str, int]]:
+        """``cleanExpiredConsumerQueue``: destroy every consume queue whose last record
+        ends below the commit log's min offset (all its messages are gone), so such a
+        queue starts again at offset 0. SCHEDULE_TOPIC_XXXX is kept. Returns the
+        (topic, queue id) pairs destroyed."""
+        with self._dispatch_lock, self._put_lock:
+            min_phy = self.commit_log.min_offset
+            return self._destroy_queues(
+                lambda cq: cq.topic != SCHEDULE_TOPIC and -1 < cq.last_offset() < min_phy
+            )
+
+    def clean_unused_topics(self, keep: set[str]) -> list[tuple[str, int]]:
+        """``cleanUnusedTopic``: destroy the consume queues of topics not in ``keep`` (the
+        broker's topic table), except SCHEDULE_TOPIC_XXXX and the transaction op topic."""
+        spared = keep | {SCHEDULE_TOPIC, RMQ_SYS_TRANS_OP_HALF_TOPIC}
+        with self._dispatch_lock, self._put_lock:
+            return self._destroy_queues(lambda cq: cq.topic not in spared)
+
+    def _destroy_queues(self, doomed: Callable[[ConsumeQueue], bool]) -> list[tuple[str, int]]:
+        """Under both locks: queues with appends not dispatched yet are left alone."""
+        busy = {(r.batch.topic, r.batch.queue_id) for r in self._pending}
+        removed: list[tuple[str, int]] = []
+        for cq in self.queues.all():
+            key = (cq.topic, cq.queue_id)
+            if key in busy or not doomed(cq):
+                continue
+            self.queues.remove(*key)
+            cq.destroy()
+            self.topic_queue_table.pop(key, None)
+            removed.append(key)
+            log.info("consume queue %s/%d destroyed", *key)
+        return removed
 
     # -- appending -----------------------------------------------------------------------
     def _check_writable(self) -> PutResult | None:

@@ -1,0 +1,216 @@
+"""Store-level admin requests (RocketMQ's AdminBrokerProcessor, store half): the
+housekeeping mqadmin triggers remotely (cleanExpiredCQ, cleanUnusedTopic,
+deleteExpiredCommitLog), raw consume-queue units (queryCq) and every group's consume
+stats in one answer (brokerConsumeStats).
+
+Each answer is 4.9.8's: same response codes, remarks and body shapes, including where
+4.9.8 answers SUCCESS with only a remark (an index past a queue's end).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from typing import TYPE_CHECKING, TypeVar
+
+from mqcore.broker.client_manager import ConsumerManager
+from mqcore.broker.processor import reply
+from mqcore.broker.stats import BrokerStatsManager
+from mqcore.common import fastjson
+from mqcore.protocol import RemotingCommand, RequestCode, ResponseCode
+from mqcore.protocol.bodies import ConsumeStats, MessageQueue, OffsetWrapper
+from mqcore.protocol.bodies.store_admin import (
+    ConsumeQueueData,
+    ConsumeStatsList,
+    QueryConsumeQueueResponseBody,
+)
+from mqcore.protocol.headers import QueryConsumeQueueRequestHeader
+from mqcore.protocol.headers.store_admin import GetConsumeStatsInBrokerHeader
+from mqcore.remoting import Channel, Processor
+from mqcore.store.consume_queue import CQ_STORE_UNIT_SIZE, ENTRY
+from mqcore.store.message_store import MessageStore
+from mqcore.store.metadata import (
+    ConsumerFilterManager,
+    ConsumerOffsetManager,
+    SubscriptionGroupManager,
+    TopicConfig,
+)
+
+if TYPE_CHECKING:
+    from mqcore.broker.controller import BrokerController
+
+__all__ = ["StoreAdminProcessor", "register"]
+
+log = logging.getLogger("mq.broker.admin")
+T = TypeVar("T")
+
+
+class StoreAdminProcessor:
+    """Handlers of CLEAN_EXPIRED_CONSUMEQUEUE, CLEAN_UNUSED_TOPIC,
+    DELETE_EXPIRED_COMMITLOG, QUERY_CONSUME_QUEUE and GET_BROKER_CONSUME_STATS."""
+
+    def __init__(
+        self,
+        store: MessageStore,
+        *,
+        topic_config: Callable[[str], TopicConfig | None],
+        topic_names: Callable[[], set[str]],
+        offsets: ConsumerOffsetManager,
+        subscription_groups: SubscriptionGroupManager,
+        consumers: ConsumerManager,
+        filters: ConsumerFilterManager,
+        stats: BrokerStatsManager,
+        broker_name: Callable[[], str],
+        broker_addr: Callable[[], str],
+    ) -> None:
+        self.store = store
+        self.topic_config = topic_config
+        self.topic_names = topic_names
+        self.offsets = offsets
+        self.subscription_groups = subscription_groups
+        self.consumers = consumers
+        self.filters = filters
+        self.stats = stats
+        self.broker_name = broker_name
+        self.broker_addr = broker_addr
+
+    # -- housekeeping -------------------------------------------------------------------
+
+    async def clean_expired_consume_queue(
+        self, channel: Channel, request: RemotingCommand
+    ) -> RemotingCommand:
+        log.warning("invoke cleanExpiredConsumeQueue start (from %s)", channel.remote_address)
+        removed = await _off_loop(self.store.clean_expired_consume_queues)
+        log.warning("invoke cleanExpiredConsumeQueue end: %d queues destroyed", len(removed))
+        return reply(request)
+
+    async def clean_unused_topic(
+        self, channel: Channel, request: RemotingCommand
+    ) -> RemotingCommand:
+        log.warning("invoke cleanUnusedTopic start (from %s)", channel.remote_address)
+        keep = set(self.topic_names())
+        removed = await _off_loop(lambda: self.store.clean_unused_topics(keep))
+        log.warning("invoke cleanUnusedTopic end: %d queues destroyed", len(removed))
+        return reply(request)
+
+    async def delete_expired_commit_log(
+        self, channel: Channel, request: RemotingCommand
+    ) -> RemotingCommand:
+        """``executeDeleteFilesManually``: one cleanup pass now, as if it were deleteWhen
+        (files still have to be older than fileReservedTime, unless the disk is full)."""
+        log.warning("invoke deleteExpiredCommitLog start (from %s)", channel.remote_address)
+        report = await _off_loop(lambda: self.store.clean_expired(manual=True))
+        log.warning(
+            "invoke deleteExpiredCommitLog end: %d commit log files deleted",
+            report.commit_log_files_deleted,
+        )
+        return reply(request)
+
+    # -- consume queue units ------------------------------------------------------------
+
+    def query_consume_queue(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
+        header = QueryConsumeQueueRequestHeader.from_command(request)
+        topic, qid = header.topic, header.queue_id
+        cq = self.store.consume_queue(topic, qid)
+        if cq is None:
+            return reply(request, ResponseCode.SYSTEM_ERROR, f"{qid}@{topic} is not exist!")
+        body = QueryConsumeQueueResponseBody(cq.max_offset, cq.min_offset)
+        if header.consumer_group is not None:
+            sub = self.consumers.find_subscription(header.consumer_group, topic)
+            body.subscription_data = sub
+            if sub is None:
+                body.filter_data = f"{header.consumer_group}@{topic} is not online!"
+            else:
+                data = self.filters.get(topic, header.consumer_group)
+                body.filter_data = "null" if data is None else fastjson.dumps_pretty(data.to_json())
+        # getIndexBuffer: from ``index`` to the end of what is written in its file
+        view = cq.entries_view(header.index) if header.index >= cq.min_offset else None
+        if view is None:
+            return reply(request, remark=f"Index {header.index} of {qid}@{topic} is not exist!")
+        limit = min(len(view), max(0, header.count) * CQ_STORE_UNIT_SIZE)
+        limit -= limit % CQ_STORE_UNIT_SIZE
+        body.queue_data = [
+            ConsumeQueueData(phy, size, tags) for phy, size, tags in ENTRY.iter_unpack(view[:limit])
+        ]
+        return reply(request, body=body.encode())
+
+    # -- consume stats of every group ---------------------------------------------------
+
+    def get_broker_consume_stats(
+        self, channel: Channel, request: RemotingCommand
+    ) -> RemotingCommand:
+        """``fetchAllConsumeStatsInBroker``: for every subscription group, a ConsumeStats
+        per topic it has offsets for (write queues), skipping topics an online group no
+        longer subscribes to, and with ``isOrder`` topics that are not ordered."""
+        header = GetConsumeStatsInBrokerHeader.from_command(request)
+        out = ConsumeStatsList(self.broker_addr())
+        for group in sorted(self.subscription_groups.table):
+            per_topic: list[ConsumeStats] = []
+            group_info = self.consumers.get_group(group)
+            subscribed = group_info.subscriptions if group_info is not None else {}
+            for topic in sorted(self.offsets.topics_by_group(group)):
+                config = self.topic_config(topic)
+                if config is None:
+                    log.warning("consumeStats, topic config not exist, %s", topic)
+                    continue
+                if header.is_order and not config.order:
+                    continue
+                if subscribed and topic not in subscribed:
+                    continue
+                stats = self._consume_stats(group, topic, config.write_queue_nums)
+                out.total_diff += sum(
+                    w.broker_offset - w.consumer_offset for w in stats.offset_table.values()
+                )
+                per_topic.append(stats)
+            out.consume_stats_list.append({group: per_topic})
+        return reply(request, body=out.encode())
+
+    def _consume_stats(self, group: str, topic: str, queues: int) -> ConsumeStats:
+        stats = ConsumeStats()
+        broker_name = self.broker_name()
+        for qid in range(queues):
+            broker_offset = max(0, self.store.get_max_offset_in_queue(topic, qid))
+            committed = self.offsets.query(group, topic, qid)
+            consumer_offset = max(0, committed if committed is not None else -1)
+            last = 0
+            if consumer_offset - 1 >= 0:
+                ts = self.store.get_message_store_timestamp(topic, qid, consumer_offset - 1)
+                last = ts if ts > 0 else 0
+            stats.offset_table[MessageQueue(topic, broker_name, qid)] = OffsetWrapper(
+                broker_offset, consumer_offset, last
+            )
+        stats.consume_tps = self.stats.group_get_tps(group, topic)
+        return stats
+
+
+async def _off_loop(fn: Callable[[], T]) -> T:
+    """File deletion off the event loop (the store takes its own locks)."""
+    return await asyncio.get_running_loop().run_in_executor(None, fn)
+
+
+def register(controller: BrokerController) -> StoreAdminProcessor:
+    c = controller
+    proc = StoreAdminProcessor(
+        c.store,
+        topic_config=c.topics.select,
+        topic_names=lambda: set(c.topic_config_manager.table),
+        offsets=c.consumer_offset_manager,
+        subscription_groups=c.subscription_group_manager,
+        consumers=c.consumer_manager,
+        filters=c.consumer_filter_manager,
+        stats=c.stats,
+        broker_name=lambda: c.config.broker_name,
+        broker_addr=lambda: c.broker_addr,
+    )
+    table: dict[int, Processor] = {
+        RequestCode.CLEAN_EXPIRED_CONSUMEQUEUE: proc.clean_expired_consume_queue,
+        RequestCode.CLEAN_UNUSED_TOPIC: proc.clean_unused_topic,
+        RequestCode.DELETE_EXPIRED_COMMITLOG: proc.delete_expired_commit_log,
+        RequestCode.QUERY_CONSUME_QUEUE: proc.query_consume_queue,
+        RequestCode.GET_BROKER_CONSUME_STATS: proc.get_broker_consume_stats,
+    }
+    for server in (c.server, c.fast_server):
+        for code, fn in table.items():
+            server.register(code, fn)
+    return proc
