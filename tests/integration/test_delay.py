@@ -248,6 +248,29 @@ async def test_send_message_v1_delay_and_runtime_info(tmp_path: Path) -> None:
         await until(lambda: broker.schedule_service.delivery_tps(4, 600) > 0, what="delivery rate")
 
 
+async def test_delivered_copy_keeps_wait_as_4_9_8_stores_it(tmp_path: Path) -> None:
+    """A plain send stores no ``WAIT`` (4.9.8 drops those 9 bytes), but 4.9.8's delay
+    rewrite re-serializes the properties with it: the schedule copy and the delivered
+    message carry ``WAIT=true``, with ``DELAY``/``REAL_TOPIC``/``REAL_QID`` kept."""
+    async with running(tmp_path) as (_, broker):
+        broker.topics.update(TopicConfig("DW", 1, 1))
+        plain = await send_v1(broker, "DW", "WAIT\x01true\x02UNIQ_KEY\x01U0")
+        assert plain.code == ResponseCode.SUCCESS, plain.remark
+        resp = await send_v1(broker, "DW", "DELAY\x011\x02WAIT\x01true\x02UNIQ_KEY\x01U1")
+        assert resp.code == ResponseCode.SUCCESS, resp.remark
+        await until(lambda: len(real_queue(broker, "DW")) == 2, timeout=10, what="delivery")
+        first, delivered = real_queue(broker, "DW")
+        assert first.properties == {"UNIQ_KEY": "U0", "CLUSTER": "DefaultCluster"}
+        assert delivered.properties == {
+            "DELAY": "1",
+            "WAIT": "true",
+            "UNIQ_KEY": "U1",
+            "CLUSTER": "DefaultCluster",
+            "REAL_TOPIC": "DW",
+            "REAL_QID": "0",
+        }
+
+
 async def store_inspect(store: Path) -> dict[str, object]:
     proc = await asyncio.create_subprocess_exec(
         sys.executable,

@@ -38,6 +38,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "HALF_QUEUE_ID",
+    "ORIGIN_OFFSET",
     "REMOVE_TAG",
     "SYS_TRANS_GROUP",
     "TransactionalMessageBridge",
@@ -51,6 +52,10 @@ SYS_TRANS_GROUP = "CID_RMQ_SYS_TRANS"
 HALF_QUEUE_ID = 0
 REMOVE_TAG = "d"
 """Tag of every op message (``TransactionalMessageUtil.REMOVETAG``)."""
+ORIGIN_OFFSET = "MQ_HALF_ORIGIN_OFFSET"
+"""Half-queue offset of the half message a check copy descends from. mq's own property:
+4.9.8 check copies carry no origin (``TRAN_PREPARED_QUEUE_OFFSET`` only marks immunity
+copies), so it is never delivered nor sent in a check request."""
 _READ_BATCH = 32
 
 
@@ -153,8 +158,10 @@ class TransactionalMessageBridge:
         return self.put(_copy(msg, topic, queue_id, dict(msg.properties)))
 
     def put_op(self, half: MessageExt) -> bool:
-        """Record that ``half`` (at its half-queue offset) is committed or rolled back."""
-        self.ensure_topic(RMQ_SYS_TRANS_OP_HALF_TOPIC)
+        """Record that ``half`` (at its half-queue offset) is committed or rolled back.
+
+        The op topic gets no topic config (as 4.9.8's ``writeOp``): it is never registered
+        with the name servers, so ``topicList`` does not show it."""
         host = (self.controller.config.broker_ip1, self.controller.server.port)
         op = MessageExt(
             topic=RMQ_SYS_TRANS_OP_HALF_TOPIC,

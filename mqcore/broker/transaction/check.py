@@ -16,10 +16,12 @@ For each other half message, in queue order:
   live producer of its ``PGROUP``, which answers with END_TRANSACTION on the copy.
 
 Progress of both queues is stored under ``CID_RMQ_SYS_TRANS``, so a restarted broker
-carries on where it stopped. Copies keep the original's offset in
-``TRAN_PREPARED_QUEUE_OFFSET``. One deviation, for short check intervals: a check copy
-is not asked about again before ``transactionTimeOut`` after it was stored, so an answer
-still on its way is not overtaken by a second question.
+carries on where it stopped. Copies keep the original's offset in mq's own
+``MQ_HALF_ORIGIN_OFFSET`` (never delivered); parked copies also get 4.9.8's
+``TRAN_PREPARED_QUEUE_OFFSET`` (the first parked copy's own offset), as 4.9.8 writes it.
+One deviation, for short check intervals: a check copy is not asked about again before
+``transactionTimeOut`` after it was stored, so an answer still on its way is not
+overtaken by a second question.
 
 A round runs without yielding to the event loop, so END_TRANSACTION never interleaves.
 """
@@ -31,6 +33,7 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from mqcore.broker.transaction.bridge import ORIGIN_OFFSET
 from mqcore.broker.transaction.service import TransactionalMessageService, origin_offset
 from mqcore.message.const import (
     PROPERTY_CHECK_IMMUNITY_TIME_IN_SECONDS,
@@ -238,7 +241,8 @@ class TransactionalMessageCheckService:
     def _park(self, msg: MessageExt, report: CheckReport) -> bool:
         """Append a copy of a message still immune from checks (``putImmunityMsgBack``)."""
         props = dict(msg.properties)
-        props[PROPERTY_TRANSACTION_PREPARED_QUEUE_OFFSET] = str(origin_offset(msg))
+        props.setdefault(PROPERTY_TRANSACTION_PREPARED_QUEUE_OFFSET, str(msg.queue_offset))
+        props[ORIGIN_OFFSET] = str(origin_offset(msg))
         result = self.bridge.put_back(msg, props)
         if result.ok:
             report.parked.append(result.queue_offset)
@@ -248,7 +252,7 @@ class TransactionalMessageCheckService:
         """Append the next check copy and ask a producer of its group about it."""
         props = dict(msg.properties)
         props[PROPERTY_TRANSACTION_CHECK_TIMES] = str(checks)
-        props[PROPERTY_TRANSACTION_PREPARED_QUEUE_OFFSET] = str(origin_offset(msg))
+        props[ORIGIN_OFFSET] = str(origin_offset(msg))
         result = self.bridge.put_back(msg, props)
         if not result.ok:
             return False
@@ -298,7 +302,7 @@ def _check_body(copy: MessageExt) -> bytes:
         encode_record(
             topic=copy.properties.get(PROPERTY_REAL_TOPIC, copy.topic),
             body=copy.body,
-            properties=copy.properties,
+            properties={k: v for k, v in copy.properties.items() if k != ORIGIN_OFFSET},
             queue_id=_int(copy.properties.get(PROPERTY_REAL_QUEUE_ID), copy.queue_id),
             flag=copy.flag,
             sys_flag=copy.sys_flag,

@@ -24,7 +24,11 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from mqcore.broker.transaction.bridge import TransactionalMessageBridge, render_half
+from mqcore.broker.transaction.bridge import (
+    ORIGIN_OFFSET,
+    TransactionalMessageBridge,
+    render_half,
+)
 from mqcore.message.const import (
     PROPERTY_DELAY_TIME_LEVEL,
     PROPERTY_PRODUCER_GROUP,
@@ -105,13 +109,15 @@ def prepare_half_message(controller: BrokerController, msg: MessageExt) -> Messa
 
 
 def origin_offset(msg: MessageExt) -> int:
-    """Half-queue offset of the half message a (check or parked) copy descends from."""
-    raw = msg.properties.get(PROPERTY_TRANSACTION_PREPARED_QUEUE_OFFSET)
-    if raw is not None:
-        try:
-            return int(raw)
-        except ValueError:
-            pass
+    """Half-queue offset of the half message a (check or parked) copy descends from
+    (``TRAN_PREPARED_QUEUE_OFFSET``: copies written by earlier versions)."""
+    for key in (ORIGIN_OFFSET, PROPERTY_TRANSACTION_PREPARED_QUEUE_OFFSET):
+        raw = msg.properties.get(key)
+        if raw is not None:
+            try:
+                return int(raw)
+            except ValueError:
+                pass
     return msg.queue_offset
 
 
@@ -201,8 +207,9 @@ def _check_prepared(half: MessageExt, header: EndTransactionRequestHeader) -> st
 def _final_message(half: MessageExt, tran_type: int) -> MessageExt | str:
     """The message for the real topic (``endMessageTransaction``), or why there is none.
 
-    The properties stay the half message's, ``REAL_TOPIC``/``REAL_QID``/``TRAN_MSG``
-    included, as RocketMQ stores them (consumers read ``TRAN_MSG``)."""
+    The properties stay the half message's, ``REAL_TOPIC``/``REAL_QID``/``TRAN_MSG``/
+    ``WAIT`` included, as RocketMQ stores them (consumers read ``TRAN_MSG``); only mq's
+    own origin marker of check copies goes."""
     topic = half.properties.get(PROPERTY_REAL_TOPIC)
     try:
         queue_id = int(half.properties.get(PROPERTY_REAL_QUEUE_ID, ""))
@@ -210,9 +217,11 @@ def _final_message(half: MessageExt, tran_type: int) -> MessageExt | str:
         queue_id = -1
     if not topic or queue_id < 0:
         return "the half message has no REAL_TOPIC/REAL_QID"
+    properties = {k: v for k, v in half.properties.items() if k != ORIGIN_OFFSET}
     return half.rerouted(
         topic,
         queue_id,
+        properties=properties,
         sys_flag=SysFlag.reset_transaction_value(half.sys_flag, tran_type),
         prepared_transaction_offset=half.commit_log_offset,
     )

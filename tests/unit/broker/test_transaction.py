@@ -160,6 +160,9 @@ async def test_commit_writes_the_real_message_and_an_op_message(broker: BrokerCo
     assert real.properties["TRAN_MSG"] == "true" and real.properties["REAL_TOPIC"] == "RealTopic"
     [op] = records(broker, RMQ_SYS_TRANS_OP_HALF_TOPIC)
     assert op.body == b"0" and op.tags == "d" and op.sys_flag == 0
+    # 4.9.8 writes op messages without a topic config: never registered, not in topicList
+    assert broker.topics.select(RMQ_SYS_TRANS_OP_HALF_TOPIC) is None
+    assert broker.topics.select(RMQ_SYS_TRANS_HALF_TOPIC) is not None
 
 
 async def test_rollback_writes_only_an_op_message_and_unknown_nothing(
@@ -219,12 +222,15 @@ async def test_the_first_decision_wins(broker: BrokerController) -> None:
 
 async def test_an_old_undecided_half_message_is_checked_back(broker: BrokerController) -> None:
     channel = producer_channel(broker)
-    h = half(broker, b"q", KEYS="k1")
+    h = half(broker, b"q", KEYS="k1", WAIT="true")
     report = checker(broker).check()
     assert len(report.checked) == 1 and report.half_progress == (0, 1)
     [copy] = records(broker, RMQ_SYS_TRANS_HALF_TOPIC)[1:]
     assert copy.properties["TRANSACTION_CHECK_TIMES"] == "1"
-    assert copy.properties["TRAN_PREPARED_QUEUE_OFFSET"] == "0"
+    # 4.9.8's check copy (renewHalfMessageInner) has no TRAN_PREPARED_QUEUE_OFFSET; the
+    # origin is mq's own marker, which neither the check request nor the commit carries
+    assert "TRAN_PREPARED_QUEUE_OFFSET" not in copy.properties
+    assert copy.properties["MQ_HALF_ORIGIN_OFFSET"] == "0"
     assert copy.born_timestamp == h.born_timestamp and copy.body == b"q"
     [request] = channel.sent
     assert request.code == RequestCode.CHECK_TRANSACTION_STATE and request.is_oneway
@@ -234,6 +240,7 @@ async def test_an_old_undecided_half_message_is_checked_back(broker: BrokerContr
     assert header.msg_id == header.transaction_id == h.properties["UNIQ_KEY"]
     asked = decode_record(request.body, strict=False)
     assert (asked.topic, asked.queue_id, asked.body) == ("RealTopic", 2, b"q")
+    assert "MQ_HALF_ORIGIN_OFFSET" not in asked.properties
     assert asked.keys == ["k1"] and asked.properties["PGROUP"] == GROUP
     assert broker.consumer_offset_manager.query(SYS_TRANS_GROUP, RMQ_SYS_TRANS_HALF_TOPIC, 0) == 1
     # The copy is not asked about again before transactionTimeOut has passed.
@@ -241,7 +248,18 @@ async def test_an_old_undecided_half_message_is_checked_back(broker: BrokerContr
     assert len(channel.sent) == 1
     # Answering on the copy commits once; the original and the copy are both over.
     assert end(broker, copy, 8) == (ResponseCode.SUCCESS, None)
-    assert count(broker, "RealTopic", 2) == 1
+    [real] = records(broker, "RealTopic", 2)
+    # delivered with the half message's properties (WAIT=true included), as 4.9.8 does
+    assert real.properties == {
+        "TRAN_MSG": "true",
+        "PGROUP": GROUP,
+        "UNIQ_KEY": h.properties["UNIQ_KEY"],
+        "KEYS": "k1",
+        "WAIT": "true",
+        "REAL_TOPIC": "RealTopic",
+        "REAL_QID": "2",
+        "TRANSACTION_CHECK_TIMES": "1",
+    }
     report = checker(broker).check()
     assert report.resolved == 1 and report.half_progress == (1, 2)
     assert report.op_progress == (0, 1)
@@ -305,7 +323,7 @@ async def test_check_immunity_parks_the_message_until_it_is_over(
     report = checker(broker).check()
     assert report.parked == [1] and report.checked == [] and channel.sent == []
     parked = records(broker, RMQ_SYS_TRANS_HALF_TOPIC)[1]
-    assert parked.properties["TRAN_PREPARED_QUEUE_OFFSET"] == "0"
+    assert parked.properties["TRAN_PREPARED_QUEUE_OFFSET"] == "0"  # as 4.9.8 parks it
     assert "TRANSACTION_CHECK_TIMES" not in parked.properties
     # The producer commits the original: the parked copy is over too.
     time.sleep(0.002)
