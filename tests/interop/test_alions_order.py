@@ -5,7 +5,8 @@ pure-JS RocketMQ 4.x client) against an in-process mq name server and broker.
   ``md5(key)[0:4] % queue count``, see ``producer/topic_publish_info.js``), so each key's
   messages share one queue and get increasing queue offsets. Read back in send order per
   key by an ali-ons push consumer and by our orderly PushConsumer, which locks every queue
-  at the broker (LOCK_BATCH_MQ). ali-ons 3.12.0 bug: a key whose hash picks queue 0 is not
+  at the broker (LOCK_BATCH_MQ); ali-ons also reads our producer's ``select_by_hash``
+  stream in order. ali-ons 3.12.0 bug: a key whose hash picks queue 0 is not
   pinned (``queueId = queueIds[queueIndex] || ''`` turns queue 0 into ``''`` and
   ``if (queueId && mq.queueId !== queueId)`` then lets any queue through), so such a key's
   messages go round-robin; the keys here avoid queue 0.
@@ -13,8 +14,8 @@ pure-JS RocketMQ 4.x client) against an in-process mq name server and broker.
   ``LOCK_BATCH_MQ = 41`` and nothing in the package sends it (``ProcessQueue.locked`` is
   never set). Its push consumer works one message at a time per queue
   (``parallelConsumeLimit: 1``), in queue-offset order, but unlocked: two consumers of a
-  group may overlap on a queue while a rebalance moves it. The ali-ons order test
-  therefore checks the order and that the broker holds no lock for its group.
+  group may overlap on a queue while a rebalance moves it. The tests with an ali-ons
+  consumer therefore check the order and that the broker holds no lock for its group.
 * broadcasting: ``isBroadcast: true``. Two ali-ons consumers of one group each receive
   every message; their offsets stay on the client (``persistent: true`` writes
   ``$HOME/.rocketmq_offsets_node/<clientId>/<group>/offsets.json``) and never reach the
@@ -31,6 +32,7 @@ import collections
 import hashlib
 import json
 import sys
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -48,6 +50,7 @@ from mqcore.client import (
     PushConsumer,
     make_message,
 )
+from mqcore.client.producer import select_by_hash
 from mqcore.errors import MQBrokerError
 from mqcore.protocol import ResponseCode
 from mqcore.protocol.bodies import ConsumerConnection
@@ -99,10 +102,21 @@ def test_keys_share_queues() -> None:
     assert 1 < len(queues) < len(KEYS) and 0 not in queues
 
 
-async def test_alions_sharding_key_order_to_alions_consumer(
-    tmp_path: Path, alions_dir: Path
+SentAt = dict[tuple[str, int], tuple[int, int]]
+"""(key, seq) -> (queue id, queue offset) as the producer was told."""
+
+
+async def alions_reads_in_order(
+    tmp_path: Path,
+    alions_dir: Path,
+    topic: str,
+    produce: Callable[[str], Awaitable[SentAt]],
+    *,
+    sharding_key: bool,
 ) -> None:
-    group, topic = "ons-order-cg", "OnsOrder"
+    """An ali-ons push consumer gets every key's messages in send order, each at the queue
+    and offset the producer was told; the broker never holds a lock for its group."""
+    group = f"{topic}-ons-cg"
     async with (
         running_namesrv(tmp_path) as ns,
         running_broker(tmp_path, ns.listen_address) as broker,
@@ -111,31 +125,49 @@ async def test_alions_sharding_key_order_to_alions_consumer(
             await registered(admin)
             await admin.create_topic(topic, queues=QUEUES)
         total = len(KEYS) * PER_KEY
-        async with node_consumer(
-            alions_dir,
-            "consume",
-            ns.listen_address,
-            topic,
-            group,
-            "clustering",
-            "ord",
-            script=SCRIPT,
-        ) as ons:
+        args = ("consume", ns.listen_address, topic, group, "clustering", "ord")
+        async with node_consumer(alions_dir, *args, script=SCRIPT) as ons:
             await ons.until(lambda: any("ready" in line for line in ons.lines), 15, "ready")
             # produced while the consumer is pulling: the keys arrive over several pulls
-            sent = await produce_sharded(alions_dir, ns.listen_address, topic)
+            sent_at = await produce(ns.listen_address)
             await ons.until(lambda: len(ons.messages) >= total, 20, f"{total} messages")
             # ali-ons consumed without ever locking a queue
             assert group not in broker.rebalance_lock_manager.table
         assert [e for e in ons.lines if "error" in e] == []
-        sent_at = {(s["key"], s["seq"]): (s["queueId"], s["queueOffset"]) for s in sent}
         by_key: dict[str, list[int]] = collections.defaultdict(list)
         for m in ons.messages:
             key, seq = m["body"].rsplit(":", 1)
-            assert m["shardingKey"] == key
+            assert m["shardingKey"] == (key if sharding_key else None)
             assert (m["queueId"], m["queueOffset"]) == sent_at[(key, int(seq))]
             by_key[key].append(int(seq))
         assert dict(by_key) == {key: list(range(PER_KEY)) for key in KEYS}
+
+
+async def test_alions_sharding_key_order_to_alions_consumer(
+    tmp_path: Path, alions_dir: Path
+) -> None:
+    async def produce(namesrv: str) -> SentAt:
+        sent = await produce_sharded(alions_dir, namesrv, "OnsOrder")
+        return {(s["key"], s["seq"]): (s["queueId"], s["queueOffset"]) for s in sent}
+
+    await alions_reads_in_order(tmp_path, alions_dir, "OnsOrder", produce, sharding_key=True)
+
+
+async def test_mq_selector_order_to_alions_consumer(tmp_path: Path, alions_dir: Path) -> None:
+    async def produce(namesrv: str) -> SentAt:
+        sent_at: SentAt = {}
+        async with Producer("py-order-pg", namesrv=namesrv) as producer:
+            for seq in range(PER_KEY):
+                for key in KEYS:
+                    msg = make_message("OnsOrderIn", f"{key}:{seq}", tags="O", keys=key)
+                    r = await producer.send(msg, selector=select_by_hash, arg=key)
+                    assert r.ok
+                    sent_at[(key, seq)] = (r.message_queue.queue_id, r.queue_offset)
+        # the selector spread the keys, so queues interleave and differ between keys
+        assert len({qid for qid, _ in sent_at.values()}) > 1
+        return sent_at
+
+    await alions_reads_in_order(tmp_path, alions_dir, "OnsOrderIn", produce, sharding_key=False)
 
 
 async def test_alions_sharding_key_order_to_mq_orderly_consumer(
