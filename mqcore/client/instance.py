@@ -11,7 +11,8 @@ instance name (:meth:`ClientInstance.get`); it owns
   handlers for what brokers send us (:mod:`mqcore.client.broker_requests`):
   NOTIFY_CONSUMER_IDS_CHANGED (rebalance that group now), CHECK_TRANSACTION_STATE (ask
   the producer of PGROUP), RESET_CONSUMER_CLIENT_OFFSET and GET_CONSUMER_RUNNING_INFO
-  (ask the consumer);
+  (ask the consumer); PUSH_REPLY_MESSAGE_TO_CLIENT (a reply to one of our producers'
+  requests, :mod:`mqcore.client.request_reply`);
 * **heartbeats**: HEART_BEAT with every producer and consumer group every 30 s to every
   broker it uses (masters only while it has no consumers), and at once on registration;
   UNREGISTER_CLIENT when a group leaves;
@@ -39,6 +40,7 @@ from mqcore.client.errors import (
     NameServerUnreachableError,
     TopicRouteNotFoundError,
 )
+from mqcore.client.request_reply import RequestFutureTable, register_reply_handler
 from mqcore.client.route import (
     AUTO_CREATE_TOPIC_KEY,
     TopicPublishInfo,
@@ -134,6 +136,9 @@ class ClientInstance:
         self.client_id = f"{config.client_ip}@{instance_name}"
         self.dispatcher = RequestDispatcher()
         register_broker_requests(self)
+        self.request_futures = RequestFutureTable()
+        """Requests of this client's producers waiting for their reply."""
+        register_reply_handler(self.dispatcher, self.request_futures)
         if config.remoting_factory is not None:
             self.remoting = config.remoting_factory(self.dispatcher)
         else:

@@ -9,6 +9,7 @@
         await producer.send_oneway(msg)
         results = await producer.send_batch(messages)            # <= 4 MiB per request
         await producer.send(msg, selector=select_by_hash, arg=order_id)   # partition order
+        answer = await producer.request(msg, timeout=3.0)        # waits for the reply
 
 A send picks a queue round robin (skipping brokers that were slow or failed recently,
 :mod:`mqcore.client.latency`), and retries ``retry_times_when_send_failed`` times on
@@ -17,6 +18,10 @@ another broker after a network error, a timeout or a retriable broker code, all 
 brokers, which auto-create them when ``autoCreateTopicEnable`` is on. Bodies of at least
 ``compress_msg_body_over_howmuch`` bytes go zlib-compressed (level 5, sysflag 0x1|0x300),
 as the Java >= 4.9.4 producer sends them. Every message gets a ``UNIQ_KEY``.
+
+:meth:`Producer.request` is RocketMQ 4.6+'s request/reply; a message made by
+:func:`~mqcore.client.request_reply.create_reply_message` is sent as a reply
+(SEND_REPLY_MESSAGE_V2) by :meth:`Producer.send`, see :mod:`mqcore.client.request_reply`.
 """
 
 from __future__ import annotations
@@ -41,9 +46,15 @@ from mqcore.client.errors import (
 )
 from mqcore.client.instance import AUTO_CREATE_TOPIC_KEY, ClientConfig, ClientInstance
 from mqcore.client.latency import MQFaultStrategy
+from mqcore.client.request_reply import (
+    is_reply_message,
+    send_reply_message,
+    send_reply_message_oneway,
+    send_request,
+)
 from mqcore.common.javahash import java_string_hash
 from mqcore.errors import MQClientError, MQTimeoutError
-from mqcore.message import Message, SysFlag, create_uniq_key, encode_properties
+from mqcore.message import Message, MessageExt, SysFlag, create_uniq_key, encode_properties
 from mqcore.message.const import (
     PROPERTY_MAX_RECONSUME_TIMES,
     PROPERTY_RECONSUME_TIME,
@@ -373,11 +384,31 @@ class Producer:
         header = self._header(msg, queue, sys_flag, batch=False)
         begin = time.monotonic()
         try:
-            await instance.api.send_message_oneway(addr, header, body)
+            if is_reply_message(msg):
+                await send_reply_message_oneway(instance, addr, header, body)
+            else:
+                await instance.api.send_message_oneway(addr, header, body)
         except MQClientError:
             self._record(queue.broker_name, begin, isolation=True)
             raise
         self._record(queue.broker_name, begin, isolation=False)
+
+    async def request(
+        self,
+        msg: Message,
+        timeout: float | None = None,
+        *,
+        queue: MessageQueue | None = None,
+        selector: MessageQueueSelector | None = None,
+        arg: Any = None,
+    ) -> MessageExt:
+        """Send ``msg`` as a request and return the reply a consumer sends back
+        (``DefaultMQProducer.request``); ``timeout`` (seconds, default ``send_timeout``)
+        covers both. Raises :class:`~mqcore.client.request_reply.RequestTimeoutError` when
+        the request was stored but no reply came in time, the send's error otherwise."""
+        return await send_request(
+            self, msg, self.send_timeout if timeout is None else timeout, queue, selector, arg
+        )
 
     async def send_batch(
         self,
@@ -488,7 +519,8 @@ class Producer:
         msg_id: str,
         batch: bool = False,
     ) -> SendResult:
-        """``sendKernelImpl``: one SEND_MESSAGE_V2 / SEND_BATCH_MESSAGE to ``mq``'s master."""
+        """``sendKernelImpl``: one SEND_MESSAGE_V2 / SEND_BATCH_MESSAGE (a reply:
+        SEND_REPLY_MESSAGE_V2) to ``mq``'s master."""
         instance = self.instance
         remaining = deadline - time.monotonic()
         if remaining <= 0:
@@ -497,9 +529,14 @@ class Producer:
         header = self._header(msg, mq, sys_flag, batch=batch)
         begin = time.monotonic()
         try:
-            result = await instance.api.send_message(
-                addr, mq.broker_name, header, body, msg_id=msg_id, timeout=remaining
-            )
+            if not batch and is_reply_message(msg):
+                result = await send_reply_message(
+                    instance, addr, mq.broker_name, header, body, msg_id=msg_id, timeout=remaining
+                )
+            else:
+                result = await instance.api.send_message(
+                    addr, mq.broker_name, header, body, msg_id=msg_id, timeout=remaining
+                )
         except MQClientError:
             self._record(mq.broker_name, begin, isolation=True)
             raise

@@ -4,6 +4,7 @@
 
     with SyncProducer("pg", namesrv="127.0.0.1:9876") as producer:
         result = producer.send(make_message("TopicTest", "hello", tags="TagA"))
+        answer = producer.request(make_message("TopicTest", "ping"), timeout=3.0)
 
     with SyncAdmin() as admin:
         print(admin.topic_status("TopicTest"))
@@ -38,7 +39,7 @@ from typing import Any, Generic, TypeVar
 from mqcore.client.admin import Admin
 from mqcore.client.api import SendResult
 from mqcore.client.producer import MessageQueueSelector, Producer
-from mqcore.message import Message
+from mqcore.message import Message, MessageExt
 from mqcore.protocol.bodies import MessageQueue
 
 __all__ = ["CallerLoop", "LoopThread", "SyncAdmin", "SyncClient", "SyncProducer"]
@@ -191,6 +192,10 @@ class SyncProducer(SyncClient[Producer]):
 
     def send_oneway(self, msg: Message, **kwargs: Any) -> None:
         self._call(self.client.send_oneway(msg, **kwargs))
+
+    def request(self, msg: Message, timeout: float | None = None, **kwargs: Any) -> MessageExt:
+        """Send a request and block until its reply (see ``Producer.request``)."""
+        return self._call(self.client.request(msg, timeout, **kwargs))
 
     def send_batch(self, messages: Iterable[Message], **kwargs: Any) -> list[SendResult]:
         return self._call(self.client.send_batch(messages, **kwargs))
