@@ -98,8 +98,9 @@ def make(spec: dict[str, Any]) -> Message:
 
 
 def send(namesrv: str, group: str, sends: list[dict[str, Any]]) -> None:
-    """Each send is {"how": sync|oneway|orderly|oneway-orderly|batch, "arg": int (the
-    orderly sharding argument: queue = arg % queue count), "messages": [message spec]}."""
+    """Each send is {"how": sync|async|oneway|orderly|oneway-orderly|batch, "arg": int
+    (the orderly sharding argument: queue = arg % queue count), "messages": [message
+    spec]}. An async send is awaited (its callback) before the next one."""
     producer = Producer(group)
     producer.set_namesrv_addr(namesrv)
     sign(producer)
@@ -115,6 +116,8 @@ def send(namesrv: str, group: str, sends: list[dict[str, Any]]) -> None:
                     r = producer.send_orderly(msgs[0], item["arg"])
                 elif how == "batch":
                     r = producer.send_batch(msgs)
+                elif how == "async":
+                    r = send_async(producer, msgs[0])
                 elif how == "oneway":
                     producer.send_oneway(msgs[0])
                     out({"how": how})
@@ -128,6 +131,22 @@ def send(namesrv: str, group: str, sends: list[dict[str, Any]]) -> None:
                 out({"how": how, "error": str(exc)})
     finally:
         producer.shutdown()
+
+
+def send_async(producer: Producer, msg: Message) -> Any:
+    done = threading.Event()
+    outcome: list[Any] = []
+
+    def finish(value: object) -> None:
+        outcome.append(value)
+        done.set()
+
+    producer.send_async(msg, finish, finish)
+    if not done.wait(10):
+        raise TimeoutError("no send callback within 10 s")
+    if isinstance(outcome[0], Exception):
+        raise outcome[0]
+    return outcome[0]
 
 
 def consume(namesrv: str, topic: str, group: str, count: int, timeout: float) -> None:
@@ -160,8 +179,8 @@ def listen(namesrv: str, args: argparse.Namespace) -> None:
     """A push consumer that prints as it goes. The listener answers RECONSUME_LATER while
     the message's reconsume times are below ``--fail-below``. It is registered through
     the package's ffi: the 0.4.4 wrapper's subscribe() re-raises a listener's exception
-    inside the ctypes callback, which then returns 0 (CONSUME_SUCCESS), not
-    RECONSUME_LATER."""
+    in its ``finally`` inside the ctypes callback, so ctypes prints it and the int the
+    C++ core gets back is undefined (CONSUME_SUCCESS when it happens to be 0)."""
     props = [p for p in args.props.split(",") if p]
     lock = threading.Lock()
 

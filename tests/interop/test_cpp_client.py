@@ -170,21 +170,40 @@ async def test_sync_and_oneway_sends_keep_tags_keys_and_properties(mq: CppCluste
         {"how": "sync", "messages": [spec(topic, "sync-1", tags="TagB", keys="k1")]},
         {"how": "oneway", "messages": [spec(topic, "oneway-0", tags="TagC", keys="k2",
                                             props={"color": "blue"})]},
+        {"how": "async", "messages": [spec(topic, "async-0", tags="TagE", keys="k3")]},
     ]  # fmt: skip
     results = await mq.send("cpp-send-pg", sends)
-    assert [r["how"] for r in results] == ["sync", "sync", "oneway"], results
-    assert [r.get("status") for r in results[:2]] == [0, 0], results  # SEND_OK
-    got = {m.body.decode(): m for m in await read_all(mq, topic, 3)}
-    assert sorted(got) == ["oneway-0", "sync-0", "sync-1"]
+    assert [r["how"] for r in results] == ["sync", "sync", "oneway", "async"], results
+    assert [r.get("status") for r in results] == [0, 0, None, 0], results  # SEND_OK
+    got = {m.body.decode(): m for m in await read_all(mq, topic, 4)}
+    assert sorted(got) == ["async-0", "oneway-0", "sync-0", "sync-1"]
+    assert (got["async-0"].tags, got["async-0"].keys) == ("TagE", ["k3"])
     assert (got["sync-0"].tags, got["sync-0"].keys) == ("TagA", ["k0", "x0"])
     assert got["sync-0"].properties["color"] == "red"
     assert (got["sync-1"].tags, got["sync-1"].keys) == ("TagB", ["k1"])
     assert (got["oneway-0"].tags, got["oneway-0"].keys) == ("TagC", ["k2"])
     assert got["oneway-0"].properties["color"] == "blue"
-    for name, result in (("sync-0", results[0]), ("sync-1", results[1])):
+    for name, result in (("sync-0", results[0]), ("sync-1", results[1]), ("async-0", results[3])):
         # the send result's msgId is the client's unique key, its offset the queue offset
         assert got[name].properties["UNIQ_KEY"] == result["msgId"]
         assert got[name].queue_offset == result["offset"]
+
+
+async def test_a_big_body_is_compressed_by_the_client_and_read_back_whole(
+    mq: CppCluster,
+) -> None:
+    """cpp 1.2.3 zlib-compresses bodies from 4 KiB on (compressMsgBodyOverHowmuch) and
+    sets the compressed sysflag; the broker stores it as is, our consumer inflates it."""
+    topic = "CppBig"
+    await mq.create_topic(topic)
+    body = "".join(f"line {i} of a big body\n" for i in range(800))
+    (result,) = await mq.send("cpp-big-pg", [{"how": "sync", "messages": [spec(topic, body)]}])
+    assert result.get("status") == 0, result
+    (m,) = await read_all(mq, topic, 1)
+    assert m.body.decode() == body
+    stored = mq.broker.store.look_message(m.commit_log_offset)
+    assert stored.sys_flag & 0x1, "stored compressed"
+    assert stored.store_size < len(body), "the commit log holds the deflated body"
 
 
 async def test_a_batch_is_stored_as_one_message_as_4_9_8_reads_its_batch_flag(
@@ -250,7 +269,10 @@ async def test_the_pull_consumer_reads_what_our_producer_wrote(mq: CppCluster) -
     topic = "CppPull"
     await mq.create_topic(topic)
     sent = {}
+    big = "".join(f"our line {i}\n" for i in range(1000))  # compressed by our producer
     async with Producer("our-pg", namesrv=mq.ns) as producer:
+        result = await producer.send(make_message(topic, big, tags="TagZ"))
+        sent[big] = ("TagZ", result.msg_id)
         for i in range(8):
             tags = "TagA" if i % 2 == 0 else "TagB"
             msg = make_message(topic, f"ours-{i}", tags=tags, keys=f"key-{i}",
@@ -261,6 +283,9 @@ async def test_the_pull_consumer_reads_what_our_producer_wrote(mq: CppCluster) -
     assert sorted(p["body"] for p in pulled) == sorted(sent)
     for p in pulled:
         tags, msg_id = sent[p["body"]]
+        if p["body"] == big:
+            assert (p["tags"], p["props"]) == ("TagZ", {"UNIQ_KEY": msg_id})
+            continue
         n = p["body"].split("-")[1]
         assert (p["topic"], p["tags"], p["keys"]) == (topic, tags, f"key-{n}")
         assert p["props"] == {"UNIQ_KEY": msg_id, "color": f"c{n}"}
