@@ -8,7 +8,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
-from mqcore.broker.processor import reply
+from mqcore.broker.processor import admin_consumer, reply
 from mqcore.errors import MQError
 from mqcore.protocol import RemotingCommand, RequestCode, ResponseCode
 from mqcore.protocol.bodies import (
@@ -281,4 +281,5 @@ def register(controller: BrokerController) -> GroupAdminProcessor:
     for server in (controller.server, controller.fast_server):
         for code, fn in table.items():
             server.register(code, fn)
+    admin_consumer.register(controller)
     return proc
