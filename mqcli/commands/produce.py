@@ -475,7 +475,9 @@ def produce(
     ),
     namesrv: str | None = NamesrvOpt,
     group: str = typer.Option(DEFAULT_GROUP, "--group", "-g", help="Producer group."),
-    timeout: float = typer.Option(3.0, "--timeout", min=0.1, help="Send timeout (seconds)."),
+    timeout: float = typer.Option(
+        3.0, "--timeout", min=0.1, help="Send timeout (seconds); with --request, send and reply."
+    ),
     as_json: bool = typer.Option(False, "--json", "-j", help="One JSON object per send."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No rows, only the final line."),
     transaction: str | None = typer.Option(
@@ -493,6 +495,12 @@ def produce(
         min=0,
         help="With unknown: seconds to stay up for check-backs (default 90).",
     ),
+    request: bool = typer.Option(
+        False,
+        "--request",
+        help="Send one request (RocketMQ 4.6+ request/reply) and print the reply a consumer "
+        "sends back; --timeout covers the wait.",
+    ),
 ) -> None:
     """Send messages to TOPIC.
 
@@ -507,6 +515,7 @@ def produce(
       mq produce -t Orders --order-key 'customer-{{Random 1 5}}' --body x -c 20
       mq produce -t Orders -i
       mq produce -t Orders --body paid --transaction unknown --check-answer commit
+      mq produce -t Prices --request --body 'quote AAPL' --timeout 5 --json
     """
     check_group(group, "producer group")
     if body is not None and file is not None:
@@ -525,6 +534,20 @@ def produce(
     )
     spec = Spec(topic, tag, list(key), parse_props(list(prop)), delay, order_key)
     addr = resolve_namesrv(namesrv)
+    if request:
+        from mqcli.commands.produce_request import run_request
+
+        given = {
+            "--count": count > 1,
+            "--async": use_async,
+            "--oneway": oneway,
+            "--batch": batch > 0,
+            "-i": interactive,
+            "--transaction": tx is not None,
+        }
+        conflicts = [flag for flag, on in given.items() if on]
+        run_request(addr, group, spec, body, file, timeout, as_json, conflicts)
+        return
     if interactive:
         if body is not None or file is not None:
             fail("-i reads messages from the prompt; drop --body/--file")

@@ -23,6 +23,7 @@ from mqcore.client.request_reply import (
     RequestTimeoutError,
     create_reply_message,
 )
+from mqcore.client.sync import SyncProducer
 from mqcore.common.metadata import TopicConfig
 from mqcore.message import Message, MessageExt
 from mqcore.namesrv.controller import NamesrvController
@@ -211,3 +212,16 @@ async def test_replies_go_out_as_send_reply_message_v2(cluster: Cluster) -> None
     async with Replier(cluster), requester(cluster) as producer:
         await producer.request(make_message(TOPIC, "v2?"), timeout=15.0)
     assert seen == [RequestCode.SEND_REPLY_MESSAGE_V2]
+
+
+async def test_sync_producer_request(cluster: Cluster) -> None:
+    """The blocking facade, from a worker thread (its own loop thread does the work)."""
+
+    def blocking() -> MessageExt:
+        with SyncProducer("sync-requester", namesrv=cluster.addr, instance_name="sync-q") as p:
+            return p.request(make_message(TOPIC, "sync"), timeout=15.0)
+
+    async with Replier(cluster):
+        answer = await asyncio.to_thread(blocking)
+    assert answer.body == b"re:sync"
+    assert answer.properties["MSG_TYPE"] == "reply"
