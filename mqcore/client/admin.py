@@ -23,6 +23,7 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
+from mqcore.client.admin_broker import BrokerAdminMixin
 from mqcore.client.api import PullStatus
 from mqcore.client.config import with_credentials
 from mqcore.client.errors import ClientStateError
@@ -117,8 +118,9 @@ def _ok(response: RemotingCommand, *codes: int) -> RemotingCommand:
     return response
 
 
-class Admin:
-    """Admin operations over a shared :class:`ClientInstance`; see the module docstring."""
+class Admin(BrokerAdminMixin):
+    """Admin operations over a shared :class:`ClientInstance`; see the module docstring
+    (broker-level operations come from :class:`BrokerAdminMixin`)."""
 
     def __init__(
         self,
