@@ -53,6 +53,8 @@ def load_config(
         if key not in known:
             output.err_console.print(f"warning: {config_file}: unknown property {key!r} ignored")
     broker = BrokerConfig.from_properties(props)
+    if config_file is not None:  # where UPDATE_BROKER_CONFIG saves its changes
+        broker.broker_config_path = str(config_file.absolute())
     store_config = MessageStoreConfig.from_properties(props)
     if namesrv is not None:
         broker.namesrv_addr = namesrv

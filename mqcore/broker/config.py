@@ -12,9 +12,9 @@ from dataclasses import dataclass, field
 
 from mqcore.common.properties import PropertiesConfig, prop
 from mqcore.errors import ConfigError
-from mqcore.remoting.settings import ServerSettings
+from mqcore.remoting.settings import JavaDefault, ServerSettings, available_processors
 
-__all__ = ["BrokerConfig", "local_ip"]
+__all__ = ["BROKER_CONFIG_BLACK_LIST", "BROKER_CONFIG_FIELDS", "BrokerConfig", "local_ip"]
 
 
 def local_ip() -> str:
@@ -25,6 +25,106 @@ def local_ip() -> str:
             return str(s.getsockname()[0])
     except OSError:
         return "127.0.0.1"
+
+
+def _cpus(scale: int = 1, add: int = 0, high: int = 1 << 30) -> JavaDefault:
+    """``min(high, add + scale * availableProcessors())``, computed when asked."""
+    return lambda: min(high, add + scale * available_processors())
+
+
+def _end_transaction_threads() -> int:
+    cpus = available_processors()
+    return max(8 + 2 * cpus, min(cpus, 4) * 4)
+
+
+BROKER_CONFIG_FIELDS: tuple[tuple[str, JavaDefault], ...] = (
+    ("rocketmqHome", lambda: os.environ.get("ROCKETMQ_HOME")),
+    ("namesrvAddr", None),
+    ("brokerIP1", None),
+    ("brokerIP2", None),
+    ("brokerName", None),
+    ("brokerClusterName", "DefaultCluster"),
+    ("brokerId", 0),
+    ("brokerPermission", 6),
+    ("defaultTopicQueueNums", 8),
+    ("autoCreateTopicEnable", True),
+    ("clusterTopicEnable", True),
+    ("brokerTopicEnable", True),
+    ("autoCreateSubscriptionGroup", True),
+    ("messageStorePlugIn", ""),
+    ("msgTraceTopicName", "RMQ_SYS_TRACE_TOPIC"),
+    ("traceTopicEnable", False),
+    ("sendMessageThreadPoolNums", _cpus(high=4)),
+    ("putMessageFutureThreadPoolNums", _cpus(high=4)),
+    ("pullMessageThreadPoolNums", _cpus(2, 16)),
+    ("processReplyMessageThreadPoolNums", _cpus(2, 16)),
+    ("queryMessageThreadPoolNums", _cpus(1, 8)),
+    ("adminBrokerThreadPoolNums", 16),
+    ("clientManageThreadPoolNums", 32),
+    ("consumerManageThreadPoolNums", 32),
+    ("heartbeatThreadPoolNums", _cpus(high=32)),
+    ("endTransactionThreadPoolNums", _end_transaction_threads),
+    ("flushConsumerOffsetInterval", 5000),
+    ("flushConsumerOffsetHistoryInterval", 60_000),
+    ("rejectTransactionMessage", False),
+    ("fetchNamesrvAddrByAddressServer", False),
+    ("sendThreadPoolQueueCapacity", 10_000),
+    ("putThreadPoolQueueCapacity", 10_000),
+    ("pullThreadPoolQueueCapacity", 100_000),
+    ("replyThreadPoolQueueCapacity", 10_000),
+    ("queryThreadPoolQueueCapacity", 20_000),
+    ("clientManagerThreadPoolQueueCapacity", 1_000_000),
+    ("consumerManagerThreadPoolQueueCapacity", 1_000_000),
+    ("heartbeatThreadPoolQueueCapacity", 50_000),
+    ("endTransactionPoolQueueCapacity", 100_000),
+    ("filterServerNums", 0),
+    ("longPollingEnable", True),
+    ("shortPollingTimeMills", 1000),
+    ("notifyConsumerIdsChangedEnable", True),
+    ("highSpeedMode", False),
+    ("commercialEnable", True),
+    ("commercialTimerCount", 1),
+    ("commercialTransCount", 1),
+    ("commercialBigCount", 1),
+    ("commercialBaseCount", 1),
+    ("transferMsgByHeap", True),
+    ("maxDelayTime", 40),
+    ("regionId", "DefaultRegion"),
+    ("registerBrokerTimeoutMills", 6000),
+    ("slaveReadEnable", False),
+    ("disableConsumeIfConsumerReadSlowly", False),
+    ("consumerFallbehindThreshold", 16 * 1024 * 1024 * 1024),
+    ("brokerFastFailureEnable", True),
+    ("waitTimeMillsInSendQueue", 200),
+    ("waitTimeMillsInPullQueue", 5000),
+    ("waitTimeMillsInHeartbeatQueue", 31_000),
+    ("waitTimeMillsInTransactionQueue", 3000),
+    ("startAcceptSendRequestTimeStamp", 0),
+    ("traceOn", True),
+    ("enableCalcFilterBitMap", False),
+    ("expectConsumerNumUseFilter", 32),
+    ("maxErrorRateOfBloomFilter", 20),
+    ("filterDataCleanTimeSpan", 24 * 3600 * 1000),
+    ("filterSupportRetry", False),
+    ("enablePropertyFilter", False),
+    ("compressedRegister", False),
+    ("forceRegister", True),
+    ("registerNameServerPeriod", 30_000),
+    ("transactionTimeOut", 6000),
+    ("transactionCheckMax", 15),
+    ("transactionCheckInterval", 60_000),
+    ("aclEnable", False),
+    ("storeReplyMessageEnable", True),
+    ("enableDetailStat", True),
+    ("autoDeleteUnusedStats", False),
+    ("isolateLogEnable", False),
+    ("configBlackList", "configBlackList;brokerConfigPath"),
+)
+"""4.9.8's ``BrokerConfig`` fields in declaration order with their defaults (the ones
+computed from the processor count as 4.9.8 computes them)."""
+
+BROKER_CONFIG_BLACK_LIST = frozenset({"brokerConfigPath", "rocketmqHome", "configBlackList"})
+"""Keys UPDATE_BROKER_CONFIG refuses (4.9.8's AdminBrokerProcessor ``configBlackList``)."""
 
 
 @dataclass
@@ -88,6 +188,9 @@ class BrokerConfig(ServerSettings, PropertiesConfig):
         default_factory=lambda: os.path.join(os.path.expanduser("~"), "logs", "mqlogs")
     )
     log_level: str = "INFO"
+    broker_config_path: str | None = None
+    """The ``-c`` file: where UPDATE_BROKER_CONFIG saves what it changes (RocketMQ's
+    ``BrokerPathConfigHelper``); None: ``<storePathRootDir>/config/broker.properties``."""
 
     def __post_init__(self) -> None:
         if not 0 <= self.listen_port <= 65535:

@@ -3,10 +3,15 @@
 A ``-c`` file is Java properties text (``key=value``, ``#`` comments). Keys are RocketMQ's
 (``listenPort``, ``kvConfigPath``, ``orderMessageEnable``, ...); durations are in
 milliseconds as in RocketMQ. Unknown keys are logged and ignored, as RocketMQ does.
+
+The printed configuration (``-p``, GET_NAMESRV_CONFIG) has every key of 4.9.8's
+``NamesrvConfig`` and ``NettyServerConfig`` (a 4.9.8 default where ``mq`` has no such
+setting), then ``mq``'s own keys.
 """
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -16,9 +21,26 @@ from mqcore.common.properties import (
     read_properties_file,
 )
 from mqcore.protocol import DEFAULT_MAX_FRAME
-from mqcore.remoting.settings import ServerSettings
+from mqcore.remoting.settings import (
+    NETTY_SERVER_FIELDS,
+    JavaDefault,
+    ServerSettings,
+    rocketmq_config_items,
+    rocketmq_config_text,
+)
 
-__all__ = ["NamesrvConfig", "parse_properties"]
+__all__ = ["NAMESRV_CONFIG_FIELDS", "NamesrvConfig", "parse_properties"]
+
+NAMESRV_CONFIG_FIELDS: tuple[tuple[str, JavaDefault], ...] = (
+    ("rocketmqHome", lambda: os.environ.get("ROCKETMQ_HOME")),
+    ("kvConfigPath", None),
+    ("configStorePath", lambda: str(Path.home() / "namesrv" / "namesrv.properties")),
+    ("productEnvName", "center"),
+    ("clusterTest", False),
+    ("orderMessageEnable", False),
+    ("configBlackList", "configBlackList;configStorePath;kvConfigPath"),
+)
+"""4.9.8's ``NamesrvConfig`` fields in declaration order with their defaults."""
 
 
 @dataclass(slots=True)
@@ -40,6 +62,12 @@ class NamesrvConfig(ServerSettings, PropertiesConfig):
     ``plain_acl.yml`` beside ``kvConfigPath``."""
     log_dir: str = str(Path.home() / "logs" / "mqlogs")
     log_level: str = "INFO"
+
+    def to_properties_text(self) -> str:
+        """4.9.8's ``Configuration.getAllConfigsFormatString`` keys (see the module)."""
+        return rocketmq_config_text(
+            rocketmq_config_items((NAMESRV_CONFIG_FIELDS, NETTY_SERVER_FIELDS), (self,))
+        )
 
     @classmethod
     def from_file(cls, path: Path) -> NamesrvConfig:

@@ -293,14 +293,19 @@ async def test_runtime_info_and_broker_config(tmp_path: Path) -> None:
             version = json.loads(GetBrokerConfigResponseHeader.from_command(resp).version)
             assert version["counter"] == 1
 
-            # restart-only keys and bad values are refused as a whole
+            # bad values are refused as a whole; black-listed keys as 4.9.8 refuses them
             for bad in (
-                b"listenPort=1\nfileReservedTime=1",
+                b"listenPort=x\nfileReservedTime=1",
                 b"defaultTopicQueueNums=zero",
                 b"logLevel=LOUD\nfileReservedTime=1",
+                b"sendMessageThreadPoolNums=many\nfileReservedTime=1",
             ):
                 resp = await client.invoke(RequestCode.UPDATE_BROKER_CONFIG, body=bad)
                 assert resp.code == ResponseCode.SYSTEM_ERROR and resp.remark
+            for black in (b"brokerConfigPath=/tmp/x", b"rocketmqHome=/x\nfileReservedTime=1"):
+                resp = await client.invoke(RequestCode.UPDATE_BROKER_CONFIG, body=black)
+                assert resp.code == ResponseCode.NO_PERMISSION
+                assert resp.remark == "Can not update config in black list."
             resp = await client.invoke(
                 RequestCode.UPDATE_BROKER_CONFIG, body=b"defaultTopicQueueNums=0"
             )

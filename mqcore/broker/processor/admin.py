@@ -12,10 +12,14 @@ import dataclasses
 import logging
 import shutil
 import time
+from collections.abc import Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from mqcore.broker.config import BROKER_CONFIG_BLACK_LIST, BROKER_CONFIG_FIELDS
+from mqcore.broker.config_file import save_properties
 from mqcore.broker.processor import admin_group, reply
-from mqcore.common.properties import PropertiesConfig, parse_properties
+from mqcore.common.properties import PropertiesConfig, camel, parse_properties
 from mqcore.errors import ConfigError
 from mqcore.protocol import MQ_VERSION, RemotingCommand, RequestCode, ResponseCode
 from mqcore.protocol.bodies import (
@@ -34,6 +38,14 @@ from mqcore.protocol.headers import (
     GetTopicStatsInfoRequestHeader,
 )
 from mqcore.remoting import Channel
+from mqcore.remoting.settings import (
+    NETTY_CLIENT_FIELDS,
+    NETTY_SERVER_FIELDS,
+    JavaDefault,
+    java_text,
+    rocketmq_config_items,
+    rocketmq_config_text,
+)
 from mqcore.store.metadata import (
     TopicConfig,
     TopicFilterType,
@@ -42,7 +54,7 @@ from mqcore.store.metadata import (
     validate_topic_name,
 )
 from mqcore.store.metadata.topic import SYSTEM_TOPICS
-from mqcore.store.store_config import BrokerRole
+from mqcore.store.store_config import MESSAGE_STORE_CONFIG_FIELDS, BrokerRole
 
 if TYPE_CHECKING:
     from mqcore.broker.controller import BrokerController
@@ -81,9 +93,9 @@ BROKER_RUNTIME_KEYS = frozenset(
         "logLevel",
     }
 )
-"""BrokerConfig keys UPDATE_BROKER_CONFIG may change: each is read where it is used, so
-a new value takes effect without a restart. Others (ports, names, paths, roles, timer
-periods) need a restart and are refused."""
+"""BrokerConfig keys UPDATE_BROKER_CONFIG applies at once: each is read where it is
+used. Others (ports, names, paths, roles, timer periods) are saved in the config file
+and take effect at the next start, as in 4.9.8 (whose components read most keys once)."""
 
 STORE_RUNTIME_KEYS = frozenset(
     {
@@ -105,8 +117,20 @@ STORE_RUNTIME_KEYS = frozenset(
 """Store keys UPDATE_BROKER_CONFIG may change (read per operation by the store)."""
 
 BROKER_PROPERTIES_FILE = "broker.properties"
-"""Where RocketMQ persists a hot-updated config (``BrokerPathConfigHelper``), here under
-the store's ``config`` directory."""
+"""Where a broker started without ``-c`` saves updated keys (``BrokerPathConfigHelper``'s
+default name), here under the store's ``config`` directory."""
+
+ROCKETMQ_CONFIG_TABLES: tuple[Sequence[tuple[str, JavaDefault]], ...] = (
+    BROKER_CONFIG_FIELDS,
+    NETTY_SERVER_FIELDS,
+    NETTY_CLIENT_FIELDS,
+    MESSAGE_STORE_CONFIG_FIELDS,
+)
+"""The config objects of a 4.9.8 broker's ``Configuration``, in its registration order."""
+
+ROCKETMQ_DEFAULTS: dict[str, JavaDefault] = {
+    key: default for table in ROCKETMQ_CONFIG_TABLES for key, default in table
+}
 
 
 def human_bytes(count: int) -> str:
@@ -325,58 +349,106 @@ class AdminProcessor:
     # -- broker config ------------------------------------------------------------------
 
     def config_text(self) -> str:
-        return self.controller.config.to_properties_text() + (
-            self.controller.store_config.to_properties_text()
-        )
+        """Every 4.9.8 key (``Configuration.getAllConfigsFormatString``), mq's values where
+        it has the setting (the ports and addresses really in use), then mq's own keys."""
+        c = self.controller
+        ha_port = c.store_config.ha_listen_port
+        overrides = {
+            "listenPort": c.config.listen_port,
+            "brokerIP2": c.config.broker_ip2 or c.config.broker_ip1,
+            "haListenPort": ha_port if ha_port is not None else c.config.listen_port + 1,
+            "useTLS": c.config.tls_enable,
+        }
+        items = rocketmq_config_items(ROCKETMQ_CONFIG_TABLES, (c.config, c.store_config), overrides)
+        return rocketmq_config_text(items)
+
+    def config_file(self) -> Path:
+        c = self.controller
+        if c.config.broker_config_path:
+            return Path(c.config.broker_config_path)
+        return c.store_config.config_path / BROKER_PROPERTIES_FILE
 
     def get_broker_config(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
         header = GetBrokerConfigResponseHeader(self.config_version.encode().decode())
         return reply(request, header=header, body=self.config_text().encode())
 
     def update_broker_config(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
-        """Apply runtime-changeable keys (all or nothing), then persist like RocketMQ."""
+        """Save the keys in the config file (all or nothing) and apply the ones read at
+        use at once; the others take effect at the next start (the remark says which)."""
         try:
             props = parse_properties(bytes(request.body).decode("utf-8"))
         except UnicodeDecodeError:
             return reply(request, ResponseCode.SYSTEM_ERROR, "config body is not UTF-8")
         if not props:
             return reply(request, ResponseCode.SYSTEM_ERROR, "string2Properties error")
-        refused = sorted(k for k in props if k not in BROKER_RUNTIME_KEYS | STORE_RUNTIME_KEYS)
-        if refused:
+        if any(k in BROKER_CONFIG_BLACK_LIST for k in props):
             return reply(
-                request,
-                ResponseCode.SYSTEM_ERROR,
-                "these keys cannot be changed at runtime (restart with a new config): "
-                + ", ".join(refused),
+                request, ResponseCode.NO_PERMISSION, "Can not update config in black list."
             )
         level = props.get("logLevel")
         if level is not None and not isinstance(logging.getLevelName(level.upper()), int):
             return reply(request, ResponseCode.SYSTEM_ERROR, f"bad value for logLevel: {level!r}")
         c = self.controller
-        broker_props = {k: v for k, v in props.items() if k in BROKER_RUNTIME_KEYS}
-        store_props = {k: v for k, v in props.items() if k in STORE_RUNTIME_KEYS}
+        broker_keys = set(type(c.config).property_fields())
+        store_keys = set(type(c.store_config).property_fields())
+        broker_props = {k: v for k, v in props.items() if k in broker_keys}
+        store_props = {k: v for k, v in props.items() if k in store_keys}
+        foreign = {
+            k: v
+            for k, v in props.items()
+            if k in ROCKETMQ_DEFAULTS and k not in broker_keys | store_keys
+        }
+        ignored = sorted(k for k in props if k not in broker_keys | store_keys | foreign.keys())
         try:
             broker_values = _checked_values(c.config, broker_props)
             store_values = _checked_values(c.store_config, store_props)
+            for key, raw in foreign.items():
+                _check_java_value(key, raw, ROCKETMQ_DEFAULTS[key])
         except ConfigError as exc:
             return reply(request, ResponseCode.SYSTEM_ERROR, str(exc))
+        changes = {
+            **{k: java_text(broker_values[_field(c.config, k)]) or "" for k in broker_props},
+            **{k: java_text(store_values[_field(c.store_config, k)]) or "" for k in store_props},
+            **{k: v.strip() for k, v in foreign.items()},
+        }
+        path = self.config_file()
+        if changes:
+            try:
+                save_properties(path, changes)
+            except OSError as exc:
+                log.warning("cannot save the broker config in %s: %s", path, exc)
+                return reply(
+                    request, ResponseCode.SYSTEM_ERROR, f"cannot save the config in {path}: {exc}"
+                )
         old_perm = c.config.broker_permission
         for name, value in broker_values.items():
-            setattr(c.config, name, value)
+            if _key(c.config, name) in BROKER_RUNTIME_KEYS:
+                setattr(c.config, name, value)
         for name, value in store_values.items():
-            setattr(c.store_config, name, value)
-        log.info("updateBrokerConfig from %s: %s", channel.remote_address, props)
+            if _key(c.store_config, name) in STORE_RUNTIME_KEYS:
+                setattr(c.store_config, name, value)
+        log.info(
+            "updateBrokerConfig from %s: %s (saved in %s)", channel.remote_address, props, path
+        )
         self.config_version = DataVersion(
             timestamp=int(time.time() * 1000), counter=self.config_version.counter + 1
         )
         self._apply_side_effects(old_perm, "logLevel" in props)
-        try:
-            path = c.store_config.config_path / BROKER_PROPERTIES_FILE
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(self.config_text(), encoding="utf-8")
-        except OSError as exc:
-            log.warning("cannot persist the broker config: %s", exc)
-        return reply(request)
+        restart = sorted(
+            k
+            for k in {**broker_props, **store_props}
+            if k not in BROKER_RUNTIME_KEYS | STORE_RUNTIME_KEYS
+        )
+        notes = []
+        if restart:
+            notes.append(
+                f"{', '.join(restart)} saved in {path}: takes effect when the broker restarts"
+            )
+        if foreign:
+            notes.append(f"{', '.join(sorted(foreign))} saved in {path}: no effect in mq")
+        if ignored:
+            notes.append(f"unknown keys ignored: {', '.join(ignored)}")
+        return reply(request, remark="; ".join(notes) or None)
 
     def _apply_side_effects(self, old_perm: int, log_level_changed: bool) -> None:
         c = self.controller
@@ -387,6 +459,33 @@ class AdminProcessor:
             c.request_register(force=True)
         if log_level_changed:
             logging.getLogger("mq").setLevel(c.config.log_level.upper())
+
+
+def _field(config: PropertiesConfig, key: str) -> str:
+    """The dataclass field behind a property key (aliases included)."""
+    return type(config).property_fields()[key].name
+
+
+def _key(config: PropertiesConfig, name: str) -> str:
+    """The canonical property key of a dataclass field."""
+    for f in dataclasses.fields(config):  # type: ignore[arg-type]
+        if f.name == name:
+            return str(f.metadata.get("key") or camel(name))
+    return name
+
+
+def _check_java_value(key: str, raw: str, default: JavaDefault) -> None:
+    """A value for a 4.9.8 key mq has no setting for must still fit the Java field."""
+    sample = default() if callable(default) else default
+    text = raw.strip()
+    if isinstance(sample, bool):
+        if text.lower() not in ("true", "false"):
+            raise ConfigError(f"bad value for {key}: {raw!r} (expected true or false)")
+    elif isinstance(sample, int):
+        try:
+            int(text)
+        except ValueError:
+            raise ConfigError(f"bad value for {key}: {raw!r} (expected an integer)") from None
 
 
 def _checked_values(config: PropertiesConfig, props: dict[str, str]) -> dict[str, Any]:
