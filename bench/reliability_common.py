@@ -78,6 +78,22 @@ def fd_count(pid: int) -> int:
     return len(os.listdir(f"/proc/{pid}/fd"))
 
 
+def store_fd_count(pid: int, store_root: Path) -> int:
+    """Descriptors of ``pid`` that are files under ``store_root``. Each mapped store file
+    holds one (the map's own copy of the descriptor), so these grow with the files the
+    store has (one more per rolled commit log or consume queue file) and fall when
+    cleanup deletes expired files: growth there is data, not a leak."""
+    root = str(store_root.resolve())
+    n = 0
+    for name in os.listdir(f"/proc/{pid}/fd"):
+        try:
+            target = os.readlink(f"/proc/{pid}/fd/{name}")
+        except OSError:
+            continue  # closed between the listing and the read
+        n += target.startswith(root + os.sep)
+    return n
+
+
 def percentile(values: list[float], p: float) -> float:
     if not values:
         return 0.0
@@ -102,9 +118,11 @@ class Cluster:
     """A name server and one broker as ``mq`` processes under ``root``. The broker keeps
     its store and port across restarts; every process is stopped by :meth:`stop_all`."""
 
-    def __init__(self, root: Path, **broker_props: str) -> None:
+    def __init__(self, root: Path, heap_probe: Path | None = None, **broker_props: str) -> None:
         self.root = root
         self.broker_props = broker_props
+        self.heap_probe = heap_probe
+        """When set, the broker runs under ``bench/heap_probe.py`` writing there."""
         self.namesrv_addr = ""
         self.broker_addr = ""
         self.namesrv: subprocess.Popen[bytes] | None = None
@@ -116,9 +134,13 @@ class Cluster:
 
     def _spawn(self, name: str, *args: str) -> tuple[subprocess.Popen[bytes], Path]:
         out = self.root / f"{name}.out"
+        command = [sys.executable, "-m", "mqcli.main", *args]
+        if self.heap_probe is not None and args[0] == "broker":
+            probe = Path(__file__).with_name("heap_probe.py")
+            command = [sys.executable, str(probe), str(self.heap_probe), "120", "--", *args]
         with open(out, "wb") as f, open(self.root / f"{name}.err", "ab") as err:
             proc = subprocess.Popen(
-                [sys.executable, "-m", "mqcli.main", *args],
+                command,
                 stdout=f,
                 stderr=err,
                 env={**os.environ, "HOME": str(self.root)},

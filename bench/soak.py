@@ -37,6 +37,7 @@ from reliability_common import (
     quiet_client_logs,
     rss_kib,
     slope_per_hour,
+    store_fd_count,
 )
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
@@ -70,7 +71,7 @@ async def settle(load: MixedLoad, timeout: float, progress: Any, task: Any) -> N
 
 async def run(args: argparse.Namespace, console: Console) -> dict[str, Any]:
     root = Path(tempfile.mkdtemp(prefix="mq-soak-"))
-    cluster = Cluster(root, **BROKER_PROPS)
+    cluster = Cluster(root, heap_probe=args.heap_probe, **BROKER_PROPS)
     ledger = Ledger()
     samples: list[dict[str, float]] = []
     load: MixedLoad | None = None
@@ -100,11 +101,14 @@ async def run(args: argparse.Namespace, console: Console) -> dict[str, Any]:
             while (now := time.monotonic()) - t0 < seconds:
                 if now >= next_sample:
                     next_sample += SAMPLE_EVERY
+                    fds, store_fds = fd_count(pid), store_fd_count(pid, cluster.root / "store")
                     sample = {
                         "t": round(now - t0, 1),
                         "rssKiB": rss_kib(pid),
                         "anonKiB": rss_kib(pid, "RssAnon"),
-                        "fds": fd_count(pid),
+                        "fds": fds,
+                        "storeFds": store_fds,
+                        "otherFds": fds - store_fds,
                     }
                     samples.append(sample)
                     progress.update(
@@ -165,6 +169,8 @@ async def run(args: argparse.Namespace, console: Console) -> dict[str, Any]:
         "rss": curve("rssKiB"),
         "anon": curve("anonKiB"),
         "fds": curve("fds"),
+        "storeFds": curve("storeFds"),
+        "otherFds": curve("otherFds"),
         "samples": samples,
     }
 
@@ -176,6 +182,11 @@ def main() -> None:
     ap.add_argument("--pause", type=float, default=0.01, help="s between sends per sender")
     ap.add_argument("--drain-timeout", type=float, default=90.0, help="s without progress")
     ap.add_argument("--json", action="store_true")
+    ap.add_argument(
+        "--heap-probe",
+        type=Path,
+        help="run the broker under tracemalloc; write its heap growth by site to this file",
+    )
     args = ap.parse_args()
     console = Console(stderr=True)
     quiet_client_logs()
@@ -189,7 +200,8 @@ def main() -> None:
         for key in ("acknowledged", "delivered", "inDlq", "inRetry", "rolledBack", "lost",
                     "rolledBackDelivered", "duplicates"):  # fmt: skip
             table.add_row(key, f"{result[key]:,}")
-        for key, unit in (("rss", "KiB"), ("anon", "KiB"), ("fds", "")):
+        for key, unit in (("rss", "KiB"), ("anon", "KiB"), ("fds", ""), ("storeFds", ""),
+                          ("otherFds", "")):  # fmt: skip
             c = result[key]
             table.add_row(
                 f"broker {key} after warm-up",
