@@ -1,0 +1,325 @@
+"""`mq broker consume-stats|query-cq|producers|clean-expired-cq|clean-unused-topic|
+delete-expired-commitlog`: what mqadmin's brokerConsumeStats, queryCq, producer,
+cleanExpiredCQ, cleanUnusedTopic and deleteExpiredCommitLog do, against running brokers.
+
+A command works on one broker (``BROKER_ADDR`` or ``-b NAME``), on the masters of one
+cluster (``-c``), or on every master the name server knows.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import typer
+from rich.markup import escape
+
+from mqcli.commands.admin_util import JsonOpt, YesOpt, admin_session, confirm, topic_option
+from mqcli.connect import NamesrvOpt, run_async
+from mqcli.output import console, fail, print_json
+from mqcli.render import fmt_ts
+from mqcli.tables import FormatOpt, make_table, print_table, resolve_format
+from mqcore.client import Admin
+from mqcore.protocol.bodies.store_admin import ConsumeStatsList
+
+__all__ = ["register"]
+
+BrokerAddrArg = typer.Argument(
+    None, metavar="BROKER_ADDR", help="host:port of one broker (default: every master)."
+)
+NameOpt = typer.Option(None, "--name", "-b", help="Broker name (brokerName).")
+ClusterOpt = typer.Option(None, "--cluster", "-c", help="Only the masters of this cluster.")
+
+
+async def _targets(
+    admin: Admin, addr: str | None, name: str | None, cluster: str | None
+) -> dict[str, str]:
+    """Broker name (or the address itself) -> address of the brokers to act on."""
+    if sum(x is not None for x in (addr, name, cluster)) > 1:
+        raise typer.BadParameter("give one of BROKER_ADDR, --name and --cluster")
+    if addr is not None:
+        return {addr: addr}
+    return await admin.masters_of(cluster=cluster, broker_name=name)
+
+
+# -- consume-stats ----------------------------------------------------------------------------
+
+
+def _stats_rows(stats: ConsumeStatsList, min_lag: int) -> list[dict[str, Any]]:
+    rows = []
+    for entry in stats.consume_stats_list:
+        for group, per_topic in entry.items():
+            for consume in per_topic:
+                for mq, w in sorted(consume.offset_table.items()):
+                    lag = w.broker_offset - w.consumer_offset
+                    if lag < min_lag:
+                        continue
+                    rows.append(
+                        {
+                            "topic": mq.topic,
+                            "group": group,
+                            "brokerName": mq.broker_name,
+                            "queueId": mq.queue_id,
+                            "brokerOffset": w.broker_offset,
+                            "consumerOffset": w.consumer_offset,
+                            "lag": lag,
+                            "lastTimestamp": w.last_timestamp,
+                        }
+                    )
+    return rows
+
+
+def consume_stats(
+    broker_addr: str | None = BrokerAddrArg,
+    name: str | None = NameOpt,
+    cluster: str | None = ClusterOpt,
+    order: bool = typer.Option(False, "--order", help="Only ordered topics (mqadmin -o)."),
+    min_lag: int = typer.Option(
+        0, "--min-lag", "-l", min=0, help="Only queues at least this far behind (mqadmin -l)."
+    ),
+    fmt: str | None = FormatOpt,
+    as_json: bool = JsonOpt,
+    namesrv: str | None = NamesrvOpt,
+) -> None:
+    """Every group's progress on every queue of a broker (mqadmin brokerConsumeStats):
+    broker and consumer offset, lag and when the last consumed message was stored."""
+    fmt = resolve_format(fmt, as_json)
+
+    async def go() -> None:
+        async with admin_session(namesrv) as admin:
+            targets = await _targets(admin, broker_addr, name, cluster)
+            results = await asyncio.gather(
+                *(admin.broker_consume_stats(a, order_only=order) for a in targets.values())
+            )
+        docs: list[dict[str, Any]] = [
+            {
+                "brokerAddr": s.broker_addr,
+                "totalDiff": s.total_diff,
+                "queues": _stats_rows(s, min_lag),
+            }
+            for s in results
+        ]
+        if fmt == "json":
+            print_json(docs)
+            return
+        for doc in docs:
+            rows = doc["queues"]
+            table = make_table(
+                f"Consume stats of {escape(doc['brokerAddr'])} · {doc['totalDiff']} behind in all",
+                "TOPIC",
+                "GROUP",
+                "BROKER",
+                "QUEUE",
+                "BROKER-OFFSET",
+                "CONSUMER-OFFSET",
+                "LAG",
+                "LAST-CONSUMED",
+                count=len(rows),
+            )
+            for r in rows:
+                table.add_row(
+                    escape(r["topic"]),
+                    escape(r["group"]),
+                    escape(r["brokerName"]),
+                    str(r["queueId"]),
+                    str(r["brokerOffset"]),
+                    str(r["consumerOffset"]),
+                    f"[yellow]{r['lag']}[/]" if r["lag"] > 0 else "0",
+                    fmt_ts(r["lastTimestamp"]) if r["lastTimestamp"] else "-",
+                )
+            print_table(table, fmt)
+
+    run_async(go())
+
+
+# -- query-cq ---------------------------------------------------------------------------------
+
+
+def query_cq(
+    topic: str = topic_option(),
+    queue_id: int = typer.Option(..., "--queue", "-q", min=0, help="Queue id."),
+    index: int = typer.Option(0, "--index", "-i", min=0, help="First unit (queue offset)."),
+    count: int = typer.Option(10, "--count", "-C", min=1, help="How many units."),
+    name: str | None = typer.Option(
+        None, "--name", "-b", help="Broker name (default: every master of the topic's route)."
+    ),
+    group: str | None = typer.Option(
+        None, "--group", "-g", help="Also show this group's subscription and filter data."
+    ),
+    fmt: str | None = FormatOpt,
+    as_json: bool = JsonOpt,
+    namesrv: str | None = NamesrvOpt,
+) -> None:
+    """Raw consume-queue units of a queue (mqadmin queryCq): the commit-log offset, size
+    and tag code each queue offset points at, and the queue's min/max offset."""
+    fmt = resolve_format(fmt, as_json)
+
+    async def go() -> None:
+        async with admin_session(namesrv) as admin:
+            route = await admin.topic_route(topic)
+            masters = {
+                b.broker_name: b.master_addr() or ""
+                for b in route.broker_datas
+                if b.master_addr() and (name is None or b.broker_name == name)
+            }
+            if not masters:
+                fail(f"topic {topic} has no master named {name}", hint="see `mq topic route`")
+            answers = {
+                n: await admin.query_consume_queue(a, topic, queue_id, index, count, group=group)
+                for n, a in sorted(masters.items())
+            }
+        docs = []
+        for broker_name, (body, remark) in answers.items():
+            doc: dict[str, Any] = {"brokerName": broker_name, "topic": topic, "queueId": queue_id}
+            if body is None:
+                doc["remark"] = remark
+            else:
+                doc.update(body.to_json())
+                doc["queueData"] = [
+                    {"index": index + i, **u.to_json()} for i, u in enumerate(body.queue_data or [])
+                ]
+            docs.append(doc)
+        if fmt == "json":
+            print_json(docs)
+            return
+        for doc in docs:
+            if "remark" in doc:
+                console.print(f"{escape(doc['brokerName'])}: {escape(str(doc['remark']))}")
+                continue
+            table = make_table(
+                f"{escape(topic)} queue {queue_id} on {escape(doc['brokerName'])} · offsets "
+                f"{doc['minQueueIndex']}..{doc['maxQueueIndex']}",
+                "INDEX",
+                "PHYSIC-OFFSET",
+                "SIZE",
+                "TAGS-CODE",
+                count=len(doc["queueData"]),
+            )
+            for u in doc["queueData"]:
+                table.add_row(
+                    str(u["index"]),
+                    str(u["physicOffset"]),
+                    str(u["physicSize"]),
+                    str(u["tagsCode"]),
+                )
+            print_table(table, fmt)
+            if group is not None:
+                sub = doc.get("subscriptionData")
+                console.print(
+                    f"subscription of {escape(group)}: "
+                    f"{escape(sub['subString']) if sub else '-'}; "
+                    f"filter data: {escape(str(doc.get('filterData')))}"
+                )
+
+    run_async(go())
+
+
+# -- producers --------------------------------------------------------------------------------
+
+
+def producers(
+    broker_addr: str | None = BrokerAddrArg,
+    name: str | None = NameOpt,
+    cluster: str | None = ClusterOpt,
+    fmt: str | None = FormatOpt,
+    as_json: bool = JsonOpt,
+    namesrv: str | None = NamesrvOpt,
+) -> None:
+    """Producer connections of each broker by group (mqadmin producer)."""
+    fmt = resolve_format(fmt, as_json)
+
+    async def go() -> None:
+        async with admin_session(namesrv) as admin:
+            targets = await _targets(admin, broker_addr, name, cluster)
+            tables = await asyncio.gather(*(admin.producer_table(a) for a in targets.values()))
+        rows = [
+            {"broker": broker, "group": group, **p.to_json()}
+            for broker, table in zip(targets, tables, strict=True)
+            for group, infos in table.data.items()
+            for p in infos
+        ]
+        if fmt == "json":
+            print_json(rows)
+            return
+        table = make_table(
+            "Producers",
+            "BROKER",
+            "GROUP",
+            "CLIENT-ID",
+            "ADDRESS",
+            "LANGUAGE",
+            "VERSION",
+            "LAST-HEARTBEAT",
+            count=len(rows),
+        )
+        for r in rows:
+            table.add_row(
+                escape(r["broker"]),
+                escape(r["group"]),
+                escape(r["clientId"]),
+                escape(r["remoteIP"].lstrip("/")),
+                r["language"],
+                str(r["version"]),
+                fmt_ts(r["lastUpdateTimestamp"]),
+            )
+        print_table(table, fmt)
+
+    run_async(go())
+
+
+# -- housekeeping -----------------------------------------------------------------------------
+
+
+def _housekeeping(what: str, question: str, method: str, help_text: str) -> Any:
+    def command(
+        broker_addr: str | None = BrokerAddrArg,
+        name: str | None = NameOpt,
+        cluster: str | None = ClusterOpt,
+        yes: bool = YesOpt,
+        namesrv: str | None = NamesrvOpt,
+    ) -> None:
+        async def go() -> None:
+            async with admin_session(namesrv) as admin:
+                targets = await _targets(admin, broker_addr, name, cluster)
+                names = ", ".join(sorted(targets))
+                if not yes and not confirm(f"{question} on {names}?"):
+                    fail("nothing done")
+                await getattr(admin, method)(targets.values())
+            console.print(f"{what} on {len(targets)} broker(s): {escape(names)}")
+
+        run_async(go())
+
+    command.__doc__ = help_text
+    return command
+
+
+clean_expired_cq = _housekeeping(
+    "cleaned expired consume queues",
+    "Destroy the consume queues whose messages are all deleted",
+    "clean_expired_consume_queue",
+    "Destroy consume queues whose messages are all gone from the commit log (mqadmin "
+    "cleanExpiredCQ); such a queue starts again at offset 0.",
+)
+clean_unused_topic = _housekeeping(
+    "cleaned unused topics",
+    "Destroy the consume queues of topics the broker no longer has",
+    "clean_unused_topic",
+    "Destroy the consume queues of topics missing from the broker's topic table "
+    "(mqadmin cleanUnusedTopic).",
+)
+delete_expired_commitlog = _housekeeping(
+    "deleted expired commit log files",
+    "Delete commit log files older than fileReservedTime now",
+    "delete_expired_commit_log",
+    "Delete commit log files older than fileReservedTime now, as at deleteWhen "
+    "(mqadmin deleteExpiredCommitLog).",
+)
+
+
+def register(broker_app: typer.Typer) -> None:
+    broker_app.command("consume-stats")(consume_stats)
+    broker_app.command("query-cq")(query_cq)
+    broker_app.command("producers")(producers)
+    broker_app.command("clean-expired-cq")(clean_expired_cq)
+    broker_app.command("clean-unused-topic")(clean_unused_topic)
+    broker_app.command("delete-expired-commitlog")(delete_expired_commitlog)
