@@ -150,3 +150,27 @@ def test_up_passes_the_tls_file_to_every_server(tmp_path: Path) -> None:
         assert mq("cluster", "list", "-n", addr).returncode != 0  # plain: refused
     finally:
         _stop(proc)
+
+
+def test_client_certificate_options_for_a_server_that_verifies_clients(tmp_path: Path) -> None:
+    pki = make_pki(tmp_path / "pki")
+    (tmp_path / "ns.conf").write_text(
+        f"kvConfigPath={tmp_path / 'kv.json'}\nlogDir={tmp_path / 'logs'}\n"
+        "tls.server.mode=enforcing\ntls.server.need.client.auth=require\n"
+        f"tls.server.certPath={pki.server_cert}\ntls.server.keyPath={pki.server_key}\n"
+        f"tls.server.trustCertPath={pki.ca}\n"
+    )
+    ns, addr = _start(["namesrv", "-c", str(tmp_path / "ns.conf"), "--listen", "127.0.0.1:0"],
+                      tmp_path, "namesrv")  # fmt: skip
+    try:
+        base = ["cluster", "list", "--json", "-n", addr, "--tls-ca", str(pki.ca)]
+        done = mq(*base, "--tls-cert", str(pki.client_cert), "--tls-key", str(pki.client_key))
+        assert done.returncode == 0, done.stderr
+        env = {"MQ_TLS_CERT": str(pki.client_cert), "MQ_TLS_KEY": str(pki.client_key)}
+        assert mq(*base, env=env).returncode == 0  # the environment says the same
+        done = mq(*base)  # no client certificate: the server refuses the handshake
+        assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
+        done = mq(*base, "--tls-cert", str(pki.client_cert))
+        assert done.returncode == 2 and "--tls-key" in done.stderr, done.stderr
+    finally:
+        _stop(ns)
