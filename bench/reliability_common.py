@@ -176,6 +176,23 @@ class Cluster:
         conf.write_text("".join(f"{k}={v}\n" for k, v in settings.items()))
         return conf
 
+    async def wait_registered(self, timeout: float = 60.0) -> None:
+        """Until the name server lists the broker (a slow start, e.g. under the heap
+        probe, answers requests a moment before its first registration)."""
+        client = RemotingClient()
+        deadline = time.monotonic() + timeout
+        try:
+            while time.monotonic() < deadline:
+                with contextlib.suppress(Exception):
+                    request = RemotingCommand.request(RequestCode.GET_BROKER_CLUSTER_INFO, {})
+                    response = await client.invoke(self.namesrv_addr, request, 2.0)
+                    if self.broker_addr.encode() in bytes(response.body or b""):
+                        return
+                await asyncio.sleep(0.1)
+        finally:
+            await client.close()
+        raise RuntimeError(f"the broker did not register with {self.namesrv_addr}")
+
     async def start_broker(self) -> float:
         """Start the broker on its store (and, after the first start, its port); returns
         seconds from the process start until it answers a request.

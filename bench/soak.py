@@ -80,6 +80,7 @@ async def run(args: argparse.Namespace, console: Console) -> dict[str, Any]:
     try:
         await cluster.start_namesrv()
         await cluster.start_broker()
+        await cluster.wait_registered()
         pid = cluster.broker_pid
         load = MixedLoad(
             cluster.namesrv_addr, TOPIC, ledger,
