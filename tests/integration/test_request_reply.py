@@ -14,6 +14,7 @@ import pytest
 from inproc_broker import running_broker, running_namesrv, until
 
 from mqcore.broker.controller import BrokerController
+from mqcore.client.api import SendResult, SendStatus
 from mqcore.client.consume_service import ConsumeContext, ConsumeStatus
 from mqcore.client.producer import Producer, make_message
 from mqcore.client.push_consumer import PushConsumer
@@ -82,6 +83,7 @@ class Replier:
         self.consumer.register_listener(self.on_messages)
         self.skip = skip
         self.requests: list[MessageExt] = []
+        self.results: list[SendResult] = []
 
     async def on_messages(self, msgs: list[MessageExt], ctx: ConsumeContext) -> ConsumeStatus:
         for msg in msgs:
@@ -89,7 +91,7 @@ class Replier:
             if msg.body in self.skip:
                 continue
             reply = create_reply_message(msg, b"re:" + msg.body)
-            await self.producer.send(reply)
+            self.results.append(await self.producer.send(reply))
         return ConsumeStatus.CONSUME_SUCCESS
 
     async def __aenter__(self) -> Replier:
@@ -167,7 +169,10 @@ async def test_reply_after_the_timeout_is_answered_and_dropped(cluster: Cluster)
         with pytest.raises(RequestTimeoutError):
             await producer.request(make_message(TOPIC, "nobody listens"), timeout=0.5)
         async with Replier(cluster) as replier:
-            await until(lambda: len(replier.requests) == 1, 20.0, "the late request consumed")
+            await until(lambda: len(replier.results) == 1, 20.0, "the late request answered")
+            # The broker pushed the late reply and the requester took it (SUCCESS), so the
+            # replier's send succeeded; nothing was waiting for it any more.
+            assert replier.results[0].status is SendStatus.SEND_OK
             answer = await producer.request(make_message(TOPIC, "now"), timeout=15.0)
             assert answer.body == b"re:now"
 
