@@ -10,11 +10,16 @@ import orjson
 from inproc_broker import BROKER_NAME, TestClient, put, running_broker
 
 from mqcore.common import fastjson
+from mqcore.message.const import PROPERTY_TRANSACTION_CHECK_TIMES, RMQ_SYS_TRANS_HALF_TOPIC
+from mqcore.message.model import MessageExt
 from mqcore.protocol import RequestCode, ResponseCode
 from mqcore.protocol.bodies import MessageQueue
 from mqcore.protocol.bodies.store_admin import ConsumeStatsList, QueryConsumeQueueResponseBody
 from mqcore.protocol.headers import CreateTopicRequestHeader, QueryConsumeQueueRequestHeader
-from mqcore.protocol.headers.store_admin import GetConsumeStatsInBrokerHeader
+from mqcore.protocol.headers.store_admin import (
+    GetConsumeStatsInBrokerHeader,
+    ResumeCheckHalfMessageRequestHeader,
+)
 from mqcore.store.consume_queue import ENTRY
 from mqcore.store.metadata import SubscriptionGroupConfig
 
@@ -215,5 +220,46 @@ async def test_clean_unused_topic_destroys_queues_of_unknown_topics(tmp_path: Pa
             assert not (tmp_path / "store" / "consumequeue" / "Stray" / "0").exists()
             assert broker.store.consume_queue("Kept", 0) is not None
             assert broker.store.get_max_offset_in_queue("Kept", 0) == 1
+        finally:
+            await client.close()
+
+
+async def test_resume_check_half_message_puts_it_back_with_no_checks(tmp_path: Path) -> None:
+    async with running_broker(tmp_path) as broker:
+        client = TestClient(broker.broker_addr, "10.0.0.5@admin")
+        try:
+            half = MessageExt(
+                topic=RMQ_SYS_TRANS_HALF_TOPIC,
+                body=b"half",
+                properties={
+                    "REAL_TOPIC": "Orders",
+                    "REAL_QID": "0",
+                    PROPERTY_TRANSACTION_CHECK_TIMES: "5",
+                },
+                born_host=("127.0.0.1", 5000),
+                store_host=("127.0.0.1", broker.server.port),
+            )
+            stored = broker.store.put_message(half)
+            assert stored.ok
+            first = broker.store.look_message(stored.wrote_offset)
+            before = broker.store.get_max_offset_in_queue(RMQ_SYS_TRANS_HALF_TOPIC, 0)
+
+            fields = ResumeCheckHalfMessageRequestHeader(first.msg_id).to_ext_fields()
+            resp = await client.invoke(RequestCode.RESUME_CHECK_HALF_MESSAGE, fields)
+            assert (resp.code, resp.remark) == (ResponseCode.SUCCESS, None)
+            assert broker.store.get_max_offset_in_queue(RMQ_SYS_TRANS_HALF_TOPIC, 0) == before + 1
+            phy = broker.store.get_commit_log_offset_in_queue(RMQ_SYS_TRANS_HALF_TOPIC, 0, before)
+            again = broker.store.look_message(phy)
+            assert again.body == b"half" and again.properties["REAL_TOPIC"] == "Orders"
+            assert again.properties[PROPERTY_TRANSACTION_CHECK_TIMES] == "0"
+
+            nowhere = "0" * 16 + f"{1 << 40:016X}"  # an id past the end of the commit log
+            for bad in ("nothex", nowhere):
+                fields = ResumeCheckHalfMessageRequestHeader(bad).to_ext_fields()
+                resp = await client.invoke(RequestCode.RESUME_CHECK_HALF_MESSAGE, fields)
+                assert resp.code == ResponseCode.SYSTEM_ERROR
+                assert resp.remark == (
+                    "Exception was thrown when putting message back to RMQ_SYS_TRANS_HALF_TOPIC."
+                )
         finally:
             await client.close()

@@ -1,7 +1,8 @@
 """Store-level admin requests (RocketMQ's AdminBrokerProcessor, store half): the
 housekeeping mqadmin triggers remotely (cleanExpiredCQ, cleanUnusedTopic,
-deleteExpiredCommitLog), raw consume-queue units (queryCq) and every group's consume
-stats in one answer (brokerConsumeStats).
+deleteExpiredCommitLog), raw consume-queue units (queryCq), every group's consume
+stats in one answer (brokerConsumeStats) and a half message put back for checking
+(RESUME_CHECK_HALF_MESSAGE).
 
 Each answer is 4.9.8's: same response codes, remarks and body shapes, including where
 4.9.8 answers SUCCESS with only a remark (an index past a queue's end).
@@ -18,6 +19,9 @@ from mqcore.broker.client_manager import ConsumerManager
 from mqcore.broker.processor import reply
 from mqcore.broker.stats import BrokerStatsManager
 from mqcore.common import fastjson
+from mqcore.errors import MQError
+from mqcore.message.const import PROPERTY_REAL_TOPIC, PROPERTY_TRANSACTION_CHECK_TIMES
+from mqcore.message.ids import decode_offset_msg_id
 from mqcore.protocol import RemotingCommand, RequestCode, ResponseCode
 from mqcore.protocol.bodies import ConsumeStats, MessageQueue, OffsetWrapper
 from mqcore.protocol.bodies.store_admin import (
@@ -26,7 +30,10 @@ from mqcore.protocol.bodies.store_admin import (
     QueryConsumeQueueResponseBody,
 )
 from mqcore.protocol.headers import QueryConsumeQueueRequestHeader
-from mqcore.protocol.headers.store_admin import GetConsumeStatsInBrokerHeader
+from mqcore.protocol.headers.store_admin import (
+    GetConsumeStatsInBrokerHeader,
+    ResumeCheckHalfMessageRequestHeader,
+)
 from mqcore.remoting import Channel, Processor
 from mqcore.store.consume_queue import CQ_STORE_UNIT_SIZE, ENTRY
 from mqcore.store.message_store import MessageStore
@@ -104,6 +111,37 @@ class StoreAdminProcessor:
         log.warning(
             "invoke deleteExpiredCommitLog end: %d commit log files deleted",
             report.commit_log_files_deleted,
+        )
+        return reply(request)
+
+    def resume_check_half_message(
+        self, channel: Channel, request: RemotingCommand
+    ) -> RemotingCommand:
+        """The half message named by ``msgId`` is stored again with its check count at
+        0, so the transaction check service asks its producer again from the start."""
+        header = ResumeCheckHalfMessageRequestHeader.from_command(request)
+        try:
+            _ip, _port, offset = decode_offset_msg_id(header.msg_id or "")
+            msg = self.store.look_message(offset)
+            msg.properties[PROPERTY_TRANSACTION_CHECK_TIMES] = "0"
+            result = self.store.put_message(msg)
+        except (MQError, ValueError):
+            log.error("Exception was thrown when putting message back to RMQ_SYS_TRANS_HALF_TOPIC.")
+            return reply(
+                request,
+                ResponseCode.SYSTEM_ERROR,
+                "Exception was thrown when putting message back to RMQ_SYS_TRANS_HALF_TOPIC.",
+            )
+        if not result.ok:
+            log.error("Put message back to RMQ_SYS_TRANS_HALF_TOPIC failed.")
+            return reply(
+                request,
+                ResponseCode.SYSTEM_ERROR,
+                "Put message back to RMQ_SYS_TRANS_HALF_TOPIC failed.",
+            )
+        log.info(
+            "Put message back to RMQ_SYS_TRANS_HALF_TOPIC. real topic=%s",
+            msg.properties.get(PROPERTY_REAL_TOPIC),
         )
         return reply(request)
 
@@ -209,6 +247,7 @@ def register(controller: BrokerController) -> StoreAdminProcessor:
         RequestCode.DELETE_EXPIRED_COMMITLOG: proc.delete_expired_commit_log,
         RequestCode.QUERY_CONSUME_QUEUE: proc.query_consume_queue,
         RequestCode.GET_BROKER_CONSUME_STATS: proc.get_broker_consume_stats,
+        RequestCode.RESUME_CHECK_HALF_MESSAGE: proc.resume_check_half_message,
     }
     for server in (c.server, c.fast_server):
         for code, fn in table.items():

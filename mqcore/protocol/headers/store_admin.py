@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from mqcore.protocol.headers.base import CommandHeader
 
-__all__ = ["GetConsumeStatsInBrokerHeader"]
+__all__ = ["GetConsumeStatsInBrokerHeader", "ResumeCheckHalfMessageRequestHeader"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -15,3 +15,10 @@ class GetConsumeStatsInBrokerHeader(CommandHeader):
     ordered topics when true."""
 
     is_order: bool
+
+
+@dataclass(frozen=True, slots=True)
+class ResumeCheckHalfMessageRequestHeader(CommandHeader):
+    """RESUME_CHECK_HALF_MESSAGE (323): the offset msg id of a half message."""
+
+    msg_id: str | None = None
