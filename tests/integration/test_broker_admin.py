@@ -266,7 +266,25 @@ async def test_runtime_info_and_broker_config(tmp_path: Path) -> None:
             assert info["runtime"].startswith("[ 0 days, 0 hours")
             assert abs(int(info["earliestMessageTimeStamp"]) - time.time() * 1000) < 60_000
             assert 0.0 <= float(info["commitLogDiskRatio"]) <= 1.0
+            # 4.9.8's ratio: rounded up to two decimals, per commit log path too
+            assert info["commitLogDiskRatio"] == repr(round(float(info["commitLogDiskRatio"]), 2))
+            commit_log_dir = str(tmp_path / "store" / "commitlog")
+            assert info[f"commitLogDiskRatio_{commit_log_dir}"] == info["commitLogDiskRatio"]
+            assert info["consumeQueueDiskRatio"] == info["commitLogDiskRatio"]
             assert info["commitLogDirCapacity"].startswith("Total : ")
+            assert info["EndTransactionQueueSize"] == "0"
+            assert info["EndTransactionThreadPoolQueueCapacity"] == "100000"
+            assert info["remainTransientStoreBufferNumbs"] == "2147483647"
+            backlog = broker.store.commit_log.max_offset - broker.store.commit_log.flushed_where
+            assert info["remainHowManyDataToFlush"] == f"{backlog} B"
+            assert info["dispatchMaxBuffer"] == "0"
+            assert info["putMessageFailedTimes"] == "0"
+            assert info["putMessageDistributeTime"] == "null"  # no minute has passed
+            assert info["putLatency99"] == info["putLatency999"] == "0.00"
+            assert int(info["putMessageEntireTimeMax"]) >= 0
+            assert int(info["getMessageEntireTimeMax"]) >= 0
+            assert info["putMessageTimesTotal"] == "4"  # the counted send of 4 messages
+            assert info["putMessageAverageSize"] == "100.0"
             assert int(info["dispatchBehindBytes"]) >= 0
             assert info["scheduleMessageOffset_1"] == "0,0"
             assert len([k for k in info if k.startswith("scheduleMessageOffset_")]) == 18

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import os
 import shutil
 import time
 from collections.abc import Sequence
@@ -19,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from mqcore.broker.config import BROKER_CONFIG_BLACK_LIST, BROKER_CONFIG_FIELDS
 from mqcore.broker.config_file import save_properties
 from mqcore.broker.processor import admin_group, reply
+from mqcore.broker.store_stats import observe_store
 from mqcore.common.properties import PropertiesConfig, camel, parse_properties
 from mqcore.errors import ConfigError
 from mqcore.protocol import MQ_VERSION, RemotingCommand, RequestCode, ResponseCode
@@ -143,6 +145,23 @@ def human_bytes(count: int) -> str:
         value /= 1024
         exp += 1
     return f"{value:.1f} {'KMGTPE'[exp - 1]}iB"
+
+
+def disk_used_ratio(path: str) -> float:
+    """``UtilAll.getDiskPartitionSpaceUsedPercent``: the used share of the partition
+    holding ``path`` (blocks reserved for root count neither as used nor as usable),
+    rounded up to two decimals; -1.0 when ``path`` does not exist."""
+    try:
+        st = os.statvfs(path)
+    except OSError:
+        return -1.0
+    total = st.f_blocks * st.f_frsize
+    if total <= 0:
+        return -1.0
+    used = total - st.f_bfree * st.f_frsize
+    entire = used + st.f_bavail * st.f_frsize
+    percent = -(-used * 100 // entire) if entire else 0
+    return percent / 100.0
 
 
 def runtime_text(seconds: float) -> str:
@@ -275,7 +294,9 @@ class AdminProcessor:
         info["runtime"] = runtime_text(time.monotonic() - self.boot_monotonic)
         info["startAcceptSendRequestTimeStamp"] = "0"
         info["commitLogMaxOffset"] = str(store.max_phy_offset)
-        info["commitLogMinOffset"] = str(store.min_phy_offset)
+        # 4.9.8's CommitLog.getMinOffset: -1 while there is no commit log file
+        empty = store.commit_log.queue.first_file is None
+        info["commitLogMinOffset"] = "-1" if empty else str(store.min_phy_offset)
         info["dispatchBehindBytes"] = str(store.dispatch_behind_bytes())
         info["earliestMessageTimeStamp"] = str(self._earliest_message_time())
         info["pageCacheLockTimeMills"] = "0"
@@ -283,6 +304,15 @@ class AdminProcessor:
             info[f"{pool}ThreadPoolQueueSize"] = "0"
             info[f"{pool}ThreadPoolQueueCapacity"] = str(capacity)
             info[f"{pool}ThreadPoolQueueHeadWaitTimeMills"] = "0"
+        # requests are served on the event loop: no thread pool queue holds any
+        info["EndTransactionQueueSize"] = "0"
+        info["EndTransactionThreadPoolQueueCapacity"] = "100000"
+        # no transient store pool: 4.9.8's availableBufferNums() is Integer.MAX_VALUE then
+        info["remainTransientStoreBufferNumbs"] = str(2**31 - 1)
+        commit_log = store.commit_log
+        info["remainHowManyDataToFlush"] = human_bytes(
+            max(0, commit_log.max_offset - commit_log.flushed_where)
+        )
         info.update(self._disk_info())
         info.update(self._schedule_offsets())
         info.update(self._ha_info())
@@ -317,23 +347,28 @@ class AdminProcessor:
         return ts if ts is not None else -1
 
     def _disk_info(self) -> dict[str, str]:
+        """4.9.8's disk keys: ``commitLogDiskRatio_<path>`` per commit log path and the
+        least of them as ``commitLogDiskRatio``, ``consumeQueueDiskRatio`` (-1.0 for a
+        path that does not exist), ``commitLogDirCapacity`` of the store root."""
         store_config = self.controller.store_config
-        out: dict[str, str] = {}
-        for key, path in (
-            ("commitLog", store_config.commit_log_path),
-            ("consumeQueue", store_config.consume_queue_path),
-        ):
-            target = path if path.exists() else store_config.root
-            try:
-                usage = shutil.disk_usage(target)
-            except OSError:
-                out[f"{key}DiskRatio"] = "-1"
-                continue
-            out[f"{key}DiskRatio"] = repr(usage.used / usage.total if usage.total else 0.0)
-            if key == "commitLog":
-                out["commitLogDirCapacity"] = (
-                    f"Total : {human_bytes(usage.total)}, Free : {human_bytes(usage.free)}."
-                )
+        if store_config.store_path_commit_log:
+            commit_log_dir = store_config.store_path_commit_log
+        else:
+            commit_log_dir = f"{store_config.store_path_root_dir}{os.sep}commitlog"
+        ratio = disk_used_ratio(commit_log_dir)
+        out = {
+            f"commitLogDiskRatio_{commit_log_dir}": repr(ratio),
+            "commitLogDiskRatio": repr(ratio),
+            "consumeQueueDiskRatio": repr(
+                disk_used_ratio(f"{store_config.store_path_root_dir}{os.sep}consumequeue")
+            ),
+        }
+        try:
+            usage = shutil.disk_usage(store_config.root)
+        except OSError:
+            return out
+        total, usable = human_bytes(usage.total), human_bytes(usage.free)
+        out["commitLogDirCapacity"] = f"Total : {total}, Free : {usable}."
         return out
 
     def _schedule_offsets(self) -> dict[str, str]:
@@ -517,6 +552,8 @@ def register(controller: BrokerController) -> AdminProcessor:
     for server in (controller.server, controller.fast_server):
         for code, fn in table.items():
             server.register(code, fn)
+
+    observe_store(controller.store, controller.stats.store_stats)
 
     def start() -> None:  # not returning the task: start hooks' awaitables are awaited
         controller.schedule(1000, controller.stats.sample, name="stats-sample")
