@@ -19,7 +19,7 @@ from test_cpp_client import mq as mq  # the fixture
 
 from mqcore.client import Admin, Producer, make_message
 from mqcore.common.metadata import SubscriptionGroupConfig
-from mqcore.protocol import RequestCode
+from mqcore.protocol import RequestCode, ResponseCode
 from mqcore.protocol.bodies import MessageQueue
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "integration"))
@@ -43,6 +43,7 @@ async def owned_queues(mq: CppCluster, group: str, topic: str) -> dict[str, set[
         for client_id in mq.broker.consumer_manager.client_ids(group):
             fields = {"consumerGroup": group, "clientId": client_id, "jstackEnable": "false"}
             answer = await client.invoke(RequestCode.GET_CONSUMER_RUNNING_INFO, fields)
+            assert answer.code == ResponseCode.SUCCESS, answer.remark
             pattern = rf'"queueId"\s*:\s*(\d+),\s*"topic"\s*:\s*"{re.escape(topic)}"'
             owned[client_id] = {int(q) for q in re.findall(pattern, answer.body.decode())}
     finally:
@@ -172,6 +173,11 @@ async def test_the_orderly_consumer_locks_its_queues_and_keeps_their_order(
     finally:
         await listener.stop()
     assert held == [client_id] * QUEUES, "the orderly consumer locked every queue it owns"
+    after = [locks.holder(group, MessageQueue(topic, BROKER_NAME, q)) for q in range(QUEUES)]
+    # its shutdown unlocks them (UNLOCK_BATCH_MQ), all but one: cpp 1.2.3's
+    # Rebalance::unlockAll leaves out the first queue it meets per broker (its vector is
+    # created without it), so that one stays locked until rebalanceLockMaxLiveTime
+    assert after.count(None) == QUEUES - 1, after
     for q in range(QUEUES):
         seqs = [m["body"] for m in listener.messages if m["queueId"] == q]
         assert seqs == [f"o-{q}-{s}" for s in range(5)], "consumed in queue order"
