@@ -148,12 +148,16 @@ def spec(topic: str, body: str, **fields: Any) -> dict[str, Any]:
 
 
 async def read_all(cluster: CppCluster, topic: str, count: int) -> list[MessageExt]:
-    """What our own consumer reads of ``topic`` from the first offset (``count`` messages)."""
+    """What our own consumer reads of ``topic`` from the first offset (``count`` messages).
+    It is assigned every queue: no group membership, no wait for a rebalance."""
     got: list[MessageExt] = []
     async with LitePullConsumer(
-        "our-reader", namesrv=cluster.ns, consume_from_where=ConsumeFromWhere.FIRST
+        "our-reader",
+        namesrv=cluster.ns,
+        consume_from_where=ConsumeFromWhere.FIRST,
+        auto_commit=False,
     ) as consumer:
-        consumer.subscribe(topic, "*")
+        consumer.assign(await consumer.fetch_message_queues(topic))
         deadline = time.monotonic() + 20
         while len(got) < count and time.monotonic() < deadline:
             got.extend(await consumer.poll(timeout=0.5))
@@ -291,3 +295,19 @@ async def test_the_pull_consumer_reads_what_our_producer_wrote(mq: CppCluster) -
         assert p["props"] == {"UNIQ_KEY": msg_id, "color": f"c{n}"}
     only_a = await mq.run("pull", mq.ns, topic, "cpp-pull-cg-a", "TagA")
     assert sorted(p["body"] for p in only_a) == [f"ours-{i}" for i in range(0, 8, 2)]
+
+
+async def test_a_send_to_an_unknown_topic_creates_it_through_the_default_topic(
+    mq: CppCluster,
+) -> None:
+    """autoCreateTopicEnable (the 4.9.8 default): the client finds no route, sends with
+    the TBW102 route, and the broker creates the topic (defaultTopicQueueNums queues)."""
+    topic = "CppAutoCreated"
+    results = await mq.send(
+        "cpp-auto-pg", [{"how": "sync", "messages": [spec(topic, f"auto-{i}")]} for i in range(3)]
+    )
+    assert [r.get("status") for r in results] == [0, 0, 0], results
+    config = mq.broker.topic_config_manager.select(topic)
+    assert config is not None and config.write_queue_nums == QUEUES
+    got = await read_all(mq, topic, 3)
+    assert sorted(m.body for m in got) == [b"auto-0", b"auto-1", b"auto-2"]
