@@ -99,6 +99,15 @@ async def test_the_push_consumer_filters_by_tag_and_sees_keys_and_properties(
                                                       f"key-{i} common")  # fmt: skip
         assert m["props"] == {"color": f"c{i}", "UNIQ_KEY": sent[m["body"]]}
         assert (m["queueId"], m["reconsumeTimes"]) == (1, 0)
+    # the group's offset was committed: a new consumer of it resumes after m-8
+    async with Producer("our-pg", namesrv=mq.ns) as producer:
+        for i, tags in ((9, "TagA"), (10, "TagC"), (11, "TagB")):
+            await producer.send(make_message(topic, f"m-{i}", tags=tags), selector=on_queue(1))
+    again = await mq.listen(topic, "cpp-tags-cg", "--expression", "TagA || TagB")
+    try:
+        assert [m["body"] for m in await again.wait_for(2)] == ["m-9", "m-11"]
+    finally:
+        await again.stop()
 
 
 async def test_clustering_consumers_share_the_queues(mq: CppCluster) -> None:
