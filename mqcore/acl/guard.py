@@ -13,10 +13,22 @@ import asyncio
 import contextlib
 import logging
 import os
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from pathlib import Path
+from typing import Any
+
+import yaml
 
 from mqcore.acl.config import PlainAclConfig, load_acl_file
+from mqcore.acl.updates import (
+    AccountUpdate,
+    DataVersion,
+    data_version,
+    delete_account,
+    edit_acl_file,
+    set_global_white_addresses,
+    upsert_account,
+)
 from mqcore.acl.validator import validate
 from mqcore.errors import ConfigError
 from mqcore.protocol import RemotingCommand, ResponseCode
@@ -115,6 +127,38 @@ class AclGuard:
 
     def replace(self, config: PlainAclConfig) -> None:
         self.config = config
+
+    # -- remote changes (UPDATE_AND_CREATE_ACL_CONFIG and friends) ----------------------
+    # Blocking (a read, a write and an fsync of a small file): callers run them in a
+    # thread, one at a time. The new accounts apply at once, not at the next poll.
+
+    def update_account(self, update: AccountUpdate) -> None:
+        """Create or change an account in the file (ConfigError: refused, file as it was)."""
+        self._edit(lambda doc: upsert_account(doc, update))
+
+    def delete_account(self, access_key: str) -> bool:
+        """Remove an account from the file; False when it has none with that key."""
+        return self._edit(lambda doc: delete_account(doc, access_key))
+
+    def update_global_white_addresses(self, addresses: list[str]) -> None:
+        self._edit(lambda doc: set_global_white_addresses(doc, addresses))
+
+    def data_version(self) -> DataVersion:
+        """The file's ``dataVersion`` (zeros for a file that never had one)."""
+        try:
+            doc = yaml.safe_load(self.path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, yaml.YAMLError):
+            return DataVersion()
+        return data_version(doc) if isinstance(doc, dict) else DataVersion()
+
+    def _edit(self, edit: Callable[[dict[str, Any]], bool | None]) -> bool:
+        result = edit_acl_file(self.path, edit)
+        if result is None:
+            return False
+        self.config = result[0]
+        self._stamp = _stamp(self.path)
+        log.info("ACL file %s changed remotely: %d accounts", self.path, len(self.config.accounts))
+        return True
 
     async def _poll(self) -> None:
         while True:

@@ -34,6 +34,7 @@ from mqcore.broker.ha.slave import HAClient
 from mqcore.broker.long_polling import LongPollingService
 from mqcore.broker.outer_api import BrokerOuterAPI
 from mqcore.broker.processor import (
+    acl_admin,
     admin,
     admin_store,
     client,
@@ -162,6 +163,7 @@ class BrokerController:
         client.register(self)
         query.register(self)
         admin.register(self)
+        acl_admin.register(self)
         admin_store.register(self)
         # -- transactions: END_TRANSACTION and the check-back --
         self.transaction_service = end_transaction.register(self)
