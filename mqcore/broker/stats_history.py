@@ -21,6 +21,7 @@ from mqcore.broker.stats import BrokerStatsManager, StatsItem
 
 __all__ = ["STATS_NAMES", "StatsHistory", "WindowStats"]
 
+MINUTE_SECONDS = 60
 HOUR_SAMPLE_SECONDS = 600
 DAY_SAMPLE_SECONDS = 3600
 _HOUR_SAMPLES = 7  # 60 minutes of 10-minute samples, as RocketMQ's csListHour
@@ -52,6 +53,20 @@ def _window(first: _Sample, last: _Sample, which: int) -> WindowStats:
     dt = last[0] - first[0]
     calls = last[3] - first[3]
     return WindowStats(total, total / dt if dt > 0 else 0.0, total / calls if calls > 0 else 0.0)
+
+
+def _minute(item: StatsItem, which: int, now: _Sample) -> WindowStats:
+    """From the manager's own (one-second) samples: the oldest within 60 s of the last."""
+    samples = item.samples
+    if not samples:
+        return _window(now, now, which)
+    last = samples[-1]
+    first = last
+    for sample in reversed(samples):
+        if sample[0] < last[0] - MINUTE_SECONDS:
+            break
+        first = sample
+    return _window(first, last, which)
 
 
 class StatsHistory:
@@ -114,9 +129,7 @@ class StatsHistory:
         if item is None:
             return None
         now: _Sample = (self._clock(), item.msgs, item.bytes, item.calls)
-        minute = item.samples  # one-second samples; the last 60 s of them
-        first = minute[max(0, len(minute) - 61)] if minute else now
-        out = [_window(first, minute[-1] if minute else now, which)]
+        out = [_minute(item, which, now)]
         for window in ("hour", "day"):
             ring = self._rings[window].get((family, key))
             # a key born since the ring's last sample counted from zero
