@@ -29,8 +29,8 @@ from rocketmq.client import Message, Producer, PullConsumer, PushConsumer, RecvM
 from rocketmq.exceptions import ffi_check
 from rocketmq.ffi import MSG_CALLBACK_FUNC, MessageModel, _CConsumeStatus, dll
 
-SUCCESS = _CConsumeStatus.CONSUME_SUCCESS.value
-RECONSUME_LATER = _CConsumeStatus.RECONSUME_LATER.value
+SUCCESS: int = _CConsumeStatus.CONSUME_SUCCESS.value
+RECONSUME_LATER: int = _CConsumeStatus.RECONSUME_LATER.value
 
 
 def out(obj: object) -> None:
@@ -202,7 +202,12 @@ def listen(namesrv: str, args: argparse.Namespace) -> None:
     consumer.start()
     out({"started": True})
     closed = threading.Event()
-    threading.Thread(target=lambda: (sys.stdin.read(), closed.set()), daemon=True).start()
+
+    def wait_for_eof() -> None:
+        sys.stdin.read()
+        closed.set()
+
+    threading.Thread(target=wait_for_eof, daemon=True).start()
     try:
         closed.wait(args.timeout)
     finally:
