@@ -23,6 +23,7 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
+from mqcore.client.admin_acl import AclAdminMixin
 from mqcore.client.admin_broker import BrokerAdminMixin
 from mqcore.client.api import PullStatus
 from mqcore.client.config import with_credentials
@@ -118,9 +119,10 @@ def _ok(response: RemotingCommand, *codes: int) -> RemotingCommand:
     return response
 
 
-class Admin(BrokerAdminMixin):
+class Admin(BrokerAdminMixin, AclAdminMixin):
     """Admin operations over a shared :class:`ClientInstance`; see the module docstring
-    (broker-level operations come from :class:`BrokerAdminMixin`)."""
+    (broker-level operations come from :class:`BrokerAdminMixin`, remote ACL changes from
+    :class:`AclAdminMixin`)."""
 
     def __init__(
         self,
