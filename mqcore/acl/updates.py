@@ -6,8 +6,9 @@ broker edits the YAML document and writes it back. These functions are that edit
 parsed document (sans-IO), with 4.9.8's rules:
 
 - an update names an account by ``accessKey``; fields the request leaves out (no secret,
-  no white address, no default perms, no topic or group perms) keep their file values;
-  ``admin`` is always written (the request header's boolean has no "absent");
+  no white address, no default perms, no topic or group perms) keep their file values.
+  4.9.8's clients always send ``admin`` (a Java boolean), so it is always written for
+  them; mq's client leaves it out unless asked, and then the file's value stays;
 - a new account is appended; deleting an unknown key fails;
 - every write bumps the file's ``dataVersion`` (``[{counter, timestamp}]``), which
   GET_BROKER_CLUSTER_ACL_INFO reports.
@@ -51,7 +52,7 @@ class AccountUpdate:
     access_key: str
     secret_key: str | None = None
     white_remote_address: str | None = None
-    admin: bool = False
+    admin: bool | None = None
     default_topic_perm: str | None = None
     default_group_perm: str | None = None
     topic_perms: list[str] | None = None

@@ -23,7 +23,8 @@ class CreateAccessConfigRequestHeader(CommandHeader):
     access_key: str
     secret_key: str | None = None
     white_remote_address: str | None = None
-    admin: bool = False
+    admin: bool | None = None
+    """4.9.8's clients always send it; mq's leaves it out to keep the account's value."""
     default_topic_perm: str | None = None
     default_group_perm: str | None = None
     topic_perms: str | None = None

@@ -77,3 +77,12 @@ def test_edit_leaves_the_file_alone_when_the_result_would_not_load(tmp_path: Pat
     assert result is not None and result[0].accounts == {} and result[1].counter == 42
     assert edit_acl_file(path, lambda doc: delete_account(doc, "userKey1")) is None
     assert data_version(yaml.safe_load(path.read_text())).counter == 42  # nothing written
+
+
+def test_admin_left_out_keeps_the_file_value() -> None:
+    doc = yaml.safe_load(FILE)
+    upsert_account(doc, AccountUpdate("userKey1", admin=True))
+    upsert_account(doc, AccountUpdate("userKey1", topic_perms=["b=PUB"]))  # as mq's CLI sends
+    assert doc["accounts"][0]["admin"] is True
+    upsert_account(doc, AccountUpdate("userKey1", admin=False))  # as 4.9.8's mqadmin sends
+    assert doc["accounts"][0]["admin"] is False
