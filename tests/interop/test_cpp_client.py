@@ -191,6 +191,11 @@ async def test_sync_and_oneway_sends_keep_tags_keys_and_properties(mq: CppCluste
         # the send result's msgId is the client's unique key, its offset the queue offset
         assert got[name].properties["UNIQ_KEY"] == result["msgId"]
         assert got[name].queue_offset == result["offset"]
+    async with Admin(mq.ns) as admin:  # the keys and the msgId are indexed
+        by_key = await admin.query_by_key(topic, "x0")
+        by_id = await admin.query_by_unique_key(topic, results[3]["msgId"])
+    assert [m.body for m in by_key] == [b"sync-0"]
+    assert [m.body for m in by_id] == [b"async-0"]
 
 
 async def test_a_big_body_is_compressed_by_the_client_and_read_back_whole(
