@@ -3,8 +3,9 @@
 
 Putting: :meth:`ScheduleMessageService.rewrite_delay` turns a NOT/COMMIT message with
 ``DELAY`` > 0 into a ``SCHEDULE_TOPIC_XXXX`` message on queue ``level - 1`` (level clamped
-to the table's maximum), adding ``REAL_TOPIC``/``REAL_QID``; the store then writes the
-deliver time (store ts + the level's delay) into the consume queue's tag slot.
+to the table's maximum), adding ``REAL_TOPIC``/``REAL_QID`` (properties in 4.9.8's
+``HashMap`` order, ``WAIT`` kept, as its re-serialization writes them); the store then
+writes the deliver time (store ts + the level's delay) into the consume queue's tag slot.
 
 Delivering: one asyncio task per level reads its schedule queue from the level's offset
 in ``config/delayOffset.json``. An entry is due when its tag slot is <= now (a slot more
@@ -38,6 +39,7 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, cast
 
+from mqcore.broker.java_order import rewrite_properties
 from mqcore.broker.processor.send import count_put
 from mqcore.broker.stats import StatsItem
 from mqcore.common.aio import cancel_and_wait
@@ -132,8 +134,9 @@ class ScheduleMessageService:
         if level > self.max_level:
             level = self.max_level
             props[PROPERTY_DELAY_TIME_LEVEL] = str(level)
-        props[PROPERTY_REAL_TOPIC] = msg.topic
-        props[PROPERTY_REAL_QUEUE_ID] = str(msg.queue_id)
+        rewrite_properties(
+            props, {PROPERTY_REAL_TOPIC: msg.topic, PROPERTY_REAL_QUEUE_ID: str(msg.queue_id)}
+        )
         msg.topic = SCHEDULE_TOPIC
         msg.queue_id = level - 1
         wake = self._wake.get(level)

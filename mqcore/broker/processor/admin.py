@@ -150,9 +150,13 @@ def human_bytes(count: int) -> str:
 def disk_used_ratio(path: str) -> float:
     """``UtilAll.getDiskPartitionSpaceUsedPercent``: the used share of the partition
     holding ``path`` (blocks reserved for root count neither as used nor as usable),
-    rounded up to two decimals; -1.0 when ``path`` does not exist."""
+    rounded up to two decimals; -1.0 when it cannot be measured. A directory the store
+    creates on first use (4.9.8 creates it at start) is measured where it will be."""
+    target = Path(path)
+    while not target.exists() and target.parent != target:
+        target = target.parent
     try:
-        st = os.statvfs(path)
+        st = os.statvfs(target)
     except OSError:
         return -1.0
     total = st.f_blocks * st.f_frsize

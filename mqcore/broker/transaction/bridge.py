@@ -18,6 +18,7 @@ import time
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
+from mqcore.broker.java_order import hash_map_order, rewrite_properties
 from mqcore.errors import CorruptRecordError, StoreError
 from mqcore.message.const import (
     PROPERTY_REAL_QUEUE_ID,
@@ -61,9 +62,12 @@ _READ_BATCH = 32
 
 def render_half(msg: MessageExt) -> MessageExt:
     """Park a PREPARED message as a half message, in place (``parseHalfMessageInner``):
-    remember the real topic/queue, clear the transaction bits, move it to the half queue."""
-    msg.properties[PROPERTY_REAL_TOPIC] = msg.topic
-    msg.properties[PROPERTY_REAL_QUEUE_ID] = str(msg.queue_id)
+    remember the real topic/queue, clear the transaction bits, move it to the half queue;
+    the properties as 4.9.8 serializes them again (``WAIT`` kept, ``HashMap`` order)."""
+    rewrite_properties(
+        msg.properties,
+        {PROPERTY_REAL_TOPIC: msg.topic, PROPERTY_REAL_QUEUE_ID: str(msg.queue_id)},
+    )
     msg.sys_flag = SysFlag.reset_transaction_value(msg.sys_flag, SysFlag.TRANSACTION_NOT_TYPE)
     msg.topic = RMQ_SYS_TRANS_HALF_TOPIC
     msg.queue_id = HALF_QUEUE_ID
@@ -150,7 +154,8 @@ class TransactionalMessageBridge:
     def put_back(self, msg: MessageExt, properties: dict[str, str]) -> PutResult:
         """Append a copy of a half message with ``properties`` (``renewHalfMessageInner``)."""
         self.ensure_topic(RMQ_SYS_TRANS_HALF_TOPIC)
-        return self.put(_copy(msg, RMQ_SYS_TRANS_HALF_TOPIC, HALF_QUEUE_ID, properties))
+        ordered = hash_map_order(properties)
+        return self.put(_copy(msg, RMQ_SYS_TRANS_HALF_TOPIC, HALF_QUEUE_ID, ordered))
 
     def put_moved(self, msg: MessageExt, topic: str, queue_id: int) -> PutResult:
         """Append a copy of a half message in another topic, properties as stored."""
@@ -166,7 +171,9 @@ class TransactionalMessageBridge:
         op = MessageExt(
             topic=RMQ_SYS_TRANS_OP_HALF_TOPIC,
             body=str(half.queue_offset).encode("ascii"),
-            properties={PROPERTY_TAGS: REMOVE_TAG, PROPERTY_WAIT_STORE_MSG_OK: "true"},
+            properties=hash_map_order(
+                {PROPERTY_TAGS: REMOVE_TAG, PROPERTY_WAIT_STORE_MSG_OK: "true"}
+            ),
             queue_id=half.queue_id,
             born_timestamp=_now_ms(),
             born_host=host,

@@ -1,4 +1,5 @@
-"""Saving updated keys in a broker's properties file as 4.9.8 persists (tmp, .bak)."""
+"""Saving updated keys in a broker's properties file as 4.9.8 persists (tmp, .bak), and
+the disk ratio of runtime info."""
 
 from __future__ import annotations
 
@@ -23,3 +24,16 @@ def test_the_previous_content_is_kept_in_bak(tmp_path: Path) -> None:
     assert conf.read_text() == "a=2\n"
     assert conf.with_name("broker.conf.bak").read_text() == "a=1\n"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["broker.conf", "broker.conf.bak"]
+
+
+def test_disk_ratio_is_rounded_up_and_measured_where_a_directory_will_be(tmp_path: Path) -> None:
+    import os
+
+    from mqcore.broker.processor.admin import disk_used_ratio
+
+    st = os.statvfs(tmp_path)
+    used = (st.f_blocks - st.f_bfree) * st.f_frsize
+    entire = used + st.f_bavail * st.f_frsize
+    expected = -(-used * 100 // entire) / 100.0
+    assert disk_used_ratio(str(tmp_path)) == expected
+    assert disk_used_ratio(str(tmp_path / "store" / "commitlog")) == expected  # not made yet

@@ -4,6 +4,7 @@ rewrite, END_TRANSACTION's state table and refusals, and check rounds driven by 
 
 from __future__ import annotations
 
+import struct
 import time
 from typing import Any
 
@@ -148,6 +149,35 @@ def test_the_state_table() -> None:
     commit, rollback = END_ACTIONS[8], END_ACTIONS[12]
     assert commit is not None and commit.deliver and commit.tran_type == 0x8
     assert rollback is not None and not rollback.deliver
+
+
+def raw_properties(broker: BrokerController, msg: MessageExt) -> bytes:
+    """The PROPERTIES bytes of the record, straight from the IPv4 v1 layout."""
+    view = broker.store.get_message(msg.commit_log_offset)
+    (body_len,) = struct.unpack_from(">i", view, 84)
+    p = 88 + body_len
+    p += 1 + view[p]
+    (length,) = struct.unpack_from(">h", view, p)
+    return bytes(view[p + 2 : p + 2 + length])
+
+
+async def test_half_commit_and_op_properties_are_written_as_4_9_8_writes_them(
+    broker: BrokerController,
+) -> None:
+    """The order a real 4.9.8 broker stored for this key set (its ``HashMap`` order):
+    the half message and the committed one alike; ``WAIT`` after ``PGROUP``."""
+    h = half(broker, b"o", CLUSTER="DefaultCluster", WAIT="true", TAGS="TagB")
+    expected = (
+        b"REAL_TOPIC\x01RealTopic\x02TRAN_MSG\x01true\x02UNIQ_KEY\x01U6f\x02"
+        b"CLUSTER\x01DefaultCluster\x02PGROUP\x01pg-tx\x02WAIT\x01true\x02TAGS\x01TagB\x02"
+        b"REAL_QID\x012"
+    )
+    assert raw_properties(broker, h) == expected
+    assert end(broker, h, 8) == (ResponseCode.SUCCESS, None)
+    [real] = records(broker, "RealTopic", 2)
+    assert raw_properties(broker, real) == expected
+    [op] = records(broker, RMQ_SYS_TRANS_OP_HALF_TOPIC)
+    assert raw_properties(broker, op) == b"WAIT\x01true\x02TAGS\x01d"
 
 
 async def test_commit_writes_the_real_message_and_an_op_message(broker: BrokerController) -> None:
