@@ -1,8 +1,12 @@
-"""`mq acl list|check`: read a plain_acl.yml as a broker with ``aclEnable=true`` would.
+"""`mq acl list|check|update|delete|trust|version`: the plain ACL of RocketMQ 4.x.
 
-Offline: the file is read here, nothing is asked of a server. ``list`` shows the accounts
-(secrets masked); ``check`` answers what one key may do, with the broker's own decision
-code (mqcore.acl), so the answer is the broker's answer.
+``list`` and ``check`` are offline: they read a plain_acl.yml as a broker with
+``aclEnable=true`` would, with the broker's own decision code (mqcore.acl), so the answer
+is the broker's answer. ``update``, ``delete``, ``trust`` and ``version`` change or read
+the ACL file of running brokers (mqadmin's updateAclConfig, deleteAclConfig,
+updateGlobalWhiteAddr and clusterAclConfigVersion): one broker (``BROKER_ADDR`` or
+``-b NAME``), the masters of a cluster (``-c``), or every master. They need an admin
+account (``mq --access-key ... --secret-key ...``) unless the address is trusted.
 """
 
 from __future__ import annotations
@@ -11,18 +15,25 @@ import os
 from pathlib import Path
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 
+from mqcli.commands.admin_util import JsonOpt, admin_session
+from mqcli.connect import NamesrvOpt, run_async
 from mqcli.output import console, fail, print_json
+from mqcli.tables import FormatOpt, make_table, print_table, resolve_format
 from mqcore.acl import Perm, check_resources, load_acl_file
 from mqcore.acl.config import Account, PlainAclConfig
 from mqcore.acl.permission import format_perm
+from mqcore.acl.updates import AccountUpdate, check_resource_perms
+from mqcore.client import Admin
 from mqcore.errors import ConfigError
 from mqcore.message.const import RETRY_GROUP_TOPIC_PREFIX
 from mqcore.protocol import RequestCode
 
 acl_app = typer.Typer(
-    help="Inspect a plain_acl.yml (RocketMQ 4.x plain ACL).", no_args_is_help=True
+    help="Inspect a plain_acl.yml, or change the ACL of running brokers (RocketMQ 4.x plain ACL).",
+    no_args_is_help=True,
 )
 
 FileArg = typer.Argument(
@@ -136,6 +147,177 @@ def check(
         console.print(f"[red]refused[/]: {reason}")
     if reason is not None:
         raise typer.Exit(1)
+
+
+# -- remote: the ACL files of running brokers -------------------------------------------------
+
+BrokerAddrArg = typer.Option(
+    None, "--broker-addr", metavar="HOST:PORT", help="One broker (default: every master)."
+)
+NameOpt = typer.Option(None, "--name", "-b", help="Broker name (brokerName).")
+ClusterOpt = typer.Option(None, "--cluster", "-c", help="Only the masters of this cluster.")
+_PERMS = "DENY, PUB, SUB or PUB|SUB"
+
+
+async def _brokers(
+    admin: Admin, addr: str | None, name: str | None, cluster: str | None
+) -> dict[str, str]:
+    if sum(x is not None for x in (addr, name, cluster)) > 1:
+        raise typer.BadParameter("give one of --broker-addr, --name and --cluster")
+    if addr is not None:
+        return {addr: addr}
+    return await admin.masters_of(cluster=cluster, broker_name=name)
+
+
+def _done(what: str, targets: dict[str, str]) -> None:
+    console.print(f"{what} on {len(targets)} broker(s): {escape(', '.join(sorted(targets)))}")
+
+
+@acl_app.command("update")
+def update(
+    access_key: str = typer.Argument(..., metavar="ACCESS_KEY", help="The account."),
+    secret_key: str | None = typer.Option(None, "--secret", help="Its secret key (new: needed)."),
+    white_address: str | None = typer.Option(
+        None, "--white-address", metavar="PATTERN", help="Requests from here need no signature."
+    ),
+    admin_flag: bool | None = typer.Option(
+        None,
+        "--admin/--no-admin",
+        help="May send admin requests (default: unchanged).",
+        show_default=False,
+    ),
+    topic_default: str | None = typer.Option(None, "--topic-default", help=_PERMS),
+    group_default: str | None = typer.Option(None, "--group-default", help=_PERMS),
+    topic_perm: list[str] | None = typer.Option(
+        None, "--topic-perm", metavar="TOPIC=PERM", help="Replaces the topic list (repeat)."
+    ),
+    group_perm: list[str] | None = typer.Option(
+        None, "--group-perm", metavar="GROUP=PERM", help="Replaces the group list (repeat)."
+    ),
+    broker_addr: str | None = BrokerAddrArg,
+    name: str | None = NameOpt,
+    cluster: str | None = ClusterOpt,
+    namesrv: str | None = NamesrvOpt,
+) -> None:
+    """Create an account, or change the fields given, in the brokers' ACL files.
+
+    The change applies at once; fields not given keep their values.
+
+    Examples:
+      mq acl update appKey01 --secret appSecret1 --topic-perm orders=PUB
+      mq acl update appKey01 --admin -c DefaultCluster
+    """
+    try:
+        check_resource_perms(topic_perm)
+        check_resource_perms(group_perm)
+    except ConfigError as exc:
+        raise typer.BadParameter(str(exc)) from None
+    change = AccountUpdate(
+        access_key=access_key,
+        secret_key=secret_key,
+        white_remote_address=white_address,
+        admin=admin_flag,
+        default_topic_perm=topic_default,
+        default_group_perm=group_default,
+        topic_perms=topic_perm,
+        group_perms=group_perm,
+    )
+
+    async def go() -> None:
+        async with admin_session(namesrv) as admin:
+            targets = await _brokers(admin, broker_addr, name, cluster)
+            await admin.update_acl_account(targets.values(), change)
+        _done(f"account {access_key} updated", targets)
+
+    run_async(go())
+
+
+@acl_app.command("delete")
+def delete(
+    access_key: str = typer.Argument(..., metavar="ACCESS_KEY", help="The account."),
+    broker_addr: str | None = BrokerAddrArg,
+    name: str | None = NameOpt,
+    cluster: str | None = ClusterOpt,
+    namesrv: str | None = NamesrvOpt,
+) -> None:
+    """Remove an account from the brokers' ACL files; it is refused at once.
+
+    Examples:
+      mq acl delete appKey01 -c DefaultCluster
+    """
+
+    async def go() -> None:
+        async with admin_session(namesrv) as admin:
+            targets = await _brokers(admin, broker_addr, name, cluster)
+            await admin.delete_acl_account(targets.values(), access_key)
+        _done(f"account {access_key} deleted", targets)
+
+    run_async(go())
+
+
+@acl_app.command("trust")
+def trust(
+    addresses: list[str] = typer.Argument(
+        ..., metavar="PATTERN...", help="Addresses whose requests need no signature."
+    ),
+    broker_addr: str | None = BrokerAddrArg,
+    name: str | None = NameOpt,
+    cluster: str | None = ClusterOpt,
+    namesrv: str | None = NamesrvOpt,
+) -> None:
+    """Replace the brokers' trusted addresses (globalWhiteRemoteAddresses).
+
+    Examples:
+      mq acl trust '10.0.0.*' 192.168.1.10
+    """
+
+    async def go() -> None:
+        async with admin_session(namesrv) as admin:
+            targets = await _brokers(admin, broker_addr, name, cluster)
+            await admin.update_global_white_addresses(targets.values(), addresses)
+        _done("trusted addresses replaced", targets)
+
+    run_async(go())
+
+
+@acl_app.command("version")
+def version(
+    broker_addr: str | None = BrokerAddrArg,
+    name: str | None = NameOpt,
+    cluster: str | None = ClusterOpt,
+    fmt: str | None = FormatOpt,
+    as_json: bool = JsonOpt,
+    namesrv: str | None = NamesrvOpt,
+) -> None:
+    """Each broker's ACL file version, to see that a change reached every broker.
+
+    The counter grows by one per change; the timestamp is the last change's.
+
+    Examples:
+      mq acl version -c DefaultCluster -o wide
+    """
+
+    async def go() -> list[dict[str, object]]:
+        async with admin_session(namesrv) as admin:
+            targets = await _brokers(admin, broker_addr, name, cluster)
+            versions = [await admin.acl_version(a) for a in targets.values()]
+        return [
+            {"cluster": v.cluster_name, "broker": v.broker_name, "addr": v.broker_addr,
+             "file": path, "counter": dv.counter, "timestamp": dv.timestamp}
+            for v in versions for path, dv in v.files.items()
+        ]  # fmt: skip
+
+    fmt = resolve_format(fmt, as_json)
+    rows = run_async(go())
+    if fmt == "json":
+        print_json(rows)
+        return
+    table = make_table("ACL file versions", "CLUSTER", "BROKER", "ADDR", "FILE", "COUNTER",
+                       "TIMESTAMP", count=len(rows))  # fmt: skip
+    for r in rows:
+        table.add_row(*(str(r[k]) for k in ("cluster", "broker", "addr", "file", "counter",
+                                            "timestamp")))  # fmt: skip
+    print_table(table, fmt)
 
 
 def register(app: typer.Typer) -> None:

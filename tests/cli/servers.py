@@ -197,7 +197,9 @@ class Cluster:
 
 
 def start_cluster(base: Path, brokers: int = 1, **broker_props: str) -> Cluster:
-    """A name server and ``brokers`` brokers (broker-a, broker-b) in one cluster."""
+    """A name server and ``brokers`` brokers (broker-a, broker-b) in one cluster.
+
+    ``{wd}`` in a property value is the broker's own directory (``base/broker-a``)."""
     procs: list[subprocess.Popen[str]] = []
     try:
         ns_dir = base / "ns"
@@ -213,8 +215,8 @@ def start_cluster(base: Path, brokers: int = 1, **broker_props: str) -> Cluster:
         procs.append(ns_proc)
         addrs: dict[str, str] = {}
         for name in ("broker-a", "broker-b")[:brokers]:
-            wd = base / name
-            wd.mkdir()
+            wd = base / name  # a test may have put files there (e.g. an ACL file)
+            wd.mkdir(exist_ok=True)
             settings = {
                 "brokerName": name,
                 "brokerIP1": "127.0.0.1",
@@ -225,7 +227,7 @@ def start_cluster(base: Path, brokers: int = 1, **broker_props: str) -> Cluster:
                 "mappedFileSizeConsumeQueue": str(20 * 10_000),
                 "maxHashSlotNum": "1000",
                 "maxIndexNum": "4000",
-                **broker_props,
+                **{k: v.replace("{wd}", str(wd)) for k, v in broker_props.items()},
             }
             conf = wd / "broker.conf"
             conf.write_text("".join(f"{k}={v}\n" for k, v in settings.items()))
