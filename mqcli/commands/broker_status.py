@@ -232,7 +232,9 @@ def _status_doc(
             "consumeQueue": as_float(rt.get("consumeQueueDiskRatio")),
         },
         "dispatchBehindBytes": as_int(rt.get("dispatchBehindBytes")),
-        "earliestMessageTimestamp": as_int(rt.get("earliestMessageTimeStamp")),
+        "earliestMessageTimestamp": as_int(  # mq's exact key, else 4.9.8's (often -1)
+            rt.get("earliestStoredMessageTimeStamp") or rt.get("earliestMessageTimeStamp")
+        ),
         # damage recovery found and worked around (mq brokers only; None elsewhere)
         "storeProblems": as_int(rt.get("storeProblems")),
         "storeProblemsDetail": [p for p in rt.get("storeProblemsDetail", "").split(" | ") if p],

@@ -16,12 +16,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from inproc_broker import TestClient, running_broker, running_namesrv
+from inproc_broker import TestClient, put, running_broker, running_namesrv
 
 from mqcli.commands.broker import load_config
 from mqcore.broker.controller import BrokerController
 from mqcore.common.properties import parse_properties
 from mqcore.protocol import RequestCode, ResponseCode
+from mqcore.protocol.bodies import KVTable
 from mqcore.store.store_config import FlushDiskType
 
 FIELDS = Path(__file__).parent.parent / "unit" / "data" / "rocketmq-4.9.8-config-fields.txt"
@@ -165,3 +166,25 @@ async def test_a_restart_key_is_saved_with_a_backup_and_applies_after_a_restart(
         assert props["flushDiskType"] == "SYNC_FLUSH" and props["fileReservedTime"] == "12"
     finally:
         await broker.shutdown()
+
+
+async def test_earliest_message_time_as_4_9_8_reads_it(tmp_path: Path) -> None:
+    """4.9.8 reads ``2 * maxMessageSize`` bytes at the oldest offset: the store time only
+    once that much follows it in its file (mqadmin clusterList's #Hour comes from it)."""
+    async with running_broker(tmp_path, store={"max_message_size": 1024}) as broker:
+        client = TestClient(broker.broker_addr, "admin")
+
+        async def earliest() -> tuple[str, str]:
+            resp = await client.invoke(RequestCode.GET_BROKER_RUNTIME_INFO)
+            info = KVTable.decode(resp.body).table
+            return info["earliestMessageTimeStamp"], info["earliestStoredMessageTimeStamp"]
+
+        try:
+            assert await earliest() == ("-1", "-1")
+            first = put(broker, "Early", body=b"x" * 100)
+            assert await earliest() == ("-1", str(first.store_timestamp))
+            while broker.store.max_phy_offset < 2 * 1024:
+                put(broker, "Early", body=b"x" * 100)
+            assert await earliest() == (str(first.store_timestamp),) * 2
+        finally:
+            await client.close()

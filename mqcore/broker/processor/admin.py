@@ -302,7 +302,10 @@ class AdminProcessor:
         empty = store.commit_log.queue.first_file is None
         info["commitLogMinOffset"] = "-1" if empty else str(store.min_phy_offset)
         info["dispatchBehindBytes"] = str(store.dispatch_behind_bytes())
-        info["earliestMessageTimeStamp"] = str(self._earliest_message_time())
+        earliest = self._earliest_message_time()
+        info["earliestMessageTimeStamp"] = str(earliest if self._earliest_readable() else -1)
+        # mq's own key: the store time of the oldest message, whatever follows it
+        info["earliestStoredMessageTimeStamp"] = str(earliest)
         info["pageCacheLockTimeMills"] = "0"
         for pool, capacity in (("send", 10000), ("pull", 100000), ("query", 20000)):
             info[f"{pool}ThreadPoolQueueSize"] = "0"
@@ -339,6 +342,17 @@ class AdminProcessor:
             info["haMasterAddress"] = c.ha_client.master_address or ""
             info["haMasterConnected"] = "true" if c.ha_client.connected else "false"
         return info
+
+    def _earliest_readable(self) -> bool:
+        """4.9.8's ``getEarliestMessageTime`` reads ``2 * maxMessageSize`` bytes at the
+        minimum offset and answers -1 when its file holds fewer after it (so on most
+        young brokers: mqadmin clusterList then shows the hours since 1970)."""
+        store = self.controller.store
+        first = store.commit_log.queue.first_file
+        if first is None:
+            return False
+        position = store.min_phy_offset - first.file_from_offset
+        return position + 2 * store.config.max_message_size <= first.wrote_position
 
     def _earliest_message_time(self) -> int:
         store = self.controller.store
