@@ -29,6 +29,7 @@ from mqcore.protocol.headers import (
     CloneGroupOffsetRequestHeader,
     ConsumeMessageDirectlyResultRequestHeader,
     CreateTopicRequestHeader,
+    GetConsumerRunningInfoRequestHeader,
     GetConsumerStatusRequestHeader,
     QueryConsumeTimeSpanRequestHeader,
     QueryCorrectionOffsetHeader,
@@ -54,6 +55,12 @@ class AnsweringConsumer:
         self.client = RemotingClient()
         self.client.register(RequestCode.CONSUME_MESSAGE_DIRECTLY, self._directly)
         self.client.register(RequestCode.GET_CONSUMER_STATUS_FROM_CLIENT, self._status)
+        self.client.register(RequestCode.GET_CONSUMER_RUNNING_INFO, self._running_info)
+
+    def _running_info(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
+        self.received.append(request)
+        body = orjson.dumps({"properties": {"PROP_CONSUMER_START_TIMESTAMP": "1"}})
+        return RemotingCommand.response_to(request, body=body)
 
     def _directly(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
         self.received.append(request)
@@ -103,6 +110,23 @@ async def test_relays_to_a_live_consumer(tmp_path: Path) -> None:
             resp = await admin.invoke(RequestCode.CONSUME_MESSAGE_DIRECTLY, offline.to_ext_fields())
             assert resp.code == ResponseCode.SYSTEM_ERROR
             assert resp.remark == "The Consumer <gDirect> <nobody> not online"
+
+            # running info: relayed with the request's fields; 4.9.8's remark when offline
+            header2 = GetConsumerRunningInfoRequestHeader("gDirect", consumer.client_id, True)
+            resp = await admin.invoke(
+                RequestCode.GET_CONSUMER_RUNNING_INFO, header2.to_ext_fields()
+            )
+            assert resp.code == ResponseCode.SUCCESS
+            assert orjson.loads(resp.body)["properties"]["PROP_CONSUMER_START_TIMESTAMP"] == "1"
+            assert consumer.received[-1].ext_fields["jstackEnable"] == "true"
+            header2 = GetConsumerRunningInfoRequestHeader("gDirect", "nobody")
+            resp = await admin.invoke(
+                RequestCode.GET_CONSUMER_RUNNING_INFO, header2.to_ext_fields()
+            )
+            assert (resp.code, resp.remark) == (
+                ResponseCode.SYSTEM_ERROR,
+                "The Consumer <gDirect> <nobody> not online",
+            )
 
             # consumer status: every member's offsets by client id
             fields = GetConsumerStatusRequestHeader("Direct", "gDirect").to_ext_fields()

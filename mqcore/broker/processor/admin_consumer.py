@@ -1,6 +1,6 @@
 """Consumer- and producer-facing admin requests of 4.9.8's AdminBrokerProcessor that
-:mod:`.admin_group` does not cover: relays to a live consumer (CONSUME_MESSAGE_DIRECTLY,
-INVOKE_BROKER_TO_GET_CONSUMER_STATUS), offset tools (CLONE_GROUP_OFFSET,
+:mod:`.admin_group` does not cover: relays to a live consumer (GET_CONSUMER_RUNNING_INFO,
+CONSUME_MESSAGE_DIRECTLY, INVOKE_BROKER_TO_GET_CONSUMER_STATUS), offset tools (CLONE_GROUP_OFFSET,
 QUERY_CORRECTION_OFFSET, QUERY_CONSUME_TIME_SPAN), the producer table
 (GET_ALL_PRODUCER_INFO) and statistics windows (VIEW_BROKER_STATS_DATA).
 
@@ -35,6 +35,7 @@ from mqcore.protocol.bodies.consumer_admin import (
 from mqcore.protocol.headers import (
     CloneGroupOffsetRequestHeader,
     ConsumeMessageDirectlyResultRequestHeader,
+    GetConsumerRunningInfoRequestHeader,
     GetConsumerStatusRequestHeader,
     QueryConsumeTimeSpanRequestHeader,
     QueryCorrectionOffsetHeader,
@@ -111,6 +112,16 @@ class ConsumerAdminProcessor:
                 request, ResponseCode.SYSTEM_ERROR, f"can not find message by the offset, {offset}"
             )
         forward = RemotingCommand.request(RequestCode.CONSUME_MESSAGE_DIRECTLY, fields, body)
+        return await self._call_consumer(request, forward, header.consumer_group, header.client_id)
+
+    async def get_consumer_running_info(
+        self, channel: Channel, request: RemotingCommand
+    ) -> RemotingCommand:
+        """The client builds its ConsumerRunningInfo itself (mqadmin consumerStatus)."""
+        header = GetConsumerRunningInfoRequestHeader.from_command(request)
+        forward = RemotingCommand.request(
+            RequestCode.GET_CONSUMER_RUNNING_INFO, dict(request.ext_fields), bytes(request.body)
+        )
         return await self._call_consumer(request, forward, header.consumer_group, header.client_id)
 
     async def _call_consumer(
@@ -319,6 +330,7 @@ def register(controller: BrokerController) -> ConsumerAdminProcessor:
     )
     table: dict[int, Processor] = {
         RequestCode.CONSUME_MESSAGE_DIRECTLY: proc.consume_message_directly,
+        RequestCode.GET_CONSUMER_RUNNING_INFO: proc.get_consumer_running_info,
         RequestCode.INVOKE_BROKER_TO_GET_CONSUMER_STATUS: proc.get_consumer_status,
         RequestCode.CLONE_GROUP_OFFSET: proc.clone_group_offset,
         RequestCode.QUERY_CORRECTION_OFFSET: proc.query_correction_offset,

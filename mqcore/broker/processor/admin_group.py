@@ -1,6 +1,6 @@
 """Consumer-group admin requests (RocketMQ's AdminBrokerProcessor, group half, and
-Broker2Client): subscription groups, consume stats, offsets, connections, offset reset,
-consumer running info (spec §9.4).
+Broker2Client): subscription groups, consume stats, offsets, connections, offset reset
+(spec §9.4). Requests relayed to a consumer live in :mod:`.admin_consumer`.
 """
 
 from __future__ import annotations
@@ -25,7 +25,6 @@ from mqcore.protocol.bodies import (
 from mqcore.protocol.headers import (
     DeleteSubscriptionGroupRequestHeader,
     GetConsumerConnectionListRequestHeader,
-    GetConsumerRunningInfoRequestHeader,
     GetConsumeStatsRequestHeader,
     GetProducerConnectionListRequestHeader,
     QueryTopicConsumeByWhoRequestHeader,
@@ -40,8 +39,6 @@ if TYPE_CHECKING:
 __all__ = ["GroupAdminProcessor", "register"]
 
 log = logging.getLogger("mq.broker.admin")
-
-RUNNING_INFO_TIMEOUT = 5.0
 
 
 class GroupAdminProcessor:
@@ -233,35 +230,6 @@ class GroupAdminProcessor:
                 log.warning("[reset-offset] cannot notify %s: %s", member.client_id, exc)
         return reply(request, body=body)
 
-    # -- consumer running info (forwarded to the client) --------------------------------
-
-    async def get_consumer_running_info(
-        self, channel: Channel, request: RemotingCommand
-    ) -> RemotingCommand:
-        """Ask the client itself (ConsumerRunningInfo is the client's to build) and relay
-        its answer."""
-        header = GetConsumerRunningInfoRequestHeader.from_command(request)
-        member = self.controller.consumer_manager.find_channel(
-            header.consumer_group, header.client_id
-        )
-        if member is None:
-            return reply(
-                request,
-                ResponseCode.SYSTEM_ERROR,
-                f"The Consumer <{header.client_id}> <{header.consumer_group}> not online",
-            )
-        forward = RemotingCommand.request(
-            RequestCode.GET_CONSUMER_RUNNING_INFO, dict(request.ext_fields)
-        )
-        try:
-            answer = await member.channel.invoke(forward, RUNNING_INFO_TIMEOUT)
-        except MQError as exc:
-            code = ResponseCode.CONSUME_MSG_TIMEOUT if exc.retriable else ResponseCode.SYSTEM_ERROR
-            return reply(request, code, f"consumer {header.client_id} did not answer: {exc}")
-        return RemotingCommand.response_to(
-            request, answer.code, answer.remark, dict(answer.ext_fields), answer.body
-        )
-
 
 def register(controller: BrokerController) -> GroupAdminProcessor:
     proc = GroupAdminProcessor(controller)
@@ -276,7 +244,6 @@ def register(controller: BrokerController) -> GroupAdminProcessor:
         RequestCode.GET_CONSUMER_CONNECTION_LIST: proc.get_consumer_connection_list,
         RequestCode.GET_PRODUCER_CONNECTION_LIST: proc.get_producer_connection_list,
         RequestCode.INVOKE_BROKER_TO_RESET_OFFSET: proc.reset_offset,
-        RequestCode.GET_CONSUMER_RUNNING_INFO: proc.get_consumer_running_info,
     }
     for server in (controller.server, controller.fast_server):
         for code, fn in table.items():
