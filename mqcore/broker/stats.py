@@ -120,6 +120,9 @@ class BrokerStatsManager:
         self.put_yesterday_morning = 0
         self.get_yesterday_morning = 0
         self.store_stats = StoreStatsService(clock)
+        self.store_put = StatsItem(_GLOBAL_SAMPLES)
+        """Every append to the store (``putTps``, ``putMessageTimesTotal``), where
+        ``put_total`` counts client sends only (``msgPutTotal*``), as 4.9.8 splits them."""
         self.sample()
 
     # -- hot path -----------------------------------------------------------------------
@@ -160,7 +163,10 @@ class BrokerStatsManager:
         """Snapshot every counter (call once a second) and roll the day totals at local
         midnight."""
         now = self._clock()
-        self.store_stats.sample()
+        store = self.store_stats
+        store.sample()
+        self.store_put.msgs, self.store_put.bytes = store.put_times_total, store.put_size_total
+        self.store_put.sample(now)
         self.put_total.sample(now)
         self.get_total.sample(now)
         self._get_found_samples.append((now, self.get_found))
@@ -197,7 +203,8 @@ class BrokerStatsManager:
     # -- reads --------------------------------------------------------------------------
 
     def put_tps(self, window: int = 10) -> float:
-        return self.put_total.rates(window)[0]
+        """Messages appended to the store per second (4.9.8's ``putTps``)."""
+        return self.store_put.rates(window)[0]
 
     def get_transferred_tps(self, window: int = 10) -> float:
         """Messages handed to consumers per second."""
@@ -247,7 +254,8 @@ class BrokerStatsManager:
         """The statistics keys of GET_BROKER_RUNTIME_INFO, as RocketMQ spells them."""
         put, get = self.put_total, self.get_total
         windows = (10, 60, 600)
-        times = put.msgs or 1  # 4.9.8 shows 1 before the first put (a divisor)
+        store = self.store_stats
+        times = store.put_times_total or 1  # 4.9.8 shows 1 before the first put (a divisor)
         return {
             "msgPutTotalTodayNow": str(put.msgs),
             "msgGetTotalTodayNow": str(get.msgs),
@@ -263,8 +271,8 @@ class BrokerStatsManager:
                 _fmt(max(0.0, self.get_total_tps(w) - self.get_found_tps(w))) for w in windows
             ),
             "putMessageTimesTotal": str(times),
-            "putMessageSizeTotal": str(put.bytes),
-            "putMessageAverageSize": java_double(put.bytes / times),
+            "putMessageSizeTotal": str(store.put_size_total),
+            "putMessageAverageSize": java_double(store.put_size_total / times),
             "bootTimestamp": str(self.boot_wall_ms),
             **self.store_stats.runtime_info(),
         }

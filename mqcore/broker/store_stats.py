@@ -72,6 +72,9 @@ class StoreStatsService:
         self.put_entire_time_max = 0
         self.get_entire_time_max = 0
         self.put_failed_times = 0
+        self.put_times_total = 0
+        """Messages appended (``putMessageTimesTotal``: every put, the broker's own too)."""
+        self.put_size_total = 0
         self._distribute = [0] * len(DISTRIBUTE_LABELS)
         self._last_distribute: list[int] | None = None
         self._fine = [0] * (len(_FINE_BOUNDS) + 1)
@@ -79,6 +82,11 @@ class StoreStatsService:
         self._last_roll = clock()
 
     # -- feeding ------------------------------------------------------------------------
+    def on_appended(self, msgs: int, size: int) -> None:
+        """An append of ``msgs`` messages, ``size`` bytes succeeded (CommitLog's count)."""
+        self.put_times_total += msgs
+        self.put_size_total += size
+
     def on_put(self, elapsed_ms: int, ok: bool) -> None:
         """One append took ``elapsed_ms`` (``setPutMessageEntireTimeMax``)."""
         self._fine[bisect.bisect_left(_FINE_BOUNDS, elapsed_ms)] += 1
@@ -150,6 +158,8 @@ def observe_store(store: MessageStore, stats: StoreStatsService) -> None:
         result = put_messages(batch)
         if result.status in _NOT_TIMED:
             return result
+        if result.ok:
+            stats.on_appended(result.msg_count, result.wrote_bytes)
         future = result.flush_future
         if future is None:
             stats.on_put(int((clock() - start) * 1000), result.ok)

@@ -285,8 +285,10 @@ async def test_runtime_info_and_broker_config(tmp_path: Path) -> None:
             assert info["putLatency99"] == info["putLatency999"] == "0.00"
             assert int(info["putMessageEntireTimeMax"]) >= 0
             assert int(info["getMessageEntireTimeMax"]) >= 0
-            assert info["putMessageTimesTotal"] == "4"  # the counted send of 4 messages
-            assert info["putMessageAverageSize"] == "100.0"
+            # every append of the store counts (the 4 puts), not the broker's send count
+            assert info["putMessageTimesTotal"] == "4"
+            assert info["putMessageSizeTotal"] == str(broker.store.max_phy_offset)
+            assert info["putMessageAverageSize"] == repr(broker.store.max_phy_offset / 4)
             assert int(info["dispatchBehindBytes"]) >= 0
             assert info["scheduleMessageOffset_1"] == "0,0"
             assert len([k for k in info if k.startswith("scheduleMessageOffset_")]) == 18

@@ -47,6 +47,7 @@ def test_rates_over_windows() -> None:
     stats, clocks = make()
     for _ in range(20):  # 10 msgs/s for 20 s
         stats.on_put("T", 10, 1000)
+        stats.store_stats.on_appended(10, 1000)  # the store's count (putTps)
         stats.on_get("g", "T", 5, 500)
         clocks.tick()
         stats.sample()
@@ -65,6 +66,7 @@ def test_rates_over_windows() -> None:
     assert info["putTps"].split(" ")[0] == "0.0"
     assert len(info["putTps"].split(" ")) == 3
     assert info["msgPutTotalTodayNow"] == "200"
+    assert info["putMessageTimesTotal"] == "200" and info["putMessageAverageSize"] == "100.0"
 
 
 def test_day_rollover() -> None:

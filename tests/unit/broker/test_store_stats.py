@@ -84,8 +84,9 @@ def test_observe_store_times_puts_and_gets_and_skips_refusals() -> None:
     store.put_messages([])
     assert stats.put_failed_times == 1 and sum(stats._distribute) == 1
     future: Future[bool] = Future()
-    store.result = PutResult(PutStatus.PUT_OK, flush_future=future)
+    store.result = PutResult(PutStatus.PUT_OK, msg_count=2, wrote_bytes=300, flush_future=future)
     store.put_messages([])
+    assert (stats.put_times_total, stats.put_size_total) == (2, 300)  # failures not counted
     assert sum(stats._distribute) == 1  # timed once the group commit is done
     future.set_result(True)
     assert sum(stats._distribute) == 2 and stats.put_failed_times == 1
