@@ -1,5 +1,5 @@
-"""`mq broker consume-stats|query-cq|producers|clean-expired-cq|clean-unused-topic|
-delete-expired-commitlog`: what mqadmin's brokerConsumeStats, queryCq, producer,
+"""`mq broker consume-stats|query-cq|producers|stats|clean-expired-cq|clean-unused-topic|
+delete-expired-commitlog`: what mqadmin's brokerConsumeStats, queryCq, producer, statsAll,
 cleanExpiredCQ, cleanUnusedTopic and deleteExpiredCommitLog do, against running brokers.
 
 A command works on one broker (``BROKER_ADDR`` or ``-b NAME``), on the masters of one
@@ -20,6 +20,7 @@ from mqcli.output import console, fail, print_json
 from mqcli.render import fmt_ts
 from mqcli.tables import FormatOpt, make_table, print_table, resolve_format
 from mqcore.client import Admin
+from mqcore.errors import MQBrokerError
 from mqcore.protocol.bodies.store_admin import ConsumeStatsList
 
 __all__ = ["register"]
@@ -267,6 +268,77 @@ def producers(
     run_async(go())
 
 
+# -- stats ------------------------------------------------------------------------------------
+
+
+def stats(
+    topic: str = topic_option(),
+    group: str | None = typer.Option(
+        None, "--group", "-g", help="A consumer group: its gets instead of the topic's puts."
+    ),
+    name: str | None = NameOpt,
+    fmt: str | None = FormatOpt,
+    as_json: bool = JsonOpt,
+    namesrv: str | None = NamesrvOpt,
+) -> None:
+    """Puts to a topic (or a group's gets from it) over the last minute, hour and day,
+    per broker of the topic's route (mqadmin statsAll's figures, VIEW_BROKER_STATS_DATA)."""
+    fmt = resolve_format(fmt, as_json)
+    family = "GROUP_GET" if group else "TOPIC_PUT"
+    key = f"{topic}@{group}" if group else topic
+
+    async def go() -> None:
+        async with admin_session(namesrv) as admin:
+            route = await admin.topic_route(topic)
+            masters = {
+                b.broker_name: b.master_addr() or ""
+                for b in route.broker_datas
+                if b.master_addr() and (name is None or b.broker_name == name)
+            }
+            if not masters:
+                fail(f"topic {topic} has no master named {name}", hint="see `mq topic route`")
+            rows: list[dict[str, Any]] = []
+            for broker_name, addr in sorted(masters.items()):
+                row: dict[str, Any] = {"brokerName": broker_name, "key": key}
+                for unit in ("NUMS", "SIZE"):
+                    try:
+                        data = await admin.broker_stats(addr, f"{family}_{unit}", key)
+                    except MQBrokerError:  # nothing counted for this key on this broker
+                        row[unit.lower()] = None
+                    else:
+                        row[unit.lower()] = data.to_json()
+                rows.append(row)
+        if fmt == "json":
+            print_json(rows)
+            return
+        what = f"gets of {escape(group)} from" if group else "puts to"
+        table = make_table(
+            f"{what.capitalize()} {escape(topic)}",
+            "BROKER",
+            "WINDOW",
+            "MESSAGES",
+            "MSG/S",
+            "BYTES",
+            "MSGS-PER-CALL",
+            count=len(rows) * 3,
+        )
+        for row in rows:
+            nums, size = row["nums"] or {}, row["size"] or {}
+            for window in ("statsMinute", "statsHour", "statsDay"):
+                n, b = nums.get(window), size.get(window)
+                table.add_row(
+                    escape(row["brokerName"]),
+                    window[len("stats") :].lower(),
+                    str(n["sum"]) if n else "-",
+                    f"{n['tps']:.2f}" if n else "-",
+                    str(b["sum"]) if b else "-",
+                    f"{n['avgpt']:.1f}" if n else "-",
+                )
+        print_table(table, fmt)
+
+    run_async(go())
+
+
 # -- housekeeping -----------------------------------------------------------------------------
 
 
@@ -320,6 +392,7 @@ def register(broker_app: typer.Typer) -> None:
     broker_app.command("consume-stats")(consume_stats)
     broker_app.command("query-cq")(query_cq)
     broker_app.command("producers")(producers)
+    broker_app.command("stats")(stats)
     broker_app.command("clean-expired-cq")(clean_expired_cq)
     broker_app.command("clean-unused-topic")(clean_unused_topic)
     broker_app.command("delete-expired-commitlog")(delete_expired_commitlog)

@@ -552,7 +552,8 @@ def delete(
 
 
 def register(app: typer.Typer) -> None:
-    from mqcli.commands import group_dlq
+    from mqcli.commands import group_dlq, group_offsets
 
     group_dlq.register(group_app)
+    group_offsets.register(group_app)
     app.add_typer(group_app, name="group")

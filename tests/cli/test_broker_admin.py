@@ -80,3 +80,33 @@ def test_housekeeping_commands_ask_first_and_report(servers: Cluster) -> None:
     # nothing the topic table knows was removed
     doc: Any = servers.json("broker", "query-cq", "-t", "Units", "-q", "1", "-C", "1")
     assert doc[0]["queueData"]
+
+
+def test_stats_shows_puts_and_a_groups_gets(servers: Cluster) -> None:
+    got = asyncio.run(servers.consume("Units", "stats-group", 6))
+    rows: Any = servers.json("broker", "stats", "-t", "Units")
+    assert [r["brokerName"] for r in rows] == ["broker-a"]
+    day = rows[0]["nums"]["statsDay"]
+    assert day["sum"] >= 6 and rows[0]["size"]["statsDay"]["sum"] > day["sum"]
+    rows = servers.json("broker", "stats", "-t", "Units", "-g", "stats-group")
+    assert rows[0]["key"] == "Units@stats-group"
+    # the broker counts what it handed out (prefetched too), never more than was put
+    assert got <= rows[0]["nums"]["statsDay"]["sum"] <= day["sum"]
+    rows = servers.json("broker", "stats", "-t", "Units", "-g", "never-pulled")
+    assert rows[0]["nums"] is None and rows[0]["size"] is None
+    text = servers.ok("broker", "stats", "-t", "Units")
+    assert "MSG/S" in text and "day" in text and "hour" in text and "minute" in text
+
+
+def test_clone_offsets_copies_a_groups_offsets(servers: Cluster) -> None:
+    asyncio.run(servers.consume("Units", "clone-src", 4))
+
+    def offsets(group: str) -> dict[int, int]:
+        doc: Any = servers.json("group", "lag", group, "-t", "Units")
+        return {q["queueId"]: q["consumerOffset"] for q in doc["queues"]}
+
+    out = servers.ok("group", "clone-offsets", "clone-src", "clone-dst", "-t", "Units")
+    assert "cloned offsets of clone-src to clone-dst (topic Units) on 1 broker(s)" in out
+    assert offsets("clone-dst") == offsets("clone-src") and sum(offsets("clone-dst").values())
+    done = servers.mq("group", "clone-offsets", "clone-src", "bad name!")
+    assert done.returncode == 1 and "bad group name" in done.stderr
