@@ -7,7 +7,8 @@ library keeps threads of its own (and can crash or hang: callers use timeouts).
     python cpp_clients.py consume NAMESRV TOPIC GROUP COUNT [TIMEOUT_S]
     python cpp_clients.py send NAMESRV GROUP SPEC_JSON      (one line per send, see send())
     python cpp_clients.py listen NAMESRV TOPIC GROUP [--expression E] [--broadcasting]
-                          [--orderly] [--fail-below N] [--props A,B] [--timeout S]
+                          [--orderly] [--instance NAME] [--fail-below N] [--props A,B]
+                          [--timeout S]
     python cpp_clients.py pull NAMESRV TOPIC GROUP [EXPRESSION]
 
 ``listen`` prints each message as it is consumed and stops when stdin closes (or at the
@@ -194,6 +195,8 @@ def listen(namesrv: str, args: argparse.Namespace) -> None:
     model = MessageModel.BROADCASTING if args.broadcasting else MessageModel.CLUSTERING
     consumer = PushConsumer(args.group, orderly=args.orderly, message_model=model)
     consumer.set_namesrv_addr(namesrv)
+    if args.instance:
+        consumer.set_instance_name(args.instance)
     sign(consumer)
     ffi_check(dll.Subscribe(consumer._handle, args.topic.encode(), args.expression.encode()))
     callback = MSG_CALLBACK_FUNC(on_message)
@@ -246,6 +249,7 @@ def main() -> None:
         parser.add_argument("--expression", default="*")
         parser.add_argument("--broadcasting", action="store_true")
         parser.add_argument("--orderly", action="store_true")
+        parser.add_argument("--instance", default="")
         parser.add_argument("--fail-below", type=int, default=0)
         parser.add_argument("--props", default="")
         parser.add_argument("--timeout", type=float, default=60.0)

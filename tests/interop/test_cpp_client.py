@@ -43,6 +43,7 @@ class CppListener:
     """A running ``cpp_clients.py listen``: its JSON lines as they come."""
 
     proc: asyncio.subprocess.Process
+    stderr: Path
     lines: list[dict[str, Any]] = field(default_factory=list)
     _reader: asyncio.Task[None] | None = None
     _changed: asyncio.Event = field(default_factory=asyncio.Event)
@@ -63,11 +64,16 @@ class CppListener:
         deadline = time.monotonic() + timeout
         while len(self.messages) < count:
             left = deadline - time.monotonic()
-            assert left > 0 and self.proc.returncode is None, (count, self.lines)
+            assert left > 0 and self.proc.returncode is None, f"{count} wanted: {self}"
             self._changed.clear()
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._changed.wait(), min(left, 0.5))
         return self.messages[:count]
+
+    def __str__(self) -> str:
+        """For failure messages: what it printed, its exit status, its stderr's end."""
+        err = self.stderr.read_text(errors="replace")[-1500:] if self.stderr.exists() else ""
+        return f"pid {self.proc.pid} rc {self.proc.returncode} lines {self.lines} stderr {err!r}"
 
     async def stop(self) -> list[dict[str, Any]]:
         """Close stdin (the script shuts the consumer down), or kill it after 15 s."""
@@ -110,12 +116,16 @@ class CppCluster:
         return await self.run("send", self.ns, group, json.dumps(sends))
 
     async def listen(self, topic: str, group: str, *flags: str) -> CppListener:
-        proc = await asyncio.create_subprocess_exec(
-            *self.cpp, "listen", self.ns, topic, group, "--timeout", "40", *flags,
-            stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.DEVNULL, env={**os.environ, **self.env},
-        )  # fmt: skip
-        listener = CppListener(proc)
+        """A ``listen`` subprocess (it stops itself after 40 s at the latest); its stderr
+        goes to a file under HOME."""
+        stderr = self.home / f"listen-{len(list(self.home.glob('listen-*')))}.err"
+        with stderr.open("wb") as err:
+            proc = await asyncio.create_subprocess_exec(
+                *self.cpp, "listen", self.ns, topic, group, "--timeout", "40", *flags,
+                stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+                stderr=err, env={**os.environ, **self.env},
+            )  # fmt: skip
+        listener = CppListener(proc, stderr)
         listener._reader = asyncio.create_task(listener._read())
         return listener
 

@@ -66,6 +66,16 @@ async def settled(mq: CppCluster, group: str, topic: str, want: list[set[int]]) 
         await asyncio.sleep(0.2)
 
 
+async def members(mq: CppCluster, group: str, *listeners: CppListener) -> None:
+    """Every listener's consumer has registered (heartbeat) with the broker."""
+    ids = mq.broker.consumer_manager.client_ids
+    try:
+        await until(lambda: len(ids(group)) == len(listeners), 20)
+    except AssertionError:
+        states = "; ".join(map(str, listeners))
+        raise AssertionError(f"members of {group}: {ids(group)}; {states}") from None
+
+
 async def stop_all(*listeners: CppListener) -> None:
     for listener in listeners:
         await listener.stop()
@@ -116,7 +126,7 @@ async def test_clustering_consumers_share_the_queues(mq: CppCluster) -> None:
     a = await mq.listen(topic, group)
     b = await mq.listen(topic, group)
     try:
-        await until(lambda: len(mq.broker.consumer_manager.client_ids(group)) == 2, 20)
+        await members(mq, group, a, b)
         await settled(mq, group, topic, [{0, 1}, {2, 3}])
         owned = await owned_queues(mq, group, topic)
         async with Producer("our-pg", namesrv=mq.ns) as producer:
@@ -141,10 +151,15 @@ async def test_clustering_consumers_share_the_queues(mq: CppCluster) -> None:
 async def test_broadcasting_consumers_each_get_every_message(mq: CppCluster) -> None:
     topic, group = "CppBroadcast", "cpp-broadcast-cg"
     await mq.create_topic(topic)
-    a = await mq.listen(topic, group, "--broadcasting")
-    b = await mq.listen(topic, group, "--broadcasting")
+    # cpp 1.2.3 keeps broadcasting offsets in $HOME/.rocketmq_offsets/<ip>@<instance
+    # name>/<group> (OffsetStore.cpp:48), so two consumers of a group on one host need
+    # instance names of their own: with the default both share one file, and starting
+    # together they race on creating its folder (exists() then create_directories(),
+    # OffsetStore.cpp:57-62), which fails the loser's start
+    a = await mq.listen(topic, group, "--broadcasting", "--instance", "bc-a")
+    b = await mq.listen(topic, group, "--broadcasting", "--instance", "bc-b")
     try:
-        await until(lambda: len(mq.broker.consumer_manager.client_ids(group)) == 2, 20)
+        await members(mq, group, a, b)
         await settled(mq, group, topic, [{0, 1, 2, 3}, {0, 1, 2, 3}])
         # broadcasting starts at the queues' end: produce once both poll every queue
         await mq.polled(topic, per_queue=2)
