@@ -107,6 +107,7 @@ def test_clone_offsets_copies_a_groups_offsets(servers: Cluster) -> None:
 
     out = servers.ok("group", "clone-offsets", "clone-src", "clone-dst", "-t", "Units")
     assert "cloned offsets of clone-src to clone-dst (topic Units) on 1 broker(s)" in out
-    assert offsets("clone-dst") == offsets("clone-src") and sum(offsets("clone-dst").values())
+    copied = offsets("clone-dst")
+    assert copied == offsets("clone-src") and sum(copied.values()) >= 4
     done = servers.mq("group", "clone-offsets", "clone-src", "bad name!")
     assert done.returncode == 1 and "bad group name" in done.stderr
