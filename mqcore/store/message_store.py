@@ -358,12 +358,14 @@ class MessageStore:
                 lambda cq: cq.topic != SCHEDULE_TOPIC and -1 < cq.last_offset() < min_phy
             )
 
-    def clean_unused_topics(self, keep: set[str]) -> list[tuple[str, int]]:
-        """``cleanUnusedTopic``: destroy the consume queues of topics not in ``keep`` (the
-        broker's topic table), except SCHEDULE_TOPIC_XXXX and the transaction op topic."""
-        spared = keep | {SCHEDULE_TOPIC, RMQ_SYS_TRANS_OP_HALF_TOPIC}
+    def clean_unused_topics(self, in_use: Callable[[str], bool]) -> list[tuple[str, int]]:
+        """``cleanUnusedTopic``: destroy the consume queues of topics ``in_use`` (the
+        broker's topic table) denies, except SCHEDULE_TOPIC_XXXX and the transaction op
+        topic. ``in_use`` is asked under the store's locks, so a topic created meanwhile
+        is seen."""
+        spared = {SCHEDULE_TOPIC, RMQ_SYS_TRANS_OP_HALF_TOPIC}
         with self._dispatch_lock, self._put_lock:
-            return self._destroy_queues(lambda cq: cq.topic not in spared)
+            return self._destroy_queues(lambda cq: cq.topic not in spared and not in_use(cq.topic))
 
     def _destroy_queues(self, doomed: Callable[[ConsumeQueue], bool]) -> list[tuple[str, int]]:
         """Under both locks: queues with appends not dispatched yet are left alone."""

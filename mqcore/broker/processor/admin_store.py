@@ -62,7 +62,7 @@ class StoreAdminProcessor:
         store: MessageStore,
         *,
         topic_config: Callable[[str], TopicConfig | None],
-        topic_names: Callable[[], set[str]],
+        topic_in_use: Callable[[str], bool],
         offsets: ConsumerOffsetManager,
         subscription_groups: SubscriptionGroupManager,
         consumers: ConsumerManager,
@@ -73,7 +73,7 @@ class StoreAdminProcessor:
     ) -> None:
         self.store = store
         self.topic_config = topic_config
-        self.topic_names = topic_names
+        self.topic_in_use = topic_in_use
         self.offsets = offsets
         self.subscription_groups = subscription_groups
         self.consumers = consumers
@@ -96,8 +96,7 @@ class StoreAdminProcessor:
         self, channel: Channel, request: RemotingCommand
     ) -> RemotingCommand:
         log.warning("invoke cleanUnusedTopic start (from %s)", channel.remote_address)
-        keep = set(self.topic_names())
-        removed = await _off_loop(lambda: self.store.clean_unused_topics(keep))
+        removed = await _off_loop(lambda: self.store.clean_unused_topics(self.topic_in_use))
         log.warning("invoke cleanUnusedTopic end: %d queues destroyed", len(removed))
         return reply(request)
 
@@ -232,7 +231,7 @@ def register(controller: BrokerController) -> StoreAdminProcessor:
     proc = StoreAdminProcessor(
         c.store,
         topic_config=c.topics.select,
-        topic_names=lambda: set(c.topic_config_manager.table),
+        topic_in_use=lambda topic: topic in c.topic_config_manager.table,
         offsets=c.consumer_offset_manager,
         subscription_groups=c.subscription_group_manager,
         consumers=c.consumer_manager,
