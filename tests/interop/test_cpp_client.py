@@ -24,7 +24,14 @@ import pytest
 from interop_support import run_json_lines
 
 from mqcore.broker.controller import BrokerController
-from mqcore.client import Admin, ConsumeFromWhere, LitePullConsumer, MessageExt
+from mqcore.client import (
+    Admin,
+    ConsumeFromWhere,
+    LitePullConsumer,
+    MessageExt,
+    Producer,
+    make_message,
+)
 from mqcore.message.record import decode_batch_body
 from mqcore.namesrv.controller import NamesrvController
 
@@ -45,8 +52,11 @@ class CppListener:
     proc: asyncio.subprocess.Process
     stderr: Path
     lines: list[dict[str, Any]] = field(default_factory=list)
-    _reader: asyncio.Task[None] | None = None
     _changed: asyncio.Event = field(default_factory=asyncio.Event)
+    _reader: asyncio.Task[None] = field(init=False)
+
+    def __post_init__(self) -> None:
+        self._reader = asyncio.create_task(self._read())
 
     @property
     def messages(self) -> list[dict[str, Any]]:
@@ -85,8 +95,7 @@ class CppListener:
             if self.proc.returncode is None:
                 self.proc.kill()
                 await self.proc.wait()
-        if self._reader is not None:
-            await self._reader
+        await self._reader
         return self.messages
 
 
@@ -125,9 +134,7 @@ class CppCluster:
                 stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
                 stderr=err, env={**os.environ, **self.env},
             )  # fmt: skip
-        listener = CppListener(proc, stderr)
-        listener._reader = asyncio.create_task(listener._read())
-        return listener
+        return CppListener(proc, stderr)
 
     def max_offset(self, topic: str) -> int:
         return sum(self.broker.store.get_max_offset_in_queue(topic, q) for q in range(QUEUES))
@@ -283,8 +290,6 @@ async def test_a_delayed_message_is_held_then_delivered(mq: CppCluster) -> None:
 
 
 async def test_the_pull_consumer_reads_what_our_producer_wrote(mq: CppCluster) -> None:
-    from mqcore.client import Producer, make_message
-
     topic = "CppPull"
     await mq.create_topic(topic)
     sent = {}
@@ -316,7 +321,8 @@ async def test_a_send_to_an_unknown_topic_creates_it_through_the_default_topic(
     mq: CppCluster,
 ) -> None:
     """autoCreateTopicEnable (the 4.9.8 default): the client finds no route, sends with
-    the TBW102 route, and the broker creates the topic (defaultTopicQueueNums queues)."""
+    the TBW102 route, and the broker creates the topic with the client's
+    defaultTopicQueueNums (4) queues."""
     topic = "CppAutoCreated"
     results = await mq.send(
         "cpp-auto-pg", [{"how": "sync", "messages": [spec(topic, f"auto-{i}")]} for i in range(3)]
