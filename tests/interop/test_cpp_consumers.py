@@ -213,13 +213,15 @@ async def test_a_failing_listener_retries_then_the_message_goes_to_the_dlq(
     """The C++ client sends CONSUMER_SEND_MSG_BACK without maxReconsumeTimes (cpp 1.2.3
     ConsumerSendMsgBackRequestHeader has group, delayLevel and offset only), so the
     group's retryMaxTimes decides: 2 here, so three deliveries (reconsume times 0, 1, 2),
-    the retries from %RETRY%group one delay level (1 s here) apart, then %DLQ%group."""
+    the retries from %RETRY%group one delay level (1 s here) apart, then %DLQ%group.
+    The body is big enough to be stored compressed: every copy keeps it whole."""
     topic, group = "CppRetry", "cpp-retry-cg"
+    doomed = "".join(f"doomed line {i}\n" for i in range(400))
     await mq.create_topic(topic)
     async with Admin(mq.ns) as admin:
         await admin.create_subscription_group(SubscriptionGroupConfig(group, retry_max_times=2))
     async with Producer("our-pg", namesrv=mq.ns) as producer:
-        sent = await producer.send(make_message(topic, "doomed", tags="TagF", keys="kf",
+        sent = await producer.send(make_message(topic, doomed, tags="TagF", keys="kf",
                                                 properties={"color": "grey"}))  # fmt: skip
     listener = await mq.listen(topic, group, "--fail-below", "99",
                                "--props", "color,RETRY_TOPIC,UNIQ_KEY")  # fmt: skip
@@ -232,11 +234,12 @@ async def test_a_failing_listener_retries_then_the_message_goes_to_the_dlq(
     assert [m["reconsumeTimes"] for m in got] == [0, 1, 2]
     assert len(listener.messages) == 3, "nothing is delivered after the DLQ"
     for m in got:
-        assert (m["topic"], m["body"], m["tags"], m["keys"]) == (topic, "doomed", "TagF", "kf")
+        assert (m["topic"], m["body"], m["tags"], m["keys"]) == (topic, doomed, "TagF", "kf")
         assert (m["props"]["color"], m["props"]["UNIQ_KEY"]) == ("grey", sent.msg_id)
     assert [m["props"].get("RETRY_TOPIC") for m in got] == [None, topic, topic]
     assert mq.broker.store.get_max_offset_in_queue(f"%RETRY%{group}", 0) == 2
     (dead,) = await read_all(mq, dlq, 1)
-    assert (dead.body, dead.tags, dead.keys) == (b"doomed", "TagF", ["kf"])
+    assert (dead.body.decode(), dead.tags, dead.keys) == (doomed, "TagF", ["kf"])
+    assert dead.sys_flag & 0x1, "the DLQ copy is the compressed record, flag and all"
     assert (dead.reconsume_times, dead.properties["RETRY_TOPIC"]) == (3, topic)
     assert dead.properties["ORIGIN_MESSAGE_ID"] and dead.properties["color"] == "grey"
