@@ -53,7 +53,7 @@ def _root(
 PANELS = {
     "Servers": ("namesrv", "broker", "up"),
     "Messages": ("produce", "consume", "query", "message"),
-    "Administration": ("topic", "group", "cluster"),
+    "Administration": ("topic", "group", "cluster", "kv"),
     "Tools": ("tui", "bench", "store", "context", "acl", "completion"),
 }
 
@@ -70,6 +70,7 @@ def _register() -> None:
         consume,
         context,
         group,
+        kv,
         message,
         namesrv,
         produce,
@@ -81,7 +82,7 @@ def _register() -> None:
     )
 
     for module in (namesrv, broker, up, produce, consume, query, message, topic, group,
-                   cluster, tui, bench, store, context, acl, completion):  # fmt: skip
+                   cluster, kv, tui, bench, store, context, acl, completion):  # fmt: skip
         module.register(app)
     from mqcli.tls_options import add_tls_options
 

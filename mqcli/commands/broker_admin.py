@@ -389,6 +389,8 @@ delete_expired_commitlog = _housekeeping(
 
 
 def register(broker_app: typer.Typer) -> None:
+    from mqcli.commands import broker_perm
+
     broker_app.command("consume-stats")(consume_stats)
     broker_app.command("query-cq")(query_cq)
     broker_app.command("producers")(producers)
@@ -396,3 +398,4 @@ def register(broker_app: typer.Typer) -> None:
     broker_app.command("clean-expired-cq")(clean_expired_cq)
     broker_app.command("clean-unused-topic")(clean_unused_topic)
     broker_app.command("delete-expired-commitlog")(delete_expired_commitlog)
+    broker_perm.register(broker_app)

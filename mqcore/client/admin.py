@@ -25,6 +25,7 @@ from typing import TypeVar
 
 from mqcore.client.admin_acl import AclAdminMixin
 from mqcore.client.admin_broker import BrokerAdminMixin
+from mqcore.client.admin_namesrv import NamesrvAdminMixin
 from mqcore.client.api import PullStatus
 from mqcore.client.config import with_credentials
 from mqcore.client.errors import ClientStateError
@@ -119,10 +120,10 @@ def _ok(response: RemotingCommand, *codes: int) -> RemotingCommand:
     return response
 
 
-class Admin(BrokerAdminMixin, AclAdminMixin):
+class Admin(BrokerAdminMixin, AclAdminMixin, NamesrvAdminMixin):
     """Admin operations over a shared :class:`ClientInstance`; see the module docstring
     (broker-level operations come from :class:`BrokerAdminMixin`, remote ACL changes from
-    :class:`AclAdminMixin`)."""
+    :class:`AclAdminMixin`, write permission and KV config from :class:`NamesrvAdminMixin`)."""
 
     def __init__(
         self,

@@ -111,3 +111,32 @@ def test_clone_offsets_copies_a_groups_offsets(servers: Cluster) -> None:
     assert copied == offsets("clone-src") and sum(copied.values()) >= 4
     done = servers.mq("group", "clone-offsets", "clone-src", "bad name!")
     assert done.returncode == 1 and "bad group name" in done.stderr
+
+
+def test_kv_set_get_list_delete(servers: Cluster) -> None:
+    assert "set ORDER_TOPIC_CONFIG Units = broker-a:2" in servers.ok(
+        "kv", "set", "ORDER_TOPIC_CONFIG", "Units", "broker-a:2"
+    )
+    assert servers.ok("kv", "get", "ORDER_TOPIC_CONFIG", "Units").strip() == "broker-a:2"
+    assert servers.json("kv", "list", "ORDER_TOPIC_CONFIG") == {"Units": "broker-a:2"}
+    assert "broker-a:2" in servers.ok("kv", "list", "ORDER_TOPIC_CONFIG")
+    servers.ok("kv", "delete", "ORDER_TOPIC_CONFIG", "Units", "-y")
+    done = servers.mq("kv", "get", "ORDER_TOPIC_CONFIG", "Units")
+    assert done.returncode == 1 and "no value for ORDER_TOPIC_CONFIG Units" in done.stderr
+
+
+def test_wipe_and_add_write_perm(servers: Cluster) -> None:
+    def writable() -> bool:
+        doc: Any = servers.json("topic", "route", "-t", "Units")
+        return all(b["perm"] & 2 for b in doc["brokers"])  # PermName.WRITE
+
+    try:
+        out = servers.ok("broker", "wipe-write-perm", "broker-a", "-y")
+        assert f"wiped write perm of broker broker-a on name server {servers.namesrv}" in out
+        assert not writable()
+    finally:
+        out = servers.ok("broker", "add-write-perm", "broker-a")
+    assert f"added write perm of broker broker-a on name server {servers.namesrv}" in out
+    assert writable()
+    done = servers.mq("broker", "wipe-write-perm", "no-such-broker", "-y")
+    assert done.returncode == 1 and "no name server knows a broker named" in done.stderr
