@@ -9,7 +9,7 @@ library keeps threads of its own (and can crash or hang: callers use timeouts).
     python cpp_clients.py listen NAMESRV TOPIC GROUP [--expression E] [--broadcasting]
                           [--orderly] [--instance NAME] [--fail-below N] [--props A,B]
                           [--timeout S]
-    python cpp_clients.py pull NAMESRV TOPIC GROUP [EXPRESSION]
+    python cpp_clients.py pull NAMESRV TOPIC GROUP [EXPRESSION]  (with UNIQ_KEY, color)
 
 ``listen`` prints each message as it is consumed and stops when stdin closes (or at the
 timeout). CPP_ACCESS_KEY / CPP_SECRET_KEY: sign requests (plain ACL) via
