@@ -1,5 +1,6 @@
-"""`mq broker consume-stats|query-cq|producers|clean-expired-cq|clean-unused-topic|
-delete-expired-commitlog` against a real name server and broker."""
+"""`mq broker consume-stats|query-cq|producers|stats|clean-expired-cq|clean-unused-topic|
+delete-expired-commitlog|wipe-write-perm|add-write-perm`, `mq group clone-offsets` and
+`mq kv` against a real name server and broker."""
 
 from __future__ import annotations
 
