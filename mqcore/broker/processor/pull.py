@@ -243,6 +243,19 @@ class PullMessageProcessor:
                 return (None, self._sql_filter(topic, header.subscription or "")), group_config
             sub = build_subscription(topic, header.subscription, header.sub_version)
         else:
+            group_info = c.consumer_manager.get_group(group)
+            if group_info is None:
+                raise PullRefused(
+                    ResponseCode.SUBSCRIPTION_NOT_EXIST, "the consumer's group info not exist"
+                )
+            if (
+                not group_config.consume_broadcast_enable
+                and group_info.message_model == "BROADCASTING"
+            ):
+                raise PullRefused(
+                    ResponseCode.NO_PERMISSION,
+                    f"the consumer group[{group}] can not consume by broadcast way",
+                )
             found = c.consumer_manager.find_subscription(group, topic)
             if found is None:
                 raise PullRefused(
