@@ -46,11 +46,12 @@ async def test_alions_with_the_right_and_a_wrong_secret(
 async def test_cpp_client_with_the_right_and_a_wrong_secret(
     cluster: AclCluster, cpp_client: list[str]
 ) -> None:
-    wrong = {"CPP_ACCESS_KEY": "userKey1", "CPP_SECRET_KEY": "wrongSecret"}
+    home = {"HOME": str(cluster.acl_file.parent)}  # the client's logs and offsets stay here
+    wrong = {"CPP_ACCESS_KEY": "userKey1", "CPP_SECRET_KEY": "wrongSecret", **home}
     results = await run_json_lines([*cpp_client, "produce-try", cluster.ns, "both", "2"], env=wrong)
     assert len(results) == 2 and all("error" in r for r in results), results
     assert max_offset(cluster.broker, "both") == 0
-    right = {"CPP_ACCESS_KEY": "userKey1", "CPP_SECRET_KEY": "userSecret"}
+    right = {"CPP_ACCESS_KEY": "userKey1", "CPP_SECRET_KEY": "userSecret", **home}
     results = await run_json_lines([*cpp_client, "produce-try", cluster.ns, "both", "3"], env=right)
     assert [r.get("status") for r in results] == [0, 0, 0], results  # SEND_OK
     assert max_offset(cluster.broker, "both") == 3

@@ -59,5 +59,8 @@ async def test_the_cpp_client_consumes_from_the_slave_while_the_master_is_down(
     tmp_path: Path, cpp_client: list[str]
 ) -> None:
     async with master_down_slave_serving(tmp_path) as namesrv:
-        seen = await run_json_lines(cpp_client, "consume", namesrv, TOPIC, "cpp-ha-cg", "20", "60")
+        seen = await run_json_lines(
+            cpp_client, "consume", namesrv, TOPIC, "cpp-ha-cg", "20", "60",
+            env={"HOME": str(tmp_path)},  # the client's logs and offsets stay here
+        )  # fmt: skip
     assert sorted(m["body"] for m in seen) == sorted(f"ha-body-{i}" for i in range(20))
