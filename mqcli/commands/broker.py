@@ -24,14 +24,23 @@ from mqcli.serving import (
     serve_until_signal,
     setup_logging,
 )
-from mqcore.broker.config import BrokerConfig
+from mqcore.broker.config import BROKER_CONFIG_FIELDS, BrokerConfig
 from mqcore.broker.controller import BrokerController
 from mqcore.common.properties import read_properties_file
 from mqcore.errors import ConfigError, MQError, StoreLockedError
 from mqcore.remoting import run, uvloop_available
-from mqcore.store.store_config import MessageStoreConfig
+from mqcore.remoting.settings import NETTY_CLIENT_FIELDS, NETTY_SERVER_FIELDS
+from mqcore.store.store_config import MESSAGE_STORE_CONFIG_FIELDS, MessageStoreConfig
 
 __all__ = ["describe", "load_config", "start_broker"]
+
+
+_ROCKETMQ_TABLES = (
+    BROKER_CONFIG_FIELDS,
+    NETTY_SERVER_FIELDS,
+    NETTY_CLIENT_FIELDS,
+    MESSAGE_STORE_CONFIG_FIELDS,
+)
 
 
 def load_config(
@@ -49,6 +58,9 @@ def load_config(
     keys are reported on stderr."""
     props = read_properties_file(config_file) if config_file is not None else {}
     known = set(BrokerConfig.property_fields()) | set(MessageStoreConfig.property_fields())
+    # 4.9.8's keys that mq has no setting for (a file a 4.9.8 broker used, or one
+    # UPDATE_BROKER_CONFIG saved them in) are read quietly: they are not typos.
+    known.update(key for table in _ROCKETMQ_TABLES for key, _ in table)
     for key in props:
         if key not in known:
             output.err_console.print(f"warning: {config_file}: unknown property {key!r} ignored")
