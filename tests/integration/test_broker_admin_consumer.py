@@ -9,15 +9,13 @@ import time
 from pathlib import Path
 
 import orjson
+from answering_consumer import AnsweringConsumer
 from inproc_broker import BROKER_NAME, TestClient, put, running_broker
 
-from mqcore.protocol import RemotingCommand, RequestCode, ResponseCode
+from mqcore.protocol import RequestCode, ResponseCode
 from mqcore.protocol.bodies import (
-    ConsumerData,
-    HeartbeatData,
     MessageQueue,
     QueryConsumeTimeSpanBody,
-    SubscriptionData,
 )
 from mqcore.protocol.bodies.consumer_admin import (
     BrokerStatsData,
@@ -35,7 +33,6 @@ from mqcore.protocol.headers import (
     QueryCorrectionOffsetHeader,
     ViewBrokerStatsDataRequestHeader,
 )
-from mqcore.remoting import Channel, RemotingClient
 
 LONG_MAX = (1 << 63) - 1
 
@@ -44,46 +41,6 @@ def _create(topic: str, queues: int) -> dict[str, str]:
     return CreateTopicRequestHeader(
         topic, "TBW102", queues, queues, 6, "SINGLE_TAG", order=False
     ).to_ext_fields()
-
-
-class AnsweringConsumer:
-    """A consumer connection that answers what the broker relays to it."""
-
-    def __init__(self, addr: str, client_id: str, group: str, topic: str) -> None:
-        self.addr, self.client_id, self.group, self.topic = addr, client_id, group, topic
-        self.received: list[RemotingCommand] = []
-        self.client = RemotingClient()
-        self.client.register(RequestCode.CONSUME_MESSAGE_DIRECTLY, self._directly)
-        self.client.register(RequestCode.GET_CONSUMER_STATUS_FROM_CLIENT, self._status)
-        self.client.register(RequestCode.GET_CONSUMER_RUNNING_INFO, self._running_info)
-
-    def _running_info(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
-        self.received.append(request)
-        body = orjson.dumps({"properties": {"PROP_CONSUMER_START_TIMESTAMP": "1"}})
-        return RemotingCommand.response_to(request, body=body)
-
-    def _directly(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
-        self.received.append(request)
-        body = orjson.dumps({"consumeResult": "CR_SUCCESS", "order": False, "spentTimeMills": 3})
-        return RemotingCommand.response_to(request, body=body)
-
-    def _status(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
-        self.received.append(request)
-        mq = MessageQueue(self.topic, BROKER_NAME, 0)
-        return RemotingCommand.response_to(
-            request, body=GetConsumerStatusBody(message_queue_table={mq: 7}).encode()
-        )
-
-    async def heartbeat(self) -> None:
-        sub = SubscriptionData(self.topic, "*", sub_version=1)
-        data = HeartbeatData(
-            self.client_id, [], [ConsumerData(self.group, subscription_data_set=[sub])]
-        )
-        request = RemotingCommand.request(RequestCode.HEART_BEAT, body=data.encode())
-        assert (await self.client.invoke(self.addr, request, 5.0)).code == ResponseCode.SUCCESS
-
-    async def close(self) -> None:
-        await self.client.close()
 
 
 async def test_relays_to_a_live_consumer(tmp_path: Path) -> None:

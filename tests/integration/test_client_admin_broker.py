@@ -7,9 +7,9 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
+from answering_consumer import AnsweringConsumer
 from client_cluster import LiveCluster
 from inproc_broker import put
-from test_broker_admin_consumer import AnsweringConsumer
 
 from mqcore.client import Admin
 from mqcore.errors import MQBrokerError, MQClientError
