@@ -11,14 +11,17 @@ try:  # typer vendors click from 0.2x on
 except ImportError:  # pragma: no cover
     from click.exceptions import ClickException  # type: ignore[no-redef]
 
-from mqcli import output
+from mqcli import helpfmt, output
 from mqcli.credentials import set_cli_credentials
 from mqcore import __version__
 from mqcore.errors import MQError
 
+helpfmt.install()  # MSG_ID, not {msg_id}; no <bool> after a flag
+
 app = typer.Typer(
     name="mq",
     help="A RocketMQ 4.x-shaped messaging system and terminal toolkit.",
+    epilog=helpfmt.EXIT_STATUS_EPILOG,
     no_args_is_help=True,
     context_settings={"help_option_names": ["-h", "--help"]},
     pretty_exceptions_enable=False,
