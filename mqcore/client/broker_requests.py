@@ -4,7 +4,11 @@
 * CHECK_TRANSACTION_STATE (oneway): ask the transactional producer of the message's
   ``PGROUP`` (it answers later with END_TRANSACTION);
 * RESET_CONSUMER_CLIENT_OFFSET: hand the new offsets to the group's consumer;
-* GET_CONSUMER_RUNNING_INFO: the consumer's ``running_info()`` (or a minimal one).
+* GET_CONSUMER_RUNNING_INFO: the consumer's ``running_info()`` (or a minimal one);
+* CONSUME_MESSAGE_DIRECTLY: run a push consumer's listener on the given message
+  (mqadmin consumeMessage, the dashboard's resend) and answer how it went;
+* GET_CONSUMER_STATUS_FROM_CLIENT: the group's offsets of a topic, as this client holds
+  them (mqadmin getConsumerStatus, through the broker).
 
 :func:`register_broker_requests` installs them on the instance's dispatcher.
 """
@@ -15,14 +19,19 @@ import inspect
 import logging
 from typing import TYPE_CHECKING, Any
 
+from mqcore.errors import MQError
 from mqcore.message import decode_record
 from mqcore.message.const import PROPERTY_PRODUCER_GROUP
 from mqcore.message.model import MessageExt
 from mqcore.protocol import RemotingCommand, RequestCode, ResponseCode
 from mqcore.protocol.bodies import ResetOffsetBody
+from mqcore.protocol.bodies.consumer_admin import GetConsumerStatusBody
 from mqcore.protocol.headers import (
     CheckTransactionStateRequestHeader,
+    ConsumeMessageDirectlyResultRequestHeader,
     GetConsumerRunningInfoRequestHeader,
+    GetConsumerStatusRequestHeader,
+    HeaderError,
     NotifyConsumerIdsChangedRequestHeader,
     ResetOffsetRequestHeader,
 )
@@ -49,6 +58,8 @@ def register_broker_requests(instance: ClientInstance) -> BrokerRequestHandlers:
     d.register(RequestCode.CHECK_TRANSACTION_STATE, handlers.on_check_transaction_state)
     d.register(RequestCode.RESET_CONSUMER_CLIENT_OFFSET, handlers.on_reset_offset)
     d.register(RequestCode.GET_CONSUMER_RUNNING_INFO, handlers.on_get_consumer_running_info)
+    d.register(RequestCode.CONSUME_MESSAGE_DIRECTLY, handlers.on_consume_message_directly)
+    d.register(RequestCode.GET_CONSUMER_STATUS_FROM_CLIENT, handlers.on_get_consumer_status)
     return handlers
 
 
@@ -138,3 +149,35 @@ class BrokerRequestHandlers:
                 "statusTable": {},
             }
         return RemotingCommand.response_to(request, ResponseCode.SUCCESS, body=fastjson.dumps(info))
+
+    async def on_consume_message_directly(
+        self, channel: Channel, request: RemotingCommand
+    ) -> RemotingCommand:
+        from mqcore.common import fastjson
+
+        try:
+            header = ConsumeMessageDirectlyResultRequestHeader.from_command(request)
+            msg = decode_record(bytes(request.body))
+        except (HeaderError, MQError) as exc:
+            return RemotingCommand.response_to(request, ResponseCode.SYSTEM_ERROR, str(exc))
+        consumer = self.instance.consumers.get(header.consumer_group)
+        direct = getattr(consumer, "consume_message_directly", None)
+        result = await direct(msg, header.broker_name or "") if direct is not None else None
+        if result is None:  # not here, not a push consumer, or not running: as 4.9.8
+            remark = f"The Consumer Group <{header.consumer_group}> not exist in this consumer"
+            return RemotingCommand.response_to(request, ResponseCode.SYSTEM_ERROR, remark)
+        log.info(
+            "broker %s had %s consume %s directly: %s", channel.remote_address,
+            header.consumer_group, header.msg_id, result["consumeResult"],
+        )  # fmt: skip
+        return RemotingCommand.response_to(
+            request, ResponseCode.SUCCESS, body=fastjson.dumps(result)
+        )
+
+    def on_get_consumer_status(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
+        header = GetConsumerStatusRequestHeader.from_command(request)
+        consumer = self.instance.consumers.get(header.group)
+        table = getattr(consumer, "offset_table", None)
+        offsets = table(header.topic) if table is not None else {}  # 4.9.8: an empty map
+        body = GetConsumerStatusBody(message_queue_table=offsets)
+        return RemotingCommand.response_to(request, ResponseCode.SUCCESS, body=body.encode())

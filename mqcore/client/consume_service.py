@@ -96,6 +96,16 @@ SendBack: TypeAlias = Callable[[MessageExt, int, MessageQueue], Awaitable[None]]
 delay level ``-1`` means straight to the DLQ. Raises MQError when all ways failed."""
 
 
+_DIRECT_RESULTS: dict[object, str] = {
+    None: "CR_SUCCESS",  # mq's listeners may return None for success
+    ConsumeStatus.CONSUME_SUCCESS: "CR_SUCCESS",
+    ConsumeStatus.RECONSUME_LATER: "CR_LATER",
+    ConsumeOrderlyStatus.SUCCESS: "CR_SUCCESS",
+    ConsumeOrderlyStatus.SUSPEND_CURRENT_QUEUE_A_MOMENT: "CR_LATER",
+}
+"""Listener result -> 4.9.8's CMResult, for CONSUME_MESSAGE_DIRECTLY."""
+
+
 def reset_retry_topic(msgs: Sequence[MessageExt], group: str) -> None:
     """Give messages read from ``%RETRY%<group>`` their original topic back."""
     rtopic = retry_topic(group)
@@ -142,19 +152,48 @@ class ConsumeService:
         self.consumed_ok = 0
         self.consumed_failed = 0
 
-    async def call_listener(self, msgs: list[MessageExt], ctx: ConsumeContext) -> bool:
-        """Run the listener; True for success. Exceptions are logged as failures."""
+    async def _invoke(self, msgs: list[MessageExt], ctx: ConsumeContext) -> Any:
+        """The listener's result (in the pool when threaded); its exceptions propagate."""
         now = str(time.time_ns() // 1_000_000)
         for msg in msgs:
             msg.properties[PROPERTY_CONSUME_START_TIMESTAMP] = now
+        if self._executor is not None:
+            loop = asyncio.get_running_loop()
+            result: Any = await loop.run_in_executor(self._executor, self.listener, msgs, ctx)
+        else:
+            result = self.listener(msgs, ctx)
+        if inspect.isawaitable(result):
+            result = await result
+        return result
+
+    async def consume_directly(self, msg: MessageExt, broker_name: str) -> dict[str, Any]:
+        """CONSUME_MESSAGE_DIRECTLY (mqadmin consumeMessage, the dashboard's "resend"):
+        run the listener on one message outside the queue flow, commit and send back
+        nothing; 4.9.8's ConsumeMessageDirectlyResult as JSON."""
+        reset_retry_topic([msg], self.group)
+        ctx = ConsumeContext(MessageQueue(msg.topic, broker_name, msg.queue_id))
+        started = time.monotonic()
+        remark: str | None = None
         try:
-            if self._executor is not None:
-                loop = asyncio.get_running_loop()
-                result: Any = await loop.run_in_executor(self._executor, self.listener, msgs, ctx)
-            else:
-                result = self.listener(msgs, ctx)
-            if inspect.isawaitable(result):
-                result = await result
+            result = await self._invoke([msg], ctx)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            outcome, remark = "CR_THROW_EXCEPTION", f"{type(exc).__name__}: {exc}"
+        else:
+            outcome = _DIRECT_RESULTS.get(result, "CR_RETURN_NULL")
+        return {
+            "autoCommit": True,
+            "consumeResult": outcome,
+            "order": isinstance(self, ConsumeOrderlyService),
+            "remark": remark,
+            "spentTimeMills": int((time.monotonic() - started) * 1000),
+        }
+
+    async def call_listener(self, msgs: list[MessageExt], ctx: ConsumeContext) -> bool:
+        """Run the listener; True for success. Exceptions are logged as failures."""
+        try:
+            result = await self._invoke(msgs, ctx)
         except asyncio.CancelledError:
             raise
         except Exception:

@@ -138,6 +138,11 @@ class ConsumerBase:
             return None
         return self._offset_store.offsets(mq.topic).get(mq)
 
+    def offset_table(self, topic: str) -> dict[MessageQueue, int]:
+        """The offsets of ``topic`` this member holds (GET_CONSUMER_STATUS_FROM_CLIENT);
+        empty before ``start``."""
+        return dict(self._offset_store.offsets(topic)) if self._offset_store is not None else {}
+
     # -- lifecycle -------------------------------------------------------------------------
     async def _join(self, **rebalance_options: Any) -> ClientInstance:
         """Start's common part: instance, offset store, config check, rebalance, then

@@ -148,6 +148,14 @@ class PushConsumer(ConsumerBase):
     def orderly(self) -> bool:
         return self._orderly
 
+    async def consume_message_directly(
+        self, msg: MessageExt, broker_name: str
+    ) -> dict[str, Any] | None:
+        """Run the listener on ``msg`` for CONSUME_MESSAGE_DIRECTLY; None when not running."""
+        if self._service is None:
+            return None
+        return await self._service.consume_directly(msg, broker_name)
+
     # -- lifecycle -------------------------------------------------------------------------
     async def start(self) -> None:
         """Join the group: heartbeat to the brokers of the subscribed topics, rebalance,
