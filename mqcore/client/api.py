@@ -183,7 +183,7 @@ class MQClientAPI:
         code = RequestCode.SEND_BATCH_MESSAGE if header.batch else RequestCode.SEND_MESSAGE_V2
         request = self.instance.request(code, header.to_v2(), body)
         response = await self.instance.invoke(addr, request, self._timeout(timeout))
-        return self._send_result(response, header.topic, broker_name, msg_id)
+        return self.send_result(response, header.topic, broker_name, msg_id)
 
     async def send_message_oneway(
         self, addr: str, header: SendMessageRequestHeader, body: bytes
@@ -193,9 +193,10 @@ class MQClientAPI:
         await self.instance.invoke_oneway(addr, request)
 
     @staticmethod
-    def _send_result(
+    def send_result(
         response: RemotingCommand, topic: str, broker_name: str, msg_id: str
     ) -> SendResult:
+        """The SendResult of a send's (or a reply's) answer; MQBrokerError when refused."""
         status = _SEND_OK_CODES.get(response.code)
         if status is None:
             raise MQBrokerError(response.code, response.remark)

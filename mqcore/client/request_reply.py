@@ -241,7 +241,7 @@ async def send_reply_message(
     """SEND_REPLY_MESSAGE_V2 (what 4.9.8's producer sends for ``MSG_TYPE=reply``)."""
     request = instance.request(RequestCode.SEND_REPLY_MESSAGE_V2, header.to_v2(), body)
     response = await instance.invoke(addr, request, timeout)
-    return instance.api._send_result(response, header.topic, broker_name, msg_id)
+    return instance.api.send_result(response, header.topic, broker_name, msg_id)
 
 
 async def send_reply_message_oneway(
