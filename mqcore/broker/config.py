@@ -166,6 +166,8 @@ class BrokerConfig(ServerSettings, PropertiesConfig):
     transaction_check_interval: int = 60_000
     reject_transaction_message: bool = False
     """Refuse half messages (TRAN_MSG=true) with NO_PERMISSION."""
+    store_reply_message_enable: bool = True
+    """Also store replies (request/reply) in ``<cluster>_REPLY_TOPIC`` after pushing them."""
     region_id: str = "DefaultRegion"
     trace_on: bool = True
     max_reconsume_times: int = 16

@@ -233,3 +233,15 @@ async def test_reply_to_a_forbidden_topic_is_refused_like_a_send(
     response = await invoke(broker, request)
     assert response.code == ResponseCode.SYSTEM_ERROR
     assert "queueId[5] is illegal" in (response.remark or "")
+
+
+async def test_store_reply_message_enable_false_pushes_without_storing(tmp_path: Path) -> None:
+    async with running_broker(tmp_path, store_reply_message_enable=False) as broker:
+        before = broker.store.max_phy_offset
+        response = await invoke(
+            broker,
+            reply_request(RequestCode.SEND_REPLY_MESSAGE_V2, reply_props("10.0.0.9@gone")),
+        )
+        assert response.code == ResponseCode.SYSTEM_ERROR  # no such requester: the push fails
+        # the store happens before the answer when enabled: nothing was appended
+        assert broker.store.max_phy_offset == before and "queueOffset" not in response.ext_fields

@@ -212,7 +212,7 @@ def register(controller: BrokerController) -> ReplyMessageProcessor:
         producer_manager=controller.producer_manager,
         stats=controller.stats,
         store_host=lambda: (config.broker_ip1, controller.server.port),
-        store_reply=bool(getattr(config, "store_reply_message_enable", True)),
+        store_reply=config.store_reply_message_enable,
     )
     for server in (controller.server, controller.fast_server):
         server.register(RequestCode.SEND_REPLY_MESSAGE, processor.process)
