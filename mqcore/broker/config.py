@@ -170,6 +170,9 @@ class BrokerConfig(ServerSettings, PropertiesConfig):
     """Also store replies (request/reply) in ``<cluster>_REPLY_TOPIC`` after pushing them."""
     region_id: str = "DefaultRegion"
     trace_on: bool = True
+    trace_topic_enable: bool = False
+    """Create ``msg_trace_topic_name`` (one queue) at start, for clients' message traces."""
+    msg_trace_topic_name: str = "RMQ_SYS_TRACE_TOPIC"
     max_reconsume_times: int = 16
     rebalance_lock_max_live_time: int = 60_000
     acl_enable: bool = False

@@ -57,6 +57,8 @@ class TopicService:
                 default_topic_queue_nums=cfg.default_topic_queue_nums,
                 cluster_topic_enable=cfg.cluster_topic_enable,
                 broker_topic_enable=cfg.broker_topic_enable,
+                trace_topic_enable=cfg.trace_topic_enable,
+                trace_topic_name=cfg.msg_trace_topic_name,
             )
         )
 
