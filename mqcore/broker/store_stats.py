@@ -14,15 +14,14 @@ from __future__ import annotations
 
 import bisect
 import time
-from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from mqcore.store.results import PutStatus
 
 if TYPE_CHECKING:
-    from mqcore.message.model import MessageExt
     from mqcore.store.message_store import MessageStore
-    from mqcore.store.results import GetResult, PutResult
+    from mqcore.store.results import PutResult
 
 __all__ = ["DISTRIBUTE_LABELS", "StoreStatsService", "observe_store"]
 
@@ -145,36 +144,34 @@ class StoreStatsService:
         }
 
 
-def observe_store(store: MessageStore, stats: StoreStatsService) -> None:
-    """Time ``store``'s appends and reads into ``stats``, where 4.9.8's
-    DefaultMessageStore times them: around the append (until its group commit under
-    SYNC_FLUSH) and around each read. Wraps the two methods of this store instance."""
-    put_messages = store.put_messages
-    get_messages = store.get_messages
-    clock = time.monotonic
+class StoreTiming:
+    """The store's observer (:class:`~mqcore.store.observer.StoreObserver`): times
+    appends and reads into ``stats`` where 4.9.8's DefaultMessageStore times them, around
+    the append (until its group commit under SYNC_FLUSH) and around each read."""
 
-    def timed_put(batch: Sequence[MessageExt]) -> PutResult:
-        start = clock()
-        result = put_messages(batch)
+    __slots__ = ("stats",)
+
+    def __init__(self, stats: StoreStatsService) -> None:
+        self.stats = stats
+
+    def on_put(self, result: PutResult, started: float) -> None:
         if result.status in _NOT_TIMED:
-            return result
+            return
+        stats = self.stats
         if result.ok:
             stats.on_appended(result.msg_count, result.wrote_bytes)
         future = result.flush_future
         if future is None:
-            stats.on_put(int((clock() - start) * 1000), result.ok)
+            stats.on_put(int((time.monotonic() - started) * 1000), result.ok)
         else:
             future.add_done_callback(
-                lambda _f: stats.on_put(int((clock() - start) * 1000), result.ok)
+                lambda _f: stats.on_put(int((time.monotonic() - started) * 1000), result.ok)
             )
-        return result
 
-    def timed_get(*args: Any, **kwargs: Any) -> GetResult:
-        start = clock()
-        try:
-            return get_messages(*args, **kwargs)
-        finally:
-            stats.on_get(int((clock() - start) * 1000))
+    def on_get(self, started: float) -> None:
+        self.stats.on_get(int((time.monotonic() - started) * 1000))
 
-    store.put_messages = timed_put  # type: ignore[method-assign]
-    store.get_messages = timed_get  # type: ignore[method-assign]
+
+def observe_store(store: MessageStore, stats: StoreStatsService) -> None:
+    """Have ``store`` report its appends and reads to ``stats``."""
+    store.observer = StoreTiming(stats)

@@ -54,6 +54,7 @@ from mqcore.store.flush import (
 )
 from mqcore.store.index_service import IndexService
 from mqcore.store.lock import StoreLock, abort_file_exists, create_abort_file, remove_abort_file
+from mqcore.store.observer import StoreObserver
 from mqcore.store.recovery import RecoveryReport, recover
 from mqcore.store.results import (
     GetResult,
@@ -100,6 +101,8 @@ class MessageStore:
     def __init__(self, config: MessageStoreConfig, *, readonly: bool = False) -> None:
         self.config = config
         self.readonly = readonly
+        self.observer: StoreObserver | None = None
+        """Told of each put's result and each get (the broker's put/get timings)."""
         self.root = config.root
         self._delay_table = config.delay_level_table()
         self.commit_log = CommitLog(
@@ -398,6 +401,17 @@ class MessageStore:
         return self.put_messages((msg,))
 
     def put_messages(self, batch: Sequence[MessageExt]) -> PutResult:
+        """Append messages of one topic and queue in one copy (``putMessages``); see
+        :meth:`_put_messages`. The observer, when set, is told the result and start."""
+        observer = self.observer
+        if observer is None:
+            return self._put_messages(batch)
+        started = time.monotonic()
+        result = self._put_messages(batch)
+        observer.on_put(result, started)
+        return result
+
+    def _put_messages(self, batch: Sequence[MessageExt]) -> PutResult:
         """Append messages of one topic and queue in one copy (``putMessages``).
 
         Fields used: topic, queue_id, body, flag, properties, sys_flag, born_timestamp,
@@ -572,6 +586,31 @@ class MessageStore:
         max_bytes: int | None = None,
         tag_filter: TagFilter | None = None,
         record_filter: RecordFilter | None = None,
+    ) -> GetResult:
+        """Up to ``max_count`` records from queue ``offset``; see :meth:`_get_messages`.
+        The observer, when set, is told when the read began."""
+        observer = self.observer
+        if observer is None:
+            return self._get_messages(
+                topic, queue_id, offset, max_count, max_bytes, tag_filter, record_filter
+            )
+        started = time.monotonic()
+        try:
+            return self._get_messages(
+                topic, queue_id, offset, max_count, max_bytes, tag_filter, record_filter
+            )
+        finally:
+            observer.on_get(started)
+
+    def _get_messages(
+        self,
+        topic: str,
+        queue_id: int,
+        offset: int,
+        max_count: int,
+        max_bytes: int | None,
+        tag_filter: TagFilter | None,
+        record_filter: RecordFilter | None,
     ) -> GetResult:
         """Up to ``max_count`` records from queue ``offset`` (``getMessage``).
 

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import time
 from concurrent.futures import Future
-from typing import Any
 
-from mqcore.broker.store_stats import DISTRIBUTE_LABELS, StoreStatsService, observe_store
+from mqcore.broker.store_stats import (
+    DISTRIBUTE_LABELS,
+    StoreStatsService,
+    StoreTiming,
+)
 from mqcore.store.results import PutResult, PutStatus
 
 
@@ -63,32 +67,20 @@ def test_latency_interpolates_inside_a_fine_bucket() -> None:
     assert stats.put_latency(0.25) == 0.5  # index 50 of 100 in (0, 1]
 
 
-class FakeStore:
-    def __init__(self, result: PutResult) -> None:
-        self.result = result
-
-    def put_messages(self, batch: Any) -> PutResult:
-        return self.result
-
-    def get_messages(self, *args: Any, **kwargs: Any) -> str:
-        return "got"
-
-
-def test_observe_store_times_puts_and_gets_and_skips_refusals() -> None:
+def test_store_timing_times_puts_and_gets_and_skips_refusals() -> None:
     stats = StoreStatsService(Clock())
-    store = FakeStore(PutResult(PutStatus.PROPERTIES_SIZE_EXCEEDED))
-    observe_store(store, stats)  # type: ignore[arg-type]
-    store.put_messages([])
+    timing = StoreTiming(stats)
+    timing.on_put(PutResult(PutStatus.PROPERTIES_SIZE_EXCEEDED), time.monotonic())
     assert stats.put_failed_times == 1 and sum(stats._distribute) == 1
-    store.result = PutResult(PutStatus.SERVICE_NOT_AVAILABLE)  # refused before the log
-    store.put_messages([])
+    # refused before the log: not timed
+    timing.on_put(PutResult(PutStatus.SERVICE_NOT_AVAILABLE), time.monotonic())
     assert stats.put_failed_times == 1 and sum(stats._distribute) == 1
     future: Future[bool] = Future()
-    store.result = PutResult(PutStatus.PUT_OK, msg_count=2, wrote_bytes=300, flush_future=future)
-    store.put_messages([])
+    ok = PutResult(PutStatus.PUT_OK, msg_count=2, wrote_bytes=300, flush_future=future)
+    timing.on_put(ok, time.monotonic())
     assert (stats.put_times_total, stats.put_size_total) == (2, 300)  # failures not counted
     assert sum(stats._distribute) == 1  # timed once the group commit is done
     future.set_result(True)
     assert sum(stats._distribute) == 2 and stats.put_failed_times == 1
-    assert store.get_messages("t", 0, 0, 1) == "got"
-    assert stats.get_entire_time_max >= 0
+    timing.on_get(time.monotonic() - 0.05)
+    assert stats.get_entire_time_max >= 50
