@@ -126,3 +126,6 @@ def resend(
 
 def register(app: typer.Typer) -> None:
     app.add_typer(message_app, name="message")
+    from mqcli.commands.message_trace import add_trace_command
+
+    add_trace_command(message_app)

@@ -33,7 +33,7 @@ import logging
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeAlias
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from mqcore.client.offset_store import OffsetStore
 from mqcore.client.process_queue import ProcessQueue
@@ -42,6 +42,10 @@ from mqcore.errors import MQError
 from mqcore.message import MessageExt
 from mqcore.message.const import PROPERTY_CONSUME_START_TIMESTAMP, PROPERTY_RETRY_TOPIC
 from mqcore.protocol.bodies import MessageQueue
+from mqcore.protocol.bodies.trace import ConsumeReturnType
+
+if TYPE_CHECKING:
+    from mqcore.client.trace import ConsumeTraceHook
 
 __all__ = [
     "ConsumeConcurrentlyService",
@@ -151,6 +155,8 @@ class ConsumeService:
         self._closed = False
         self.consumed_ok = 0
         self.consumed_failed = 0
+        self.trace: ConsumeTraceHook | None = None
+        """SubBefore/SubAfter records around each listener call (message trace)."""
 
     async def _invoke(self, msgs: list[MessageExt], ctx: ConsumeContext) -> Any:
         """The listener's result (in the pool when threaded); its exceptions propagate."""
@@ -192,19 +198,26 @@ class ConsumeService:
 
     async def call_listener(self, msgs: list[MessageExt], ctx: ConsumeContext) -> bool:
         """Run the listener; True for success. Exceptions are logged as failures."""
+        traced = self.trace.before(msgs) if self.trace is not None else None
+        outcome = ConsumeReturnType.SUCCESS
         try:
             result = await self._invoke(msgs, ctx)
         except asyncio.CancelledError:
             raise
         except Exception:
             log.exception("listener of %s failed on %d message(s)", self.group, len(msgs))
-            result = ConsumeStatus.RECONSUME_LATER
+            result, outcome = ConsumeStatus.RECONSUME_LATER, ConsumeReturnType.EXCEPTION
         ok = result is None or result in (
             ConsumeStatus.CONSUME_SUCCESS,
             ConsumeOrderlyStatus.SUCCESS,
         )
         if not ok and not isinstance(result, (ConsumeStatus, ConsumeOrderlyStatus)):
             log.warning("listener of %s returned %r; treating it as a failure", self.group, result)
+            outcome = ConsumeReturnType.RETURNNULL
+        elif not ok and outcome is ConsumeReturnType.SUCCESS:
+            outcome = ConsumeReturnType.FAILED
+        if traced is not None and self.trace is not None:
+            self.trace.after(traced, len(msgs), outcome)
         if ok:
             self.consumed_ok += len(msgs)
         else:

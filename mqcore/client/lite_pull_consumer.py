@@ -41,6 +41,8 @@ from mqcore.client.rebalance import (
     MessageSelector,
     build_subscription,
 )
+from mqcore.client.trace import ConsumeTraceHook
+from mqcore.client.trace_dispatcher import TraceDispatcher
 from mqcore.errors import MQError
 from mqcore.message import MessageExt
 from mqcore.protocol.bodies import MessageQueue
@@ -86,6 +88,8 @@ class LitePullConsumer(ConsumerBase):
         client_config: ClientConfig | None = None,
         access_key: str | None = None,
         secret_key: str | None = None,
+        trace: bool = False,
+        trace_topic: str | None = None,
     ) -> None:
         super().__init__(
             group,
@@ -101,6 +105,15 @@ class LitePullConsumer(ConsumerBase):
             instance_name=instance_name,
             client_config=with_credentials(client_config, access_key, secret_key),
         )
+        self.trace_dispatcher: TraceDispatcher | None = None
+        """With ``trace``: SubBefore/SubAfter records of what is consumed (message trace)."""
+        self._trace: ConsumeTraceHook | None = None
+        if trace:
+            self.trace_dispatcher = TraceDispatcher(
+                group, "CONSUMER", self.namesrv, trace_topic=trace_topic,
+                client_config=self.client_config,
+            )  # fmt: skip
+            self._trace = ConsumeTraceHook(self.trace_dispatcher, group)
         self.auto_commit = auto_commit
         self.auto_commit_interval = auto_commit_interval
         self.pull_threshold_for_all = pull_threshold_for_all
@@ -142,6 +155,8 @@ class LitePullConsumer(ConsumerBase):
         if self._running:
             return
         instance = await self._join(drop_idle_queues=False)
+        if self.trace_dispatcher is not None:
+            await self.trace_dispatcher.start()
         if self._assigned is not None:
             await self._apply_assignment()
         else:
@@ -159,6 +174,8 @@ class LitePullConsumer(ConsumerBase):
             return
         if self.auto_commit:
             await self._persist(sync=False)
+        if self.trace_dispatcher is not None:
+            await self.trace_dispatcher.shutdown()
         for pq in self._queues.values():
             pq.drop()
         self._queues.clear()
@@ -346,6 +363,8 @@ class LitePullConsumer(ConsumerBase):
             if result is None:
                 continue
             if result.status is PullStatus.FOUND and result.messages:
+                if self._trace is not None:
+                    self._trace.consumed(result.messages)
                 pq.put(result.messages, result.next_begin_offset)
                 self._buffer.append(_Batch(mq, pq, result.messages))
                 self._arrived.set()

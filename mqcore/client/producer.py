@@ -52,6 +52,8 @@ from mqcore.client.request_reply import (
     send_reply_message_oneway,
     send_request,
 )
+from mqcore.client.trace import SendTraceHook
+from mqcore.client.trace_dispatcher import TraceDispatcher
 from mqcore.common.javahash import java_string_hash
 from mqcore.errors import MQClientError, MQTimeoutError
 from mqcore.message import Message, MessageExt, SysFlag, create_uniq_key, encode_properties
@@ -250,6 +252,8 @@ class Producer:
         client_config: ClientConfig | None = None,
         access_key: str | None = None,
         secret_key: str | None = None,
+        trace: bool = False,
+        trace_topic: str | None = None,
     ) -> None:
         validate_group(group)
         self.group = group
@@ -266,6 +270,15 @@ class Producer:
         self.client_config = with_credentials(client_config, access_key, secret_key)
         self._instance: ClientInstance | None = None
         self._tasks: set[asyncio.Task[Any]] = set()
+        self.trace_dispatcher: TraceDispatcher | None = None
+        """With ``trace``: writes a Pub record per stored send (``enableMsgTrace``)."""
+        self._trace: SendTraceHook | None = None
+        if trace:
+            self.trace_dispatcher = TraceDispatcher(
+                group, "PRODUCER", self.namesrv, trace_topic=trace_topic,
+                client_config=self.client_config,
+            )  # fmt: skip
+            self._trace = SendTraceHook(self.trace_dispatcher, group)
 
     # -- lifecycle ------------------------------------------------------------------------
 
@@ -277,6 +290,8 @@ class Producer:
         )
         await instance.register_producer(self)
         self._instance = instance
+        if self.trace_dispatcher is not None:
+            await self.trace_dispatcher.start()
 
     async def shutdown(self) -> None:
         """Wait for sends in flight, then leave the brokers (UNREGISTER_CLIENT)."""
@@ -285,6 +300,8 @@ class Producer:
             return
         if self._tasks:
             await asyncio.gather(*self._tasks, return_exceptions=True)
+        if self.trace_dispatcher is not None:
+            await self.trace_dispatcher.shutdown()
         await instance.unregister_producer(self.group)
 
     async def __aenter__(self) -> Producer:
@@ -527,6 +544,7 @@ class Producer:
             raise MQTimeoutError(f"send to {mq.topic} timed out before reaching {mq.broker_name}")
         addr = await instance.master_addr_or_refresh(mq)
         header = self._header(msg, mq, sys_flag, batch=batch)
+        trace = self._trace.before(msg, addr, len(body)) if self._trace else None
         begin = time.monotonic()
         try:
             if not batch and is_reply_message(msg):
@@ -541,6 +559,8 @@ class Producer:
             self._record(mq.broker_name, begin, isolation=True)
             raise
         self._record(mq.broker_name, begin, isolation=False)
+        if trace is not None and self._trace is not None:
+            self._trace.after(trace, result)
         return result
 
     def _record(self, broker_name: str, begin: float, *, isolation: bool) -> None:

@@ -49,6 +49,8 @@ from mqcore.client.rebalance import (
     build_subscription,
     retry_topic,
 )
+from mqcore.client.trace import ConsumeTraceHook
+from mqcore.client.trace_dispatcher import TraceDispatcher
 from mqcore.errors import MQError
 from mqcore.message import MessageExt, encode_properties
 from mqcore.message import const as mc
@@ -104,6 +106,8 @@ class PushConsumer(ConsumerBase):
         client_config: ClientConfig | None = None,
         access_key: str | None = None,
         secret_key: str | None = None,
+        trace: bool = False,
+        trace_topic: str | None = None,
     ) -> None:
         super().__init__(
             group,
@@ -119,6 +123,15 @@ class PushConsumer(ConsumerBase):
             instance_name=instance_name,
             client_config=with_credentials(client_config, access_key, secret_key),
         )
+        self.trace_dispatcher: TraceDispatcher | None = None
+        """With ``trace``: SubBefore/SubAfter records of what is consumed (message trace)."""
+        self._trace: ConsumeTraceHook | None = None
+        if trace:
+            self.trace_dispatcher = TraceDispatcher(
+                group, "CONSUMER", self.namesrv, trace_topic=trace_topic,
+                client_config=self.client_config,
+            )  # fmt: skip
+            self._trace = ConsumeTraceHook(self.trace_dispatcher, group)
         self.consume_thread_max = consume_thread_max
         self.batch_max_size = consume_message_batch_max_size
         self.consume_concurrently_max_span = consume_concurrently_max_span
@@ -177,11 +190,14 @@ class PushConsumer(ConsumerBase):
         )
         if self._orderly and self.message_model is MessageModel.CLUSTERING:
             self._spawn(self._lock_loop(), "lock")
+        if self.trace_dispatcher is not None:
+            await self.trace_dispatcher.start()
         await self.do_rebalance()
         log.info("push consumer %s started as %s", self._group, instance.client_id)
 
     def _prepare(self) -> None:
         self._service = self._make_service()
+        self._service.trace = self._trace
 
     def _make_service(self) -> ConsumeService:
         assert self._listener is not None and self._offset_store is not None
@@ -213,6 +229,8 @@ class PushConsumer(ConsumerBase):
             return
         assert self._service and self._offset_store and self._rebalance and self._instance
         await self._service.shutdown(self.await_termination)
+        if self.trace_dispatcher is not None:
+            await self.trace_dispatcher.shutdown()
         await self._persist(list(self._rebalance.process_queues))
         if self._orderly and self.message_model is MessageModel.CLUSTERING:
             await self._rebalance.unlock_all()

@@ -1,0 +1,102 @@
+"""`mq message trace MSG_ID`: one message's life from its trace records.
+
+mqadmin ``queryMsgTraceById``: who sent it (producer group, client host, time, cost,
+status), then per consumer group each consumption (SubBefore when the listener got it,
+SubAfter with its cost and outcome). The records are those producers and consumers
+write with tracing on (``Producer(..., trace=True)``, ``mq produce --trace``, the Java
+client's ``enableMsgTrace``) to ``RMQ_SYS_TRACE_TOPIC``, which brokers create with
+``traceTopicEnable=true``.
+"""
+
+from __future__ import annotations
+
+import typer
+
+from mqcli.connect import NamesrvOpt, resolve_namesrv, run_async
+from mqcli.credentials import client_config
+from mqcli.output import fail, print_json
+from mqcli.render import fmt_ts
+from mqcli.tables import FormatOpt, make_table, note, print_table, resolve_format
+from mqcore.client import Admin
+from mqcore.client.trace_view import MessageTrace, TraceEvent, query_message_trace
+from mqcore.errors import MQClientError
+from mqcore.protocol.bodies.trace import RMQ_SYS_TRACE_TOPIC
+
+COLUMNS = ("TYPE", "GROUP", "CLIENT-HOST", "TIME", "COST", "STATUS", "RETRY", "REQUEST-ID")
+
+
+def _row(ev: TraceEvent) -> tuple[str, ...]:
+    done = ev.type != "SubBefore"
+    return (
+        ev.type,
+        ev.group or "-",
+        ev.client_host or "-",
+        fmt_ts(ev.timestamp) if ev.timestamp else "-",
+        f"{ev.cost_ms}ms" if done else "-",
+        ev.status if done else "-",
+        str(ev.retry_times) if ev.type != "Pub" else "-",
+        ev.request_id or "-",
+    )
+
+
+def timeline_rows(trace: MessageTrace) -> list[tuple[str, ...]]:
+    """Pub rows, then each consumer group's rows in time order."""
+    rows = [_row(ev) for ev in trace.pubs]
+    for group in sorted(trace.consumers):
+        rows += [_row(ev) for ev in trace.consumers[group]]
+    return rows
+
+
+async def _query(namesrv: str, msg_id: str, trace_topic: str) -> MessageTrace:
+    async with Admin(namesrv, client_config=client_config()) as admin:
+        return await query_message_trace(admin, msg_id, trace_topic)
+
+
+def trace(
+    msg_id: str = typer.Argument(..., metavar="MSG_ID", help="The producer's msg id (UNIQ_KEY)."),
+    trace_topic: str = typer.Option(
+        RMQ_SYS_TRACE_TOPIC, "--trace-topic", help="The topic the traces were written to."
+    ),
+    fmt: str | None = FormatOpt,
+    as_json: bool = typer.Option(False, "--json", "-j", help="Same as --format json."),
+    namesrv: str | None = NamesrvOpt,
+) -> None:
+    """Show a message's trace: its send, then each consumer group's consumption.
+
+    Needs brokers started with traceTopicEnable=true and clients with tracing on
+    (mq produce --trace, mq consume --trace, or the Java client's enableMsgTrace).
+
+    Examples:
+      mq produce -t orders --body hi --trace
+      mq message trace 7F0000010A2B18B4AAC2...
+      mq message trace 7F0000010A2B18B4AAC2... --json | jq '.consumers'
+    """
+    chosen = resolve_format(fmt, as_json)
+    try:
+        result = run_async(_query(resolve_namesrv(namesrv), msg_id.strip(), trace_topic))
+    except MQClientError as exc:
+        if "route" in str(exc).lower():
+            fail(
+                f"no trace topic {trace_topic}: {exc}",
+                hint="start brokers with traceTopicEnable=true, or pass --trace-topic",
+            )
+        raise
+    if chosen == "json":
+        print_json(result.to_json())
+        return
+    if result.empty:
+        fail(
+            f"no trace of {msg_id} in {trace_topic}",
+            hint="was it sent with tracing on (mq produce --trace)? traces arrive within ~1 s",
+        )
+    rows = timeline_rows(result)
+    table = make_table(f"trace of {msg_id}", *COLUMNS, count=len(rows))
+    for row in rows:
+        table.add_row(*row)
+    print_table(table, chosen)
+    if result.unreadable:
+        note(f"{result.unreadable} trace record(s) in {trace_topic} could not be read")
+
+
+def add_trace_command(app: typer.Typer) -> None:
+    app.command("trace")(trace)
