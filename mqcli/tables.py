@@ -15,12 +15,14 @@ from typing import Any, Protocol
 import typer
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
-from mqcli.output import console, fail
+from mqcli.output import console, err_console, fail
 from mqcli.render import fmt_ts
 
 __all__ = [
     "OUTPUT_FORMATS",
+    "PLAIN",
     "DelayRow",
     "FormatOpt",
     "cell",
@@ -31,7 +33,9 @@ __all__ = [
     "fmt_perm",
     "fmt_rate",
     "make_table",
+    "note",
     "parse_perm",
+    "plain_lines",
     "print_table",
     "resolve_format",
 ]
@@ -44,15 +48,23 @@ FormatOpt: Any = typer.Option(
     metavar="FORMAT",
     show_default=False,
     help="table (fitted to the terminal), wide (every column, nothing cut) or json; "
-    "--json is short for --format json.",
+    "--json is short for --format json. Default: table on a terminal, plain columns "
+    "(whole values, no title) in a pipe.",
 )
 """``-o/--format`` of every read command; resolve it with :func:`resolve_format`."""
 
+PLAIN = "plain"
+"""What :func:`resolve_format` answers when no format was asked for and stdout is not a
+terminal: header and rows as space-aligned plain columns, every value whole."""
+
 
 def resolve_format(fmt: str | None, as_json: bool) -> str:
-    """The output format from ``--format`` and ``--json``: table, wide or json."""
+    """The output format from ``--format`` and ``--json``: table, wide, json, or
+    :data:`PLAIN` when nothing was asked for and stdout is a pipe or a file."""
     if fmt is None:
-        return "json" if as_json else "table"
+        if as_json:
+            return "json"
+        return "table" if console.is_terminal else PLAIN
     chosen = fmt.strip().lower()
     if chosen not in OUTPUT_FORMATS:
         fail(f"unknown --format {fmt!r}", hint=f"use one of {', '.join(OUTPUT_FORMATS)}")
@@ -61,10 +73,22 @@ def resolve_format(fmt: str | None, as_json: bool) -> str:
     return chosen
 
 
-def print_table(table: Table, fmt: str = "table") -> None:
-    """``table``: fitted to the terminal (long cells may be cut with an ellipsis).
-    ``wide``: every cell whole on one line, the table as wide as it needs to be."""
+def print_table(table: Table, fmt: str | None = None) -> None:
+    """Print ``table`` in ``fmt`` (None: as :func:`resolve_format` would choose).
+
+    ``table``: fitted to the terminal; text cells may wrap or be cut, ids and times never.
+    ``wide``: every cell whole on one line, the table as wide as it needs to be.
+    :data:`PLAIN`: the title on stderr, header and rows on stdout as plain columns."""
+    if fmt is None:
+        fmt = "table" if console.is_terminal else PLAIN
+    if fmt == PLAIN:
+        if table.title:
+            note(str(table.title))
+        for line in plain_lines(table):
+            console.out(line, highlight=False)
+        return
     if fmt != "wide":
+        _keep_whole(table)
         console.print(table)
         return
     for column in table.columns:
@@ -78,6 +102,68 @@ def print_table(table: Table, fmt: str = "table") -> None:
         color_system=console.color_system or None,  # type: ignore[arg-type]
     )
     wide.print(table)
+
+
+def note(text: str) -> None:
+    """A remark beside a table (a summary, a hint): dim on a terminal; on stderr when
+    stdout is a pipe, so what a script reads is the table alone."""
+    if console.is_terminal:
+        console.print(f"[dim]{text}[/]")
+    else:
+        err_console.print(text, highlight=False)
+
+
+def _text(value: object) -> str:
+    """A cell as plain text: markup and styles dropped, one line."""
+    if isinstance(value, Text):
+        plain = value.plain
+    elif isinstance(value, str):
+        plain = Text.from_markup(value).plain
+    else:
+        plain = str(value)
+    return plain.replace("\n", " ").replace("\t", " ")
+
+
+def plain_lines(table: Table) -> list[str]:
+    """The table as kubectl and rpk print it off a terminal: an UPPER-KEBAB header and one
+    line per row, columns two spaces apart, nothing cut or wrapped."""
+    columns = [[_text(c.header), *(_text(v) for v in c.cells)] for c in table.columns]
+    if not columns:
+        return []
+    widths = [max(len(v) for v in col) for col in columns]
+    lines = []
+    for row in zip(*columns, strict=True):
+        cells = [v.ljust(w) for v, w in zip(row, widths, strict=True)]
+        lines.append("  ".join(cells).rstrip())
+    return lines
+
+
+def _keep_whole(table: Table) -> None:
+    """Ids and times are never cut or wrapped: their columns get the width of the
+    longest value; the text columns give way instead."""
+    for column in table.columns:
+        header = _text(column.header)
+        if header.endswith(_WHOLE_SUFFIXES) or header in _WHOLE_COLUMNS:
+            longest = max((len(_text(v)) for v in column.cells), default=0)
+            column.no_wrap = True
+            column.min_width = max(column.min_width or 0, longest, len(header))
+
+
+# Columns whose values are never cut in a fitted table (ids, addresses, times).
+_WHOLE_SUFFIXES = (
+    "-ID",
+    "ID",
+    "TIME",
+    "-AT",
+    "-KEY",
+    "DUE",
+    "STORED",
+    "ADDRESS",
+    "ADDR",
+    "-CONSUMED",
+    "HEARTBEAT",
+)
+_WHOLE_COLUMNS = frozenset({"TOPIC", "QUEUE", "OFFSET"})
 
 
 # Columns whose values are text, so they stay left-aligned; all others are numbers.

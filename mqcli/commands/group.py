@@ -34,7 +34,16 @@ from mqcli.commands.admin_util import (
 from mqcli.connect import NamesrvOpt, run_async
 from mqcli.output import console, err_console, fail, print_json, print_json_line
 from mqcli.render import fmt_ts
-from mqcli.tables import FormatOpt, cell, fmt_age, make_table, print_table, resolve_format
+from mqcli.tables import (
+    FormatOpt,
+    cell,
+    fmt_age,
+    make_table,
+    note,
+    print_table,
+    resolve_format,
+)
+from mqcli.timespec import Kind, Position, TimespecError, parse_position
 from mqcore.client import Admin, QueueProgress, ResetRow
 from mqcore.common.metadata import SubscriptionGroupConfig
 from mqcore.errors import MQBrokerError, MQError
@@ -92,7 +101,13 @@ def list_groups(
     as_json: bool = JsonOpt,
     namesrv: str | None = NamesrvOpt,
 ) -> None:
-    """List the subscription groups the brokers know."""
+    """List the subscription groups the brokers know.
+
+    Examples:
+      mq group list
+      mq group list -t Orders -o wide
+      mq group list --all --json
+    """
     fmt = resolve_format(fmt, as_json)
     as_json, long = fmt == "json", long or fmt == "wide"
 
@@ -146,7 +161,7 @@ def list_groups(
             table.add_row(*values)
         print_table(table, fmt)
         if not show_all:
-            console.print("[dim]system groups hidden: --all shows them[/]")
+            note("system groups hidden: --all shows them")
 
     run_async(go())
 
@@ -206,7 +221,13 @@ def lag(
     namesrv: str | None = NamesrvOpt,
 ) -> None:
     """How far a group is behind, per queue: in messages and in age (how long the oldest
-    unconsumed message has waited)."""
+    unconsumed message has waited).
+
+    Examples:
+      mq group lag billing
+      mq group lag billing -t Orders --watch 2
+      mq group lag billing -o json | jq .totalLag
+    """
     fmt = resolve_format(fmt, as_json)
     as_json = fmt == "json"
     group = resolve_group(group, group_opt)
@@ -250,7 +271,7 @@ def lag(
                     )
                 print_table(table, fmt)
                 if doc["totalLag"]:
-                    console.print(f"[dim]{LAG_CAVEAT}[/]")
+                    note(LAG_CAVEAT)
 
             await watch(interval, sample, as_json=as_json)
 
@@ -275,7 +296,12 @@ def reset(
         help="The first message stored at or after TIME (now, epoch ms, 2026-01-02T10:00, -1h).",
     ),
     to: str | None = typer.Option(
-        None, "--to", metavar="end|begin", help="end (skip the backlog) or begin (replay all)."
+        None,
+        "--to",
+        metavar="POSITION",
+        help="Where to move, in the grammar of consume --from: end|last (skip the backlog), "
+        "begin|first (replay all), an offset (42), +N / -N (N after the first / before the "
+        "end), a time @2026-01-02T10:00, @<epoch ms>, @-1h, or now.",
     ),
     yes: bool = YesOpt,
     as_json: bool = JsonOpt,
@@ -284,32 +310,51 @@ def reset(
     """Move a group's offsets on a topic: shows old -> new per queue, asks, then applies.
 
     Offline groups get the offsets written directly; with members online a reset by
-    time or to end/begin goes through the broker, which tells the members."""
+    time or to end/begin goes through the broker, which tells the members.
+
+    Examples:
+      mq group reset billing -t Orders --to @-1h
+      mq group reset billing -t Orders --to end --yes
+      mq group reset billing -t Orders --to -100
+    """
     group = resolve_group(group, group_opt)
     if sum(x is not None for x in (to_offset, to_time, to)) != 1:
-        raise typer.BadParameter("give exactly one of --to-offset, --to-time, --to end|begin")
-    if to is not None and to not in ("end", "begin", "last", "first"):
-        raise typer.BadParameter(f"--to {to!r}: use end or begin")
+        raise typer.BadParameter("give exactly one of --to, --to-offset, --to-time")
     time_ms: int | None = None
+    relative: Position | None = None
+    to_end = to_begin = False
     if to_time is not None:
         try:
             time_ms = parse_time_ms(to_time)
         except ValueError as exc:
             raise typer.BadParameter(str(exc), param_hint="--to-time") from None
-    to_end = to in ("end", "last")
-    to_begin = to in ("begin", "first")
+    if to is not None:
+        try:
+            position = parse_position(to)
+        except TimespecError as exc:
+            raise typer.BadParameter(str(exc), param_hint="--to") from None
+        to_end, to_begin = position.kind is Kind.LAST, position.kind is Kind.FIRST
+        if position.kind is Kind.OFFSET:
+            to_offset = position.value
+        elif position.kind is Kind.TIME:
+            time_ms = position.value
+        elif position.kind in (Kind.AFTER_FIRST, Kind.BEFORE_LAST):
+            relative = position
 
     async def go() -> None:
         async with admin_session(namesrv) as admin:
             await admin.topic_route(topic)  # a clear error for an unknown topic
-            plan = await admin.plan_reset(
-                group,
-                topic,
-                to_offset=to_offset,
-                to_time_ms=time_ms,
-                to_end=to_end,
-                to_begin=to_begin,
-            )
+            if relative is not None:
+                plan = await _plan_relative(admin, group, topic, relative)
+            else:
+                plan = await admin.plan_reset(
+                    group,
+                    topic,
+                    to_offset=to_offset,
+                    to_time_ms=time_ms,
+                    to_end=to_end,
+                    to_begin=to_begin,
+                )
             if time_ms is not None:
                 plan = await _at_or_after(admin, plan, time_ms)
             _print_plan(group, topic, plan, as_json)
@@ -319,7 +364,7 @@ def reset(
             if not yes and not confirm(f"Apply this reset to group {group}?"):
                 fail("not applied", hint="add --yes to apply without asking")
             members = await _members(admin, group)
-            if members and to_offset is not None:
+            if members and (to_offset is not None or relative is not None):
                 fail(
                     f"group {group} has {members} member(s) online; they keep offsets in memory"
                     " and would overwrite a reset to an offset",
@@ -341,6 +386,19 @@ def reset(
         err_console.print(f"reset {changed} queue(s) of {group} on {topic}: {how}")
 
     run_async(go())
+
+
+async def _plan_relative(
+    admin: Admin, group: str, topic: str, position: Position
+) -> list[ResetRow]:
+    """``+N`` / ``-N``: N after the first or before the end of each queue (mqadmin's
+    skipAccumulatedMessage generalised), clamped to the queue."""
+    firsts = await admin.plan_reset(group, topic, to_begin=True)
+    ends = {r.mq: r.new_offset for r in await admin.plan_reset(group, topic, to_end=True)}
+    return [
+        ResetRow(r.mq, r.old_offset, position.clamp(r.new_offset, ends.get(r.mq, r.new_offset)))
+        for r in firsts
+    ]
 
 
 async def _at_or_after(admin: Admin, plan: list[ResetRow], time_ms: int) -> list[ResetRow]:
@@ -409,7 +467,7 @@ def _print_plan(group: str, topic: str, plan: list[ResetRow], as_json: bool) -> 
             str(r.new_offset),
             change if change != "+0" else "0",
         )
-    console.print(table)
+    print_table(table)
 
 
 # -- clients ---------------------------------------------------------------------------------
@@ -424,7 +482,12 @@ def clients(
     namesrv: str | None = NamesrvOpt,
 ) -> None:
     """The group's members online (client id, address, language, version) and what
-    they subscribe to."""
+    they subscribe to.
+
+    Examples:
+      mq group clients billing
+      mq group clients billing --json
+    """
     fmt = resolve_format(fmt, as_json)
     group = resolve_group(group, group_opt)
 
@@ -448,8 +511,8 @@ def _print_connections(group: str, conn: ConsumerConnection, fmt: str) -> None:
     if fmt == "json":
         print_json({"group": group, **conn.to_json()})
         return
-    console.print(
-        f"[bold]{escape(group)}[/] · type {cell(conn.consume_type)} · model "
+    note(
+        f"{escape(group)} · type {cell(conn.consume_type)} · model "
         f"{cell(conn.message_model)} · from {cell(conn.consume_from_where)}"
     )
     table = make_table(
@@ -500,7 +563,12 @@ def create(
 
     --broker-id and --which-broker-when-consume-slowly are mqadmin updateSubGroup's -i
     and -w: a master with slaveReadEnable=true steers the group's pulls to them (see
-    docs/ha.md)."""
+    docs/ha.md).
+
+    Examples:
+      mq group create billing
+      mq group create billing --retry-max 3 --no-broadcast
+    """
     group = resolve_group(group, group_opt)
     config = SubscriptionGroupConfig(
         group,
@@ -534,7 +602,12 @@ def delete(
     yes: bool = YesOpt,
     namesrv: str | None = NamesrvOpt,
 ) -> None:
-    """Delete a subscription group (and its offsets) on every master."""
+    """Delete a subscription group (and its offsets) on every master.
+
+    Examples:
+      mq group delete billing
+      mq group delete billing --keep-offsets --yes
+    """
     group = resolve_group(group, group_opt)
 
     async def go() -> None:

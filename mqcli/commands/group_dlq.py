@@ -13,7 +13,7 @@ from mqcli.commands.group import GroupArg, resolve_group
 from mqcli.connect import NamesrvOpt, run_async
 from mqcli.output import console, fail, print_json_line
 from mqcli.render import fmt_ts, message_json, preview
-from mqcli.tables import cell, make_table
+from mqcli.tables import FormatOpt, cell, make_table, print_table, resolve_format
 from mqcore.client import Admin, TopicRouteNotFoundError
 from mqcore.client.instance import subscribe_queues
 from mqcore.message import MessageExt
@@ -61,11 +61,21 @@ def dlq(
     group: str | None = GroupArg,
     group_opt: str | None = group_option(False),
     limit: int = typer.Option(64, "--max", "-m", min=1, help="Show at most this many."),
+    fmt: str | None = FormatOpt,
     as_json: bool = JsonOpt,
     namesrv: str | None = NamesrvOpt,
 ) -> None:
     """Dead letters of a group (topic %DLQ%GROUP): original topic and message id,
-    reconsume times, store time, tags, keys and a body preview."""
+    reconsume times, store time, tags, keys and a body preview (the whole body with
+    -o wide or in a pipe). --json prints one message per line.
+
+    Examples:
+      mq group dlq billing
+      mq group dlq billing -o wide --max 10
+      mq group dlq billing --json | jq -r .originMsgId
+    """
+    fmt = resolve_format(fmt, as_json)
+    as_json = fmt == "json"
     group = resolve_group(group, group_opt)
     topic = f"%DLQ%{group}"
 
@@ -111,9 +121,9 @@ def dlq(
                 fmt_ts(m.store_timestamp),
                 escape(cell(m.tags)),
                 escape(cell(" ".join(m.keys))),
-                escape(preview(m.body, 40)),
+                escape(preview(m.body, 40 if fmt == "table" else 0)),
             )
-        console.print(table)
+        print_table(table, fmt)
 
     run_async(go())
 

@@ -41,9 +41,30 @@ def test_lag_is_produced_minus_consumed_with_an_age(servers: Cluster) -> None:
     assert all(q["lag"] == q["brokerOffset"] - q["consumerOffset"] for q in lagging)
     assert all(q["firstUnconsumedTimestamp"] for q in lagging)
     assert all(q["lag"] >= 0 for q in doc["queues"])
-    text = servers.ok("group", "lag", "-g", "laggers")
-    assert f"{20 - consumed} messages behind" in text
-    assert "AGE" in text and "CONSUMER-OFFSET" in text and "apache/rocketmq#3323" in text
+    done = servers.mq("group", "lag", "-g", "laggers", check=True)
+    # In a pipe: the summary on stderr, plain columns on stdout.
+    assert f"{20 - consumed} messages behind" in done.stderr
+    assert "apache/rocketmq#3323" in done.stderr
+    assert "AGE" in done.stdout and "CONSUMER-OFFSET" in done.stdout
+    table = servers.ok("group", "lag", "-g", "laggers", "-o", "table")
+    assert f"{20 - consumed} messages behind" in table and "│" in table
+
+
+def test_piped_lag_is_plain_columns_with_whole_timestamps(servers: Cluster) -> None:
+    """At 80 columns a pipe gets one line per queue, the store time whole, no box, no
+    ellipsis (rpk/kubectl style), and the columns line up under the header."""
+    asyncio.run(servers.consume("Lagging", "piped-lag", 5))
+    out = servers.mq("group", "lag", "piped-lag", columns=80, check=True).stdout
+    lines = out.splitlines()
+    assert lines[0].split() == [
+        "TOPIC", "BROKER", "QUEUE", "BROKER-OFFSET", "CONSUMER-OFFSET", "LAG", "AGE",
+        "LAST-CONSUMED",
+    ]  # fmt: skip
+    assert len(lines) == 5 and "…" not in out and "│" not in out
+    stamp = re.compile(r"\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}\.\d{3}$")
+    stamps = [m for m in (stamp.search(x) for x in lines[1:]) if m]
+    assert stamps, out  # the queues consumed from show when, whole, on their own line
+    assert {m.start() for m in stamps} == {lines[0].index("LAST-CONSUMED")}
 
 
 def test_reset_previews_asks_and_applies(servers: Cluster) -> None:
@@ -56,7 +77,7 @@ def test_reset_previews_asks_and_applies(servers: Cluster) -> None:
     )
     assert done.returncode == 1 and "not applied" in done.stderr
     assert "OLD" in done.stdout and "NEW" in done.stdout and "CHANGE" in done.stdout
-    rows = re.findall(r"broker-a\s*│\s*(\d)\s*│\s*(\d+)\s*│\s*(\d+)", done.stdout)
+    rows = re.findall(r"^broker-a\s+(\d)\s+(\d+)\s+(\d+)", done.stdout, re.M)
     assert len(rows) == 4 and all(new == "1" for _, _, new in rows)
     assert sum(_offsets(servers, "resetters").values()) == 20
 
@@ -86,6 +107,24 @@ def test_reset_previews_asks_and_applies(servers: Cluster) -> None:
     # A time in the future: the end.
     servers.ok("group", "reset", "resetters", "-t", "Lagging", "--to-time", "+1h", "--yes")
     assert sum(_offsets(servers, "resetters").values()) == 20
+
+
+def test_reset_to_takes_the_grammar_of_consume_from(servers: Cluster) -> None:
+    """--to @-1h, --to 2, --to +1 / -1 and --to first read as consume --from does."""
+    asyncio.run(servers.consume("Lagging", "grammar", 20))
+
+    def reset_to(position: str) -> dict[int, int]:
+        servers.ok("group", "reset", "grammar", "-t", "Lagging", "--to", position, "--yes")
+        return _offsets(servers, "grammar")
+
+    ends = _offsets(servers, "grammar")
+    assert set(reset_to("@-1h").values()) == {0}  # every message is newer than an hour
+    assert reset_to("@+1h") == ends
+    assert set(reset_to("2").values()) == {2}
+    assert reset_to("-1") == {q: end - 1 for q, end in ends.items()}
+    assert set(reset_to("+1").values()) == {1}
+    assert set(reset_to("first").values()) == {0}
+    assert reset_to("last") == ends
 
 
 async def _online(servers: Cluster, group: str) -> LitePullConsumer:
@@ -169,9 +208,16 @@ def test_dlq_lists_dead_letters(servers: Cluster) -> None:
     assert sorted(m["body"] for m in lines) == ["body 0", "body 1", "body 2"]
     assert all("originTopic" in m and m["originMsgId"] for m in lines)
     assert all(m["reconsumeTimes"] == 0 for m in lines)
-    text = servers.ok("group", "dlq", "-g", "deadgroup")
-    assert "Dead letters of deadgroup · 3 in %DLQ%deadgroup" in text
+    done = servers.mq("group", "dlq", "-g", "deadgroup", check=True)
+    assert "Dead letters of deadgroup · 3 in %DLQ%deadgroup" in done.stderr
+    text = done.stdout
     assert "ORIGIN-TOPIC" in text and "RECONSUME" in text and "Dead" in text
+    assert all(m["msgId"] in text and m["originMsgId"] in text for m in lines)
+    # Ids are never cut: not in a fitted table at 80 columns, not with -o wide.
+    for args in (("-o", "table"), ("-o", "wide")):
+        shown = servers.mq("group", "dlq", "deadgroup", *args, columns=80, check=True).stdout
+        assert all(m["msgId"] in shown for m in lines), shown
+    assert orjson.loads(servers.ok("group", "dlq", "deadgroup", "-o", "json").splitlines()[0])
     capped = servers.ok("group", "dlq", "deadgroup", "--max", "1", "--json")
     assert len(capped.splitlines()) == 1
     servers.ok("group", "create", "no-dead-letters")
@@ -214,7 +260,7 @@ def test_dlq_shows_where_a_sent_back_message_came_from(servers: Cluster) -> None
         (("group", "lag"), 2, "GROUP"),
         (("group", "reset", "laggers", "-t", "Lagging"), 2, "exactly one"),
         (("group", "reset", "laggers", "-t", "Lagging", "--to-time", "yesterday"), 2, "bad time"),
-        (("group", "reset", "laggers", "-t", "Lagging", "--to", "middle"), 2, "end or begin"),
+        (("group", "reset", "laggers", "-t", "Lagging", "--to", "middle"), 2, "bad position"),
     ],
 )
 def test_wrong_input(servers: Cluster, args: tuple[str, ...], code: int, expect: str) -> None:
