@@ -26,7 +26,7 @@ from mqcli.serving import (
 )
 from mqcore.broker.config import BROKER_CONFIG_FIELDS, BrokerConfig
 from mqcore.broker.controller import BrokerController
-from mqcore.common.properties import read_properties_file
+from mqcore.common.properties import read_server_properties
 from mqcore.errors import ConfigError, MQError, StoreLockedError
 from mqcore.remoting import run, uvloop_available
 from mqcore.remoting.settings import NETTY_CLIENT_FIELDS, NETTY_SERVER_FIELDS
@@ -56,7 +56,7 @@ def load_config(
     ``logDir`` is the flag, else the file's key, else ``<store root>/logs``: this broker's
     own directory, wherever the store is. Raises ConfigError naming the bad key; unknown
     keys are reported on stderr."""
-    props = read_properties_file(config_file) if config_file is not None else {}
+    props = read_server_properties(config_file) if config_file is not None else {}
     known = set(BrokerConfig.property_fields()) | set(MessageStoreConfig.property_fields())
     # 4.9.8's keys that mq has no setting for (a file a 4.9.8 broker used, or one
     # UPDATE_BROKER_CONFIG saved them in) are read quietly: they are not typos.

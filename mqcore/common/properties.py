@@ -65,6 +65,25 @@ def read_properties_file(path: Path) -> dict[str, str]:
     return parse_properties(text)
 
 
+TLS_CONFIG_FILE_KEY = "tls.config.file"
+
+
+def read_server_properties(path: Path) -> dict[str, str]:
+    """A name server's or broker's ``-c`` file. A ``tls.config.file`` key in it pulls in
+    that file's ``tls.*`` keys (RocketMQ's TLS file; a relative path is taken from the
+    config file's directory), whose values win, as 4.9.8 lets the TLS file override."""
+    props = read_properties_file(path)
+    tls_file = props.pop(TLS_CONFIG_FILE_KEY, "").strip()  # consumed here
+    if not tls_file:
+        return props
+    tls_path = path.parent / Path(tls_file).expanduser()
+    tls = read_properties_file(tls_path)
+    others = sorted(k for k in tls if not k.startswith("tls."))
+    if others:
+        raise ConfigError(f"{tls_path}: only tls.* keys belong in a TLS config file, not {others}")
+    return {**props, **tls}
+
+
 def _field_types(cls: type) -> dict[str, Any]:
     return typing.get_type_hints(cls)
 

@@ -18,7 +18,7 @@ from pathlib import Path
 from mqcore.common.properties import (
     PropertiesConfig,
     parse_properties,
-    read_properties_file,
+    read_server_properties,
 )
 from mqcore.protocol import DEFAULT_MAX_FRAME
 from mqcore.remoting.settings import (
@@ -73,5 +73,5 @@ class NamesrvConfig(ServerSettings, PropertiesConfig):
     def from_file(cls, path: Path) -> NamesrvConfig:
         """Defaults overridden by a properties file; unknown keys are logged and ignored."""
         config = cls()
-        config.update(read_properties_file(path), source=str(path))
+        config.update(read_server_properties(path), source=str(path))
         return config

@@ -174,3 +174,22 @@ def test_client_certificate_options_for_a_server_that_verifies_clients(tmp_path:
         assert done.returncode == 2 and "--tls-key" in done.stderr, done.stderr
     finally:
         _stop(ns)
+
+
+def test_tls_config_file_key_in_the_servers_file(tmp_path: Path) -> None:
+    pki = make_pki(tmp_path / "pki")
+    (tmp_path / "tls.properties").write_text(
+        "tls.server.mode=enforcing\n"
+        f"tls.server.certPath={pki.server_cert}\ntls.server.keyPath={pki.server_key}\n"
+    )
+    (tmp_path / "ns.conf").write_text(
+        f"kvConfigPath={tmp_path / 'kv.json'}\nlogDir={tmp_path / 'logs'}\n"
+        "tls.config.file=tls.properties\n"
+    )
+    ns, addr = _start(["namesrv", "-c", str(tmp_path / "ns.conf"), "--listen", "127.0.0.1:0"],
+                      tmp_path, "namesrv")  # fmt: skip
+    try:
+        assert mq("cluster", "list", "--json", "-n", addr, "--tls-ca", str(pki.ca)).returncode == 0
+        assert mq("cluster", "list", "-n", addr).returncode == 1  # plain: refused
+    finally:
+        _stop(ns)
