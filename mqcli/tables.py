@@ -73,16 +73,19 @@ def resolve_format(fmt: str | None, as_json: bool) -> str:
     return chosen
 
 
-def print_table(table: Table, fmt: str | None = None) -> None:
+def print_table(table: Table, fmt: str | None = None, *, section: bool = False) -> None:
     """Print ``table`` in ``fmt`` (None: as :func:`resolve_format` would choose).
 
     ``table``: fitted to the terminal; text cells may wrap or be cut, ids and times never.
     ``wide``: every cell whole on one line, the table as wide as it needs to be.
-    :data:`PLAIN`: the title on stderr, header and rows on stdout as plain columns."""
+    :data:`PLAIN`: the title on stderr, header and rows on stdout as plain columns; a
+    ``section`` of a longer report keeps its title on stdout, where it names the rows."""
     if fmt is None:
         fmt = "table" if console.is_terminal else PLAIN
     if fmt == PLAIN:
-        if table.title:
+        if table.title and section:
+            console.out(_text(table.title), highlight=False)
+        elif table.title:
             note(str(table.title))
         for line in plain_lines(table):
             console.out(line, highlight=False)

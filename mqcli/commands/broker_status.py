@@ -30,7 +30,16 @@ from mqcli.connect import NamesrvOpt, run_async
 from mqcli.ha import HAState, ha_state
 from mqcli.output import console, fail, print_json_line
 from mqcli.render import fmt_ts
-from mqcli.tables import delay_table, fmt_age, fmt_bytes, fmt_delay, make_table
+from mqcli.tables import (
+    FormatOpt,
+    delay_table,
+    fmt_age,
+    fmt_bytes,
+    fmt_delay,
+    make_table,
+    print_table,
+    resolve_format,
+)
 from mqcore.client import Admin
 from mqcore.common.properties import parse_properties
 from mqcore.errors import MQError
@@ -255,7 +264,10 @@ def _status_doc(
 
 
 def _render(
-    doc: dict[str, Any], levels: list[LiveDelayLevel], rates: dict[int, float | None] | None
+    doc: dict[str, Any],
+    levels: list[LiveDelayLevel],
+    rates: dict[int, float | None] | None,
+    fmt: str,
 ) -> None:
     title = escape(doc["broker"] or doc["addr"])
     where = f"{doc['addr']}" + (f" · cluster {escape(doc['cluster'])}" if doc["cluster"] else "")
@@ -286,7 +298,7 @@ def _render(
         ("store problems", doc["storeProblems"]),
     ):
         kv.add_row(key, escape(str(value if value is not None else "-")))
-    console.print(kv)
+    print_table(kv, fmt, section=True)
     if doc["storeProblems"]:
         console.print(
             f"[bold red]{doc['storeProblems']} store problem(s) found at startup[/] "
@@ -295,14 +307,10 @@ def _render(
         for problem in doc["storeProblemsDetail"]:
             console.print(f"  {escape(problem)}", soft_wrap=True)
     if levels:
-        console.print(
-            delay_table(
-                levels,
-                "Delay levels (SCHEDULE_TOPIC_XXXX)",
-                rates=rates,
-                now_ms=doc["timestamp"],
-            )
+        table = delay_table(
+            levels, "Delay levels (SCHEDULE_TOPIC_XXXX)", rates=rates, now_ms=doc["timestamp"]
         )
+        print_table(table, fmt, section=True)
     else:
         console.print("[dim]no delayed messages yet[/]")
 
@@ -337,6 +345,7 @@ def status(
         None, metavar="BROKER_ADDR", help="host:port of the broker (default: every broker)."
     ),
     name: str | None = typer.Option(None, "--name", "-b", help="Broker name (brokerName)."),
+    fmt: str | None = FormatOpt,
     as_json: bool = JsonOpt,
     interval: float | None = WatchOpt,
     namesrv: str | None = NamesrvOpt,
@@ -348,7 +357,15 @@ def status(
     acknowledged; a slave's master, its connection and its lag in bytes), and per delay
     level: messages waiting, when the head is due, and the delivery rate (the broker's
     10-second figure, or between --watch samples for a broker that does not publish
-    one). --json prints one object per broker per sample."""
+    one). --json prints one object per broker per sample.
+
+    Examples:
+      mq broker status
+      mq broker status --name broker-a --watch 2
+      mq broker status 127.0.0.1:10911 --json | jq .delayLevels
+    """
+    fmt = resolve_format(fmt, as_json)
+    as_json = fmt == "json"
     if broker_addr is not None and name is not None:
         raise typer.BadParameter("give BROKER_ADDR or --name, not both")
 
@@ -374,7 +391,7 @@ def status(
                     if as_json:
                         print_json_line(doc)
                     else:
-                        _render(doc, levels, rates)
+                        _render(doc, levels, rates, fmt)
 
             await watch(interval, sample, as_json=as_json)
 

@@ -15,7 +15,7 @@ from rich.markup import escape
 from mqcli.commands.admin_util import JsonOpt, WatchOpt, admin_session, watch
 from mqcli.connect import NamesrvOpt, run_async
 from mqcli.ha import ha_state
-from mqcli.output import console, print_json, print_json_line
+from mqcli.output import console, err_console, print_json, print_json_line
 from mqcli.tables import (
     FormatOpt,
     cell,
@@ -127,7 +127,13 @@ def list_clusters(
     from the id for a broker that does not report it (RocketMQ itself). HA is, for a
     master, how many slaves are connected; for a slave, whether it is connected to its
     master. SLAVE-LAG is the master's commit-log max offset minus the slave's, in bytes.
-    A figure the broker does not report shows as "-"."""
+    A figure the broker does not report shows as "-".
+
+    Examples:
+      mq cluster list
+      mq cluster list -c DefaultCluster --watch 2
+      mq cluster list -o json | jq '.[] | select(.up == false)'
+    """
     fmt = resolve_format(fmt, as_json)
     as_json = fmt == "json"
 
@@ -200,7 +206,8 @@ def _print_rows(rows: list[dict[str, Any]], fmt: str = "table") -> None:
     print_table(table, fmt)
     for r in rows:
         if not r["up"]:
-            console.print(f"[red]{escape(r['broker'])} {r['addr']}:[/] {escape(r['error'])}")
+            line = f"[red]{escape(r['broker'])} {r['addr']}:[/] {escape(r['error'])}"
+            (console if console.is_terminal else err_console).print(line)
 
 
 def register(app: typer.Typer) -> None:
