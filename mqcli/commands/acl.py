@@ -18,7 +18,13 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from mqcli.commands.admin_util import JsonOpt, admin_session
+from mqcli.commands.admin_util import (
+    BrokerNameOpt,
+    JsonOpt,
+    MastersOfClusterOpt,
+    admin_session,
+    broker_targets,
+)
 from mqcli.connect import NamesrvOpt, run_async
 from mqcli.output import console, fail, print_json
 from mqcli.tables import FormatOpt, make_table, print_table, resolve_format
@@ -26,7 +32,6 @@ from mqcore.acl import Perm, check_resources, load_acl_file
 from mqcore.acl.config import Account, PlainAclConfig
 from mqcore.acl.permission import format_perm
 from mqcore.acl.updates import AccountUpdate, check_resource_perms
-from mqcore.client import Admin
 from mqcore.errors import ConfigError
 from mqcore.message.const import RETRY_GROUP_TOPIC_PREFIX
 from mqcore.protocol import RequestCode
@@ -154,19 +159,9 @@ def check(
 BrokerAddrArg = typer.Option(
     None, "--broker-addr", metavar="HOST:PORT", help="One broker (default: every master)."
 )
-NameOpt = typer.Option(None, "--name", "-b", help="Broker name (brokerName).")
-ClusterOpt = typer.Option(None, "--cluster", "-c", help="Only the masters of this cluster.")
+NameOpt = BrokerNameOpt
+ClusterOpt = MastersOfClusterOpt
 _PERMS = "DENY, PUB, SUB or PUB|SUB"
-
-
-async def _brokers(
-    admin: Admin, addr: str | None, name: str | None, cluster: str | None
-) -> dict[str, str]:
-    if sum(x is not None for x in (addr, name, cluster)) > 1:
-        raise typer.BadParameter("give one of --broker-addr, --name and --cluster")
-    if addr is not None:
-        return {addr: addr}
-    return await admin.masters_of(cluster=cluster, broker_name=name)
 
 
 def _done(what: str, targets: dict[str, str]) -> None:
@@ -225,7 +220,9 @@ def update(
 
     async def go() -> None:
         async with admin_session(namesrv) as admin:
-            targets = await _brokers(admin, broker_addr, name, cluster)
+            targets = await broker_targets(
+                admin, broker_addr, name, cluster, addr_label="--broker-addr"
+            )
             await admin.update_acl_account(targets.values(), change)
         _done(f"account {access_key} updated", targets)
 
@@ -248,7 +245,9 @@ def delete(
 
     async def go() -> None:
         async with admin_session(namesrv) as admin:
-            targets = await _brokers(admin, broker_addr, name, cluster)
+            targets = await broker_targets(
+                admin, broker_addr, name, cluster, addr_label="--broker-addr"
+            )
             await admin.delete_acl_account(targets.values(), access_key)
         _done(f"account {access_key} deleted", targets)
 
@@ -273,7 +272,9 @@ def trust(
 
     async def go() -> None:
         async with admin_session(namesrv) as admin:
-            targets = await _brokers(admin, broker_addr, name, cluster)
+            targets = await broker_targets(
+                admin, broker_addr, name, cluster, addr_label="--broker-addr"
+            )
             await admin.update_global_white_addresses(targets.values(), addresses)
         _done("trusted addresses replaced", targets)
 
@@ -299,7 +300,9 @@ def version(
 
     async def go() -> list[dict[str, object]]:
         async with admin_session(namesrv) as admin:
-            targets = await _brokers(admin, broker_addr, name, cluster)
+            targets = await broker_targets(
+                admin, broker_addr, name, cluster, addr_label="--broker-addr"
+            )
             versions = [await admin.acl_version(a) for a in targets.values()]
         return [
             {"cluster": v.cluster_name, "broker": v.broker_name, "addr": v.broker_addr,

@@ -28,6 +28,10 @@ WatchOpt = typer.Option(
     help="Refresh every SECONDS until Ctrl-C (like mqadmin clusterList -i).",
 )
 YesOpt = typer.Option(False, "--yes", "-y", help="Do not ask for confirmation.")
+BrokerNameOpt = typer.Option(None, "--name", "-b", help="Broker name (brokerName).")
+MastersOfClusterOpt = typer.Option(
+    None, "--cluster", "-c", help="Only the masters of this cluster."
+)
 
 # Topics and groups the system owns; list commands hide them unless asked.
 SYSTEM_TOPIC_PREFIXES = ("RMQ_SYS_", "rmq_sys_", "SCHEDULE_TOPIC_XXXX", "TBW102", "BenchmarkTest")
@@ -73,6 +77,23 @@ async def admin_session(namesrv: str | None, timeout: float = 5.0) -> AsyncItera
         namesrv=resolve_namesrv(namesrv), timeout=timeout, client_config=client_config()
     ) as admin:
         yield admin
+
+
+async def broker_targets(
+    admin: Admin,
+    addr: str | None,
+    name: str | None,
+    cluster: str | None,
+    *,
+    addr_label: str = "BROKER_ADDR",
+) -> dict[str, str]:
+    """The brokers a broker-level command acts on, as broker name (or the address given)
+    -> address: one address, one broker by name, a cluster's masters, or every master."""
+    if sum(x is not None for x in (addr, name, cluster)) > 1:
+        raise typer.BadParameter(f"give one of {addr_label}, --name and --cluster")
+    if addr is not None:
+        return {addr: addr}
+    return await admin.masters_of(cluster=cluster, broker_name=name)
 
 
 async def watch(

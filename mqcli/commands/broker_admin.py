@@ -14,12 +14,20 @@ from typing import Any
 import typer
 from rich.markup import escape
 
-from mqcli.commands.admin_util import JsonOpt, YesOpt, admin_session, confirm, topic_option
+from mqcli.commands.admin_util import (
+    BrokerNameOpt,
+    JsonOpt,
+    MastersOfClusterOpt,
+    YesOpt,
+    admin_session,
+    broker_targets,
+    confirm,
+    topic_option,
+)
 from mqcli.connect import NamesrvOpt, run_async
 from mqcli.output import console, fail, print_json
 from mqcli.render import fmt_ts
 from mqcli.tables import FormatOpt, make_table, print_table, resolve_format
-from mqcore.client import Admin
 from mqcore.errors import MQBrokerError
 from mqcore.protocol.bodies.store_admin import ConsumeStatsList
 
@@ -28,19 +36,8 @@ __all__ = ["register"]
 BrokerAddrArg = typer.Argument(
     None, metavar="BROKER_ADDR", help="host:port of one broker (default: every master)."
 )
-NameOpt = typer.Option(None, "--name", "-b", help="Broker name (brokerName).")
-ClusterOpt = typer.Option(None, "--cluster", "-c", help="Only the masters of this cluster.")
-
-
-async def _targets(
-    admin: Admin, addr: str | None, name: str | None, cluster: str | None
-) -> dict[str, str]:
-    """Broker name (or the address itself) -> address of the brokers to act on."""
-    if sum(x is not None for x in (addr, name, cluster)) > 1:
-        raise typer.BadParameter("give one of BROKER_ADDR, --name and --cluster")
-    if addr is not None:
-        return {addr: addr}
-    return await admin.masters_of(cluster=cluster, broker_name=name)
+NameOpt = BrokerNameOpt
+ClusterOpt = MastersOfClusterOpt
 
 
 # -- consume-stats ----------------------------------------------------------------------------
@@ -88,7 +85,7 @@ def consume_stats(
 
     async def go() -> None:
         async with admin_session(namesrv) as admin:
-            targets = await _targets(admin, broker_addr, name, cluster)
+            targets = await broker_targets(admin, broker_addr, name, cluster)
             results = await asyncio.gather(
                 *(admin.broker_consume_stats(a, order_only=order) for a in targets.values())
             )
@@ -231,7 +228,7 @@ def producers(
 
     async def go() -> None:
         async with admin_session(namesrv) as admin:
-            targets = await _targets(admin, broker_addr, name, cluster)
+            targets = await broker_targets(admin, broker_addr, name, cluster)
             tables = await asyncio.gather(*(admin.producer_table(a) for a in targets.values()))
         rows = [
             {"broker": broker, "group": group, **p.to_json()}
@@ -352,7 +349,7 @@ def _housekeeping(what: str, question: str, method: str, help_text: str) -> Any:
     ) -> None:
         async def go() -> None:
             async with admin_session(namesrv) as admin:
-                targets = await _targets(admin, broker_addr, name, cluster)
+                targets = await broker_targets(admin, broker_addr, name, cluster)
                 names = ", ".join(sorted(targets))
                 if not yes and not confirm(f"{question} on {names}?"):
                     fail("nothing done")
