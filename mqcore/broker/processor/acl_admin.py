@@ -59,14 +59,26 @@ class AclAdminProcessor:
         self.broker_addr = broker_addr
         self._lock = asyncio.Lock()
 
+    async def _change(
+        self, request: RemotingCommand, failed: int, change: Callable[[AclGuard], object]
+    ) -> object:
+        """Run ``change`` on the guard in a thread, one change at a time; the failure
+        answer when ACL is off or the change is refused, else what ``change`` returned."""
+        guard = self.guard
+        if guard is None:
+            return reply(request, failed, _NOT_ENABLED)
+        try:
+            async with self._lock:
+                return await asyncio.to_thread(change, guard)
+        except ConfigError as exc:
+            return reply(request, failed, str(exc))
+
     async def update_account(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
         failed = ResponseCode.UPDATE_AND_CREATE_ACL_CONFIG_FAILED
         try:
             h = CreateAccessConfigRequestHeader.from_ext_fields(request.ext_fields)
         except HeaderError as exc:
             return reply(request, failed, str(exc))
-        if self.guard is None:
-            return reply(request, failed, _NOT_ENABLED)
         update = AccountUpdate(
             access_key=h.access_key,
             secret_key=h.secret_key,
@@ -77,13 +89,8 @@ class AclAdminProcessor:
             topic_perms=split_list(h.topic_perms),
             group_perms=split_list(h.group_perms),
         )
-        guard = self.guard
-        try:
-            async with self._lock:
-                await asyncio.to_thread(guard.update_account, update)
-        except ConfigError as exc:
-            return reply(request, failed, str(exc))
-        return reply(request)
+        done = await self._change(request, failed, lambda g: g.update_account(update))
+        return done if isinstance(done, RemotingCommand) else reply(request)
 
     async def delete_account(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
         failed = ResponseCode.DELETE_ACL_CONFIG_FAILED
@@ -91,15 +98,10 @@ class AclAdminProcessor:
             h = DeleteAccessConfigRequestHeader.from_ext_fields(request.ext_fields)
         except HeaderError as exc:
             return reply(request, failed, str(exc))
-        if self.guard is None:
-            return reply(request, failed, _NOT_ENABLED)
-        guard = self.guard
-        try:
-            async with self._lock:
-                deleted = await asyncio.to_thread(guard.delete_account, h.access_key)
-        except ConfigError as exc:
-            return reply(request, failed, str(exc))
-        if not deleted:
+        done = await self._change(request, failed, lambda g: g.delete_account(h.access_key))
+        if isinstance(done, RemotingCommand):
+            return done
+        if not done:
             remark = (
                 f"The accesskey[{h.access_key}] corresponding to accessConfig has been "
                 "deleted failed."
@@ -115,24 +117,19 @@ class AclAdminProcessor:
             h = UpdateGlobalWhiteAddrsConfigRequestHeader.from_ext_fields(request.ext_fields)
         except HeaderError as exc:
             return reply(request, failed, str(exc))
-        if self.guard is None:
-            return reply(request, failed, _NOT_ENABLED)
-        guard = self.guard
-        if h.acl_file_full_path and h.acl_file_full_path != str(guard.path):
+        own = self.guard.path if self.guard is not None else None
+        if own is not None and h.acl_file_full_path and h.acl_file_full_path != str(own):
             return reply(
                 request,
                 failed,
                 f"The globalWhiteAddresses[{h.global_white_addrs}] has been updated failed: "
-                f"this broker's ACL file is {guard.path}",
+                f"this broker's ACL file is {own}",
             )
-        try:
-            async with self._lock:
-                await asyncio.to_thread(
-                    guard.update_global_white_addresses, split_list(h.global_white_addrs) or []
-                )
-        except ConfigError as exc:
-            return reply(request, failed, str(exc))
-        return reply(request)
+        addresses = split_list(h.global_white_addrs) or []
+        done = await self._change(
+            request, failed, lambda g: g.update_global_white_addresses(addresses)
+        )
+        return done if isinstance(done, RemotingCommand) else reply(request)
 
     async def version(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
         if self.guard is None:
