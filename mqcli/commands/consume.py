@@ -244,6 +244,7 @@ async def _consume(opts: dict[str, Any], sink: Sink) -> tuple[int, bool]:
             "consume_from_where": where,
             "offset_store_dir": str(config_dir() / "offsets"),
             "client_config": client_config(),
+            "trace": opts["trace"],
         }
         if opts["broadcast"]:
             # Local offsets live under the client id; a stable one lets the next run resume.
@@ -424,6 +425,12 @@ def consume(
     max_reconsume: int = typer.Option(
         -1, "--max-reconsume-times", help="Retries before the DLQ (default 16)."
     ),
+    trace: bool = typer.Option(
+        False,
+        "--trace",
+        help="Write a trace record of each consumption to RMQ_SYS_TRACE_TOPIC; see "
+        "mq message trace MSG_ID.",
+    ),
     namesrv: str | None = NamesrvOpt,
 ) -> None:
     """Print messages of TOPIC as they arrive.
@@ -435,6 +442,7 @@ def consume(
       mq consume -t Orders -g audit --from first --no-follow
       mq consume -t Orders -g audit --pull --from @-1h -f '%d %T %b\\n'
       mq consume -t Orders -g audit --nack --max-reconsume-times 2
+      mq consume -t Orders -g audit --trace
     """
     check_group(group)
     if push and pull:
@@ -479,6 +487,7 @@ def consume(
         "ack": ack,
         "fail_rate": 1.0 if nack else fail_rate,
         "max_reconsume": max_reconsume,
+        "trace": trace,
     }
     sink = Sink(fmt, tmpl, charset, count, show_result=failing)
     printed, interrupted = run_async(_consume(opts, sink))

@@ -342,6 +342,7 @@ async def _produce(
     timeout: float,
     printer: Printer,
     transaction: tuple[str, str, float] | None = None,
+    trace: bool = False,
 ) -> Stats:
     stats = Stats()
     progress = _progress(total)
@@ -397,9 +398,13 @@ async def _produce(
     producer: Producer
     if transaction is not None:
         local, check, _ = transaction
-        producer = TransactionProducer.answering(local, check, group, namesrv, send_timeout=timeout)
+        producer = TransactionProducer.answering(
+            local, check, group, namesrv, send_timeout=timeout, trace=trace
+        )
     else:
-        producer = Producer(group, namesrv, send_timeout=timeout, client_config=client_config())
+        producer = Producer(
+            group, namesrv, send_timeout=timeout, client_config=client_config(), trace=trace
+        )
     await producer.start()
     try:
         if progress is not None:
@@ -444,6 +449,14 @@ async def _produce(
         if progress is not None:
             progress.stop()
         await producer.shutdown()
+    if producer.trace_dispatcher is not None and producer.trace_dispatcher.dropped:
+        err_console.print(
+            f"{producer.trace_dispatcher.dropped} trace record(s) dropped: "
+            f"{producer.trace_dispatcher.last_error or 'trace queue full'}",
+            style="yellow",
+            markup=False,
+            highlight=False,
+        )
     return stats
 
 
@@ -501,6 +514,12 @@ def produce(
         help="Send one request (RocketMQ 4.6+ request/reply) and print the reply a consumer "
         "sends back; --timeout covers the wait.",
     ),
+    trace: bool = typer.Option(
+        False,
+        "--trace",
+        help="Write a trace record of each send to RMQ_SYS_TRACE_TOPIC (brokers with "
+        "traceTopicEnable=true); see mq message trace MSG_ID.",
+    ),
 ) -> None:
     """Send messages to TOPIC.
 
@@ -516,6 +535,7 @@ def produce(
       mq produce -t Orders -i
       mq produce -t Orders --body paid --transaction unknown --check-answer commit
       mq produce -t Prices --request --body 'quote AAPL' --timeout 5 --json
+      mq produce -t Orders --body paid --trace
     """
     check_group(group, "producer group")
     if body is not None and file is not None:
@@ -579,6 +599,7 @@ def produce(
             timeout=timeout,
             printer=printer,
             transaction=tx,
+            trace=trace,
         )
     )
     if stats.sent + stats.failed != 1 or stats.skipped:

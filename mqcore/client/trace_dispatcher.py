@@ -15,6 +15,7 @@ import asyncio
 import itertools
 import logging
 import time
+from collections import deque
 from collections.abc import Sequence
 from typing import Any
 
@@ -63,7 +64,9 @@ class TraceDispatcher:
         self.poll_interval = poll_interval
         self.max_msg_size = max_msg_size
         self.send_timeout = send_timeout
-        self._queue: asyncio.Queue[TraceContext] = asyncio.Queue(queue_size)
+        self.queue_size = queue_size
+        self._queue: deque[TraceContext] = deque()
+        self._arrived = asyncio.Event()
         self._segment: list[TraceTransfer] = []
         self._segment_size = 0
         self._first_added = 0.0
@@ -104,9 +107,9 @@ class TraceDispatcher:
         if self._closed:
             return
         self._closed = True
+        self._arrived.set()
         if self._worker is not None:
-            self._worker.cancel()
-            await asyncio.gather(self._worker, return_exceptions=True)
+            await self._worker  # it drains the queue and returns once closed
         self._drain()
         self._flush()
         if self._sends:
@@ -124,20 +127,20 @@ class TraceDispatcher:
         if self._closed:
             self.dropped += 1
             return False
-        try:
-            self._queue.put_nowait(ctx)
-        except asyncio.QueueFull:
+        if len(self._queue) >= self.queue_size:
             self.dropped += 1
             if self.dropped == 1 or self.dropped % 1000 == 0:
                 log.info("trace queue full: %d context(s) dropped so far", self.dropped)
             return False
+        self._queue.append(ctx)
         self.appended += 1
+        self._arrived.set()
         return True
 
     @property
     def pending(self) -> int:
         """Contexts queued or encoded but not yet handed to a send."""
-        return self._queue.qsize() + len(self._segment)
+        return len(self._queue) + len(self._segment)
 
     @property
     def idle(self) -> bool:
@@ -146,24 +149,21 @@ class TraceDispatcher:
     # -- the draining task ----------------------------------------------------------------
 
     async def _run(self) -> None:
-        while True:
+        # Stopped by ``_closed`` rather than cancelled: nothing queued is lost in a cancel.
+        while not self._closed:
             try:
-                ctx = await asyncio.wait_for(self._queue.get(), self.poll_interval)
+                async with asyncio.timeout(self.poll_interval):
+                    await self._arrived.wait()
             except TimeoutError:
                 pass
-            else:
-                self._add(ctx)
-                self._drain()
+            self._arrived.clear()
+            self._drain()
             if self._segment and time.monotonic() - self._first_added >= self.batch_wait:
                 self._flush()
 
     def _drain(self) -> None:
-        while True:
-            try:
-                ctx = self._queue.get_nowait()
-            except asyncio.QueueEmpty:
-                return
-            self._add(ctx)
+        while self._queue:
+            self._add(self._queue.popleft())
 
     def _add(self, ctx: TraceContext) -> None:
         if not ctx.beans:

@@ -194,3 +194,31 @@ async def test_send_succeeds_when_the_trace_topic_is_missing(tmp_path: Path) -> 
             await until(lambda: dispatcher.dropped == 3, 20, "the trace records dropped")
         assert dispatcher.sent == 0 and dispatcher.last_error
         assert broker.topics.select(RMQ_SYS_TRACE_TOPIC) is None
+
+
+async def test_cli_produce_and_consume_with_trace(tmp_path: Path) -> None:
+    async with (
+        running_namesrv(tmp_path) as ns,
+        running_broker(tmp_path, ns.listen_address, trace_topic_enable=True) as broker,
+    ):
+        addr = ns.listen_address
+        broker.topics.update(TopicConfig(TOPIC, 1, 1))
+        await until(lambda: ns.routes.pick_topic_route_data(TOPIC) is not None, 10)
+        await until(lambda: ns.routes.pick_topic_route_data(RMQ_SYS_TRACE_TOPIC) is not None, 10)
+        code, out, err = await mq(
+            addr, tmp_path, "produce", "-t", TOPIC, "--body", "b", "--key", "k1", "--trace",
+            "--json", "-g", "cli-pg",
+        )  # fmt: skip
+        assert code == 0, err
+        msg_id = orjson.loads(out.splitlines()[0])["msgId"]
+        code, out, err = await mq(
+            addr, tmp_path, "consume", "-t", TOPIC, "-g", "cli-cg", "--from", "first",
+            "--no-follow", "--trace", "--json",
+        )  # fmt: skip
+        assert code == 0, err
+        code, out, err = await mq(addr, tmp_path, "message", "trace", msg_id, "-j")
+        assert code == 0, err
+        doc = orjson.loads(out)
+        assert [(e["type"], e["group"]) for e in doc["pub"]] == [("Pub", "cli-pg")]
+        assert [e["type"] for e in doc["consumers"]["cli-cg"]] == ["SubBefore", "SubAfter"]
+        assert doc["consumers"]["cli-cg"][1]["success"] is True
