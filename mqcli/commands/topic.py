@@ -16,6 +16,7 @@ from mqcli.commands.admin_util import (
     WatchOpt,
     YesOpt,
     admin_session,
+    complete_topic,
     confirm,
     topic_kind,
     topic_option,
@@ -29,6 +30,7 @@ from mqcli.tables import (
     cell,
     fmt_perm,
     make_table,
+    note,
     parse_perm,
     print_table,
     resolve_format,
@@ -44,6 +46,19 @@ topic_app = typer.Typer(
 ClusterOpt = typer.Option(
     None, "--cluster", "-c", help="Only the masters of this cluster (default: every cluster)."
 )
+TopicArg = typer.Argument(
+    None, metavar="TOPIC", help="Topic (or -t).", autocompletion=complete_topic, show_default=False
+)
+
+
+def resolve_topic(positional: str | None, option: str | None) -> str:
+    """The topic given as TOPIC or as -t (as `mq group` takes its group)."""
+    if positional and option and positional != option:
+        raise typer.BadParameter(f"two topics given: {positional!r} and -t {option!r}")
+    topic = positional or option
+    if not topic:
+        raise typer.BadParameter("give the topic as TOPIC or -t TOPIC")
+    return topic
 
 
 def _perm(text: str | None) -> int | None:
@@ -136,7 +151,8 @@ def _print_route(topic: str, route: TopicRouteData, fmt: str = "table") -> None:
 
 @topic_app.command("create")
 def create(
-    topic: str = topic_option(help_text="Topic to create."),
+    topic_arg: str | None = TopicArg,
+    topic_opt: str | None = topic_option(False, "Topic to create."),
     queues: int = typer.Option(8, "--queues", "-q", help="Read and write queues per broker."),
     read_queues: int | None = typer.Option(None, "--read-queues", "-r", help="Read queues."),
     write_queues: int | None = typer.Option(None, "--write-queues", "-w", help="Write queues."),
@@ -146,7 +162,14 @@ def create(
     broker: list[str] = typer.Option([], "--broker", "-b", help="Only these brokers (repeat)."),
     namesrv: str | None = NamesrvOpt,
 ) -> None:
-    """Create a topic on every master (of --cluster, or only --broker ones)."""
+    """Create a topic on every master (of --cluster, or only --broker ones).
+
+    Examples:
+      mq topic create Orders
+      mq topic create Orders -q 16 --perm RW -c DefaultCluster
+      mq topic create Payments --order --broker broker-a
+    """
+    topic = resolve_topic(topic_arg, topic_opt)
     _check_queues(queues, read_queues, write_queues)
     run_async(
         _create(
@@ -165,7 +188,8 @@ def create(
 
 @topic_app.command("update")
 def update(
-    topic: str = topic_option(help_text="Topic to change."),
+    topic_arg: str | None = TopicArg,
+    topic_opt: str | None = topic_option(False, "Topic to change."),
     queues: int | None = typer.Option(None, "--queues", "-q", help="Read and write queues."),
     read_queues: int | None = typer.Option(None, "--read-queues", "-r", help="Read queues."),
     write_queues: int | None = typer.Option(None, "--write-queues", "-w", help="Write queues."),
@@ -175,7 +199,13 @@ def update(
     broker: list[str] = typer.Option([], "--broker", "-b", help="Only these brokers (repeat)."),
     namesrv: str | None = NamesrvOpt,
 ) -> None:
-    """Change an existing topic; what is not given keeps its current value."""
+    """Change an existing topic; what is not given keeps its current value.
+
+    Examples:
+      mq topic update Orders -q 16
+      mq topic update Orders --perm R
+    """
+    topic = resolve_topic(topic_arg, topic_opt)
     _check_queues(queues, read_queues, write_queues)
     if all(v is None for v in (queues, read_queues, write_queues, perm, order)):
         fail("nothing to change", hint="give --queues, --read-queues, --write-queues or --perm")
@@ -252,12 +282,19 @@ async def _create(
 
 @topic_app.command("delete")
 def delete(
-    topic: str = topic_option(help_text="Topic to delete."),
+    topic_arg: str | None = TopicArg,
+    topic_opt: str | None = topic_option(False, "Topic to delete."),
     cluster: str | None = ClusterOpt,
     yes: bool = YesOpt,
     namesrv: str | None = NamesrvOpt,
 ) -> None:
-    """Delete a topic from the brokers (with its consumer offsets) and the name servers."""
+    """Delete a topic from the brokers (with its consumer offsets) and the name servers.
+
+    Examples:
+      mq topic delete Orders
+      mq topic delete Orders --yes
+    """
+    topic = resolve_topic(topic_arg, topic_opt)
 
     async def go() -> None:
         async with admin_session(namesrv) as admin:
@@ -284,7 +321,13 @@ def list_topics(
     as_json: bool = JsonOpt,
     namesrv: str | None = NamesrvOpt,
 ) -> None:
-    """List the topics the name servers know."""
+    """List the topics the name servers know.
+
+    Examples:
+      mq topic list
+      mq topic list --all -o wide
+      mq topic list --json | jq -r '.[].topic'
+    """
     fmt = resolve_format(fmt, as_json)
     as_json, long = fmt == "json", long or fmt == "wide"
 
@@ -326,7 +369,7 @@ def list_topics(
             table.add_row(*values)
         print_table(table, fmt)
         if not show_all:
-            console.print("[dim]retry, DLQ and system topics hidden: --all shows them[/]")
+            note("retry, DLQ and system topics hidden: --all shows them")
 
     run_async(go())
 
@@ -336,12 +379,19 @@ def list_topics(
 
 @topic_app.command("route")
 def route(
-    topic: str = topic_option(),
+    topic_arg: str | None = TopicArg,
+    topic_opt: str | None = topic_option(False),
     fmt: str | None = FormatOpt,
     as_json: bool = JsonOpt,
     namesrv: str | None = NamesrvOpt,
 ) -> None:
-    """Show where a topic lives: brokers, addresses, queue counts and permissions."""
+    """Show where a topic lives: brokers, addresses, queue counts and permissions.
+
+    Examples:
+      mq topic route Orders
+      mq topic route Orders --json
+    """
+    topic = resolve_topic(topic_arg, topic_opt)
     fmt = resolve_format(fmt, as_json)
     as_json = fmt == "json"
 
@@ -379,13 +429,21 @@ def _status_json(topic: str, rows: list[QueueStatus]) -> dict[str, Any]:
 
 @topic_app.command("status")
 def status(
-    topic: str = topic_option(),
+    topic_arg: str | None = TopicArg,
+    topic_opt: str | None = topic_option(False),
     fmt: str | None = FormatOpt,
     as_json: bool = JsonOpt,
     interval: float | None = WatchOpt,
     namesrv: str | None = NamesrvOpt,
 ) -> None:
-    """Per queue: min and max offset, messages held, last store time."""
+    """Per queue: min and max offset, messages held, last store time.
+
+    Examples:
+      mq topic status Orders
+      mq topic status Orders --watch 1
+      mq topic status -t Orders -o json | jq .total
+    """
+    topic = resolve_topic(topic_arg, topic_opt)
     fmt = resolve_format(fmt, as_json)
     as_json = fmt == "json"
 

@@ -72,8 +72,30 @@ def test_create_shows_in_list_route_status_and_the_name_server(servers: Cluster)
     assert status["total"] == 6
     assert [q["queueId"] for q in status["queues"]] == [0, 1, 2, 3]
     assert sum(q["maxOffset"] - q["minOffset"] for q in status["queues"]) == 6
-    text = servers.ok("topic", "status", "-t", "Orders")
-    assert "6 messages held" in text and "MAX-OFFSET" in text
+    done = servers.mq("topic", "status", "-t", "Orders", check=True)
+    assert "6 messages held" in done.stderr and "MAX-OFFSET" in done.stdout
+
+
+def test_topic_commands_take_the_topic_as_group_commands_take_the_group(
+    servers: Cluster,
+) -> None:
+    """TOPIC positional everywhere, -t still accepted; both at once must agree."""
+    servers.ok("topic", "create", "Positional", "-q", "2")
+    asyncio.run(servers.produce("Positional", 3))
+    by_arg: Any = servers.json("topic", "status", "Positional")
+    by_opt: Any = servers.json("topic", "status", "-t", "Positional")
+    assert by_arg["topic"] == by_opt["topic"] == "Positional"
+    assert by_arg["total"] == by_opt["total"] == 3
+    assert servers.json("topic", "route", "Positional") == servers.json(
+        "topic", "route", "-t", "Positional"
+    )
+    assert servers.json("topic", "status", "Positional", "-t", "Positional")["total"] == 3
+    clash = servers.mq("topic", "status", "Positional", "-t", "Other")
+    assert clash.returncode == 2 and "two topics given" in clash.stderr
+    servers.ok("topic", "update", "Positional", "--perm", "R")
+    assert servers.json("topic", "route", "Positional")["brokers"][0]["permText"] == "R--"
+    servers.ok("topic", "delete", "Positional", "--yes")
+    assert servers.mq("topic", "route", "Positional").returncode == 1
 
 
 def test_update_changes_only_what_is_given_then_delete(servers: Cluster) -> None:
@@ -177,9 +199,12 @@ def test_topic_names_complete_from_the_name_server(servers: Cluster) -> None:
 def test_read_commands_take_format_table_wide_json(servers: Cluster) -> None:
     servers.ok("topic", "create", "-t", "FormatsTopicWithALongName")
     route = ("topic", "route", "-t", "FormatsTopicWithALongName")
-    narrow = servers.mq(*route, columns=80, check=True).stdout
+    narrow = servers.mq(*route, "-o", "table", columns=80, check=True).stdout
     wide = servers.mq(*route, "-o", "wide", columns=80, check=True).stdout
-    assert servers.broker not in narrow and "…" in narrow
+    assert servers.broker in narrow and all(len(x) <= 80 for x in narrow.splitlines())
+    piped = servers.mq(*route, columns=80, check=True).stdout
+    assert "FormatsTopicWithALongName" not in piped  # the title is on stderr in a pipe
+    assert servers.broker in piped and "…" not in piped and "│" not in piped
     assert servers.broker in wide and "…" not in wide and "WRITE-QUEUES" in wide
     assert servers.json(*route) == orjson.loads(servers.ok(*route, "-o", "json"))
     listed = servers.mq("topic", "list", "-o", "wide", columns=80, check=True).stdout
