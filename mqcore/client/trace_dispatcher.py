@@ -17,7 +17,7 @@ import logging
 import time
 from collections import deque
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Protocol
 
 from mqcore.client.config import ClientConfig
 from mqcore.message import Message
@@ -39,6 +39,16 @@ TRACE_INSTANCE_NAME = "PID_CLIENT_INNER_TRACE_PRODUCER"
 _COUNTER = itertools.count(1)
 
 
+class TraceSender(Protocol):
+    """What the dispatcher needs of its producer (a :class:`~mqcore.client.Producer`)."""
+
+    async def start(self) -> None: ...
+
+    async def shutdown(self) -> None: ...
+
+    async def send(self, msg: Message) -> Any: ...
+
+
 class TraceDispatcher:
     """Collects trace contexts and writes them to the trace topic; see the module doc."""
 
@@ -55,6 +65,7 @@ class TraceDispatcher:
         poll_interval: float = 0.1,
         max_msg_size: int = 128_000,
         send_timeout: float = 5.0,
+        sender: TraceSender | None = None,
     ) -> None:
         self.trace_topic = trace_topic or RMQ_SYS_TRACE_TOPIC
         self.namesrv = namesrv
@@ -72,7 +83,7 @@ class TraceDispatcher:
         self._first_added = 0.0
         self._sends: set[asyncio.Task[None]] = set()
         self._worker: asyncio.Task[None] | None = None
-        self._producer: Any = None
+        self._producer: TraceSender | None = sender
         self._closed = False
         self.appended = 0
         """Contexts accepted into the queue."""
@@ -88,17 +99,18 @@ class TraceDispatcher:
         """Start the trace producer and the draining task (on the running loop)."""
         if self._worker is not None:
             return
-        from mqcore.client.producer import Producer  # the producer module uses this one
+        if self._producer is None:
+            from mqcore.client.producer import Producer  # the producer module uses this one
 
-        namesrv = self.namesrv if isinstance(self.namesrv, str) else ";".join(self.namesrv)
-        self._producer = Producer(
-            self.producer_group,
-            self.namesrv,
-            instance_name=f"{TRACE_INSTANCE_NAME}_{namesrv}",
-            send_timeout=self.send_timeout,
-            max_message_size=self.max_msg_size,
-            client_config=self.client_config,
-        )
+            ns = self.namesrv if isinstance(self.namesrv, str) else ";".join(self.namesrv)
+            self._producer = Producer(
+                self.producer_group,
+                self.namesrv,
+                instance_name=f"{TRACE_INSTANCE_NAME}_{ns}",
+                send_timeout=self.send_timeout,
+                max_message_size=self.max_msg_size,
+                client_config=self.client_config,
+            )
         await self._producer.start()
         self._worker = asyncio.create_task(self._run(), name="mq-trace-dispatcher")
 
