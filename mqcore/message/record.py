@@ -53,19 +53,33 @@ HEADER = struct.Struct(">iiiiiqqiq")
 """TOTALSIZE, MAGIC, BODYCRC, QUEUEID, FLAG, QUEUEOFFSET, PHYSICALOFFSET, SYSFLAG, BORNTS."""
 HEADER_SIZE = HEADER.size  # 48
 PEEK = struct.Struct(">ii")
+"""TOTALSIZE, MAGIC: enough to tell a record, a blank end-of-file record or the end."""
 BLANK_RECORD_MIN = 8
 MAX_TOPIC_LENGTH_V1 = 127
 MAX_PROPERTIES_LENGTH = 32767
+FULL_HEADS = {
+    (born, store): struct.Struct(f">iiiiiqqiq{born}sq{store}siqi")
+    for born in (8, 20)
+    for store in (8, 20)
+}
+"""Every field before BODY (through BODYLEN) in one struct, by host sizes (8 for an IPv4
+host, 20 for IPv6): what the store's batch encoder packs per record."""
+TAIL_AND_BODY_LEN = struct.Struct(">iqi")
+"""RECONSUMETIMES, PREPAREDTRANSACTIONOFFSET, BODYLEN (after STOREHOST)."""
+QUEUE_AND_PHY_OFFSET = struct.Struct(">qq")
+INT16 = struct.Struct(">h")
+INT32 = struct.Struct(">i")
+INT64 = struct.Struct(">q")
 MAX_INFLATED_BODY = 64 * 1024 * 1024
 """Largest body a compressed record may inflate to: RocketMQ's maxMessageSize (4 MiB,
 counted compressed) at 16:1. A record past it is a zip bomb, not a message."""
 _INFLATE_STEP = 1024 * 1024
 
-_I = struct.Struct(">i")
-_Q = struct.Struct(">q")
-_H = struct.Struct(">h")
+_I = INT32
+_Q = INT64
+_H = INT16
 _TAIL = struct.Struct(">iq")  # RECONSUMETIMES, PREPAREDTRANSACTIONOFFSET
-_QQ = struct.Struct(">qq")
+_QQ = QUEUE_AND_PHY_OFFSET
 
 QUEUE_OFFSET_POS = 20
 PHYSICAL_OFFSET_POS = 28
@@ -77,8 +91,18 @@ def body_crc(body: bytes | bytearray | memoryview) -> int:
     return zlib.crc32(body) & 0x7FFFFFFF
 
 
+_host_cache: dict[HostAddr, bytes] = {}
+
+
 def encode_host(host: HostAddr) -> bytes:
-    return host_bytes(host[0]) + _I.pack(host[1])
+    """BORNHOST / STOREHOST bytes: the address (4 or 16 bytes) and the i32 port. A few
+    thousand hosts are remembered: the send path encodes the same ones all day."""
+    raw = _host_cache.get(host)
+    if raw is None:
+        raw = host_bytes(host[0]) + _I.pack(host[1])
+        if len(_host_cache) < 4096:
+            _host_cache[host] = raw
+    return raw
 
 
 def _host_len(sys_flag: int, v6_bit: int) -> int:

@@ -1,13 +1,8 @@
 """Encode a batch of messages into commit log records with their final offsets.
 
-Byte layout produced per record (v1; born/store hosts 8 bytes each for IPv4, 20 for
-IPv6, flagged in SYSFLAG 0x10 / 0x20)::
-
-    [ fixed head: TOTALSIZE MAGIC BODYCRC QUEUEID FLAG QUEUEOFFSET PHYSICALOFFSET SYSFLAG
-      BORNTIMESTAMP BORNHOST STORETIMESTAMP STOREHOST RECONSUMETIMES PREPAREDTXOFFSET
-      BODYLEN ]  (one struct.pack)
-    [ BODY ]
-    [ TOPICLEN TOPIC PROPLEN PROPERTIES ]  (prepared before taking the put lock)
+The record layout is :mod:`mqcore.message.record`'s; per record this writes
+``[fields through BODYLEN]`` (one ``FULL_HEADS`` pack), ``[BODY]``, and
+``[TOPICLEN TOPIC PROPLEN PROPERTIES]`` (prepared before taking the put lock).
 
 Why its own encoder: the generic :func:`mqcore.message.record.encode_record` builds one
 bytearray per record and leaves offsets to patch. Here everything that does not depend
@@ -19,7 +14,6 @@ mapped file once. This is the per-message budget of the hot path.
 
 from __future__ import annotations
 
-import struct
 import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -29,28 +23,24 @@ from mqcore.message.const import (
     PROPERTY_KEYS,
     PROPERTY_TAGS,
     PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX,
+    SysFlag,
 )
-from mqcore.message.ids import host_bytes
-from mqcore.message.model import HostAddr, MessageExt
+from mqcore.message.model import MessageExt
 from mqcore.message.properties import encode_properties
+from mqcore.message.record import (
+    FULL_HEADS,
+    INT16,
+    MAX_PROPERTIES_LENGTH,
+    MAX_TOPIC_LENGTH_V1,
+    encode_host,
+)
 
-MAX_TOPIC_BYTES = 127
-MAX_PROPERTIES_BYTES = 32767
-_BORN_V6 = 0x10
-_STORE_V6 = 0x20
-_H = struct.Struct(">h")
-_HEADS = {(b, s): struct.Struct(f">iiiiiqqiq{b}sq{s}siqi") for b in (8, 20) for s in (8, 20)}
-_TRAN_SKIP_CQ = (0x4, 0xC)  # PREPARED, ROLLBACK get no queue offset
-_host_cache: dict[HostAddr, bytes] = {}
-
-
-def encode_host(host: HostAddr) -> bytes:
-    raw = _host_cache.get(host)
-    if raw is None:
-        raw = host_bytes(host[0]) + struct.pack(">i", host[1])
-        if len(_host_cache) < 4096:
-            _host_cache[host] = raw
-    return raw
+_BORN_V6 = SysFlag.BORNHOST_V6_FLAG
+_STORE_V6 = SysFlag.STOREHOSTADDRESS_V6_FLAG
+_H = INT16
+_HEADS = FULL_HEADS
+_TRAN_SKIP_CQ = (SysFlag.TRANSACTION_PREPARED_TYPE, SysFlag.TRANSACTION_ROLLBACK_TYPE)
+"""Prepared and rolled-back records get no queue offset."""
 
 
 class IllegalMessage(ValueError):
@@ -87,8 +77,8 @@ def prepare(batch: Sequence[MessageExt], max_body: int) -> PreparedBatch:
     first = batch[0]
     topic, queue_id = first.topic, first.queue_id
     topic_raw = topic.encode("utf-8")
-    if not topic_raw or len(topic_raw) > MAX_TOPIC_BYTES:
-        raise IllegalMessage("MESSAGE_ILLEGAL", f"topic must be 1..{MAX_TOPIC_BYTES} bytes")
+    if not topic_raw or len(topic_raw) > MAX_TOPIC_LENGTH_V1:
+        raise IllegalMessage("MESSAGE_ILLEGAL", f"topic must be 1..{MAX_TOPIC_LENGTH_V1} bytes")
     topic_field = bytes([len(topic_raw)]) + topic_raw
     out = PreparedBatch(topic, queue_id)
     total = 0
@@ -100,8 +90,10 @@ def prepare(batch: Sequence[MessageExt], max_body: int) -> PreparedBatch:
             raise IllegalMessage("MESSAGE_ILLEGAL", f"body of {len(body)} B > maxMessageSize")
         p = msg.properties
         props = encode_properties(p) if p else b""
-        if len(props) > MAX_PROPERTIES_BYTES:
-            raise IllegalMessage("PROPERTIES_SIZE_EXCEEDED", "properties exceed 32767 bytes")
+        if len(props) > MAX_PROPERTIES_LENGTH:
+            raise IllegalMessage(
+                "PROPERTIES_SIZE_EXCEEDED", f"properties exceed {MAX_PROPERTIES_LENGTH} bytes"
+            )
         born = encode_host(msg.born_host)
         store = encode_host(msg.store_host)
         sys_flag = msg.sys_flag & ~(_BORN_V6 | _STORE_V6)

@@ -1,26 +1,7 @@
 """CommitLog: every message of every topic, appended to one stream of mapped files.
 
-Byte layout of a record (v1, big-endian; IPv6 hosts add 12 bytes each; full table and
-codec in :mod:`mqcore.message.record`)::
-
-    off  size  field
-      0     4  TOTALSIZE            i32, whole record
-      4     4  MAGICCODE            DAA320A7 (v1) | DAA320AB (5.x v2: i16 topic length)
-      8     4  BODYCRC              crc32(body) & 0x7FFFFFFF
-     12     4  QUEUEID              i32
-     16     4  FLAG                 i32
-     20     8  QUEUEOFFSET          i64  <- set at append time
-     28     8  PHYSICALOFFSET       i64  <- set at append time (= offset of byte 0)
-     36     4  SYSFLAG              i32
-     40     8  BORNTIMESTAMP        i64
-     48  8|20  BORNHOST
-     56     8  STORETIMESTAMP       i64  <- set at append time
-     64  8|20  STOREHOST
-     72     4  RECONSUMETIMES       i32
-     76     8  PREPAREDTXOFFSET     i64
-     84  4+B   BODYLEN, BODY
-       1|2+T   TOPICLEN, TOPIC
-        2+P    PROPLEN, PROPERTIES
+The record layout (one table, one set of structs) is :mod:`mqcore.message.record`'s;
+the store writes QUEUEOFFSET, PHYSICALOFFSET and STORETIMESTAMP at append time.
 
 End of file: when a record of ``L`` bytes does not satisfy ``L + 8 <= R`` (``R`` bytes
 left), an 8-byte BLANK header ``[i32 R][i32 CBD43194]`` is written and the record goes
@@ -48,26 +29,31 @@ from mqcore.message.const import (
     PROPERTY_TAGS,
     PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX,
     SCHEDULE_TOPIC,
+    SysFlag,
 )
 from mqcore.message.properties import decode_properties
+from mqcore.message.record import (
+    BLANK_RECORD_MIN,
+    HEADER,
+    INT16,
+    INT32,
+    INT64,
+    PEEK,
+    TAIL_AND_BODY_LEN,
+)
 from mqcore.store.mapped_file import MappedFile
 from mqcore.store.mapped_file_queue import MappedFileQueue
 
-HEADER = struct.Struct(">iiiiiqqiq")
-"""TOTALSIZE MAGIC BODYCRC QUEUEID FLAG QUEUEOFFSET PHYSICALOFFSET SYSFLAG BORNTIMESTAMP."""
-PEEK = struct.Struct(">ii")
-BLANK_HEADER_SIZE = 8
-QUEUE_AND_PHY_OFFSET = struct.Struct(">qq")
-QUEUE_OFFSET_POS = 20
-_I = struct.Struct(">i")
-_Q = struct.Struct(">q")
-_H = struct.Struct(">h")
-_TAIL = struct.Struct(">iqi")  # RECONSUMETIMES, PREPAREDTXOFFSET, BODYLEN
-_BORN_V6 = 0x10
-_STORE_V6 = 0x20
-TRANSACTION_MASK = 0xC
-TRANSACTION_PREPARED = 0x4
-TRANSACTION_ROLLBACK = 0xC
+BLANK_HEADER_SIZE = BLANK_RECORD_MIN
+_I = INT32
+_Q = INT64
+_H = INT16
+_TAIL = TAIL_AND_BODY_LEN
+_BORN_V6 = SysFlag.BORNHOST_V6_FLAG
+_STORE_V6 = SysFlag.STOREHOSTADDRESS_V6_FLAG
+TRANSACTION_MASK = SysFlag.TRANSACTION_MASK
+TRANSACTION_PREPARED = SysFlag.TRANSACTION_PREPARED_TYPE
+TRANSACTION_ROLLBACK = SysFlag.TRANSACTION_ROLLBACK_TYPE
 
 
 @dataclass(slots=True)
