@@ -51,12 +51,20 @@ async def _find(
 def view(
     msg_id: str = typer.Argument(..., help="Offset msg id, or a unique key with -t."),
     topic: str | None = TopicOpt,
-    fmt: str = typer.Option("detail", "--format", "-o", help="detail | table | wide | json."),
+    fmt: str = typer.Option(
+        "detail", "--format", "-o", metavar="FORMAT", help="detail | table | wide | json."
+    ),
     as_json: bool = typer.Option(False, "--json", "-j", help="Same as --format json."),
     charset: str = typer.Option("utf-8", "--charset", help="Decode the body with this charset."),
     namesrv: str | None = NamesrvOpt,
 ) -> None:
-    """Show every field, property and the body of one message."""
+    """Show every field, property and the body of one message.
+
+    Examples:
+      mq message view 7F00000100002A9F0000000000000A1B
+      mq message view AC110001B2F018B4AAC27A6B38520000 -t Orders
+      mq message view 7F00000100002A9F0000000000000A1B --json | jq .properties
+    """
     if as_json:
         fmt = "json"
     tmpl = check_output(fmt, as_json, charset, None)

@@ -34,6 +34,7 @@ from mqcli.render import (
     message_json,
     message_row,
 )
+from mqcli.tables import PLAIN, print_table
 from mqcli.template import Template, TemplateError, compile_template
 from mqcli.timespec import Position, TimespecError, parse_position
 from mqcore.client import Admin
@@ -46,7 +47,7 @@ FORMATS = ("table", "wide", "json", "detail")
 
 def check_output(fmt: str, as_json: bool, charset: str, template: str | None) -> Template | None:
     """Validate the output flags shared by query and message view."""
-    if fmt not in FORMATS:
+    if fmt not in FORMATS and fmt != PLAIN:
         fail(f"unknown --format {fmt!r}", hint=f"use one of {', '.join(FORMATS)}")
     try:
         codecs.lookup(charset)
@@ -66,7 +67,8 @@ def print_messages(
     charset: str,
     template: Template | None,
 ) -> None:
-    """Messages as a table, wide table, NDJSON, detail cards or a template."""
+    """Messages as a table, wide table, NDJSON, detail cards, a template, or (``PLAIN``,
+    in a pipe) the wide table's columns as plain text."""
     names = [broker_of(brokers, m.store_host) for m in msgs]
     if template is not None:
         for msg, broker in zip(msgs, names, strict=True):
@@ -86,7 +88,7 @@ def print_messages(
                 console.print(Rule(style="dim"))
             console.print(message_detail(msg, broker=broker, charset=charset))
         return
-    wide = fmt == "wide"
+    wide = fmt in ("wide", PLAIN)
     table = Table(box=None, header_style="cyan", pad_edge=False)
     headers = list(MESSAGE_HEADERS_WIDE if wide else ("STORE-TIME", *MESSAGE_HEADERS))
     for h in headers:
@@ -96,7 +98,7 @@ def print_messages(
         if not wide:
             cells.insert(0, fmt_ts(msg.store_timestamp))
         table.add_row(*(Text(c) for c in cells))
-    console.print(table)
+    print_table(table, fmt)
 
 
 async def find_message(admin: Admin, msg_id: str, topic: str | None) -> MessageExt:
@@ -171,7 +173,12 @@ def query(
     end: str | None = typer.Option(None, "--to", help="Stored at or before (default now)."),
     max_num: int = typer.Option(64, "--max", "-m", min=1, help="At most N, over all brokers."),
     fmt: str | None = typer.Option(
-        None, "--format", "-o", help="table | wide | json | detail (default: detail for one id)."
+        None,
+        "--format",
+        "-o",
+        metavar="FORMAT",
+        help="table | wide | json | detail (default: detail for one id; in a pipe, the wide "
+        "columns as plain text).",
     ),
     template: str | None = typer.Option(None, "-f", "--template", help="kcat-style template."),
     as_json: bool = typer.Option(False, "--json", "-j", help="Same as --format json."),
@@ -186,6 +193,7 @@ def query(
     Examples:
       mq query -t Orders --key order-42
       mq query -t Orders --from @-10m --max 500 --format wide
+      mq query -t Orders --from @-1h | grep order-42
       mq query --id 7F00000100002A9F0000000000000A1B
     """
     modes = [m for m in (key, msg_id, unique_key) if m is not None]
@@ -212,7 +220,8 @@ def query(
     if as_json:
         fmt = "json"
     single = bool(msg_id or unique_key)
-    fmt = fmt or ("detail" if single else "table")
+    if fmt is None:
+        fmt = "detail" if single else "table" if console.is_terminal else PLAIN
     tmpl = check_output(fmt, as_json, charset, template)
     opts = {
         "namesrv": resolve_namesrv(namesrv),
@@ -236,7 +245,7 @@ def query(
             f"showing the first {len(msgs)}; there are more: raise --max or narrow --from/--to",
             highlight=False,
         )
-    elif fmt in ("table", "wide"):
+    elif fmt in ("table", "wide", PLAIN):
         err_console.print(f"{len(msgs)} message(s)", highlight=False)
 
 

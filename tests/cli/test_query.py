@@ -6,6 +6,7 @@ more than the cap.
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Iterator
 
@@ -59,6 +60,24 @@ def test_time_range_scan(cluster: Cluster) -> None:
     assert before.returncode == 0 and "no message matched" in before.stderr
     backwards = cluster.mq("query", "-t", "QOrders", "--from", "@+1h")
     assert backwards.returncode == 1 and "is before --from" in backwards.stderr
+
+
+def test_piped_query_is_plain_lines_with_whole_times_ids_and_bodies(cluster: Cluster) -> None:
+    """At 80 columns a pipe gets one line per message: the store time, the msg id and the
+    body whole (the wide columns, no ellipsis, nothing wrapped); -o table still fits."""
+    msgs = json_lines(cluster.mq("query", "-t", "QOrders", "--key", "shared", "-j").stdout)
+    done = cluster.mq("query", "-t", "QOrders", "--key", "shared", columns=80, check=True)
+    header, *lines = done.stdout.splitlines()
+    assert header.split()[:3] == ["QUEUE", "OFFSET", "STORE-TIME"] and "MSG-ID" in header
+    assert len(lines) == len(msgs) == 40 and "…" not in done.stdout
+    for m in msgs:
+        (line,) = [x for x in lines if str(m["msgId"]) in x]
+        assert line.rstrip().endswith(str(m["body"]))
+        assert re.search(r" \d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}\.\d{3} ", line)
+    fitted = cluster.mq("query", "-t", "QOrders", "--key", "shared", "-o", "table", columns=80)
+    assert all(len(x) <= 80 for x in fitted.stdout.splitlines())
+    stamps = re.findall(r"\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}\.\d{3}", fitted.stdout)
+    assert len(stamps) == 40  # the store time is never wrapped onto two lines
 
 
 def test_by_id_and_unique_key_and_view(cluster: Cluster) -> None:
