@@ -8,6 +8,7 @@ import asyncio
 import os
 import sys
 from pathlib import Path
+from typing import Any
 
 import orjson
 import pytest
@@ -222,3 +223,76 @@ async def test_cli_produce_and_consume_with_trace(tmp_path: Path) -> None:
         assert [(e["type"], e["group"]) for e in doc["pub"]] == [("Pub", "cli-pg")]
         assert [e["type"] for e in doc["consumers"]["cli-cg"]] == ["SubBefore", "SubAfter"]
         assert doc["consumers"]["cli-cg"][1]["success"] is True
+
+
+async def test_message_track_per_group(tmp_path: Path) -> None:
+    from mqcore.client.trace_track import TrackType, message_track_detail
+
+    async with (
+        running_namesrv(tmp_path) as ns,
+        running_broker(tmp_path, ns.listen_address) as broker,
+    ):
+        addr = ns.listen_address
+        broker.topics.update(TopicConfig(TOPIC, 1, 1))
+        await until(lambda: ns.routes.pick_topic_route_data(TOPIC) is not None, 10)
+        async with Producer("trk-pg", addr) as producer:
+            sent = await producer.send(make_message(TOPIC, "x", tags="TagA"))
+        done: list[str] = []
+        hold = asyncio.Event()
+
+        def ok(msgs: list[MessageExt], ctx: ConsumeContext) -> ConsumeStatus:
+            done.extend(m.topic for m in msgs)
+            return ConsumeStatus.CONSUME_SUCCESS
+
+        async def stuck(msgs: list[MessageExt], ctx: ConsumeContext) -> ConsumeStatus:
+            done.append("stuck")
+            await hold.wait()
+            return ConsumeStatus.CONSUME_SUCCESS
+
+        def push(group: str, tags: str, listener: Any) -> PushConsumer:
+            c = PushConsumer(
+                group, namesrv=addr, consume_from_where=ConsumeFromWhere.FIRST,
+                instance_name=group, await_termination=0.1,
+            )  # fmt: skip
+            c.subscribe(TOPIC, tags)
+            c.register_listener(listener)
+            return c
+
+        consumed, filtered, waiting = (
+            push("trk-ok", "*", ok),
+            push("trk-filter", "Other", ok),
+            push("trk-wait", "*", stuck),
+        )
+        gone = push("trk-gone", "*", ok)
+        lite = LitePullConsumer("trk-lite", namesrv=addr, instance_name="trk-lite")
+        lite.subscribe(TOPIC, "*")
+        for c in (consumed, filtered, waiting, gone, lite):
+            await c.start()
+        try:
+            await until(lambda: done.count(TOPIC) >= 2 and "stuck" in done, 20, "consumption")
+            await gone.persist_consumer_offset()
+            await gone.shutdown()
+            await consumed.persist_consumer_offset()
+
+            def offset_of(group: str) -> int:
+                return dict(broker.consumer_offset_manager.query_all(group, TOPIC)).get(0, -1)
+
+            await filtered.persist_consumer_offset()
+            await until(lambda: offset_of("trk-filter") >= 1, 20, "the filtered group's offset")
+            await until(lambda: offset_of("trk-ok") >= 1, 20, "the consumed group's offset")
+            async with Admin(addr) as admin:
+                msg = await admin.view_message(sent.offset_msg_id)
+                tracks = {t.consumer_group: t for t in await message_track_detail(admin, msg)}
+        finally:
+            hold.set()
+            for c in (consumed, filtered, waiting, lite):
+                await c.shutdown()
+        kinds = {g: t.track_type for g, t in tracks.items()}
+        assert kinds == {
+            "trk-ok": TrackType.CONSUMED,
+            "trk-filter": TrackType.CONSUMED_BUT_FILTERED,
+            "trk-wait": TrackType.NOT_CONSUME_YET,
+            "trk-gone": TrackType.NOT_ONLINE,
+            "trk-lite": TrackType.PULL,
+        }
+        assert tracks["trk-gone"].exception_desc and "206" in tracks["trk-gone"].exception_desc
