@@ -10,6 +10,8 @@ state (a broker goes down or comes back), never exceptions.
 
 from __future__ import annotations
 
+import os
+import time
 from typing import ClassVar
 
 from textual import work
@@ -18,7 +20,7 @@ from textual.binding import Binding, BindingType
 from textual.screen import ModalScreen
 
 from mqcli.tui.dialogs.help import HelpScreen
-from mqcli.tui.model import Snapshot
+from mqcli.tui.model import UNKNOWN_STATE, Snapshot
 from mqcli.tui.poller import Poller
 from mqcli.tui.screens.base import ViewScreen
 from mqcli.tui.screens.cluster import ClusterScreen
@@ -28,10 +30,13 @@ from mqcli.tui.screens.groups import GroupsScreen
 from mqcli.tui.screens.messages import MessagesScreen
 from mqcli.tui.screens.topics import TopicsScreen
 
-__all__ = ["VIEWS", "MQApp"]
+__all__ = ["SCREENSHOT_DIR_ENV", "VIEWS", "MQApp"]
 
 VIEWS = ("cluster", "topics", "groups", "delay", "messages", "dlq")
 """Mode names, in number-key order."""
+
+SCREENSHOT_DIR_ENV = "MQ_SCREENSHOT_DIR"
+"""Where ``ctrl+s`` saves its SVG (default: the current directory)."""
 
 
 class MQApp(App[None]):
@@ -55,9 +60,16 @@ class MQApp(App[None]):
         Binding("q", "quit", "Quit"),
         Binding("r", "refresh", "Refresh"),
         Binding("question_mark", "help", "Help"),
+        Binding("ctrl+s", "screenshot", "Screenshot", show=False, priority=True),
+        # one rule for views: a digit switches unless a text box has the focus (esc
+        # leaves it); F1-F6 and alt+digit switch from anywhere, typing or not
         *(
             Binding(str(i), f"view('{name}')", name.capitalize(), show=False)
             for i, name in enumerate(VIEWS, start=1)
+        ),
+        *(
+            Binding(f"f{i},alt+{i}", f"view('{n}')", n.capitalize(), show=False, priority=True)
+            for i, n in enumerate(VIEWS, start=1)
         ),
     ]
 
@@ -80,6 +92,7 @@ class MQApp(App[None]):
         self.polls = 0
         """Polls applied so far (tests wait on it)."""
         self._polling = False
+        self._shots = 0
 
     def on_mount(self) -> None:
         self.switch_mode(self.initial_view)
@@ -136,21 +149,7 @@ class MQApp(App[None]):
 
     def apply_snapshot(self, snap: Snapshot) -> None:
         """Toast what changed state, keep the snapshot, and show it in the active view."""
-        old = self.snapshot
-        if old is not None:
-            was_up = {b.key: b.up for b in old.brokers}
-            for b in snap.brokers:
-                if not b.up and was_up.get(b.key, True):
-                    self.notify(
-                        f"broker {b.key} is down: {b.error}", severity="error", title="Broker"
-                    )
-                elif b.up and was_up.get(b.key) is False:
-                    self.notify(f"broker {b.key} is back", title="Broker")
-            if old.connected and not snap.connected:
-                self.notify("no name server answers", severity="error", title="Name server")
-        elif snap.brokers_down:
-            names = ", ".join(b.key for b in snap.brokers_down)
-            self.notify(f"down: {names}", severity="error", title="Broker")
+        self._toast_changes(self.snapshot, snap)
         if snap.connected:
             self.last_good_ms = snap.taken_ms
         self.snapshot = snap
@@ -159,6 +158,27 @@ class MQApp(App[None]):
         if view is not None:
             view.set_paused(False)
             view.show(snap)
+
+    def _toast_changes(self, old: Snapshot | None, snap: Snapshot) -> None:
+        """A broker going down or coming back, the name servers going away. Brokers
+        whose state is unknown (no name server answers) are neither down nor back."""
+        if snap.brokers_unknown and (old is None or not old.brokers_unknown):
+            self.notify(UNKNOWN_STATE, severity="error", title="Name server")
+        if old is None:
+            if snap.brokers_down:
+                names = ", ".join(b.key for b in snap.brokers_down)
+                self.notify(f"down: {names}", severity="error", title="Broker")
+            return
+        was_up = {b.key: b.up for b in old.brokers}  # an unknown row keeps its last state
+        for b in snap.brokers:
+            if b.unknown:
+                continue
+            if not b.up and was_up.get(b.key, True):
+                self.notify(f"broker {b.key} is down: {b.error}", severity="error", title="Broker")
+            elif b.up and was_up.get(b.key) is False:
+                self.notify(f"broker {b.key} is back", title="Broker")
+        if old.brokers_unknown and snap.connected:
+            self.notify("a name server answers again", title="Name server")
 
     def mode_of(self, screen: ViewScreen) -> str:
         """The mode a view screen belongs to."""
@@ -170,7 +190,7 @@ class MQApp(App[None]):
     # -- actions --------------------------------------------------------------------------
 
     def action_view(self, name: str) -> None:
-        if name in self.MODES and self.current_mode != name:
+        if name in self.MODES and self.current_mode != name and not self.dialog_open:
             self.switch_mode(name)
 
     def _step_view(self, step: int) -> None:
@@ -189,3 +209,17 @@ class MQApp(App[None]):
     def action_help(self) -> None:
         if not self.dialog_open:
             self.push_screen(HelpScreen())
+
+    def action_screenshot(self, filename: str | None = None, path: str | None = None) -> None:
+        """Save the screen as SVG (for a bug report) and say where it went."""
+        folder = path or os.environ.get(SCREENSHOT_DIR_ENV) or os.getcwd()
+        if filename is None:
+            stamp = time.strftime("%Y%m%d-%H%M%S")
+            filename = f"mq-tui-{self.current_mode or 'view'}-{stamp}-{self._shots:03d}.svg"
+        self._shots += 1
+        try:
+            saved = self.save_screenshot(filename, folder)
+        except OSError as exc:
+            self.notify(f"screenshot not saved: {exc}", severity="error", title="Screenshot")
+            return
+        self.notify(f"saved {saved}", title="Screenshot")

@@ -8,6 +8,7 @@ Times are epoch milliseconds; ``None`` means "not known" (shown as ``-``).
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from mqcli.ha import HAState
@@ -19,6 +20,9 @@ from mqcore.store.metadata.topic import (
 
 __all__ = [
     "DEFAULT_DELAY_LEVELS",
+    "TREND_THRESHOLD",
+    "TREND_WINDOW",
+    "UNKNOWN_STATE",
     "BrokerRow",
     "DelayLevelRow",
     "GroupDetail",
@@ -31,10 +35,44 @@ __all__ = [
     "Snapshot",
     "TopicRow",
     "topic_kind",
+    "trend_direction",
 ]
+
+UNKNOWN_STATE = "name server unreachable, broker state unknown"
+"""What the views say while no name server answers."""
 
 DEFAULT_DELAY_LEVELS = "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h"
 """RocketMQ's ``messageDelayLevel`` default, used when a broker does not say."""
+
+
+TREND_WINDOW = 6
+"""Polls a trend looks back over (12 s at the default refresh): consumers commit
+offsets every few seconds, so two polls in a row often see the same lag while it climbs."""
+
+TREND_THRESHOLD = 0.01
+"""A change smaller than this share of the series' size is flat (noise, not a trend)."""
+
+
+def trend_direction(
+    values: Sequence[float], window: int = TREND_WINDOW, threshold: float = TREND_THRESHOLD
+) -> int:
+    """1 rising, -1 falling, 0 flat: the least-squares slope over the last ``window``
+    values, times the window, against ``threshold`` of the largest value in it, so a lag
+    climbing in steps between offset commits reads as rising and a wobble around a large
+    lag reads as flat."""
+    tail = [float(v) for v in list(values)[-window:]]
+    n = len(tail)
+    if n < 2:
+        return 0
+    mean_x = (n - 1) / 2
+    mean_y = sum(tail) / n
+    slope = sum((i - mean_x) * (v - mean_y) for i, v in enumerate(tail)) / sum(
+        (i - mean_x) ** 2 for i in range(n)
+    )
+    change = slope * (n - 1)
+    if abs(change) <= threshold * max(abs(v) for v in tail):
+        return 0
+    return 1 if change > 0 else -1
 
 
 def topic_kind(topic: str, reserved: frozenset[str] = frozenset()) -> str:
@@ -81,6 +119,9 @@ class BrokerRow:
     """Role and HA connection as the broker reports them (None: not polled yet)."""
     store_problems: int = 0
     """Damage the broker's recovery found and worked around (``storeProblems``)."""
+    unknown: bool = False
+    """No name server answers, so nothing current is known about this broker: ``up``
+    is what the last good poll saw, and the views say "unknown", never DOWN."""
 
     @property
     def key(self) -> str:
@@ -166,9 +207,8 @@ class GroupRow:
 
     @property
     def lag_growing(self) -> bool:
-        """Lag went up over the last three polls (a stuck or slow consumer)."""
-        h = self.lag_history[-3:]
-        return len(h) == 3 and h[0] < h[1] < h[2]
+        """Lag is rising over the trend window (a stuck or slow consumer)."""
+        return trend_direction(self.lag_history) > 0
 
 
 @dataclass(slots=True)
@@ -230,8 +270,13 @@ class Snapshot:
         return any(n.ok for n in self.namesrvs)
 
     @property
+    def brokers_unknown(self) -> bool:
+        """No name server answered, so the broker list is the last one seen."""
+        return not self.connected and bool(self.namesrvs)
+
+    @property
     def brokers_down(self) -> list[BrokerRow]:
-        return [b for b in self.brokers if not b.up]
+        return [b for b in self.brokers if not b.up and not b.unknown]
 
 
 class History:

@@ -23,7 +23,9 @@ What one :meth:`Poller.poll` asks, all concurrently (nothing per queue):
   refreshed every poll. A group with no consumer online shows "-".
 
 A broker that fails is returned as down with its error (and stays listed as down when
-it leaves the name server), so one dead broker never fails the poll. Put TPS per topic
+it leaves the name server), so one dead broker never fails the poll. When no name server
+answers, the brokers last seen are returned as *unknown* (not down: a broker outlives its
+name server, and clients with a cached route keep using it). Put TPS per topic
 is derived from max-offset deltas between polls, and the rolling series for sparklines
 and lag trends live in :class:`~mqcli.tui.model.History`.
 """
@@ -193,9 +195,11 @@ class Poller:
             snap.errors.append("no name server answers: " + "; ".join(
                 f"{n.addr}: {n.error}" for n in namesrvs
             ))  # fmt: skip
-            snap.brokers = [
-                replace(b, up=False, error="name server down") for b in self._known.values()
-            ]
+            # a broker the name server cannot vouch for is not down: it may serve on
+            snap.brokers = sorted(
+                (replace(b, unknown=True) for b in self._known.values()),
+                key=lambda b: (b.name, b.broker_id),
+            )
             snap.latency_ms = (time.perf_counter() - started) * 1000
             return snap
         targets = [

@@ -7,7 +7,10 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from typing import Any
 
+from rich.segment import Segment
+from textual.app import App
 from textual.pilot import Pilot
 
 
@@ -33,3 +36,26 @@ async def poll(pilot: Pilot[None], timeout: float = 15.0) -> None:
     app.refresh_now()
     await wait_until(pilot, lambda: app.polls > before, timeout, "a poll")
     await pilot.pause()
+
+
+def screen_lines(app: App[None]) -> list[str]:
+    """The screen as the terminal shows it, one string per row (what a user reads)."""
+    return [strip.text for strip in app.screen._compositor.render_strips()]
+
+
+def screen_segments(app: App[None]) -> list[list[Segment]]:
+    """The screen's rows as styled segments (for colours)."""
+    return [list(strip) for strip in app.screen._compositor.render_strips()]
+
+
+def record_notifications(app: App[None]) -> list[str]:
+    """Every toast's message from now on, in order (the toast rack is off in tests)."""
+    seen: list[str] = []
+    notify = app.notify
+
+    def recording(message: str, **kwargs: Any) -> None:
+        seen.append(message)
+        notify(message, **kwargs)
+
+    app.notify = recording  # type: ignore[method-assign]
+    return seen

@@ -102,3 +102,16 @@ class FakePoller:
 
     async def close(self) -> None:
         pass
+
+
+class SequencePoller(FakePoller):
+    """Answers the polls with ``snapshots`` in turn, then repeats the last one (a
+    cluster whose state changes between refreshes)."""
+
+    def __init__(self, *snapshots: Snapshot) -> None:
+        super().__init__(snapshots[0])
+        self.snapshots = list(snapshots)
+
+    async def poll(self, *, group: str | None = None, delay_heads: bool = False) -> Snapshot:
+        self.polls += 1
+        return self.snapshots[min(self.polls, len(self.snapshots)) - 1]

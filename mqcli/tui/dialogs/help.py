@@ -8,18 +8,23 @@ from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Markdown
 
+from mqcli.tui.model import TREND_THRESHOLD, TREND_WINDOW
+
 __all__ = ["HELP_TEXT", "HelpScreen"]
 
-HELP_TEXT = """\
+HELP_TEXT = f"""\
 # mq tui
 
 | Key | Where | What |
 |---|---|---|
-| `1`-`6`, `tab`, `shift+tab` | everywhere | views: cluster, topics, groups, delay, ... |
+| `F1`-`F6`, `alt+1`-`alt+6` | everywhere but dialogs, typing too | views (see the tabs) |
+| `1`-`6`, `tab`, `shift+tab` | outside text boxes | the same views |
+| `esc` | in a text box | leave it (the digit keys switch views again) |
 | `/` | tables | filter as you type (`enter` keeps it, `esc` clears it) |
-| `r` | everywhere | refresh now |
-| `?` | everywhere | this help |
-| `q` | everywhere | quit |
+| `r` | outside text boxes | refresh now |
+| `?` | outside text boxes | this help |
+| `q` | outside text boxes | quit |
+| `ctrl+s` | everywhere | screenshot (SVG) into `$MQ_SCREENSHOT_DIR` or the current dir |
 | `s` | topics, groups | show or hide system, retry and DLQ topics / system groups |
 | `d` | topics | delete the highlighted topic (type its name to confirm) |
 | `x` | groups | skip the highlighted group's backlog: offsets to the end (type its name) |
@@ -28,8 +33,16 @@ HELP_TEXT = """\
 | `enter` | dead letters | load the highlighted group's dead letters |
 | `e` / `E` | dead letters | resend the highlighted / all to their topic (type the group) |
 
+One rule for keys: a text box (the messages view's lookup boxes, a filter, a dialog)
+takes what you type, so there digits are text; `esc` leaves the box. The function keys
+and `alt`+digit switch views from anywhere but a dialog; `ctrl+s` works everywhere.
+
 Refreshing pauses while a dialog is open. The top bar shows the name server, the time of
 the last good poll and how long it took; a broker that stops answering is shown as down.
+When no name server answers, the bar says "name server unreachable, broker state unknown"
+and the brokers' state is "unknown" (a broker outlives its name server), not down. Group
+trends (↑ ↓ →) follow the lag over the last {TREND_WINDOW} polls; a change under
+{TREND_THRESHOLD:.0%} of the lag is flat.
 """
 
 

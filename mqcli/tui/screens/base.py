@@ -3,6 +3,7 @@ snapshot reaches it."""
 
 from __future__ import annotations
 
+import time
 from typing import TYPE_CHECKING, ClassVar
 
 from textual.app import ComposeResult
@@ -16,11 +17,25 @@ from mqcli.tui.widgets.status_bar import StatusBar, ViewTabs
 if TYPE_CHECKING:
     from mqcli.tui.app import MQApp
 
-__all__ = ["ViewScreen", "fmt_int"]
+__all__ = ["NARROW_BELOW", "ViewScreen", "fmt_int", "fmt_short_ms"]
+
+NARROW_BELOW = 100
+"""Screens narrower than this (an 80x24 terminal) get each view's narrow columns."""
 
 
 def fmt_int(value: int | None) -> str:
     return "-" if value is None else f"{value:,}"
+
+
+def fmt_short_ms(ms: int | None, now_ms: int) -> str:
+    """A narrow column's time: ``HH:MM:SS`` on the day of ``now_ms``, else
+    ``MM-DD HH:MM`` (``-`` for unknown)."""
+    if not ms:
+        return "-"
+    day = time.strftime("%Y%m%d", time.localtime(now_ms / 1000))
+    when = time.localtime(ms / 1000)
+    fmt = "%H:%M:%S" if time.strftime("%Y%m%d", when) == day else "%m-%d %H:%M"
+    return time.strftime(fmt, when)
 
 
 class ViewScreen(Screen[None]):
@@ -30,6 +45,8 @@ class ViewScreen(Screen[None]):
     comes back, so switching views never waits for the network."""
 
     TITLE: ClassVar[str] = ""
+    TAB: ClassVar[str] = ""
+    """A shorter title for the tab row on narrow screens (default: ``TITLE``)."""
     FILTERABLE: ClassVar[bool] = True
     AUTO_FOCUS = "LiveTable"
 
@@ -51,7 +68,8 @@ class ViewScreen(Screen[None]):
     def compose(self) -> ComposeResult:
         yield StatusBar(self.mq_app.namesrv, self.TITLE)
         modes = self.mq_app.MODES
-        yield ViewTabs([(m, modes[m].TITLE) for m in modes], self.mq_app.mode_of(self))
+        tabs = [(m, modes[m].TITLE, modes[m].TAB or modes[m].TITLE) for m in modes]
+        yield ViewTabs(tabs, self.mq_app.mode_of(self))
         if self.FILTERABLE:
             yield Input(placeholder="filter (enter keeps it, esc clears it)", id="filter")
         yield from self.compose_body()
@@ -75,6 +93,14 @@ class ViewScreen(Screen[None]):
         bar.last_good_ms = self.mq_app.last_good_ms
         bar.snapshot = snapshot
         self.render_snapshot(snapshot)
+
+    @property
+    def narrow(self) -> bool:
+        """Fewer, shorter columns, so nothing that matters is cut at 80 columns."""
+        return self.app.size.width < NARROW_BELOW
+
+    def on_resize(self) -> None:
+        self.rerender()
 
     def set_paused(self, paused: bool) -> None:
         self.query_one(StatusBar).paused = paused

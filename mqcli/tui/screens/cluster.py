@@ -9,7 +9,14 @@ from mqcli.tui.model import BrokerRow, Snapshot
 from mqcli.tui.screens.base import ViewScreen, fmt_int
 from mqcli.tui.widgets.live_table import LiveTable
 
-__all__ = ["COMPACT_BELOW", "ClusterScreen", "ha_text", "size_text", "uptime_text"]
+__all__ = [
+    "COMPACT_BELOW",
+    "NARROW_COLUMNS",
+    "ClusterScreen",
+    "ha_text",
+    "size_text",
+    "uptime_text",
+]
 
 COMPACT_BELOW = 160
 """Screens narrower than this get the compact broker columns (they fit 120 columns)."""
@@ -29,6 +36,11 @@ COMPACT_COLUMNS = [
 ]  # fmt: skip
 """No cluster or version column, broker id folded into ROLE, in/out pairs in one
 column, sizes in binary units."""
+NARROW_COLUMNS = [
+    ("broker", "BROKER"), ("role", "ROLE"), ("addr", "ADDRESS"), ("state", "STATE"),
+    ("tps", "TPS IN/OUT"), ("disk", "DISK"), ("ha", "HA"),
+]  # fmt: skip
+"""What an 80-column terminal has room for: who, where, alive, how busy, how full."""
 
 
 def size_text(n: int | None) -> str:
@@ -88,9 +100,6 @@ class ClusterScreen(ViewScreen):
     def compact(self) -> bool:
         return self.app.size.width < COMPACT_BELOW
 
-    def on_resize(self) -> None:
-        self.rerender()
-
     def render_snapshot(self, snapshot: Snapshot) -> None:
         names = self.query_one("#namesrvs", LiveTable)
         names.sync(
@@ -106,7 +115,7 @@ class ClusterScreen(ViewScreen):
         )
         brokers = [b for b in snapshot.brokers if self.matches(b.name, b.addr, b.cluster)]
         table = self.query_one("#brokers", LiveTable)
-        spec = COMPACT_COLUMNS if self.compact else FULL_COLUMNS
+        spec = NARROW_COLUMNS if self.narrow else COMPACT_COLUMNS if self.compact else FULL_COLUMNS
         table.set_columns(spec, order_by=("broker", "role") if self.compact else ("broker", "bid"))
         keys = [k for k, _ in spec]
         table.filter_text = self.filter_text
@@ -116,7 +125,9 @@ class ClusterScreen(ViewScreen):
     @staticmethod
     def _cells(b: BrokerRow, now_ms: int, keys: list[str]) -> tuple[object, ...]:
         state = Text("up", "green") if b.up else Text("DOWN", "bold red")
-        if b.up and b.store_problems:  # recovery worked around damage: say so, loudly
+        if b.unknown:  # no name server answers: nothing current to show
+            state = Text("unknown", "bold yellow")
+        elif b.up and b.store_problems:  # recovery worked around damage: say so, loudly
             state = Text(f"up, {b.store_problems} damaged", "bold red")
         role = b.role_text if b.broker_id == 0 else f"slave {b.broker_id}"
         cells: dict[str, object] = {
@@ -124,8 +135,9 @@ class ClusterScreen(ViewScreen):
             "state": state, "version": b.version,
             "role": b.role_text if "bid" in keys else role,
         }  # fmt: skip
-        if not b.up:
-            cells["broker"] = Text(b.name, "bold red")
+        if b.unknown or not b.up:
+            if not b.unknown:
+                cells["broker"] = Text(b.name, "bold red")
             dash = Text("-", "dim")
             return tuple(cells.get(k, dash) for k in keys)
         disk = "-" if b.disk_ratio is None else f"{b.disk_ratio * 100:.1f}%"

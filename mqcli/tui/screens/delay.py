@@ -22,6 +22,7 @@ class DelayScreen(ViewScreen):
     ``scheduleMessageOffset_<level>`` (no RocketMQ tool shows this well)."""
 
     TITLE = "Delay levels"
+    TAB = "Delay"
     AUTO_FOCUS = "DelayLevels"
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("w", "toggle_waiting", "Only waiting"),
@@ -39,8 +40,10 @@ class DelayScreen(ViewScreen):
             for r in snapshot.delay_levels
             if (not self.only_waiting or r.waiting) and self.matches(r.broker, r.delay_text)
         ]
-        self.query_one(DelayLevels).sync(rows, snapshot.taken_ms)
-        note = "only levels with waiting messages (w shows all)" if self.only_waiting else ""
+        self.query_one(DelayLevels).sync(rows, snapshot.taken_ms, narrow=self.narrow)
+        note = "level · delivered / scheduled · waiting · next due · rate" if self.narrow else ""
+        if self.only_waiting:
+            note += "  only levels with waiting messages (w shows all)"
         if self.filter_text:
             note += f"  filter: {self.filter_text}"
         self.query_one("#delay-note", Static).update(Text(note.strip(), "dim"))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from typing import ClassVar
 
 from textual import on, work
@@ -23,6 +24,12 @@ from mqcore.store.metadata.topic import DLQ_GROUP_TOPIC_PREFIX
 
 __all__ = ["DeadLettersScreen"]
 
+DLQ_COLUMNS = [*MESSAGE_COLUMNS, ("origin", "ORIGIN TOPIC")]
+NARROW_DLQ_COLUMNS = [
+    ("id", "MSG ID"), ("stored", "STORED"), ("keys", "KEYS"), ("origin", "ORIGIN TOPIC"),
+]  # fmt: skip
+"""80 columns: the whole id, when, and where it came from (the last column is ORIGIN)."""
+
 RESEND_GROUP = "MQ_TUI_RESEND"
 """Producer group of resent dead letters."""
 
@@ -33,6 +40,7 @@ class DeadLettersScreen(ViewScreen):
     topic they were first sent to, after the group's name is typed."""
 
     TITLE = "Dead letters"
+    TAB = "DLQ"
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("enter", "load", "Load DLQ", show=False),
         Binding("e", "resend_one", "Resend one"),
@@ -50,9 +58,7 @@ class DeadLettersScreen(ViewScreen):
              ("last", "LAST STORE")],
             title="Groups with dead letters", order_by=("group",), id="dlq-groups",
         )  # fmt: skip
-        yield LiveTable(
-            [*MESSAGE_COLUMNS, ("origin", "ORIGIN TOPIC")], title="Dead letters", id="dlq-messages"
-        )
+        yield LiveTable(DLQ_COLUMNS, title="Dead letters", id="dlq-messages")
         yield MessageDetail(id="dlq-detail")
 
     def render_snapshot(self, snapshot: Snapshot) -> None:
@@ -98,18 +104,28 @@ class DeadLettersScreen(ViewScreen):
             table.loading = False
         self.show_messages(group, found)
 
-    def show_messages(self, group: str, found: list[MessageExt]) -> None:
+    def on_resize(self) -> None:
+        super().on_resize()
+        if self.loaded_group is not None:
+            self.show_messages(self.loaded_group, self.messages, focus=False)
+
+    def show_messages(self, group: str, found: list[MessageExt], *, focus: bool = True) -> None:
         table = self.query_one("#dlq-messages", LiveTable)
         self.loaded_group, self.messages = group, found
         table.title = f"Dead letters of {group}"
+        spec = NARROW_DLQ_COLUMNS if self.narrow else DLQ_COLUMNS
+        table.set_columns(spec)
+        keys = [k for k, _ in spec][:-1]
+        now_ms = int(time.time() * 1000) if self.narrow else 0
         table.sync(
             {
-                f"{i}:{m.msg_id}": (*message_cells(m), original_topic(m) or "-")
+                f"{i}:{m.msg_id}": (*message_cells(m, keys, now_ms), original_topic(m) or "-")
                 for i, m in enumerate(found)
             }
         )
-        self.query_one(MessageDetail).message = found[0] if found else None
-        if found:
+        if focus:
+            self.query_one(MessageDetail).message = found[0] if found else None
+        if found and focus:
             table.focus()
 
     @on(DataTable.RowHighlighted, "#dlq-messages")

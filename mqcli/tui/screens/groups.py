@@ -13,14 +13,25 @@ from textual.containers import Horizontal, Vertical
 from textual.widgets import DataTable, Static
 
 from mqcli.tui.dialogs.confirm_name import ConfirmByName
-from mqcli.tui.model import GroupRow, Snapshot
-from mqcli.tui.screens.base import ViewScreen, fmt_int
+from mqcli.tui.model import GroupQueueRow, GroupRow, Snapshot
+from mqcli.tui.screens.base import ViewScreen, fmt_int, fmt_short_ms
 from mqcli.tui.widgets.lag_sparkline import LagSparkline, spark, trend
 from mqcli.tui.widgets.live_table import LiveTable
 from mqcli.tui.widgets.message_detail import fmt_ms
 from mqcore.store.metadata.topic import RETRY_GROUP_TOPIC_PREFIX
 
-__all__ = ["GroupsScreen"]
+__all__ = ["NARROW_QUEUE_COLUMNS", "QUEUE_COLUMNS", "GroupsScreen"]
+
+QUEUE_COLUMNS = [
+    ("topic", "TOPIC"), ("broker", "BROKER"), ("qid", "QUEUE"),
+    ("broker_offset", "BROKER OFFSET"), ("consumer_offset", "CONSUMER OFFSET"),
+    ("lag", "LAG"), ("last", "LAST CONSUMED"),
+]  # fmt: skip
+NARROW_QUEUE_COLUMNS = [
+    ("topic", "TOPIC"), ("broker", "BROKER"), ("qid", "QUEUE"), ("lag", "LAG"),
+    ("last", "LAST"),
+]  # fmt: skip
+"""Half of 80 columns: which queue, how far behind, since when."""
 
 
 class GroupsScreen(ViewScreen):
@@ -56,12 +67,8 @@ class GroupsScreen(ViewScreen):
                     title="Members", order_by=("client",), id="members",
                 )  # fmt: skip
             yield LiveTable(
-                [
-                    ("topic", "TOPIC"), ("broker", "BROKER"), ("qid", "QUEUE"),
-                    ("broker_offset", "BROKER OFFSET"), ("consumer_offset", "CONSUMER OFFSET"),
-                    ("lag", "LAG"), ("last", "LAST CONSUMED"),
-                ],
-                title="Queues", order_by=("topic", "broker", "qid"), id="group-queues",
+                QUEUE_COLUMNS, title="Queues", order_by=("topic", "broker", "qid"),
+                id="group-queues",
             )  # fmt: skip
 
     @property
@@ -116,20 +123,25 @@ class GroupsScreen(ViewScreen):
             {m.client_id: (m.client_id, m.addr, m.language, m.version) for m in detail.members}
         )
         queues.title = f"Queues of {detail.name}"
+        spec = NARROW_QUEUE_COLUMNS if self.narrow else QUEUE_COLUMNS
+        queues.set_columns(spec, order_by=("topic", "broker", "qid"))
+        keys = [k for k, _ in spec]
         queues.sync(
             {
-                f"{q.topic}/{q.broker}/{q.queue_id}": (
-                    q.topic,
-                    q.broker,
-                    q.queue_id,
-                    fmt_int(q.broker_offset),
-                    fmt_int(q.consumer_offset),
-                    Text(fmt_int(q.lag), "bold yellow" if q.lag else ""),
-                    fmt_ms(q.last_consume_ms),
-                )
+                f"{q.topic}/{q.broker}/{q.queue_id}": self._queue_cells(q, keys, snapshot.taken_ms)
                 for q in detail.queues
             }
         )
+
+    def _queue_cells(self, q: GroupQueueRow, keys: list[str], now_ms: int) -> tuple[object, ...]:
+        last = fmt_short_ms(q.last_consume_ms, now_ms) if self.narrow else fmt_ms(q.last_consume_ms)
+        cells: dict[str, object] = {
+            "topic": q.topic, "broker": q.broker, "qid": q.queue_id,
+            "broker_offset": fmt_int(q.broker_offset),
+            "consumer_offset": fmt_int(q.consumer_offset),
+            "lag": Text(fmt_int(q.lag), "bold yellow" if q.lag else ""), "last": last,
+        }  # fmt: skip
+        return tuple(cells[k] for k in keys)
 
     @on(DataTable.RowHighlighted, "#groups")
     def _group_highlighted(self) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from typing import ClassVar
 
 from textual import on, work
@@ -12,20 +13,24 @@ from textual.containers import Horizontal
 from textual.widgets import DataTable, Input
 
 from mqcli.tui.lookup import LookupQuery, lookup, parse_query
-from mqcli.tui.screens.base import ViewScreen
+from mqcli.tui.screens.base import ViewScreen, fmt_short_ms
 from mqcli.tui.widgets.live_table import LiveTable
 from mqcli.tui.widgets.message_detail import MessageDetail, fmt_ms
 from mqcore.message import MessageExt
 
-__all__ = ["MessagesScreen", "message_cells"]
+__all__ = ["MESSAGE_COLUMNS", "NARROW_MESSAGE_COLUMNS", "MessagesScreen", "message_cells"]
 
 
-def message_cells(m: MessageExt) -> tuple[object, ...]:
-    return (
-        m.msg_id, m.topic, f"{m.store_host[0]}:{m.store_host[1]}", m.queue_id,
-        m.queue_offset, fmt_ms(m.store_timestamp), " ".join(m.keys) or "-", m.tags or "-",
-        len(m.body),
-    )  # fmt: skip
+def message_cells(m: MessageExt, keys: Sequence[str] = (), now_ms: int = 0) -> tuple[object, ...]:
+    """The cells of ``keys`` (default: every one of :data:`MESSAGE_COLUMNS`); with
+    ``now_ms`` the store time is the short one of narrow screens."""
+    cells: dict[str, object] = {
+        "id": m.msg_id, "topic": m.topic, "host": f"{m.store_host[0]}:{m.store_host[1]}",
+        "qid": m.queue_id, "offset": m.queue_offset,
+        "stored": fmt_short_ms(m.store_timestamp, now_ms) if now_ms else fmt_ms(m.store_timestamp),
+        "keys": " ".join(m.keys) or "-", "tags": m.tags or "-", "size": len(m.body),
+    }  # fmt: skip
+    return tuple(cells[k] for k in keys or [k for k, _ in MESSAGE_COLUMNS])
 
 
 MESSAGE_COLUMNS = [
@@ -33,6 +38,11 @@ MESSAGE_COLUMNS = [
     ("offset", "OFFSET"), ("stored", "STORED"), ("keys", "KEYS"), ("tags", "TAGS"),
     ("size", "SIZE"),
 ]  # fmt: skip
+NARROW_MESSAGE_COLUMNS = [
+    ("id", "MSG ID"), ("qid", "QUEUE"), ("offset", "OFFSET"), ("stored", "STORED"),
+    ("keys", "KEYS"),
+]  # fmt: skip
+"""80 columns: the whole id (never cut), where and when; the detail pane has the rest."""
 
 
 class MessagesScreen(ViewScreen):
@@ -53,15 +63,13 @@ class MessagesScreen(ViewScreen):
         self.results = []
         with Horizontal(id="search-bar"):
             yield Input(placeholder="topic (/ to search)", id="topic")
-            yield Input(
-                placeholder="key:K | id:MSG_ID | time:-1h..now (enter searches)", id="query"
-            )
+            yield Input(placeholder="key:K  id:MSG_ID  time:-1h..now (enter)", id="query")
         yield LiveTable(MESSAGE_COLUMNS, title="Results", id="results")
         yield MessageDetail(id="detail")
 
     def on_screen_resume(self) -> None:
-        """Entering the view focuses the lookup box, so typed digits go into it instead
-        of switching views (esc gives the number keys back)."""
+        """Entering the view focuses the lookup box, so typed digits go into it (the
+        rule of every text box: esc leaves it; F1-F6 and alt+digit switch anyway)."""
         super().on_screen_resume()
         if not isinstance(self.focused, Input):
             self.action_search()
@@ -77,6 +85,13 @@ class MessagesScreen(ViewScreen):
         if isinstance(event, Key) and event.key == "escape":
             event.stop()
             self.query_one("#results", LiveTable).focus()
+
+    def on_resize(self) -> None:
+        """Results come from lookups, not polls: a resize lays them out again."""
+        super().on_resize()
+        if self.results:
+            table = self.query_one("#results", LiveTable)
+            self.show_results(self.results, table.title.removeprefix("Results of "), focus=False)
 
     def action_toggle_hex(self) -> None:
         detail = self.query_one(MessageDetail)
@@ -110,13 +125,18 @@ class MessagesScreen(ViewScreen):
             table.loading = False
         self.show_results(found, f"{query.mode} {query.value} in {query.topic or 'any topic'}")
 
-    def show_results(self, found: list[MessageExt], what: str) -> None:
+    def show_results(self, found: list[MessageExt], what: str, *, focus: bool = True) -> None:
         self.results = found
         table = self.query_one("#results", LiveTable)
         table.title = f"Results of {what}"
-        table.sync({f"{i}:{m.msg_id}": message_cells(m) for i, m in enumerate(found)})
-        self.query_one(MessageDetail).message = found[0] if found else None
-        if found:
+        spec = NARROW_MESSAGE_COLUMNS if self.narrow else MESSAGE_COLUMNS
+        table.set_columns(spec)
+        keys = [k for k, _ in spec]
+        now_ms = int(time.time() * 1000) if self.narrow else 0
+        table.sync({f"{i}:{m.msg_id}": message_cells(m, keys, now_ms) for i, m in enumerate(found)})
+        if focus:
+            self.query_one(MessageDetail).message = found[0] if found else None
+        if found and focus:
             table.focus()
 
     @on(DataTable.RowHighlighted, "#results")

@@ -12,12 +12,24 @@ from textual.widgets import DataTable
 
 from mqcli.tui.dialogs.confirm_name import ConfirmByName
 from mqcli.tui.model import Snapshot, TopicRow
-from mqcli.tui.screens.base import ViewScreen, fmt_int
+from mqcli.tui.screens.base import ViewScreen, fmt_int, fmt_short_ms
 from mqcli.tui.widgets.lag_sparkline import spark
 from mqcli.tui.widgets.live_table import LiveTable
 from mqcli.tui.widgets.message_detail import fmt_ms
 
-__all__ = ["TopicsScreen"]
+__all__ = ["NARROW_TOPIC_COLUMNS", "TOPIC_COLUMNS", "TopicsScreen"]
+
+TOPIC_COLUMNS = [
+    ("topic", "TOPIC"), ("kind", "KIND"), ("perm", "PERM"), ("queues", "QUEUES"),
+    ("depth", "DEPTH"), ("max", "MAX OFFSET"), ("last", "LAST STORE"),
+    ("tps", "PUT TPS"), ("trend", "TPS TREND"),
+]  # fmt: skip
+NARROW_TOPIC_COLUMNS = [
+    ("topic", "TOPIC"), ("queues", "QUEUES"), ("depth", "DEPTH"), ("last", "LAST STORE"),
+    ("tps", "PUT TPS"), ("trend", "TPS TREND"),
+]  # fmt: skip
+"""80 columns: kind, perm and max offset give way to the rate and its trend, and the
+store time loses its date when it is today."""
 
 
 class TopicsScreen(ViewScreen):
@@ -34,14 +46,7 @@ class TopicsScreen(ViewScreen):
     show_system: bool = False
 
     def compose_body(self) -> ComposeResult:
-        yield LiveTable(
-            [
-                ("topic", "TOPIC"), ("kind", "KIND"), ("perm", "PERM"), ("queues", "QUEUES"),
-                ("depth", "DEPTH"), ("max", "MAX OFFSET"), ("last", "LAST STORE"),
-                ("tps", "PUT TPS"), ("trend", "TPS TREND"),
-            ],
-            title="Topics", order_by=("topic",), id="topics",
-        )  # fmt: skip
+        yield LiveTable(TOPIC_COLUMNS, title="Topics", order_by=("topic",), id="topics")
         yield LiveTable(
             [
                 ("broker", "BROKER"), ("qid", "QUEUE"), ("min", "MIN OFFSET"),
@@ -59,6 +64,9 @@ class TopicsScreen(ViewScreen):
 
     def render_snapshot(self, snapshot: Snapshot) -> None:
         table = self.query_one("#topics", LiveTable)
+        spec = NARROW_TOPIC_COLUMNS if self.narrow else TOPIC_COLUMNS
+        table.set_columns(spec, order_by=("topic",))
+        keys = [k for k, _ in spec]
         rows = self.visible_topics(snapshot)
         table.filter_text = self.filter_text
         hidden = "" if self.show_system else ", system hidden"
@@ -67,23 +75,17 @@ class TopicsScreen(ViewScreen):
             1 for t in snapshot.topics.values() if self.show_system or t.kind == "normal"
         )
         table.total = shown_total if self.filter_text else None
-        table.sync(
-            {
-                t.name: (
-                    t.name,
-                    t.kind,
-                    t.perm,
-                    len(t.queues),
-                    fmt_int(t.depth),
-                    fmt_int(t.max_offset),
-                    fmt_ms(t.last_store_ms),
-                    f"{t.put_tps:.1f}",
-                    Text(spark(t.tps_history), "cyan"),
-                )
-                for t in rows
-            }
-        )
+        table.sync({t.name: self._cells(t, keys, snapshot.taken_ms) for t in rows})
         self._render_queues(snapshot)
+
+    def _cells(self, t: TopicRow, keys: list[str], now_ms: int) -> tuple[object, ...]:
+        last = fmt_short_ms(t.last_store_ms, now_ms) if self.narrow else fmt_ms(t.last_store_ms)
+        cells: dict[str, object] = {
+            "topic": t.name, "kind": t.kind, "perm": t.perm, "queues": len(t.queues),
+            "depth": fmt_int(t.depth), "max": fmt_int(t.max_offset), "last": last,
+            "tps": f"{t.put_tps:.1f}", "trend": Text(spark(t.tps_history), "cyan"),
+        }  # fmt: skip
+        return tuple(cells[k] for k in keys)
 
     def _render_queues(self, snapshot: Snapshot) -> None:
         key = self.query_one("#topics", LiveTable).highlighted_key

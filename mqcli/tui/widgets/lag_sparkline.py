@@ -10,6 +10,8 @@ from textual.reactive import reactive
 from textual.widget import Widget
 from textual.widgets import Label, Sparkline
 
+from mqcli.tui.model import trend_direction
+
 __all__ = ["LagSparkline", "spark", "trend"]
 
 _BARS = "▁▂▃▄▅▆▇█"
@@ -28,12 +30,14 @@ def spark(values: Sequence[float], width: int = 12) -> str:
 
 
 def trend(values: Sequence[float]) -> Text:
-    """An arrow for the last change: red up (growing), green down, dim flat."""
-    if len(values) < 2 or values[-1] == values[-2]:
-        return Text("→", style="dim")
-    if values[-1] > values[-2]:
+    """An arrow for the trend over the last polls (:func:`~mqcli.tui.model.trend_direction`):
+    red up (growing), green down, dim flat."""
+    direction = trend_direction(values)
+    if direction > 0:
         return Text("↑", style="bold red")
-    return Text("↓", style="green")
+    if direction < 0:
+        return Text("↓", style="green")
+    return Text("→", style="dim")
 
 
 class LagSparkline(Widget):

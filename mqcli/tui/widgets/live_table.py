@@ -29,6 +29,8 @@ class LiveTable(DataTable[Any]):
     LiveTable {
         height: 1fr;
         border: round $primary 40%;
+        border-title-color: $foreground;
+        border-title-style: bold;
     }
     LiveTable:focus {
         border: round $primary;

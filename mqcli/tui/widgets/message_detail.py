@@ -32,6 +32,8 @@ class MessageDetail(VerticalScroll):
     DEFAULT_CSS = """
     MessageDetail {
         border: round $primary 40%;
+        border-title-color: $foreground;
+        border-title-style: bold;
         height: 1fr;
     }
     MessageDetail > #fields { height: auto; }
