@@ -13,9 +13,11 @@ from textual.widgets import Input
 
 from mqcli.tui.app import MQApp
 from mqcli.tui.dialogs.confirm_name import ConfirmByName
+from mqcli.tui.model import UNKNOWN_STATE
 from mqcli.tui.widgets.delay_levels import DelayLevels
 from mqcli.tui.widgets.live_table import LiveTable
 from mqcli.tui.widgets.message_detail import MessageDetail
+from mqcli.tui.widgets.status_bar import StatusBar
 from mqcore.broker.controller import BrokerController
 from mqcore.client import Admin, Producer, make_message
 from mqcore.message import MessageExt
@@ -173,17 +175,20 @@ async def test_a_broker_stopped_mid_run_shows_as_down(tmp_path: Path) -> None:
             assert app.is_running
             await pilot.press("2")  # other views still render
             await poll(pilot)
-            # and with the name server gone: disconnected, every broker down, no crash
+            # and with the name server gone: the running broker is "unknown", not DOWN
+            # (it still serves clients with a cached route), no crash
             assert cluster.namesrv is not None
             await cluster.namesrv.shutdown()
             cluster.namesrv = None
             await pilot.press("1")
             await poll(pilot)
             snap = app.snapshot
-            assert snap is not None and not snap.connected
-            assert all(not b.up for b in snap.brokers)
-            assert any("no name server answers" in t for t in toasts)
-            assert str(brokers.get_row("broker-a/0")[5]) == "DOWN"
+            assert snap is not None and not snap.connected and snap.brokers_unknown
+            assert all(b.unknown for b in snap.brokers) and snap.brokers_down == []
+            assert UNKNOWN_STATE in toasts
+            assert UNKNOWN_STATE in str(app.screen.query_one(StatusBar).render())
+            assert str(brokers.get_row("broker-a/0")[5]) == "unknown"
+            assert not any("broker-a/0 is down" in t for t in toasts)
 
 
 async def test_dead_letters_browse_and_resend_after_typing_the_group(tmp_path: Path) -> None:
