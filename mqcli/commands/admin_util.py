@@ -10,14 +10,16 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 
 from mqcli.connect import resolve_namesrv
 from mqcli.credentials import client_config
 from mqcli.output import console, err_console, fail
-from mqcore.client import Admin
+
+if TYPE_CHECKING:  # the admin client loads when a command uses it, not to build the CLI
+    from mqcore.client import Admin
 
 JsonOpt = typer.Option(False, "--json", "-j", help="JSON output (one document per sample).")
 WatchOpt = typer.Option(
@@ -73,6 +75,8 @@ def check_group(name: str, what: str = "group") -> str:
 @asynccontextmanager
 async def admin_session(namesrv: str | None, timeout: float = 5.0) -> AsyncIterator[Admin]:
     """An :class:`Admin` on the resolved name server(s) for one command."""
+    from mqcore.client import Admin
+
     async with Admin(
         namesrv=resolve_namesrv(namesrv), timeout=timeout, client_config=client_config()
     ) as admin:

@@ -21,18 +21,10 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 import typer
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    TaskID,
-    TextColumn,
-    TimeElapsedColumn,
-)
 
 from mqcli.commands.admin_util import check_group, complete_topic
 from mqcli.connect import NamesrvOpt, resolve_namesrv, run_async
@@ -55,6 +47,9 @@ from mqcore.client.errors import (
 )
 from mqcore.errors import MQError
 from mqcore.message import Message
+
+if TYPE_CHECKING:  # the progress bar loads only on a terminal, when sending many
+    from rich.progress import Progress, TaskID
 
 DEFAULT_GROUP = "mq-cli-producer"
 ASYNC_WINDOW = 64
@@ -317,6 +312,14 @@ def _stdin_lines(buffered: int = 1024) -> _StdinLines:
 def _progress(total: int | None) -> Progress | None:
     if not err_console.is_terminal or (total is not None and total <= 1):
         return None
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+    )
+
     return Progress(
         TextColumn("[bold]sending"),
         BarColumn(),
