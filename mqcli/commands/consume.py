@@ -36,7 +36,14 @@ from mqcli.commands.admin_util import check_group, complete_group, complete_topi
 from mqcli.connect import NamesrvOpt, config_dir, resolve_namesrv, run_async
 from mqcli.credentials import client_config
 from mqcli.output import err_console, fail
-from mqcli.render import MESSAGE_HEADERS, MESSAGE_HEADERS_WIDE, broker_of, message_json, message_row
+from mqcli.render import (
+    MESSAGE_HEADERS,
+    MESSAGE_HEADERS_WIDE,
+    broker_of,
+    message_json,
+    message_row,
+    preview,
+)
 from mqcli.template import Template, TemplateError, compile_template
 from mqcli.timespec import Kind, Position, TimespecError, parse_position
 from mqcore.client import (
@@ -75,8 +82,12 @@ class Sink:
         charset: str,
         limit: int | None,
         show_result: bool,
+        quiet: bool = False,
     ) -> None:
         self.fmt = fmt
+        self.quiet = quiet
+        # In a pipe the body is never cut to a preview (nothing asked for a fitted view).
+        self.whole_body = not sys.stdout.isatty()
         self.template = template
         self.charset = charset
         self.limit = limit
@@ -92,6 +103,8 @@ class Sink:
     def emit(self, msg: MessageExt, broker: str | None, nack: bool = False) -> None:
         self.count += 1
         out = sys.stdout
+        if self.quiet:
+            return
         if self.template is not None:
             out.write(self.template.render(msg, charset=self.charset, broker=broker))
         elif self.fmt == "json":
@@ -103,6 +116,8 @@ class Sink:
         else:
             wide = self.fmt == "wide"
             cells = message_row(msg, broker=broker, wide=wide, charset=self.charset)
+            if self.whole_body:
+                cells[-1] = preview(msg.body, 0, self.charset)
             headers = list(MESSAGE_HEADERS_WIDE if wide else MESSAGE_HEADERS)
             if not wide and msg.reconsume_times:
                 cells[0] += f" retry={msg.reconsume_times}"
@@ -414,6 +429,9 @@ def consume(
         None, "-f", "--template", help="kcat-style template: '%t %q %o %T %k %b\\n'."
     ),
     as_json: bool = typer.Option(False, "--json", "-j", help="Same as --format json."),
+    quiet: bool = typer.Option(
+        False, "--quiet", "-q", help="No messages, only the final count line (as produce -q)."
+    ),
     ack: bool = typer.Option(
         True, "--ack/--no-ack", help="Commit offsets (--no-ack never does; pull mode)."
     ),
@@ -443,6 +461,7 @@ def consume(
       mq consume -t Orders -g audit --pull --from @-1h -f '%d %T %b\\n'
       mq consume -t Orders -g audit --nack --max-reconsume-times 2
       mq consume -t Orders -g audit --trace
+      mq consume -t Orders -g drain --from first --no-follow -q
     """
     check_group(group)
     if push and pull:
@@ -489,9 +508,9 @@ def consume(
         "max_reconsume": max_reconsume,
         "trace": trace,
     }
-    sink = Sink(fmt, tmpl, charset, count, show_result=failing)
+    sink = Sink(fmt, tmpl, charset, count, show_result=failing, quiet=quiet)
     printed, interrupted = run_async(_consume(opts, sink))
-    if interrupted or err_console.is_terminal:
+    if interrupted or quiet or err_console.is_terminal:
         what = "not committed (--no-ack)" if not ack else "offsets committed"
         err_console.print(f"{printed} message(s) from {topic}; {what}", highlight=False)
 

@@ -49,6 +49,26 @@ def test_everything_once_with_contents(cluster: Cluster, mode: str) -> None:
     assert len(only_b) == 6 and {m["tags"] for m in only_b} == {"TagB"}
 
 
+def test_quiet_prints_only_the_count_and_a_pipe_gets_whole_bodies(cluster: Cluster) -> None:
+    """-q (as produce -q): no message lines, the final count on stderr, offsets committed.
+    Without it, a pipe gets every body whole, never an 80-character preview."""
+    long_body = "x" * 150 + "-end"
+    cluster.mq("produce", "-t", "CQuiet", "--body", long_body, "-q", check=True)
+    produce(cluster, "CQuiet", 3)
+    done = cluster.mq(
+        "consume", "-t", "CQuiet", "-g", "quiet", "--from", "first", "--no-follow", "-q",
+        check=True,
+    )  # fmt: skip
+    assert done.stdout == ""
+    assert "4 message(s) from CQuiet; offsets committed" in done.stderr
+    assert consume(cluster, "CQuiet", "quiet", "--no-follow") == []  # committed: nothing left
+    piped = cluster.mq(
+        "consume", "-t", "CQuiet", "-g", "whole", "--from", "first", "--no-follow",
+        columns=80, check=True,
+    )  # fmt: skip
+    assert long_body in piped.stdout and "…" not in piped.stdout
+
+
 @pytest.mark.parametrize("mode", ["--push", "--pull"])
 def test_count_leaves_the_rest_for_the_group(cluster: Cluster, mode: str) -> None:
     topic = f"CCount{mode[2:]}"
