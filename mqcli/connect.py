@@ -18,9 +18,7 @@ import orjson
 import typer
 
 from mqcli import output
-from mqcore.common.files import write_atomically
 from mqcore.errors import MQError
-from mqcore.remoting.loop import run
 
 T = TypeVar("T")
 
@@ -86,6 +84,8 @@ class ContextStore:
             "current": self.current,
             "contexts": {n: _context_doc(c) for n, c in sorted(self.contexts.items())},
         }
+        from mqcore.common.files import write_atomically
+
         write_atomically(path, orjson.dumps(doc, option=orjson.OPT_INDENT_2))
         if any(c.secret_key for c in self.contexts.values()):
             path.chmod(0o600)  # it holds ACL secrets
@@ -113,6 +113,8 @@ def resolve_namesrv(option: str | None) -> str:
 
 def run_async(main: Coroutine[Any, Any, T]) -> T:
     """Run a command's coroutine (uvloop when installed); errors become one clear line."""
+    from mqcore.remoting.loop import run  # asyncio and uvloop: only for commands that talk
+
     try:
         return run(main)
     except MQError as exc:

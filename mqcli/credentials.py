@@ -7,13 +7,13 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import yaml
-
-from mqcli.connect import ContextStore
 from mqcli.output import fail
-from mqcore.acl.signature import SessionCredentials
-from mqcore.client import ClientConfig
+
+if TYPE_CHECKING:  # the client and the ACL code load only when a command signs
+    from mqcore.acl.signature import SessionCredentials
+    from mqcore.client import ClientConfig
 
 __all__ = ["client_config", "resolve_credentials", "set_cli_credentials"]
 
@@ -25,6 +25,8 @@ def _pair(access_key: str | None, secret_key: str | None, where: str) -> Session
         return None
     if not access_key or not secret_key:
         fail(f"{where} gives only one of the access key and the secret key", hint="give both")
+    from mqcore.acl.signature import SessionCredentials
+
     return SessionCredentials(access_key, secret_key)
 
 
@@ -38,6 +40,10 @@ def _tools_yml() -> SessionCredentials | None:
     home = os.environ.get("ROCKETMQ_HOME")
     if not home:
         return None
+    import yaml
+
+    from mqcore.acl.signature import SessionCredentials
+
     try:
         doc = yaml.safe_load((Path(home) / "conf" / "tools.yml").read_text())
     except (OSError, yaml.YAMLError):
@@ -54,10 +60,14 @@ def resolve_credentials() -> SessionCredentials | None:
     env = _pair(os.environ.get("MQ_ACCESS_KEY"), os.environ.get("MQ_SECRET_KEY"), "the environment")
     if env is not None:
         return env
+    from mqcli.connect import ContextStore
+
     store = ContextStore.load()
     if store.current is not None:
         context = store.contexts[store.current]
         if context.access_key and context.secret_key:
+            from mqcore.acl.signature import SessionCredentials
+
             return SessionCredentials(context.access_key, context.secret_key)
     return _tools_yml()
 
@@ -65,4 +75,8 @@ def resolve_credentials() -> SessionCredentials | None:
 def client_config() -> ClientConfig | None:
     """The ClientConfig a command's clients use: signing when keys were given."""
     credentials = resolve_credentials()
-    return None if credentials is None else ClientConfig(credentials=credentials)
+    if credentials is None:
+        return None
+    from mqcore.client import ClientConfig
+
+    return ClientConfig(credentials=credentials)
