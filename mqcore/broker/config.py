@@ -10,21 +10,12 @@ import os
 import socket
 from dataclasses import dataclass, field
 
+from mqcore.common.net import local_ip
 from mqcore.common.properties import PropertiesConfig, prop
 from mqcore.errors import ConfigError
 from mqcore.remoting.settings import JavaDefault, ServerSettings, available_processors
 
 __all__ = ["BROKER_CONFIG_BLACK_LIST", "BROKER_CONFIG_FIELDS", "BrokerConfig", "local_ip"]
-
-
-def local_ip() -> str:
-    """The address other hosts would reach us at (RocketMQ's ``brokerIP1`` default)."""
-    try:
-        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
-            s.connect(("10.255.255.255", 1))  # no packet is sent; picks the route's address
-            return str(s.getsockname()[0])
-    except OSError:
-        return "127.0.0.1"
 
 
 def _cpus(scale: int = 1, add: int = 0, high: int = 1 << 30) -> JavaDefault:

@@ -8,10 +8,10 @@ so they can be tested and reused on their own (the fault strategy selects from
 from __future__ import annotations
 
 import os
-import socket
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from mqcore.common.net import local_ip
 from mqcore.protocol.bodies import MessageQueue, PermName, TopicRouteData
 
 __all__ = [
@@ -24,16 +24,6 @@ __all__ = [
 
 AUTO_CREATE_TOPIC_KEY = "TBW102"
 """Template topic of brokers with autoCreateTopicEnable (``TopicValidator``)."""
-
-
-def local_ip() -> str:
-    """The address brokers see us at (RocketMQ's ``RemotingUtil.getLocalAddress``)."""
-    try:
-        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
-            s.connect(("10.255.255.255", 1))  # no packet is sent; picks the route's address
-            return str(s.getsockname()[0])
-    except OSError:
-        return "127.0.0.1"
 
 
 def split_namesrv(addrs: str | Sequence[str]) -> tuple[str, ...]:

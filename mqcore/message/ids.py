@@ -18,6 +18,7 @@ import time
 from datetime import datetime
 from functools import lru_cache
 
+from mqcore.common.net import local_ip
 from mqcore.errors import MessageIdError
 
 _Q = struct.Struct(">q")
@@ -71,12 +72,7 @@ def decode_offset_msg_id(msg_id: str) -> tuple[str, int, int]:
 
 
 def _local_ip() -> bytes:
-    try:
-        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
-            s.connect(("10.255.255.255", 1))  # no packet is sent; picks the route's address
-            return socket.inet_aton(s.getsockname()[0])
-    except OSError:
-        return socket.inet_aton("127.0.0.1")
+    return socket.inet_aton(local_ip())
 
 
 def _start_of_month_ms(now_ms: int) -> int:
