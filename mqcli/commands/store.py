@@ -14,7 +14,7 @@ from rich.table import Table
 from mqcli import output
 from mqcli.output import console, fail, print_json, print_json_line
 from mqcli.render import fmt_ts, message_json, message_line
-from mqcli.tables import delay_table, fmt_perm
+from mqcli.tables import FormatOpt, delay_table, fmt_perm, print_table, resolve_format
 from mqcore.errors import CorruptRecordError, StoreError
 from mqcore.message import decode_record
 from mqcore.message.const import BLANK_MAGIC_CODE
@@ -64,16 +64,24 @@ def _open(root: Path) -> OfflineStore:
 def inspect(
     directory: Path | None = typer.Argument(None, help="Store root (default ~/store)."),
     store: Path | None = StoreOpt,
+    fmt: str | None = FormatOpt,
     as_json: bool = typer.Option(False, "--json", "-j", help="One JSON document."),
 ) -> None:
     """Show one screen about a store: files, topics and queues, index, checkpoint,
-    consumer offsets with lag, and delay-level progress."""
+    consumer offsets with lag, and delay-level progress.
+
+    Examples:
+      mq store inspect ~/store
+      mq store inspect --store /data/rocketmq/store -o wide
+      mq store inspect ~/store --json | jq .queues
+    """
+    fmt = resolve_format(fmt, as_json)
     with _open(_root(directory, store)) as st:
         summary = summarize(st)
-    if as_json:
+    if fmt == "json":
         print_json(summary.to_json())
     else:
-        _render_summary(summary)
+        _render_summary(summary, fmt)
     if summary.problems:
         raise typer.Exit(1)
 
@@ -88,7 +96,7 @@ def _table(title: str, *columns: str) -> Table:
     return table
 
 
-def _render_summary(s: StoreSummary) -> None:
+def _render_summary(s: StoreSummary, fmt: str) -> None:
     state = (
         "[red]abnormal stop (abort file present) — recovery will run[/]"
         if s.abnormal_stop
@@ -107,13 +115,13 @@ def _render_summary(s: StoreSummary) -> None:
     )
     for f in s.commit_log_files:
         t.add_row(f.name, str(f.start_offset), str(f.size), str(f.used))
-    console.print(t)
+    print_table(t, fmt, section=True)
     if s.records:
         console.print(
             f"  stored {fmt_ts(s.first_store_timestamp)} .. {fmt_ts(s.last_store_timestamp)}; "
             + ", ".join(f"{escape(k)}: {v}" for k, v in s.records_per_topic.items())
         )
-    t = _table(f"Consume queues · {len(s.queues)}", "TOPIC", "QUEUE", "MIN", "MAX", "LAST STORED")
+    t = _table(f"Consume queues · {len(s.queues)}", "TOPIC", "QUEUE", "MIN", "MAX", "LAST-STORED")
     for q in s.queues:
         t.add_row(
             escape(q.topic),
@@ -122,7 +130,7 @@ def _render_summary(s: StoreSummary) -> None:
             str(q.max_offset),
             fmt_ts(q.last_store_timestamp),
         )
-    console.print(t)
+    print_table(t, fmt, section=True)
     if s.group_offsets:
         t = _table(
             "Consumer offsets (config/consumerOffset.json)",
@@ -142,23 +150,22 @@ def _render_summary(s: StoreSummary) -> None:
                 "-" if g.max_offset is None else str(g.max_offset),
                 "-" if g.lag is None else str(g.lag),
             )
-        console.print(t)
+        print_table(t, fmt, section=True)
     if s.delay_levels:
-        console.print(
-            delay_table(
-                s.delay_levels,
-                "Delay levels (SCHEDULE_TOPIC_XXXX, config/delayOffset.json)",
-                rates={},  # offline: no rate, the RATE column says "-"
-            )
+        levels = delay_table(
+            s.delay_levels,
+            "Delay levels (SCHEDULE_TOPIC_XXXX, config/delayOffset.json)",
+            rates={},  # offline: no rate, the RATE column says "-"
         )
+        print_table(levels, fmt, section=True)
     t = _table(
         f"Index files · {len(s.index_files)}",
         "FILE",
         "KEYS",
-        "SLOTS USED",
+        "SLOTS-USED",
         "FROM",
         "TO",
-        "PHY RANGE",
+        "PHY-RANGE",
     )
     for i in s.index_files:
         t.add_row(
@@ -169,7 +176,7 @@ def _render_summary(s: StoreSummary) -> None:
             fmt_ts(i.end_timestamp),
             f"{i.begin_phy_offset}..{i.end_phy_offset}",
         )
-    console.print(t)
+    print_table(t, fmt, section=True)
     if s.checkpoint:
         console.print(
             "[bold]Checkpoint[/] physic "
@@ -196,7 +203,7 @@ def _render_summary(s: StoreSummary) -> None:
                 fmt_perm(int(cfg.get("perm", 0))),
                 "yes" if cfg.get("order") else "",
             )
-        console.print(t)
+        print_table(t, fmt, section=True)
     for p in s.problems:
         output.err_console.print(f"[red]problem:[/] {escape(p)}")
 

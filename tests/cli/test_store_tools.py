@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import shutil
 import struct
 import subprocess
@@ -64,6 +65,12 @@ def test_inspect_table_output(mq: MqRunner, fixture_store: Path) -> None:
     out = mq("store", "inspect", "--store", str(fixture_store), check=True).stdout
     assert "FixtureTopic" in out and "FixtureGroup" in out and "clean stop" in out
     assert "Delay levels" in out and "10s" in out
+    # In a pipe every section is plain columns under its title: whole names, no box.
+    assert "│" not in out and "…" not in out
+    assert re.search(r"^TOPIC +QUEUE +MIN +MAX +LAST-STORED$", out, re.M), out
+    assert re.search(r"^FixtureTopic +0 +\d+ +\d+ +\d{4}-\d{2}-\d{2} ", out, re.M), out
+    boxed = mq("store", "inspect", "--store", str(fixture_store), "-o", "table", check=True)
+    assert "│" in boxed.stdout and "FixtureTopic" in boxed.stdout
 
 
 def test_verify_real_store_is_clean(mq: MqRunner, fixture_store: Path) -> None:
