@@ -56,20 +56,40 @@ def view(
     ),
     as_json: bool = typer.Option(False, "--json", "-j", help="Same as --format json."),
     charset: str = typer.Option("utf-8", "--charset", help="Decode the body with this charset."),
+    track: bool | None = typer.Option(
+        None,
+        "--track/--no-track",
+        help="Show the track per consumer group (default: yes; with --json only when asked, "
+        "as messageTrack).",
+        show_default=False,
+    ),
     namesrv: str | None = NamesrvOpt,
 ) -> None:
-    """Show every field, property and the body of one message.
+    """Show every field, property and the body of one message, then its track per
+    consumer group (CONSUMED, NOT_CONSUME_YET, NOT_ONLINE, ... as mqadmin queryMsgById).
 
     Examples:
       mq message view 7F00000100002A9F0000000000000A1B
       mq message view AC110001B2F018B4AAC27A6B38520000 -t Orders
       mq message view 7F00000100002A9F0000000000000A1B --json | jq .properties
+      mq message view 7F00000100002A9F0000000000000A1B --json --track | jq .messageTrack
     """
     if as_json:
         fmt = "json"
     tmpl = check_output(fmt, as_json, charset, None)
-    msg, brokers = run_async(_find(resolve_namesrv(namesrv), msg_id, topic))
+    from mqcli.commands.message_trace import print_tracks, print_view_json, view_tracks
+
+    addr = resolve_namesrv(namesrv)
+    msg, brokers = run_async(_find(addr, msg_id, topic))
+    if track is None:
+        track = fmt != "json"
+    tracks = run_async(view_tracks(addr, msg)) if track else None
+    if fmt == "json":
+        print_view_json(msg, brokers, tracks, charset)
+        return
     print_messages([msg], brokers, fmt=fmt, charset=charset, template=tmpl)
+    if tracks is not None:
+        print_tracks(msg, tracks, fmt)
 
 
 def original_topic(msg: MessageExt) -> str | None:

@@ -283,6 +283,16 @@ async def test_message_track_per_group(tmp_path: Path) -> None:
             async with Admin(addr) as admin:
                 msg = await admin.view_message(sent.offset_msg_id)
                 tracks = {t.consumer_group: t for t in await message_track_detail(admin, msg)}
+            code, out, err = await mq(addr, tmp_path, "message", "view", sent.offset_msg_id)
+            assert code == 0, err
+            rows = {ln.split()[0]: ln.split()[1] for ln in out.splitlines() if "trk-" in ln}
+            code, jout, err = await mq(
+                addr, tmp_path, "message", "view", sent.offset_msg_id, "--json", "--track"
+            )
+            assert code == 0, err
+            as_json = {
+                t["consumerGroup"]: t["trackType"] for t in orjson.loads(jout)["messageTrack"]
+            }
         finally:
             hold.set()
             for c in (consumed, filtered, waiting, lite):
@@ -296,3 +306,4 @@ async def test_message_track_per_group(tmp_path: Path) -> None:
             "trk-lite": TrackType.PULL,
         }
         assert tracks["trk-gone"].exception_desc and "206" in tracks["trk-gone"].exception_desc
+        assert rows == as_json == {g: k.value for g, k in kinds.items()}
