@@ -1,7 +1,8 @@
-"""mkdocs hooks: the command reference and the changelog are pages generated at build time.
+"""mkdocs hooks: the command reference, the changelog and the benchmark figures are pages
+generated at build time.
 
 The command pages come from the `mq` command tree (:mod:`mqcli.docgen_md`), the changelog
-from CHANGELOG.md at the repository root, so neither is kept twice. The nav entry
+and the figures from CHANGELOG.md and bench/README.md, so nothing is kept twice. The nav entry
 ``commands/index.md`` is expanded into one entry per command.
 """
 
@@ -17,6 +18,8 @@ from mkdocs.structure.files import File, Files
 from mqcli.docgen_md import COMMANDS_DIR, Page, command_pages
 
 ROOT = Path(__file__).resolve().parents[1]
+COPIED = {"changelog.md": "CHANGELOG.md", "benchmarks.md": "bench/README.md"}
+"""Site page -> the repository file it shows."""
 # The docstrings name objects with Sphinx roles (:class:`~mqcore.client.Producer`), which
 # markdown renders as the role's text followed by a code span: keep the code span only.
 _SPHINX_ROLE = re.compile(r":(?:class|meth|func|mod|data|attr|exc|obj):<code>(~?)([^<]*)</code>")
@@ -60,6 +63,7 @@ def on_page_content(html: str, **_: Any) -> str:
 def on_files(files: Files, config: MkDocsConfig) -> Files:
     for page in _generated():
         files.append(File.generated(config, page.path, content=page.text))
-    changelog = (ROOT / "CHANGELOG.md").read_text(encoding="utf-8")
-    files.append(File.generated(config, "changelog.md", content=changelog))
+    for page, source in COPIED.items():
+        text = (ROOT / source).read_text(encoding="utf-8")
+        files.append(File.generated(config, page, content=text))
     return files
