@@ -19,6 +19,7 @@ import time
 from dataclasses import dataclass
 
 from mqcore.common.javahash import java_string_hash
+from mqcore.common.javatext import java_trim
 from mqcore.errors import FilterSyntaxError
 from mqcore.protocol.bodies.client import SubscriptionData
 
@@ -38,15 +39,6 @@ EXPRESSION_TAG = "TAG"
 EXPRESSION_SQL92 = "SQL92"
 
 _SEPARATOR = re.compile(r"\|\|")
-
-
-def _java_trim(text: str) -> str:
-    start, end = 0, len(text)
-    while start < end and text[start] <= " ":
-        start += 1
-    while end > start and text[end - 1] <= " ":
-        end -= 1
-    return text[start:end]
 
 
 def _signed32(value: int) -> int:
@@ -99,7 +91,7 @@ def compile_tags(expression: str | None) -> TagFilter:
             expression=expression,
             position=0,
         )
-    tags = {trimmed for piece in pieces if (trimmed := _java_trim(piece))}
+    tags = {trimmed for piece in pieces if (trimmed := java_trim(piece))}
     return TagFilter(
         expression,
         frozenset(tags),

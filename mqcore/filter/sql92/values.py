@@ -19,6 +19,8 @@ import math
 import re
 import unicodedata
 
+from mqcore.common.javatext import java_trim
+
 __all__ = [
     "INT_MAX",
     "INT_MIN",
@@ -99,19 +101,9 @@ _HEX_FLOAT = re.compile(
 )
 
 
-def _java_trim(text: str) -> str:
-    # String.trim(): strips code units <= U+0020, not Unicode whitespace.
-    start, end = 0, len(text)
-    while start < end and text[start] <= " ":
-        start += 1
-    while end > start and text[end - 1] <= " ":
-        end -= 1
-    return text[start:end]
-
-
 def java_double(text: str) -> float:
     """``Double.valueOf(text)``."""
-    text = _java_trim(text)
+    text = java_trim(text)
     m = _DEC_FLOAT.fullmatch(text)
     if m is not None:
         sign = -1.0 if m.group(1) == "-" else 1.0
