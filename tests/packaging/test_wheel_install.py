@@ -166,9 +166,10 @@ def test_man_pages_are_installed_under_the_prefix(installed: Installed) -> None:
 @pytest.mark.skipif(shutil.which("man") is None, reason="man is not installed")
 def test_man_finds_mq_through_path(installed: Installed) -> None:
     """`man mq` after `pip install`: man derives <prefix>/share/man from <prefix>/bin on PATH."""
-    found = _run(["man", "-w", "mq-produce"], env=_clean_env(installed.venv))
-    assert found.returncode == 0, found.stderr
-    assert Path(found.stdout.strip()) == installed.venv / "share/man/man1/mq-produce.1"
+    for page in ("mq", "mq-produce"):
+        found = _run(["man", "-w", page], env=_clean_env(installed.venv))
+        assert found.returncode == 0, found.stderr
+        assert Path(found.stdout.strip()) == installed.venv / f"share/man/man1/{page}.1"
 
 
 @pytest.mark.parametrize("shell", sorted(COMPLETIONS))
