@@ -17,7 +17,7 @@ from typing import Protocol
 from mqcore.store.results import PutResult, PutStatus
 from mqcore.store.store_config import BrokerRole, FlushDiskType, MessageStoreConfig
 
-__all__ = ["Replication", "await_durable", "must_wait"]
+__all__ = ["Replication", "await_durable", "must_wait", "wait_flushed"]
 
 log = logging.getLogger("mq.broker")
 
@@ -46,7 +46,7 @@ async def await_durable(
     timeout = config.sync_flush_timeout / 1000
     flush = None
     if result.flush_future is not None:
-        flush = asyncio.ensure_future(_flushed(result, timeout))  # runs beside the slave wait
+        flush = asyncio.ensure_future(wait_flushed(result, timeout))  # runs beside the slave wait
     replica_status = PutStatus.PUT_OK
     if config.broker_role is BrokerRole.SYNC_MASTER:
         end = result.wrote_offset + result.wrote_bytes
@@ -62,7 +62,8 @@ async def await_durable(
     return status
 
 
-async def _flushed(result: PutResult, timeout: float) -> bool:
+async def wait_flushed(result: PutResult, timeout: float) -> bool:
+    """Whether the group commit covering ``result`` came within ``timeout`` s."""
     assert result.flush_future is not None
     flushed: asyncio.Future[bool] = asyncio.wrap_future(result.flush_future)
     try:

@@ -39,6 +39,7 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, cast
 
+from mqcore.broker.durability import wait_flushed
 from mqcore.broker.java_order import rewrite_properties
 from mqcore.broker.processor.send import count_put
 from mqcore.broker.stats import StatsItem
@@ -258,13 +259,8 @@ class ScheduleMessageService:
 
     async def _await_flush(self, result: PutResult) -> None:
         """Wait for the group commit covering a batch (its flush timeout at most)."""
-        assert result.flush_future is not None
         timeout = self.controller.store_config.sync_flush_timeout / 1000
-        try:
-            await asyncio.wait_for(
-                asyncio.shield(asyncio.wrap_future(result.flush_future)), timeout
-            )
-        except TimeoutError:
+        if not await wait_flushed(result, timeout):
             log.warning("delayed message flush took longer than %.1f s", timeout)
 
     def _deliver_one(self, level: int, phy: int) -> PutResult | None:
