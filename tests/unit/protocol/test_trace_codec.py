@@ -187,3 +187,31 @@ def test_round_trip(
     ]
     assert back[0].beans[0] == ctxs[0].beans[0]
     assert back[1].beans[0].keys == keys
+
+
+def test_traces_the_java_client_wrote_decode_and_encode_back_byte_for_byte() -> None:
+    import json
+    from pathlib import Path
+
+    data = Path(__file__).parents[1] / "data" / "rocketmq-4.9.8-trace-bodies.json"
+    capture = json.loads(data.read_text())
+    msg_id = capture["msgId"]
+    decoded = []
+    for body, keys in zip(capture["bodies"], capture["keys"], strict=True):
+        ctxs, bad = decode_trace_data(body)
+        assert bad == 0
+        decoded += ctxs
+        transfers = [encode_trace_context(c) for c in ctxs]
+        assert "".join(t.data for t in transfers) == body
+        assert join_transfers(transfers)[1] == keys.split(" ")
+    pub, before, after = decoded
+    assert (pub.trace_type, pub.group, pub.success, pub.cost_time) == (
+        TraceType.PUB, "java-trace-pg", True, 74,
+    )  # fmt: skip
+    assert (pub.beans[0].msg_id, pub.beans[0].tags, pub.beans[0].keys) == (msg_id, "TagJ", "jkey-1")
+    assert before.region_id == "null"  # a 4.9.8 broker stores no MSG_REGION property
+    assert (after.group, after.request_id, after.cost_time) == (
+        "java-trace-cg",
+        before.request_id,
+        5,
+    )
