@@ -31,11 +31,18 @@ def decode_properties(data: bytes | bytearray | memoryview) -> dict[str, str]:
         text = bytes(data).decode("utf-8")
     except UnicodeDecodeError as exc:
         raise CorruptRecordError(f"properties are not UTF-8: {exc}") from None
+    return parse_properties_text(text)
+
+
+def parse_properties_text(text: str | None) -> dict[str, str]:
+    """``name\x01value\x02...`` as text (a send header's ``properties``), read by Java's
+    rules: a segment without a name or a value is skipped."""
     out: dict[str, str] = {}
-    for segment in text.split(_SEP):
-        name, sep, value = segment.partition(_NV)
-        if sep and name and value:
-            out[name] = value
+    if text:
+        for segment in text.split(_SEP):
+            name, sep, value = segment.partition(_NV)
+            if sep and name and value:
+                out[name] = value
     return out
 
 

@@ -162,14 +162,14 @@ async def test_long_polling_answers_soon_after_a_send(
         held = asyncio.create_task(
             client.pull("LongPoll", 0, 1, suspend_ms=20_000, subscription="Wanted", timeout=30)
         )
-        deadline = time.monotonic() + 5
+        deadline = time.monotonic() + 15
         while not held.done() and time.monotonic() < deadline:
             # Unmatched tags do not answer the hold; keep sending until the hold is in place.
             assert (await producer.send("LongPoll", b"other", tags="Other")).code == 0
             assert (await producer.send("LongPoll", b"wanted", tags="Wanted")).code == 0
             await asyncio.wait({held}, timeout=0.2)
-        result = await asyncio.wait_for(held, 5)
-        assert time.monotonic() - started < 5
+        result = await asyncio.wait_for(held, 15)
+        assert time.monotonic() - started < 15  # well before the 20 s hold would end
         assert result.code == ResponseCode.SUCCESS
         assert result.messages[0].body == b"wanted"
         # With nothing arriving it answers PULL_NOT_FOUND after the hold time, not before.
@@ -178,7 +178,7 @@ async def test_long_polling_answers_soon_after_a_send(
         nothing = await client.pull("LongPoll", 0, end, suspend_ms=600, timeout=10)
         elapsed = time.monotonic() - started
         assert nothing.code == ResponseCode.PULL_NOT_FOUND and nothing.next_begin_offset == end
-        assert 0.5 <= elapsed < 3
+        assert 0.5 <= elapsed < 10  # the 0.6 s hold, with room for a loaded machine
 
 
 async def test_many_held_pulls_each_answered_once(

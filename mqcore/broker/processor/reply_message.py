@@ -31,12 +31,12 @@ from mqcore.broker.processor.send import (
     born_host,
     count_put,
     msg_check,
-    parse_properties,
 )
 from mqcore.message import encode_properties
 from mqcore.message.const import PROPERTY_MESSAGE_REPLY_TO_CLIENT, PROPERTY_PUSH_REPLY_TIME
 from mqcore.message.ids import create_offset_msg_id
 from mqcore.message.model import HostAddr, MessageExt
+from mqcore.message.properties import parse_properties_text
 from mqcore.protocol import RemotingCommand, RequestCode, ResponseCode
 from mqcore.protocol.headers import (
     HeaderError,
@@ -125,7 +125,7 @@ class ReplyMessageProcessor:
             topic=header.topic,
             body=body,
             flag=header.flag,
-            properties=parse_properties(header.properties),
+            properties=parse_properties_text(header.properties),
             queue_id=queue_id,
             sys_flag=header.sys_flag,
             born_timestamp=header.born_timestamp,

@@ -39,6 +39,7 @@ from mqcore.message.const import (
 )
 from mqcore.message.ids import create_offset_msg_id, create_uniq_key
 from mqcore.message.model import HostAddr, MessageExt
+from mqcore.message.properties import parse_properties_text
 from mqcore.message.record import decode_batch_body
 from mqcore.protocol import RemotingCommand, RequestCode, ResponseCode
 from mqcore.protocol.headers import (
@@ -72,7 +73,6 @@ __all__ = [
     "born_host",
     "count_put",
     "msg_check",
-    "parse_properties",
     "register",
 ]
 
@@ -80,7 +80,6 @@ log = logging.getLogger("mq.broker.send")
 
 _V3_4_9 = 121
 """Request version from which the header's maxReconsumeTimes is honoured."""
-_NV, _SEP = "\x01", "\x02"
 
 _PUT_CODES: dict[PutStatus, tuple[int, str | None]] = {
     PutStatus.PUT_OK: (ResponseCode.SUCCESS, None),
@@ -120,17 +119,6 @@ class SendRefused(Exception):
         super().__init__(remark)
         self.code = code
         self.remark = remark
-
-
-def parse_properties(text: str | None) -> dict[str, str]:
-    """The header's properties string (``k\\x01v\\x02...``), Java's reading rules."""
-    out: dict[str, str] = {}
-    if text:
-        for segment in text.split(_SEP):
-            name, sep, value = segment.partition(_NV)
-            if sep and name and value:
-                out[name] = value
-    return out
 
 
 def born_host(channel: Channel) -> HostAddr:
@@ -256,7 +244,7 @@ class SendMessageProcessor:
 
     # -- building -------------------------------------------------------------------------
     def _base_properties(self, header: SendMessageRequestHeader) -> dict[str, str]:
-        props = parse_properties(header.properties)
+        props = parse_properties_text(header.properties)
         props[PROPERTY_CLUSTER] = self.config.broker_cluster_name
         return props
 
