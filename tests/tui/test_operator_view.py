@@ -89,12 +89,15 @@ async def test_tables_fit_80_columns_with_their_rate_and_trend(view: str) -> Non
     app = make_app(view)
     async with app.run_test(size=SMALL) as pilot:
         await poll(pilot)
+        ids, labels = TABLES[view]
+        for table_id in ids:  # before any lookup, too
+            table = app.screen.query_one(table_id, LiveTable)
+            assert table.virtual_size.width <= table.scrollable_content_region.width, table_id
         if view == "messages":
             app.screen.show_results(sample_messages()[:1], "key order-40")  # type: ignore[attr-defined]
         if view == "dlq":
             app.screen.show_messages("billing", sample_messages()[1:])  # type: ignore[attr-defined]
         await pilot.pause()
-        ids, labels = TABLES[view]
         for table_id in ids:
             table = app.screen.query_one(table_id, LiveTable)
             assert table.virtual_size.width <= table.scrollable_content_region.width, table_id

@@ -62,6 +62,9 @@ class DeadLettersScreen(ViewScreen):
         yield MessageDetail(id="dlq-detail")
 
     def render_snapshot(self, snapshot: Snapshot) -> None:
+        if self.loaded_group is None:  # the empty table fits the screen too
+            spec = NARROW_DLQ_COLUMNS if self.narrow else DLQ_COLUMNS
+            self.query_one("#dlq-messages", LiveTable).set_columns(spec)
         table = self.query_one("#dlq-groups", LiveTable)
         dlqs = [t for t in snapshot.topics.values() if t.kind == "dlq"]
         rows = [t for t in dlqs if self.matches(t.name)]

@@ -13,6 +13,7 @@ from textual.containers import Horizontal
 from textual.widgets import DataTable, Input
 
 from mqcli.tui.lookup import LookupQuery, lookup, parse_query
+from mqcli.tui.model import Snapshot
 from mqcli.tui.screens.base import ViewScreen, fmt_short_ms
 from mqcli.tui.widgets.live_table import LiveTable
 from mqcli.tui.widgets.message_detail import MessageDetail, fmt_ms
@@ -86,8 +87,15 @@ class MessagesScreen(ViewScreen):
             event.stop()
             self.query_one("#results", LiveTable).focus()
 
+    def render_snapshot(self, snapshot: Snapshot) -> None:
+        """Results come from lookups, not polls; before the first one the empty table
+        still gets the columns that fit."""
+        if not self.results:
+            spec = NARROW_MESSAGE_COLUMNS if self.narrow else MESSAGE_COLUMNS
+            self.query_one("#results", LiveTable).set_columns(spec)
+
     def on_resize(self) -> None:
-        """Results come from lookups, not polls: a resize lays them out again."""
+        """A resize lays the results out again."""
         super().on_resize()
         if self.results:
             table = self.query_one("#results", LiveTable)
