@@ -32,15 +32,15 @@ COLUMNS = ("TYPE", "GROUP", "CLIENT-HOST", "TIME", "COST", "STATUS", "RETRY", "R
 
 
 def _row(ev: TraceEvent) -> tuple[str, ...]:
-    done = ev.type != "SubBefore"
+    timed = ev.type in ("Pub", "SubAfter")
     return (
         ev.type,
         ev.group or "-",
         ev.client_host or "-",
         fmt_ts(ev.timestamp) if ev.timestamp else "-",
-        f"{ev.cost_ms}ms" if done else "-",
-        ev.status if done else "-",
-        str(ev.retry_times) if ev.type != "Pub" else "-",
+        f"{ev.cost_ms}ms" if timed else "-",
+        ev.outcome,
+        str(ev.retry_times) if ev.type.startswith("Sub") else "-",
         ev.request_id or "-",
     )
 

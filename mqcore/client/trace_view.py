@@ -44,19 +44,34 @@ class TraceEvent:
     offset_msg_id: str = ""
     retry_times: int = 0
     context_code: int = 0
+    transaction_state: str = ""
+    """EndTransaction: COMMIT_MESSAGE, ROLLBACK_MESSAGE or UNKNOW (4.9.8's spelling)."""
+    from_transaction_check: bool = False
 
     @property
     def status(self) -> str:
         return "success" if self.success else "failed"
 
+    @property
+    def outcome(self) -> str:
+        """What a timeline shows as status: ``-`` before consumption ends; a
+        transaction's end says how it ended (and whether a check-back ended it)."""
+        if self.type == TraceType.SUB_BEFORE.value:
+            return "-"
+        if self.type == TraceType.END_TRANSACTION.value:
+            return self.transaction_state + (" (check)" if self.from_transaction_check else "")
+        return self.status
+
 
 @dataclass(slots=True)
 class MessageTrace:
-    """A message's sends and, per consumer group, its consumption, oldest first."""
+    """A message's sends (and a transactional one's end), then, per consumer group, its
+    consumption, oldest first."""
 
     msg_id: str
     trace_topic: str
     pubs: list[TraceEvent] = field(default_factory=list)
+    """Pub records, and EndTransaction ones of a transactional message."""
     consumers: dict[str, list[TraceEvent]] = field(default_factory=dict)
     unreadable: int = 0
     """Records in the trace messages that could not be decoded."""
@@ -96,6 +111,8 @@ def _event(ctx: TraceContext, client_host: str) -> TraceEvent:
         offset_msg_id=bean.offset_msg_id,
         retry_times=bean.retry_times,
         context_code=ctx.context_code,
+        transaction_state=bean.transaction_state,
+        from_transaction_check=bean.from_transaction_check,
     )
 
 
@@ -117,7 +134,7 @@ def build_trace(msg_id: str, trace_topic: str, trace_msgs: list[MessageExt]) -> 
     trace = MessageTrace(msg_id, trace_topic, unreadable=unreadable)
     subs: list[TraceEvent] = []
     for ev in events:
-        if ev.type == TraceType.PUB.value:
+        if ev.type in (TraceType.PUB.value, TraceType.END_TRANSACTION.value):
             trace.pubs.append(ev)
         elif ev.type in (TraceType.SUB_BEFORE.value, TraceType.SUB_AFTER.value):
             subs.append(ev)

@@ -29,15 +29,16 @@ NO_TRACE = (
 
 
 def _row(ev: TraceEvent) -> tuple[RenderableType, ...]:
-    done = ev.type != "SubBefore"
-    status = Text(ev.status, style="green" if ev.success else "red") if done else Text("-")
+    timed = ev.type in ("Pub", "SubAfter")
+    status = ev.outcome
+    style = "green" if ev.success else "red"
     return (
         Text(ev.type, style="bold" if ev.type == "Pub" else ""),
         ev.group or "-",
         ev.client_host or "-",
         fmt_ms(ev.timestamp),
-        f"{ev.cost_ms} ms" if done else "-",
-        status,
+        f"{ev.cost_ms} ms" if timed else "-",
+        Text(status, style=style if timed else ""),
     )
 
 
