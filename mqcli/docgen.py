@@ -17,6 +17,7 @@ from typing import Any
 
 import typer
 
+from mqcli.helpfmt import EXIT_STATUS
 from mqcore import __version__
 
 SHELLS = ("bash", "zsh", "fish")
@@ -41,6 +42,15 @@ def _esc(text: str) -> str:
 
 def _help(cmd: Any) -> str:
     return inspect.cleandoc(cmd.help or "").partition("\f")[0].strip()
+
+
+def _split_examples(text: str) -> tuple[str, list[str]]:
+    """The help text without its ``Examples:`` paragraph, and that paragraph's lines."""
+    head, sep, tail = text.partition("Examples:")
+    if not sep:
+        return text, []
+    lines = [line.strip() for line in tail.splitlines()]
+    return head.rstrip(), [line for line in lines if line]
 
 
 def _short(cmd: Any) -> str:
@@ -80,7 +90,8 @@ def man_page(path: tuple[str, ...], cmd: Any) -> str:
     subs = {k: v for k, v in getattr(cmd, "commands", {}).items() if not v.hidden}
     if subs:
         synopsis += " COMMAND [ARGS]..."
-    out += [f".B {_esc(synopsis)}", ".SH DESCRIPTION", _esc(_help(cmd) or _short(cmd))]
+    description, examples = _split_examples(_help(cmd) or _short(cmd))
+    out += [f".B {_esc(synopsis)}", ".SH DESCRIPTION", _esc(description)]
     if args:
         out.append(".SH ARGUMENTS")
         for a in args:
@@ -99,6 +110,11 @@ def man_page(path: tuple[str, ...], cmd: Any) -> str:
         for sub_name, sub in sorted(subs.items()):
             out += [".TP", f".B {_esc(sub_name)}", _esc(_short(sub)) + "."]
             out.append(f"See \\fB{_esc('-'.join((*path, sub_name)))}\\fR(1).")
+    if examples:
+        out += [".SH EXAMPLES", ".RS 4", ".nf", *(_esc(e) for e in examples), ".fi", ".RE"]
+    out.append(".SH EXIT STATUS")
+    for code, meaning in EXIT_STATUS:
+        out += [".TP", f".B {code}", _esc(meaning[:1].upper() + meaning[1:]) + "."]
     out += [".SH SEE ALSO", "\\fBmq\\fR(1)"]
     return "\n".join(out) + "\n"
 

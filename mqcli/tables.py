@@ -202,6 +202,17 @@ _TEXT_COLUMNS = frozenset(
         "VALUE",
         "ROLE",
         "HA",
+        "CURRENT",
+        "NAMESRV",
+        "DESCRIPTION",
+        "ACCESS-KEY",
+        "SECRET",
+        "ADMIN",
+        "WHITE-ADDRESS",
+        "TOPIC-DEFAULT",
+        "GROUP-DEFAULT",
+        "TOPICS",
+        "GROUPS",
     }
 )
 

@@ -16,7 +16,6 @@ from pathlib import Path
 
 import typer
 from rich.markup import escape
-from rich.table import Table
 
 from mqcli.commands.admin_util import (
     BrokerNameOpt,
@@ -27,7 +26,7 @@ from mqcli.commands.admin_util import (
 )
 from mqcli.connect import NamesrvOpt, run_async
 from mqcli.output import console, fail, print_json
-from mqcli.tables import FormatOpt, make_table, print_table, resolve_format
+from mqcli.tables import FormatOpt, make_table, note, print_table, resolve_format
 from mqcore.acl import Perm, check_resources, load_acl_file
 from mqcore.acl.config import Account, PlainAclConfig
 from mqcore.acl.permission import format_perm
@@ -86,32 +85,42 @@ def _account_doc(a: Account) -> dict[str, object]:
 @acl_app.command("list")
 def list_accounts(
     path: Path | None = FileArg,
+    fmt: str | None = FormatOpt,
     as_json: bool = typer.Option(False, "--json", "-j", help="JSON output."),
 ) -> None:
-    """List the accounts (secrets masked) and the trusted addresses."""
+    """List the accounts (secrets masked) and the trusted addresses.
+
+    Examples:
+      mq acl list
+      mq acl list /opt/rocketmq/conf/plain_acl.yml -o wide
+      mq acl list --json | jq '.accounts[].accessKey'
+    """
+    fmt = resolve_format(fmt, as_json)
     config = _load(path)
     white = [p.text for p in config.global_white_addresses]
     docs = [_account_doc(a) for a in config.accounts.values()]
-    if as_json:
+    if fmt == "json":
         print_json({"file": config.source, "globalWhiteRemoteAddresses": white, "accounts": docs})
         return
-    table = Table(title=f"ACL accounts ({config.source})", title_justify="left")
-    for col in ("ACCESS KEY", "SECRET", "ADMIN", "WHITE ADDRESS", "TOPIC DEFAULT",
-                "GROUP DEFAULT", "TOPICS", "GROUPS"):  # fmt: skip
-        table.add_column(col)
+    table = make_table(
+        f"ACL accounts ({config.source})",
+        "ACCESS-KEY", "SECRET", "ADMIN", "WHITE-ADDRESS", "TOPIC-DEFAULT", "GROUP-DEFAULT",
+        "TOPICS", "GROUPS",
+        count=len(docs),
+    )  # fmt: skip
     for d in docs:
         table.add_row(
             str(d["accessKey"]),
             str(d["secretKey"]),
-            "yes" if d["admin"] else "",
-            str(d["whiteRemoteAddress"] or ""),
+            "yes" if d["admin"] else "no",
+            str(d["whiteRemoteAddress"] or "-"),
             str(d["defaultTopicPerm"]),
             str(d["defaultGroupPerm"]),
             " ".join(d["topicPerms"]),  # type: ignore[arg-type]
-            " ".join(d["groupPerms"]),  # type: ignore[arg-type]
+            " ".join(d["groupPerms"]) or "-",  # type: ignore[arg-type]
         )
-    console.print(table)
-    console.print(f"trusted addresses (no key needed): {', '.join(white) or 'none'}")
+    print_table(table, fmt)
+    note(f"trusted addresses (no key needed): {', '.join(white) or 'none'}")
 
 
 @acl_app.command("check")
@@ -125,7 +134,12 @@ def check(
     as_json: bool = typer.Option(False, "--json", "-j", help="JSON output."),
 ) -> None:
     """Whether a signed request of this key may publish to or subscribe to a topic, use a
-    group, or send admin requests. Exit code 1 when refused."""
+    group, or send admin requests. Exit code 1 when refused.
+
+    Examples:
+      mq acl check --access-key RocketMQ -t Orders --op PUB
+      mq acl check conf/plain_acl.yml --access-key rocketmq2 -g billing --admin
+    """
     config = _load(path)
     account = config.accounts.get(access_key)
     op = op.upper()

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import typer
-from rich.table import Table
 
 from mqcli.connect import Context, ContextStore, config_dir, resolve_namesrv
 from mqcli.output import console, fail, print_json
+from mqcli.tables import FormatOpt, make_table, note, print_table, resolve_format
 
 context_app = typer.Typer(
     help="Save name server addresses under names and pick one.", no_args_is_help=True
@@ -22,7 +22,12 @@ def add(
     access_key: str = typer.Option("", "--access-key", help="ACL access key to sign with."),
     secret_key: str = typer.Option("", "--secret-key", help="ACL secret key to sign with."),
 ) -> None:
-    """Save a context (replacing one of the same name)."""
+    """Save a context (replacing one of the same name).
+
+    Examples:
+      mq context add prod -n 10.0.0.1:9876;10.0.0.2:9876 -d "production" --select
+      mq context add local -n 127.0.0.1:9876
+    """
     if not all(":" in part for part in namesrv.split(";") if part):
         fail(f"bad name server list {namesrv!r}", hint="use host:port, several joined by ';'")
     if bool(access_key) != bool(secret_key):
@@ -40,7 +45,11 @@ def add(
 
 @context_app.command("use")
 def use(name: str = typer.Argument(..., help="Context to select.")) -> None:
-    """Select the context used when -n and the environment give no address."""
+    """Select the context used when -n and the environment give no address.
+
+    Examples:
+      mq context use prod
+    """
     store = ContextStore.load()
     if name not in store.contexts:
         fail(f"no context named {name!r}", hint="`mq context ls` lists them")
@@ -50,10 +59,19 @@ def use(name: str = typer.Argument(..., help="Context to select.")) -> None:
 
 
 @context_app.command("ls")
-def ls(as_json: bool = typer.Option(False, "--json", "-j", help="JSON output.")) -> None:
-    """List contexts; the current one is marked."""
+def ls(
+    fmt: str | None = FormatOpt,
+    as_json: bool = typer.Option(False, "--json", "-j", help="JSON output."),
+) -> None:
+    """List contexts; the current one is marked.
+
+    Examples:
+      mq context ls
+      mq context ls --json
+    """
+    fmt = resolve_format(fmt, as_json)
     store = ContextStore.load()
-    if as_json:
+    if fmt == "json":
         print_json(
             {
                 "current": store.current,
@@ -70,18 +88,27 @@ def ls(as_json: bool = typer.Option(False, "--json", "-j", help="JSON output."))
             }
         )
         return
-    table = Table(title=f"Contexts ({config_dir() / 'contexts.json'})", title_justify="left")
-    for col in ("", "NAME", "NAMESRV", "DESCRIPTION"):
-        table.add_column(col)
+    table = make_table(
+        f"Contexts ({config_dir() / 'contexts.json'})",
+        "CURRENT",
+        "NAME",
+        "NAMESRV",
+        "DESCRIPTION",
+        count=len(store.contexts),
+    )
     for c in sorted(store.contexts.values(), key=lambda c: c.name):
-        table.add_row("*" if c.name == store.current else "", c.name, c.namesrv, c.description)
-    console.print(table)
-    console.print(f"effective name server: {resolve_namesrv(None)}")
+        table.add_row("*" if c.name == store.current else "-", c.name, c.namesrv, c.description)
+    print_table(table, fmt)
+    note(f"effective name server: {resolve_namesrv(None)}")
 
 
 @context_app.command("rm")
 def rm(name: str = typer.Argument(..., help="Context to delete.")) -> None:
-    """Delete a context."""
+    """Delete a context.
+
+    Examples:
+      mq context rm staging
+    """
     store = ContextStore.load()
     if store.contexts.pop(name, None) is None:
         fail(f"no context named {name!r}")

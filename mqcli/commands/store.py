@@ -217,7 +217,12 @@ def verify(
     store: Path | None = StoreOpt,
     as_json: bool = JsonOpt,
 ) -> None:
-    """Check that commit log, consume queues, index and checkpoint agree (exit 1 if not)."""
+    """Check that commit log, consume queues, index and checkpoint agree (exit 1 if not).
+
+    Examples:
+      mq store verify ~/store
+      mq store verify --store /data/rocketmq/store --json
+    """
     problems: list[Problem] = []
     with _open(_root(directory, store)) as st:
         show = sys.stderr.isatty() and not as_json
@@ -269,7 +274,12 @@ def query(
     max_num: int = typer.Option(64, "--max", help="At most this many results.", min=1),
     as_json: bool = JsonOpt,
 ) -> None:
-    """Find messages by key through the index files, offline (exit 1 when none)."""
+    """Find messages by key through the index files, offline (exit 1 when none).
+
+    Examples:
+      mq store query Orders order-42
+      mq store query Orders order-42 --store /data/rocketmq/store --json
+    """
     with _open(_root(None, store)) as st:
         found = st.query_key(topic, key, max_num=max_num, begin=begin, end=end)
     for msg in found:
@@ -309,7 +319,12 @@ def dump_commitlog(
     topic: str | None = typer.Option(None, "--topic", "-t", help="Only records of this topic."),
     as_json: bool = JsonOpt,
 ) -> None:
-    """Print the records of one commit log file (--from is a commit log offset)."""
+    """Print the records of one commit log file (--from is a commit log offset).
+
+    Examples:
+      mq store dump commitlog 00000000000000000000
+      mq store dump commitlog 00000000000000000000 -t Orders --json
+    """
     path = _resolve(file, _root(None, store), "commitlog")
     try:
         mf = MappedFile(path, path.stat().st_size, readonly=True)
@@ -356,7 +371,12 @@ def dump_consumequeue(
     limit: int | None = LimitOpt,
     as_json: bool = JsonOpt,
 ) -> None:
-    """Print consume queue entries: queue offset, commit log offset, size, tag slot."""
+    """Print consume queue entries: queue offset, commit log offset, size, tag slot.
+
+    Examples:
+      mq store dump consumequeue Orders 0
+      mq store dump consumequeue ~/store/consumequeue/Orders/0/00000000000000000000
+    """
     root = _root(None, store)
     given = Path(topic_or_file).expanduser()
     if queue is None:
@@ -427,7 +447,12 @@ def dump_index(
     limit: int | None = LimitOpt,
     as_json: bool = JsonOpt,
 ) -> None:
-    """Print an index file's header and entries (--from is an entry number)."""
+    """Print an index file's header and entries (--from is an entry number).
+
+    Examples:
+      mq store dump index 20260102100000000
+      mq store dump index 20260102100000000 --json
+    """
     path = _resolve(file, _root(None, store), "index")
     f = IndexFile.open(path, readonly=True)
     try:
@@ -479,7 +504,12 @@ def dump_config(
     ),
     store: Path | None = StoreOpt,
 ) -> None:
-    """Print config/*.json as strict JSON (RocketMQ's bare integer keys are accepted)."""
+    """Print config/*.json as strict JSON (RocketMQ's bare integer keys are accepted).
+
+    Examples:
+      mq store dump config topics
+      mq store dump config consumerOffset | jq .offsetTable
+    """
     with _open(_root(None, store)) as st:
         names = list(CONFIG_FILES)
         if name is not None:
