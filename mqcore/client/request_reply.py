@@ -30,13 +30,13 @@ from mqcore.message.const import (
     PROPERTY_MESSAGE_TTL,
     PROPERTY_MESSAGE_TYPE,
     PROPERTY_REPLY_MESSAGE_ARRIVE_TIME,
+    REPLY_TOPIC_POSTFIX,
 )
 from mqcore.message.model import HostAddr
 from mqcore.message.record import inflate_body
 from mqcore.protocol import RemotingCommand, RequestCode, ResponseCode
 from mqcore.protocol.headers import HeaderError, SendMessageRequestHeader
 from mqcore.protocol.headers.reply import ReplyMessageRequestHeader
-from mqcore.store.metadata.topic import REPLY_TOPIC_POSTFIX
 
 if TYPE_CHECKING:
     from mqcore.client.api import SendResult

@@ -72,7 +72,6 @@ __all__ = [
 log = logging.getLogger("mq.broker.admin")
 
 BROKER_VERSION_DESC = "V4_9_8"
-SCHEDULE_TOPIC = "SCHEDULE_TOPIC_XXXX"
 
 BROKER_RUNTIME_KEYS = frozenset(
     {
