@@ -6,8 +6,11 @@ workers, each with its own servers."""
 from __future__ import annotations
 
 import asyncio
+import re
+import select
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -173,6 +176,44 @@ def test_status_watch_refreshes_until_ctrl_c(servers: Cluster) -> None:
     finally:
         child.close(force=True)
     assert child.exitstatus == 130 or child.signalstatus is not None
+
+
+def test_piped_watch_prints_plain_samples_one_line_per_queue(servers: Cluster) -> None:
+    """--watch into a pipe: a time line, then the plain header and rows, every sample;
+    no screen clearing, no box, the store time whole on its row at 80 columns."""
+    servers.ok("topic", "create", "WatchedPipe", "-q", "2")
+    asyncio.run(servers.produce("WatchedPipe", 2))
+    env = {**servers.env, "COLUMNS": "80"}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "mqcli.main", "topic", "status", "WatchedPipe", "--watch", "0.3"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        stdin=subprocess.DEVNULL,
+        text=True,
+        env=env,
+    )
+    lines: list[str] = []
+    try:
+        assert proc.stdout is not None
+        deadline = time.monotonic() + 30
+        while sum(x.startswith("BROKER") for x in lines) < 2 and time.monotonic() < deadline:
+            ready, _, _ = select.select([proc.stdout], [], [], 1.0)
+            if ready:
+                line = proc.stdout.readline()
+                if not line:
+                    break
+                lines.append(line.rstrip("\n"))
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+    text = "\n".join(lines)
+    assert sum(x.startswith("BROKER") for x in lines) >= 2, text
+    assert "\x1b" not in text and "│" not in text and "…" not in text
+    first = lines.index(next(x for x in lines if x.startswith("BROKER")))
+    assert re.match(r"\d{2}:\d{2}:\d{2} · every 0.3s", lines[first - 1]), text
+    rows = lines[first + 1 : first + 3]
+    assert [r.split()[:2] for r in rows] == [["broker-a", "0"], ["broker-a", "1"]], text
+    assert all(re.search(r"\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}\.\d{3}$", r) for r in rows)
 
 
 def test_topic_names_complete_from_the_name_server(servers: Cluster) -> None:

@@ -7,6 +7,7 @@ Commands that need servers have their piped-output tests beside their other test
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -173,3 +174,17 @@ def test_exit_codes_are_in_mq_help_and_the_man_page(tmp_path: Path) -> None:
     assert ".SH EXIT STATUS" in page
     for code, _ in EXIT_STATUS:
         assert f".B {code}" in page
+
+
+@pytest.mark.skipif(shutil.which("make") is None, reason="make is not installed")
+def test_make_run_passes_args_to_mq_up() -> None:
+    repo = Path(__file__).resolve().parents[2]
+    done = subprocess.run(
+        ["make", "-n", "-C", str(repo), "run", "ARGS=--listen 127.0.0.1 --store /tmp/s"],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "/mq up --listen 127.0.0.1 --store /tmp/s" in done.stdout
