@@ -14,7 +14,7 @@ import os
 import time
 from typing import ClassVar
 
-from textual import work
+from textual import on, work
 from textual.app import App
 from textual.binding import Binding, BindingType
 from textual.screen import ModalScreen
@@ -204,6 +204,37 @@ class MQApp(App[None]):
         self._step_view(-1)
 
     def action_refresh(self) -> None:
+        self.refresh_now()
+
+    # -- what the views ask for ------------------------------------------------------------
+
+    @on(TopicsScreen.DeleteTopic)
+    def _on_delete_topic(self, event: TopicsScreen.DeleteTopic) -> None:
+        self._delete_topic(event.topic)
+
+    @work(group="topic-admin")
+    async def _delete_topic(self, topic: str) -> None:
+        try:
+            await self.poller.admin.delete_topic(topic)
+        except Exception as exc:  # errors are toasts, never crashes
+            self.notify(f"delete {topic}: {exc}", severity="error", title="Error")
+            return
+        self.notify(f"deleted topic {topic}")
+        self.refresh_now()
+
+    @on(GroupsScreen.SkipBacklog)
+    def _on_skip_backlog(self, event: GroupsScreen.SkipBacklog) -> None:
+        self._skip_backlog(event.group, event.topics)
+
+    @work(group="group-admin")
+    async def _skip_backlog(self, group: str, topics: list[str]) -> None:
+        try:
+            for topic in topics:
+                await self.poller.admin.reset_offset_by_time(group, topic, -1)
+        except Exception as exc:  # errors are toasts, never crashes
+            self.notify(f"skip backlog of {group}: {exc}", severity="error", title="Error")
+            return
+        self.notify(f"{group}: offsets moved to the end of {', '.join(topics)}")
         self.refresh_now()
 
     def action_help(self) -> None:

@@ -370,3 +370,39 @@ async def test_screenshot_goes_to_the_current_directory_by_default(
         await pilot.press("ctrl+s")
         await wait_until(pilot, lambda: len(toasts) == 2, 5)
         assert toasts[1].startswith("screenshot not saved:")
+
+
+# -- actions: the views ask, the app acts --------------------------------------------------
+
+
+async def test_confirmed_delete_reaches_the_admin_and_refreshes() -> None:
+    poller = FakePoller()
+    app = make_app("topics", poller)
+    toasts = record_notifications(app)
+    async with app.run_test(size=(160, 40)) as pilot:
+        await poll(pilot)
+        before = poller.polls
+        await pilot.press("d", *"Orders", "enter")
+        await wait_until(pilot, lambda: poller.polls > before, 5, "a refresh after the delete")
+        assert poller.admin.calls == [("delete_topic", "Orders")]
+        assert "deleted topic Orders" in toasts
+        poller.admin.fail = "no route"
+        await pilot.press("d", *"Orders", "enter")
+        await wait_until(pilot, lambda: "delete Orders: no route" in toasts, 5)
+        assert app.is_running
+
+
+async def test_confirmed_skip_backlog_moves_every_topic_but_retry() -> None:
+    poller = FakePoller()
+    app = make_app("groups", poller)
+    toasts = record_notifications(app)
+    async with app.run_test(size=(160, 40)) as pilot:
+        await poll(pilot)
+        assert app.screen.query_one("#groups", LiveTable).highlighted_key == "billing"
+        await pilot.press("x", *"billin", "enter")  # a wrong name does nothing
+        await pilot.press("escape")
+        assert poller.admin.calls == []
+        await pilot.press("x", *"billing", "enter")
+        await wait_until(pilot, lambda: bool(poller.admin.calls), 5, "the reset")
+        assert poller.admin.calls == [("reset_offset_by_time", "billing", "Orders", "-1")]
+        await wait_until(pilot, lambda: any("offsets moved to the end" in t for t in toasts), 5)

@@ -87,14 +87,32 @@ def sample_snapshot() -> Snapshot:
     )
 
 
+class FakeAdmin:
+    """Records the admin calls the app makes for the views; ``fail`` makes them raise."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, ...]] = []
+        self.fail: str | None = None
+
+    async def delete_topic(self, topic: str) -> None:
+        self._call("delete_topic", topic)
+
+    async def reset_offset_by_time(self, group: str, topic: str, timestamp: int) -> None:
+        self._call("reset_offset_by_time", group, topic, str(timestamp))
+
+    def _call(self, *call: str) -> None:
+        if self.fail:
+            raise RuntimeError(self.fail)
+        self.calls.append(call)
+
+
 class FakePoller:
     """Answers every poll with :func:`sample_snapshot` (or what ``snapshots`` yields)."""
-
-    admin = None
 
     def __init__(self, snapshot: Snapshot | None = None) -> None:
         self.snapshot = snapshot or sample_snapshot()
         self.polls = 0
+        self.admin = FakeAdmin()
 
     async def poll(self, *, group: str | None = None, delay_heads: bool = False) -> Snapshot:
         self.polls += 1

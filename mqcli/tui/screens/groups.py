@@ -6,10 +6,11 @@ from __future__ import annotations
 from typing import ClassVar
 
 from rich.text import Text
-from textual import on, work
+from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
+from textual.message import Message
 from textual.widgets import DataTable, Static
 
 from mqcli.tui.dialogs.confirm_name import ConfirmByName
@@ -155,6 +156,15 @@ class GroupsScreen(ViewScreen):
         self.show_system = not self.show_system
         self.rerender()
 
+    class SkipBacklog(Message):
+        """The operator confirmed moving ``group``'s offsets on ``topics`` to their end
+        (the app acts)."""
+
+        def __init__(self, group: str, topics: list[str]) -> None:
+            super().__init__()
+            self.group = group
+            self.topics = topics
+
     def action_skip_backlog(self) -> None:
         snap, name = self.mq_app.snapshot, self.selected_group
         if snap is None or name is None or name not in snap.groups:
@@ -163,7 +173,7 @@ class GroupsScreen(ViewScreen):
 
         def confirmed(ok: bool | None) -> None:
             if ok:
-                self._skip(name, topics)
+                self.post_message(self.SkipBacklog(name, topics))
 
         self.app.push_screen(
             ConfirmByName(
@@ -171,15 +181,3 @@ class GroupsScreen(ViewScreen):
             ),
             confirmed,
         )
-
-    @work(group="group-admin")
-    async def _skip(self, group: str, topics: list[str]) -> None:
-        admin = self.mq_app.poller.admin
-        try:
-            for topic in topics:
-                await admin.reset_offset_by_time(group, topic, -1)
-        except Exception as exc:  # errors are toasts, never crashes
-            self.notify(f"skip backlog of {group}: {exc}", severity="error", title="Error")
-            return
-        self.notify(f"{group}: offsets moved to the end of {', '.join(topics)}")
-        self.mq_app.refresh_now()

@@ -5,9 +5,10 @@ from __future__ import annotations
 from typing import ClassVar
 
 from rich.text import Text
-from textual import on, work
+from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
+from textual.message import Message
 from textual.widgets import DataTable
 
 from mqcli.tui.dialogs.confirm_name import ConfirmByName
@@ -116,6 +117,13 @@ class TopicsScreen(ViewScreen):
         self.show_system = not self.show_system
         self.rerender()
 
+    class DeleteTopic(Message):
+        """The operator confirmed deleting ``topic`` on every broker (the app acts)."""
+
+        def __init__(self, topic: str) -> None:
+            super().__init__()
+            self.topic = topic
+
     def action_delete_topic(self) -> None:
         topic = self.query_one("#topics", LiveTable).highlighted_key
         if topic is None:
@@ -123,18 +131,8 @@ class TopicsScreen(ViewScreen):
 
         def confirmed(ok: bool | None) -> None:
             if ok:
-                self._delete(topic)
+                self.post_message(self.DeleteTopic(topic))
 
         self.app.push_screen(
             ConfirmByName(f"Delete topic {topic} on every broker", topic), confirmed
         )
-
-    @work(group="topic-admin")
-    async def _delete(self, topic: str) -> None:
-        try:
-            await self.mq_app.poller.admin.delete_topic(topic)
-        except Exception as exc:  # errors are toasts, never crashes
-            self.notify(f"delete {topic}: {exc}", severity="error", title="Error")
-            return
-        self.notify(f"deleted topic {topic}")
-        self.mq_app.refresh_now()
