@@ -99,16 +99,39 @@ def _context_doc(c: Context) -> dict[str, str]:
 
 
 def resolve_namesrv(option: str | None) -> str:
-    """The name server address list to use for this command."""
+    """The name server address list to use for this command; a malformed one ends the
+    command with one line saying which address, where it came from, and why."""
     if option:
-        return option
-    env = os.environ.get("MQ_NAMESRV_ADDR") or os.environ.get("NAMESRV_ADDR")
-    if env:
-        return env
+        return check_namesrv(option, "-n/--namesrv")
+    for var in ("MQ_NAMESRV_ADDR", "NAMESRV_ADDR"):
+        if env := os.environ.get(var):
+            return check_namesrv(env, var)
     store = ContextStore.load()
     if store.current is not None:
-        return store.contexts[store.current].namesrv
+        return check_namesrv(store.contexts[store.current].namesrv, f"context {store.current!r}")
     return DEFAULT_NAMESRV
+
+
+def namesrv_problem(addresses: str) -> str | None:
+    """Why ``host:port;host:port`` is not a name server list (None when it is one)."""
+    for addr in addresses.split(";"):
+        addr = addr.strip()
+        host, sep, port = addr.rpartition(":")
+        if not addr or not sep or not host.strip("[]") or (":" in host and "]" not in host):
+            return f"bad name server address {addr!r}: expected host:port, e.g. 127.0.0.1:9876"
+        if not port.isdigit():
+            return f"bad port {port!r} in name server address {addr!r}: a number from 1 to 65535"
+        if not 0 < int(port) < 65536:
+            return f"bad port {port} in name server address {addr!r}: a number from 1 to 65535"
+    return None
+
+
+def check_namesrv(addresses: str, where: str) -> str:
+    """``addresses`` when well formed; otherwise one error line naming ``where`` it came from."""
+    problem = namesrv_problem(addresses)
+    if problem is not None:
+        output.fail(f"{problem} (from {where})", code=2, hint="give -n host:port[;host:port]")
+    return addresses
 
 
 def run_async(main: Coroutine[Any, Any, T]) -> T:

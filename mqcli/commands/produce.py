@@ -139,6 +139,7 @@ class Printer:
         self.as_json = as_json
         self.quiet = quiet
         self._header = False
+        self._reasons: set[str] = set()
 
     def _write(self, line: str) -> None:
         sys.stdout.write(line + "\n")
@@ -146,6 +147,9 @@ class Printer:
 
     def result(self, n: int, msg: Message, result: SendResult | None, error: str | None) -> None:
         if self.quiet:
+            if error and error not in self._reasons:  # the exit code alone does not say why
+                self._reasons.add(error)
+                err_console.print(f"[red]send {n} failed:[/] {error}", markup=True, highlight=False)
             return
         mq = result.message_queue if result else None
         status = (
@@ -346,8 +350,9 @@ async def _produce(
     printer: Printer,
     transaction: tuple[str, str, float] | None = None,
     trace: bool = False,
+    stats: Stats | None = None,
 ) -> Stats:
-    stats = Stats()
+    stats = stats if stats is not None else Stats()
     progress = _progress(total)
     task: TaskID | None = None
     pending: set[asyncio.Task[None]] = set()
@@ -368,9 +373,13 @@ async def _produce(
         printer.result(n, msg, result, error)
         advance()
 
+    fatal: list[MQError] = []  # the first error every further send would repeat
+
     async def background(n: int, msg: Message) -> None:
         try:
             record(n, msg, *await send_one(producer, spec, msg, n, oneway=False))
+        except FATAL as exc:
+            fatal.append(exc)
         finally:
             window.release()
 
@@ -410,6 +419,9 @@ async def _produce(
         )
     await producer.start()
     try:
+        # No route yet: the broker creates the topic on the first send (a typo, maybe); the
+        # lookup caches the route the first send would fetch anyway.
+        created = not await producer.instance.update_route(spec.topic)
         if progress is not None:
             progress.start()
             task = progress.add_task("send", total=total, rate="0")
@@ -425,6 +437,8 @@ async def _produce(
                     buf = []
             elif mode == "async":
                 await window.acquire()
+                if fatal:
+                    raise fatal[0]
                 t = asyncio.create_task(background(n, msg))
                 pending.add(t)
                 t.add_done_callback(pending.discard)
@@ -434,6 +448,12 @@ async def _produce(
             await flush(buf)
         if pending:
             await asyncio.gather(*pending)
+        if fatal:
+            raise fatal[0]
+        if created and stats.sent:
+            err_console.print(
+                f"created topic {spec.topic} (autoCreateTopicEnable)", style="yellow", markup=False
+            )
         if isinstance(producer, TransactionProducer) and transaction and transaction[2] > 0:
             err_console.print(
                 f"waiting up to {transaction[2]:g} s for the broker to check back "
@@ -590,21 +610,28 @@ def produce(
     total = count if (body is not None or file is not None) else None
     mode = "async" if use_async else "oneway" if oneway else "sync"
     printer = Printer(as_json=as_json, quiet=quiet)
-    stats = run_async(
-        _produce(
-            addr,
-            group,
-            spec,
-            lambda st: _bodies(body, file, count, st),
-            total,
-            mode=mode,
-            batch=batch,
-            timeout=timeout,
-            printer=printer,
-            transaction=tx,
-            trace=trace,
+    stats = Stats()
+    try:
+        run_async(
+            _produce(
+                addr,
+                group,
+                spec,
+                lambda st: _bodies(body, file, count, st),
+                total,
+                mode=mode,
+                batch=batch,
+                timeout=timeout,
+                printer=printer,
+                transaction=tx,
+                trace=trace,
+                stats=stats,
+            )
         )
-    )
+    except typer.Exit as exc:
+        if exc.exit_code == 130:  # Ctrl-C: what was done so far, also with --quiet
+            err_console.print(stats.line(topic) + " (interrupted)", markup=True, highlight=False)
+        raise
     if stats.sent + stats.failed != 1 or stats.skipped:
         err_console.print(stats.line(topic), markup=True, highlight=False)
     if stats.sent + stats.failed == 0:
