@@ -39,8 +39,8 @@ from mqcore.client.allocate import (
 from mqcore.client.errors import TopicRouteNotFoundError
 from mqcore.client.offset_store import OffsetStore, ReadOffsetType
 from mqcore.client.process_queue import LockEvent, ProcessQueue
-from mqcore.common.javahash import java_string_hash
-from mqcore.errors import MQBrokerError, MQError
+from mqcore.errors import FilterSyntaxError, MQBrokerError, MQError
+from mqcore.filter.tags import compile_tags
 from mqcore.message import MessageExt
 from mqcore.message.const import RETRY_GROUP_TOPIC_PREFIX
 from mqcore.protocol import RequestCode, ResponseCode
@@ -129,16 +129,17 @@ def build_subscription(topic: str, selector: str | MessageSelector | None) -> Su
         return SubscriptionData(
             topic=topic, sub_string=expr, sub_version=version, expression_type="SQL92"
         )
-    if not expr or expr == SUB_ALL:
+    try:
+        tags = compile_tags(expr)  # the one tag rule (FilterAPI), on the trimmed text
+    except FilterSyntaxError as exc:
+        raise ValueError(f"tag expression {selector.expression!r} names no tag") from exc
+    if tags.is_all:
         return SubscriptionData(topic=topic, sub_string=SUB_ALL, sub_version=version)
-    tags = [t.strip() for t in expr.split("||") if t.strip()]
-    if not tags:
-        raise ValueError(f"tag expression {selector.expression!r} names no tag")
     return SubscriptionData(
         topic=topic,
         sub_string=expr,
-        tags_set=set(tags),
-        code_set={java_string_hash(t) for t in tags},
+        tags_set=set(tags.tags),
+        code_set=set(tags.codes),
         sub_version=version,
     )
 

@@ -13,7 +13,7 @@ from inproc_broker import TestClient, running_broker, running_namesrv
 
 from mqcore.protocol import RequestCode, ResponseCode
 from mqcore.protocol.bodies.client import ConsumerData, HeartbeatData, SubscriptionData
-from mqcore.protocol.headers import PullMessageRequestHeader
+from mqcore.protocol.headers import PullMessageRequestHeader, PullSysFlag
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -65,3 +65,22 @@ async def test_broadcasting_group_needs_consume_broadcast_enable(
     else:
         assert pulled.code == ResponseCode.NO_PERMISSION
         assert pulled.remark == "the consumer group[bcast-cg] can not consume by broadcast way"
+
+
+async def test_a_pulls_own_tag_expression_without_tags_is_refused(tmp_path: Path) -> None:
+    async with (
+        running_namesrv(tmp_path) as ns,
+        running_broker(tmp_path, f"127.0.0.1:{ns.port}") as broker,
+    ):
+        broker.topics.create_in_send("Bcast", "TBW102", 1)
+        client = TestClient(broker.broker_addr, "tags@1")
+        try:
+            header = PullMessageRequestHeader(
+                consumer_group="tags-cg", topic="Bcast", queue_id=0, queue_offset=0,
+                max_msg_nums=32, sys_flag=PullSysFlag.SUBSCRIPTION, commit_offset=0,
+                suspend_timeout_millis=0, sub_version=1, subscription="||",
+            )  # fmt: skip
+            answer = await client.invoke(RequestCode.PULL_MESSAGE, header.to_ext_fields())
+        finally:
+            await client.close()
+    assert answer.code == ResponseCode.SUBSCRIPTION_PARSE_FAILED  # 4.9.8: "subString split error"

@@ -36,9 +36,9 @@ import logging
 from collections.abc import Awaitable
 from typing import TYPE_CHECKING
 
-from mqcore.common.javahash import tags_hash_code
 from mqcore.errors import CorruptRecordError, FilterSyntaxError
 from mqcore.filter import compile_sql
+from mqcore.filter.tags import build_subscription_data
 from mqcore.message.const import RETRY_GROUP_TOPIC_PREFIX
 from mqcore.message.record import decode_dispatch
 from mqcore.protocol import RemotingCommand, RequestCode, ResponseCode
@@ -86,19 +86,15 @@ class PullRefused(Exception):
 
 
 def build_subscription(topic: str, expression: str | None, sub_version: int) -> SubscriptionData:
-    """A TAG expression as a subscription: ``*``/empty = all, else ``A || B`` ->
-    tag set and Java-string-hash code set (``FilterAPI.buildSubscriptionData``)."""
-    text = (expression or "").strip()
-    if not text or text == SUB_ALL:
-        return SubscriptionData(topic, SUB_ALL, sub_version=sub_version)
-    tags = {t.strip() for t in text.split("||") if t.strip()}
-    return SubscriptionData(
-        topic,
-        text,
-        tags_set=tags,
-        code_set={tags_hash_code(t) for t in tags},
-        sub_version=sub_version,
-    )
+    """A pull's own TAG expression as a subscription (``FilterAPI.build``, the one rule
+    in :mod:`mqcore.filter.tags`); one with no tag between its separators is refused
+    with SUBSCRIPTION_PARSE_FAILED, as 4.9.8 refuses it."""
+    try:
+        sub = build_subscription_data(topic, expression)
+    except FilterSyntaxError as exc:
+        raise PullRefused(ResponseCode.SUBSCRIPTION_PARSE_FAILED, str(exc)) from None
+    sub.sub_version = sub_version
+    return sub
 
 
 def tag_filter(sub: SubscriptionData) -> TagFilter | None:
