@@ -75,13 +75,21 @@ async def test_the_panel_shows_the_highlighted_messages_trace() -> None:
         assert "OTHER" not in text
 
 
-async def test_no_records_and_errors_say_so() -> None:
-    admin = FakeAdmin("")
+async def test_the_panel_hides_for_untraced_messages_and_failed_lookups() -> None:
+    admin = FakeAdmin(BODY)
     app = Detail(admin)
     async with app.run_test(size=(160, 40)) as pilot:
-        app.query_one(MessageDetail).message = MessageExt(topic="T", properties={"UNIQ_KEY": "M2"})
-        await wait_until(pilot, lambda: "No trace records" in shown(app), what="no trace")
-        assert NO_TRACE.startswith("No trace records")
+        detail, timeline = app.query_one(MessageDetail), app.query_one(TraceTimeline)
+        assert not timeline.display
+        detail.message = MessageExt(topic="T", properties={"UNIQ_KEY": "M1"})
+        await wait_until(pilot, lambda: timeline.display, what="the panel")
+        admin.body = ""
+        detail.message = MessageExt(topic="T", properties={"UNIQ_KEY": "M2"})
+        await wait_until(pilot, lambda: timeline.trace is not None, what="the empty trace")
+        assert timeline.trace is not None and timeline.trace.empty
+        assert not timeline.display and "Trace of" not in shown(app)
         admin.fail = True
-        app.query_one(MessageDetail).message = MessageExt(topic="T", properties={"UNIQ_KEY": "M3"})
-        await wait_until(pilot, lambda: "no route info" in shown(app), what="the error")
+        detail.message = MessageExt(topic="T", properties={"UNIQ_KEY": "M3"})
+        await wait_until(pilot, lambda: timeline.error is not None, what="the error")
+        assert "no route info" in (timeline.error or "") and not timeline.display
+        assert NO_TRACE.startswith("No trace records")

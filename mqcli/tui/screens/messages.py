@@ -17,6 +17,7 @@ from mqcli.tui.model import Snapshot
 from mqcli.tui.screens.base import ViewScreen, fmt_short_ms
 from mqcli.tui.widgets.live_table import LiveTable
 from mqcli.tui.widgets.message_detail import MessageDetail, fmt_ms
+from mqcli.tui.widgets.trace_timeline import TraceTimeline
 from mqcore.message import MessageExt
 
 __all__ = ["MESSAGE_COLUMNS", "NARROW_MESSAGE_COLUMNS", "MessagesScreen", "message_cells"]
@@ -67,6 +68,7 @@ class MessagesScreen(ViewScreen):
             yield Input(placeholder="key:K  id:MSG_ID  time:-1h..now (enter)", id="query")
         yield LiveTable(MESSAGE_COLUMNS, title="Results", id="results")
         yield MessageDetail(id="detail")
+        yield TraceTimeline(lambda: self.mq_app.poller.admin, id="trace")
 
     def on_screen_resume(self) -> None:
         """Entering the view focuses the lookup box, so typed digits go into it (the

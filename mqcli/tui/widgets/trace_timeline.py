@@ -2,8 +2,9 @@
 
 Follows the detail pane beside it: when its message changes, the message's trace is
 read from the trace topic (as ``mq message trace``) in a worker and shown as the send,
-then each consumer group's SubBefore/SubAfter with cost and status. A message without
-trace records says how to get them; lookup errors show in the panel, never crash.
+then each consumer group's SubBefore/SubAfter with cost and status. The panel is shown
+only for a message that has trace records, so views of untraced topics keep their room;
+a lookup that fails (no trace topic on the cluster) hides it too, and never crashes.
 """
 
 from __future__ import annotations
@@ -85,27 +86,32 @@ class TraceTimeline(Static):
         self._admin = admin
         self.trace_topic = trace_topic
         self.trace: MessageTrace | None = None
+        """The trace of the message shown (None until read, or when reading failed)."""
+        self.error: str | None = None
+        """Why the last trace could not be read."""
 
     def on_mount(self) -> None:
-        self.border_title = "Trace"
-        self.update(Text("Select a message to see its trace.", style="dim"))
+        self.display = False
         detail = self.screen.query(MessageDetail).first(MessageDetail)
         self.watch(detail, "message", self.show_message)
 
     def show_message(self, msg: MessageExt | None) -> None:
         self.trace = None
-        if msg is None:
-            self.update(Text("Select a message to see its trace.", style="dim"))
-            return
-        self.update(Text("reading the trace…", style="dim"))
-        self.run_worker(self._load(msg.unique_key or msg.msg_id), exclusive=True, group="trace")
+        self.error = None
+        self.display = False
+        if msg is not None:
+            msg_id = msg.unique_key or msg.msg_id
+            self.run_worker(self._load(msg_id), exclusive=True, group="trace")
 
     async def _load(self, msg_id: str) -> None:
         try:
             trace = await query_message_trace(self._admin(), msg_id, self.trace_topic)
-        except Exception as exc:  # a panel shows errors, the app never crashes
-            self.update(Text(f"trace of {msg_id}: {exc}", style="red"))
+        except Exception as exc:  # the panel stays hidden, the app never crashes
+            self.error = f"trace of {msg_id}: {exc}"
             return
         self.trace = trace
+        if trace.empty:
+            return
         self.border_title = f"Trace of {msg_id}"
         self.update(render_trace(trace))
+        self.display = True
