@@ -16,7 +16,7 @@ import re
 import sys
 from dataclasses import dataclass
 from enum import Enum
-from typing import Any
+from typing import Any, get_args, get_origin
 
 from typer._click.exceptions import BadParameter  # typer vendors click from 0.2x on
 from typer._coercion import RuntimeParam, TypeDescriptor, build_runtime_param
@@ -82,11 +82,14 @@ class _PlainRuntimeParam(RuntimeParam):
 
     def _coerce_value(self, value: Any, param: Any, ctx: Any) -> Any:
         try:
-            if self.choices is not None:
-                return self._choice(value, ctx)
-            return self._ranged(_CONVERT[self.annotation](value))
+            return self._one(value, ctx)
         except ValueError as exc:
             raise BadParameter(str(exc), ctx=ctx, param=param) from None
+
+    def _one(self, value: Any, ctx: Any) -> Any:
+        if self.choices is not None:
+            return self._choice(value, ctx)
+        return self._ranged(_CONVERT[self.annotation](value))
 
     @property
     def choices(self) -> tuple[Any, ...] | None:
@@ -123,6 +126,20 @@ class _PlainRuntimeParam(RuntimeParam):
 
 
 @dataclass(frozen=True)
+class _PlainListRuntimeParam(RuntimeParam):
+    """A repeated option (``list[X]``) whose items are plain."""
+
+    item: _PlainRuntimeParam
+
+    def _coerce_value(self, value: Any, param: Any, ctx: Any) -> Any:
+        items = value if isinstance(value, (list, tuple)) else [value]
+        try:
+            return [self.item._one(v, ctx) for v in items]
+        except ValueError as exc:
+            raise BadParameter(str(exc), ctx=ctx, param=param) from None
+
+
+@dataclass(frozen=True)
 class _DeferredRuntimeParam(RuntimeParam):
     """typer's own conversion, built when a value comes (unset options never need it)."""
 
@@ -136,9 +153,15 @@ class _DeferredRuntimeParam(RuntimeParam):
 def plain_runtime_param(descriptor: TypeDescriptor) -> RuntimeParam | None:
     """The pydantic-free conversion of ``descriptor``, or None when typer must do it."""
     info: ParameterInfo = descriptor.parameter_info
-    annotation = descriptor.annotation
+    annotation: Any = descriptor.annotation
     if descriptor.file_annotation is not None or info.parser is not None:
         return None
+    if get_origin(annotation) is list and len(get_args(annotation)) == 1:
+        (item_type,) = get_args(annotation)
+        item = plain_runtime_param(TypeDescriptor(item_type, info, None))
+        if not isinstance(item, _PlainRuntimeParam):
+            return None
+        return _PlainListRuntimeParam(parameter_info=info, annotation=annotation, item=item)
     plain = _PlainRuntimeParam(parameter_info=info, annotation=annotation)
     if plain.choices is not None:
         return plain

@@ -72,6 +72,18 @@ def test_a_command_loads_only_its_module() -> None:
     assert _loaded_after(setup) == []
 
 
+def test_produce_loads_no_server_tui_or_pydantic() -> None:
+    """A produce (here to a dead name server) needs the client, but nothing else heavy."""
+    setup = (
+        "sys.argv = ['mq', 'produce', '-n', '127.0.0.1:1', '-t', 'T', '-b', 'x', '-k', 'a']\n"
+        "import mqcli.main\n"
+        "try:\n    mqcli.main.main()\nexcept SystemExit:\n    pass\n"
+    )
+    loaded = _loaded_after(setup)
+    assert "mqcore.client" in loaded  # it did get as far as sending
+    assert [m for m in loaded if not m.startswith("mqcore.client")] == []
+
+
 @pytest.mark.parametrize("name", list(COMMANDS))
 def test_help_table_matches_the_command(name: str) -> None:
     """The one-line help `mq --help` shows is the command's own first paragraph."""
@@ -157,6 +169,8 @@ def test_plain_conversions() -> None:
     assert convert(float, "1e3") == 1000.0
     assert convert(bool, "yes") is True
     assert convert(str, "x") == "x"
+    assert convert(list[int], ["1", " 2"]) == [1, 2]
+    assert convert(list[str], "one") == ["one"]
     assert convert(int, "0", min=1, clamp=True) == 1
     with pytest.raises(typer.BadParameter, match="greater than or equal to 1"):
         convert(int, "0", min=1)
