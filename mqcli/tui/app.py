@@ -208,6 +208,10 @@ class MQApp(App[None]):
 
     # -- what the views ask for ------------------------------------------------------------
 
+    @on(ViewScreen.RefreshNow)
+    def _on_refresh_now(self) -> None:
+        self.refresh_now()
+
     @on(TopicsScreen.DeleteTopic)
     def _on_delete_topic(self, event: TopicsScreen.DeleteTopic) -> None:
         self._delete_topic(event.topic)

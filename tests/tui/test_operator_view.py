@@ -406,3 +406,13 @@ async def test_confirmed_skip_backlog_moves_every_topic_but_retry() -> None:
         await wait_until(pilot, lambda: bool(poller.admin.calls), 5, "the reset")
         assert poller.admin.calls == [("reset_offset_by_time", "billing", "Orders", "-1")]
         await wait_until(pilot, lambda: any("offsets moved to the end" in t for t in toasts), 5)
+
+
+async def test_highlighting_another_group_polls_its_detail_at_once() -> None:
+    poller = FakePoller()
+    app = make_app("groups", poller)
+    async with app.run_test(size=(160, 40)) as pilot:
+        await poll(pilot)
+        assert poller.groups[-1] == "billing"
+        await pilot.press("down")
+        await wait_until(pilot, lambda: poller.groups[-1] == "shipping", 5, "a poll for shipping")

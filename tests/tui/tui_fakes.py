@@ -112,10 +112,13 @@ class FakePoller:
     def __init__(self, snapshot: Snapshot | None = None) -> None:
         self.snapshot = snapshot or sample_snapshot()
         self.polls = 0
+        self.groups: list[str | None] = []
+        """The highlighted group each poll was asked for."""
         self.admin = FakeAdmin()
 
     async def poll(self, *, group: str | None = None, delay_heads: bool = False) -> Snapshot:
         self.polls += 1
+        self.groups.append(group)
         return self.snapshot
 
     async def close(self) -> None:
@@ -132,4 +135,5 @@ class SequencePoller(FakePoller):
 
     async def poll(self, *, group: str | None = None, delay_heads: bool = False) -> Snapshot:
         self.polls += 1
+        self.groups.append(group)
         return self.snapshots[min(self.polls, len(self.snapshots)) - 1]

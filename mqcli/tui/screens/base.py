@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, ClassVar
 
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
+from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import Footer, Input
 
@@ -57,6 +58,9 @@ class ViewScreen(Screen[None]):
     ]
 
     filter_text: str = ""
+
+    class RefreshNow(Message):
+        """The view needs a poll now (e.g. the highlighted group changed)."""
 
     @property
     def mq_app(self) -> MQApp:

@@ -150,7 +150,7 @@ class GroupsScreen(ViewScreen):
         if snap is not None:
             self._render_detail(snap)
             if snap.group_detail is None or snap.group_detail.name != self.selected_group:
-                self.mq_app.refresh_now()
+                self.post_message(self.RefreshNow())  # the new group's detail
 
     def action_toggle_system(self) -> None:
         self.show_system = not self.show_system
