@@ -1,0 +1,132 @@
+"""Message trace across clients: the RocketMQ 4.9.8 Java client (built at ~/rmq-real, or
+$RMQ_HOME) with enableMsgTrace against an mq broker with traceTopicEnable, read back by
+`mq message trace`; and traces the mq client wrote, read by 4.9.8's mqadmin
+queryMsgTraceById. Skipped where the Java build is absent."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+
+from mqcore.client import Admin
+from mqcore.client.consume_service import ConsumeContext, ConsumeStatus
+from mqcore.client.producer import Producer, make_message
+from mqcore.client.push_consumer import PushConsumer
+from mqcore.client.rebalance import ConsumeFromWhere
+from mqcore.client.trace_view import query_message_trace
+from mqcore.common.metadata import TopicConfig
+from mqcore.message import MessageExt
+from mqcore.protocol.bodies.trace import RMQ_SYS_TRACE_TOPIC
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "integration"))
+from inproc_broker import running_broker, running_namesrv, until
+
+pytestmark = [pytest.mark.interop, pytest.mark.slow, pytest.mark.timeout(240)]
+
+RMQ_HOME = Path(os.environ.get("RMQ_HOME", Path.home() / "rmq-real"))
+PROBE = Path(__file__).with_name("java") / "TraceProbe.java"
+TOPIC = "JavaTraceTopic"
+
+
+@pytest.fixture(scope="module")
+def java_cp(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """The 4.9.8 client's classpath with TraceProbe compiled into a tmp folder."""
+    if not (RMQ_HOME / "classes").is_dir() or not shutil.which("java") or not shutil.which("javac"):
+        pytest.skip(f"no RocketMQ 4.9.8 Java build at {RMQ_HOME} (or no JDK)")
+    jars = sorted(str(j) for j in (RMQ_HOME / "lib").glob("*.jar"))
+    cp = os.pathsep.join([str(RMQ_HOME / "classes"), *jars])
+    out = tmp_path_factory.mktemp("java-classes")
+    import subprocess
+
+    done = subprocess.run(
+        ["javac", "-nowarn", "-cp", cp, "-d", str(out), str(PROBE)],
+        capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    return os.pathsep.join([cp, str(out)])
+
+
+async def java(cp: str, home: Path, main: str, *args: str) -> str:
+    """Run a Java main with its user home (logs, local offsets) under ``home``; its
+    stdout. The tools read their logback config from the build's conf/."""
+    opts = [
+        "-Xmx128m", f"-Duser.home={home}", f"-Drocketmq.home.dir={RMQ_HOME}",
+        "-Drocketmq.client.logUseSlf4j=false", f"-Drocketmq.client.logRoot={home}/logs",
+    ]  # fmt: skip
+    quiet = RMQ_HOME / "conf" / "logback_quiet.xml"
+    if quiet.is_file():
+        opts.append(f"-Dlogback.configurationFile={quiet}")
+    proc = await asyncio.create_subprocess_exec(
+        "java", *opts, "-cp", cp, main, *args,
+        stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE, env={**os.environ, "ROCKETMQ_HOME": str(RMQ_HOME)},
+    )  # fmt: skip
+    try:
+        out, err = await asyncio.wait_for(proc.communicate(), 120)
+    except TimeoutError:
+        proc.kill()
+        await proc.wait()
+        raise
+    assert proc.returncode == 0, f"{main} failed ({proc.returncode}):\n{err.decode()[-3000:]}"
+    return out.decode()
+
+
+async def test_java_traces_read_by_mq_and_mq_traces_read_by_mqadmin(
+    tmp_path: Path, java_cp: str
+) -> None:
+    home = tmp_path / "java-home"
+    home.mkdir()
+    async with (
+        running_namesrv(tmp_path) as ns,
+        running_broker(tmp_path, ns.listen_address, trace_topic_enable=True) as broker,
+    ):
+        addr = ns.listen_address
+        broker.topics.update(TopicConfig(TOPIC, 1, 1))
+        await until(lambda: ns.routes.pick_topic_route_data(TOPIC) is not None, 10)
+        await until(lambda: ns.routes.pick_topic_route_data(RMQ_SYS_TRACE_TOPIC) is not None, 10)
+
+        out = await java(java_cp, home, "TraceProbe", addr, TOPIC)
+        [line] = [ln for ln in out.splitlines() if ln.startswith("MSGID ")]
+        _, java_id, _, status = line.split()
+        assert status == "SEND_OK" and "CONSUMED true" in out
+        async with Admin(addr) as admin:
+            trace = await query_message_trace(admin, java_id)
+        [pub] = trace.pubs
+        assert (pub.group, pub.success, pub.topic, pub.tags, pub.keys) == (
+            "java-trace-pg", True, TOPIC, "TagJ", "jkey-1",
+        )  # fmt: skip
+        steps = [(e.type, e.outcome) for e in trace.consumers["java-trace-cg"]]
+        assert steps == [("SubBefore", "-"), ("SubAfter", "success")]
+
+        got: list[MessageExt] = []
+
+        def listener(msgs: list[MessageExt], ctx: ConsumeContext) -> ConsumeStatus:
+            got.extend(msgs)
+            return ConsumeStatus.CONSUME_SUCCESS
+
+        consumer = PushConsumer(
+            "py-trace-cg", namesrv=addr, consume_from_where=ConsumeFromWhere.FIRST, trace=True
+        )
+        consumer.subscribe(TOPIC, "*")
+        consumer.register_listener(listener)
+        async with Producer("py-trace-pg", addr, trace=True) as producer:
+            await consumer.start()
+            try:
+                sent = await producer.send(make_message(TOPIC, "py", tags="TagP", keys="pk"))
+                await until(lambda: any(m.unique_key == sent.msg_id for m in got), 20)
+            finally:
+                await consumer.shutdown()
+        report = await java(
+            java_cp, home, "org.apache.rocketmq.tools.command.MQAdminStartup",
+            "queryMsgTraceById", "-i", sent.msg_id, "-n", addr,
+        )  # fmt: skip
+        rows = [ln.split() for ln in report.splitlines() if ln.startswith(("Pub ", "Sub "))]
+        assert [r[:2] + r[-1:] for r in rows] == [
+            ["Pub", "py-trace-pg", "success"],
+            ["Sub", "py-trace-cg", "success"],
+        ]
