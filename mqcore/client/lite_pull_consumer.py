@@ -15,6 +15,9 @@ offsets go to the broker every ``auto_commit_interval`` seconds and on shutdown;
 it only :meth:`commit_sync` commits. ``seek`` / ``seek_to_begin`` / ``seek_to_end`` move a
 queue (buffered messages of it are discarded); ``pause`` / ``resume`` stop and restart
 pulling and delivering queues without losing their place.
+
+With ``trace=True`` each pulled batch writes SubBefore/SubAfter trace records as it is
+buffered for ``poll`` (as 4.9.8's lite pull consumer does), see :mod:`mqcore.client.trace`.
 """
 
 from __future__ import annotations

@@ -22,6 +22,9 @@ as the Java >= 4.9.4 producer sends them. Every message gets a ``UNIQ_KEY``.
 :meth:`Producer.request` is RocketMQ 4.6+'s request/reply; a message made by
 :func:`~mqcore.client.request_reply.create_reply_message` is sent as a reply
 (SEND_REPLY_MESSAGE_V2) by :meth:`Producer.send`, see :mod:`mqcore.client.request_reply`.
+With ``trace=True`` (the Java client's ``enableMsgTrace``) every send the broker stored
+writes a Pub trace record to ``RMQ_SYS_TRACE_TOPIC`` (or ``trace_topic``), off the send
+path; see :mod:`mqcore.client.trace` and ``mq message trace``.
 """
 
 from __future__ import annotations

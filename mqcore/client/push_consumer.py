@@ -18,6 +18,9 @@ consumer a set of queues; each gets a pull task that asks the broker for the nex
 100 MiB, or an offset span over 2000 for concurrent listeners) is not pulled until the
 listener catches up. Consumed offsets travel with the next pull and are sent to the
 broker every 5 s and on shutdown (a local file for BROADCASTING).
+
+With ``trace=True`` (the Java client's ``enableMsgTrace``) each listener call writes
+SubBefore/SubAfter trace records, see :mod:`mqcore.client.trace`.
 """
 
 from __future__ import annotations
