@@ -9,6 +9,7 @@ says how much there was. The delay-level table lives here because ``mq store ins
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from typing import Any, Protocol
 
@@ -91,7 +92,7 @@ def print_table(table: Table, fmt: str | None = None, *, section: bool = False) 
             console.out(line, highlight=False)
         return
     if fmt != "wide":
-        _keep_whole(table)
+        _keep_whole(table, console.width)
         console.print(table)
         return
     for column in table.columns:
@@ -141,15 +142,35 @@ def plain_lines(table: Table) -> list[str]:
     return lines
 
 
-def _keep_whole(table: Table) -> None:
+def _keep_whole(table: Table, width: int) -> None:
     """Ids and times are never cut or wrapped: their columns get the width of the
-    longest value; the text columns give way instead."""
-    for column in table.columns:
-        header = _text(column.header)
-        if header.endswith(_WHOLE_SUFFIXES) or header in _WHOLE_COLUMNS:
-            longest = max((len(_text(v)) for v in column.cells), default=0)
+    longest value; the text columns give way instead. When every value fits but the
+    headers do not, long headers break at their hyphens (``BROKER-`` over ``OFFSET``)
+    rather than any value being cut."""
+    columns = table.columns
+    cells = [[_text(v) for v in column.cells] for column in columns]
+    longest = [max((len(v) for v in values), default=0) for values in cells]
+    headers = [_text(column.header) for column in columns]
+    overhead = 3 * len(columns) + 1  # a border and two spaces of padding per column
+    roomy = sum(max(len(h), w) for h, w in zip(headers, longest, strict=True)) + overhead
+    broken = [
+        h.replace("-", "-\n") if len(h) > w else h for h, w in zip(headers, longest, strict=True)
+    ]
+    need = [
+        max(w, *(len(part) for part in b.split("\n"))) for b, w in zip(broken, longest, strict=True)
+    ]
+    if roomy > width and sum(need) + overhead <= width:
+        for column, header, least in zip(columns, broken, need, strict=True):
+            column.header = header
+            column.min_width = max(column.min_width or 0, least)
+    for column, header, values, most in zip(columns, headers, cells, longest, strict=True):
+        if (
+            header.endswith(_WHOLE_SUFFIXES)
+            or header in _WHOLE_COLUMNS
+            or any(_TIMESTAMP.match(v) for v in values)
+        ):
             column.no_wrap = True
-            column.min_width = max(column.min_width or 0, longest, len(header))
+            column.min_width = max(column.min_width or 0, most, len(header))
 
 
 # Columns whose values are never cut in a fitted table (ids, addresses, times).
@@ -167,6 +188,7 @@ _WHOLE_SUFFIXES = (
     "HEARTBEAT",
 )
 _WHOLE_COLUMNS = frozenset({"TOPIC", "QUEUE", "OFFSET"})
+_TIMESTAMP = re.compile(r"\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}")  # what fmt_ts prints
 
 
 # Columns whose values are text, so they stay left-aligned; all others are numbers.
@@ -217,6 +239,9 @@ _TEXT_COLUMNS = frozenset(
 )
 
 
+_TEXT_SUFFIXES = ("-ID", "TIME", "-AT", "DUE", "STORED", "UPDATED", "CONSUMED", "HEARTBEAT")
+
+
 def make_table(title: str, *columns: str, count: int | None = None) -> Table:
     """A table with ``columns`` (UPPER-KEBAB) and ``title``, plus `` · N rows`` when
     ``count`` is given."""
@@ -224,7 +249,7 @@ def make_table(title: str, *columns: str, count: int | None = None) -> Table:
         title = f"{title} · {count} {'row' if count == 1 else 'rows'}"
     table = Table(title=title, title_justify="left", title_style="bold", header_style="cyan")
     for col in columns:
-        text = col in _TEXT_COLUMNS or col.endswith(("-ID", "TIME", "-AT", "DUE", "STORED"))
+        text = col in _TEXT_COLUMNS or col.endswith(_TEXT_SUFFIXES)
         table.add_column(col, justify="left" if text else "right", no_wrap=col in ("TOPIC",))
     return table
 

@@ -6,6 +6,7 @@ Commands that need servers have their piped-output tests beside their other test
 
 from __future__ import annotations
 
+import io
 import os
 import shutil
 import subprocess
@@ -15,11 +16,13 @@ from pathlib import Path
 import pexpect
 import pytest
 import typer
+from rich.console import Console
 
+from mqcli import tables
 from mqcli.docgen import _walk
 from mqcli.helpfmt import EXIT_STATUS, type_word
 from mqcli.main import app
-from mqcli.tables import make_table, plain_lines
+from mqcli.tables import make_table, plain_lines, print_table
 
 ACL = """\
 globalWhiteRemoteAddresses:
@@ -68,6 +71,32 @@ def test_plain_lines_align_whole_values_without_markup() -> None:
     assert second.endswith("  [not markup]")
     assert header.index("LAG") == first.index("12345") == second.index("0 ")
     assert "Title" not in "\n".join((header, first, second))
+
+
+def _fitted(width: int, monkeypatch: pytest.MonkeyPatch) -> str:
+    """group lag's table printed with -o table on a ``width``-column console."""
+    out = io.StringIO()
+    monkeypatch.setattr(tables, "console", Console(file=out, width=width, color_system=None))
+    table = make_table(
+        "Lag", "TOPIC", "BROKER", "QUEUE", "BROKER-OFFSET", "CONSUMER-OFFSET", "LAG", "AGE",
+        "LAST-CONSUMED",
+    )  # fmt: skip
+    table.add_row("Orders", "broker-a", "0", "100000", "99990", "[yellow]10[/]", "3.0s",
+                  "2026-12-02 07:31:09.052")  # fmt: skip
+    print_table(table, "table")
+    return out.getvalue()
+
+
+def test_a_fitted_table_breaks_headers_before_it_cuts_values(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    roomy = _fitted(100, monkeypatch)
+    assert "…" not in roomy and "100000" in roomy and "broker-a" in roomy
+    assert "BROKER-" in roomy and "CONSUMER-" in roomy  # broken at the hyphen
+    assert max(len(x) for x in roomy.splitlines()) <= 100
+    tight = _fitted(80, monkeypatch)  # something must give: never the store time
+    assert "2026-12-02 07:31:09.052" in tight
+    assert max(len(x) for x in tight.splitlines()) <= 80
 
 
 def test_piped_acl_list_is_plain_and_the_title_goes_to_stderr(tmp_path: Path) -> None:
