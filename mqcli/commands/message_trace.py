@@ -22,9 +22,10 @@ from mqcli.output import console, fail, print_json, print_json_line
 from mqcli.render import broker_of, fmt_ts, message_json
 from mqcli.tables import FormatOpt, make_table, note, print_table, resolve_format
 from mqcore.client import Admin
+from mqcore.client.errors import TopicRouteNotFoundError
 from mqcore.client.trace_track import MessageTrack, TrackType, message_track_detail
 from mqcore.client.trace_view import MessageTrace, TraceEvent, query_message_trace
-from mqcore.errors import MQClientError, MQError
+from mqcore.errors import MQError
 from mqcore.message import MessageExt
 from mqcore.protocol.bodies.trace import RMQ_SYS_TRACE_TOPIC
 
@@ -55,7 +56,13 @@ def timeline_rows(trace: MessageTrace) -> list[tuple[str, ...]]:
 
 async def _query(namesrv: str, msg_id: str, trace_topic: str) -> MessageTrace:
     async with Admin(namesrv, client_config=client_config()) as admin:
-        return await query_message_trace(admin, msg_id, trace_topic)
+        try:
+            return await query_message_trace(admin, msg_id, trace_topic)
+        except TopicRouteNotFoundError:
+            fail(
+                f"no trace topic {trace_topic} on this cluster",
+                hint="start brokers with traceTopicEnable=true (or pass --trace-topic)",
+            )
 
 
 def trace(
@@ -78,15 +85,7 @@ def trace(
       mq message trace 7F0000010A2B18B4AAC2... --json | jq '.consumers'
     """
     chosen = resolve_format(fmt, as_json)
-    try:
-        result = run_async(_query(resolve_namesrv(namesrv), msg_id.strip(), trace_topic))
-    except MQClientError as exc:
-        if "route" in str(exc).lower():
-            fail(
-                f"no trace topic {trace_topic}: {exc}",
-                hint="start brokers with traceTopicEnable=true, or pass --trace-topic",
-            )
-        raise
+    result = run_async(_query(resolve_namesrv(namesrv), msg_id.strip(), trace_topic))
     if chosen == "json":
         print_json(result.to_json())
         return
