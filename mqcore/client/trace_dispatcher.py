@@ -128,6 +128,7 @@ class TraceDispatcher:
             _, pending = await asyncio.wait(set(self._sends), timeout=timeout)
             for task in pending:
                 task.cancel()
+            await asyncio.gather(*pending, return_exceptions=True)  # counts them dropped
         if self._producer is not None:
             await self._producer.shutdown()
             self._producer = None

@@ -176,3 +176,18 @@ def test_consume_hook_pairs_before_and_after(outcome: ConsumeReturnType, success
     assert after.trace_type is TraceType.SUB_AFTER
     assert (after.request_id, after.group, after.success) == (before.request_id, "CG", success)
     assert after.context_code == int(outcome) and after.cost_time >= 0
+
+
+async def test_a_stuck_trace_send_never_holds_up_appends_and_is_dropped_at_shutdown() -> None:
+    sender = FakeSender(gate=asyncio.Event())  # the broker never answers
+    d = dispatcher(sender, queue_size=4, batch_wait=0.0, poll_interval=0.01)
+    await d.start()
+    d.append(sub_after("A"))
+    await until(lambda: d.pending == 0)  # handed to the (stuck) send
+    loop = asyncio.get_running_loop()
+    began = loop.time()
+    accepted = [d.append(sub_after(f"B{i}")) for i in range(10)]
+    assert loop.time() - began < 0.05
+    assert accepted.count(True) >= 4 and d.dropped == accepted.count(False)
+    await d.shutdown(timeout=0.2)
+    assert d.sent == 0 and d.dropped == 11

@@ -215,3 +215,9 @@ def test_traces_the_java_client_wrote_decode_and_encode_back_byte_for_byte() -> 
         before.request_id,
         5,
     )
+
+
+@given(st.text(st.sampled_from("\x01\x02PubSubBeforeAfterEndTransaction0123456789-tru fals")))
+def test_arbitrary_text_never_raises(data: str) -> None:
+    ctxs, bad = decode_trace_data(data)
+    assert bad >= 0 and all(c.beans for c in ctxs)
