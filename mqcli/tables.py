@@ -128,10 +128,11 @@ def _text(value: object) -> str:
     return plain.replace("\n", " ").replace("\t", " ")
 
 
-def plain_lines(table: Table) -> list[str]:
+def plain_lines(table: Table, *, header: bool = True) -> list[str]:
     """The table as kubectl and rpk print it off a terminal: an UPPER-KEBAB header and one
-    line per row, columns two spaces apart, nothing cut or wrapped."""
-    columns = [[_text(c.header), *(_text(v) for v in c.cells)] for c in table.columns]
+    line per row, columns two spaces apart, nothing cut or wrapped (``header=False`` for
+    a grid of name/value rows)."""
+    columns = [[_text(c.header)] * header + [_text(v) for v in c.cells] for c in table.columns]
     if not columns:
         return []
     widths = [max(len(v) for v in col) for col in columns]

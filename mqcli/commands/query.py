@@ -34,7 +34,7 @@ from mqcli.render import (
     message_json,
     message_row,
 )
-from mqcli.tables import PLAIN, print_table
+from mqcli.tables import PLAIN, plain_lines, print_table
 from mqcli.template import Template, TemplateError, compile_template
 from mqcli.timespec import Position, TimespecError, parse_position
 from mqcore.client import Admin
@@ -84,9 +84,15 @@ def print_messages(
         return
     if fmt == "detail":
         for i, (msg, broker) in enumerate(zip(msgs, names, strict=True)):
+            grid = message_detail(msg, broker=broker, charset=charset)
+            if not console.is_terminal:  # in a pipe: one whole line per field
+                if i:
+                    console.out("")
+                console.out("\n".join(plain_lines(grid, header=False)), highlight=False)
+                continue
             if i:
                 console.print(Rule(style="dim"))
-            console.print(message_detail(msg, broker=broker, charset=charset))
+            console.print(grid)
         return
     wide = fmt in ("wide", PLAIN)
     table = Table(box=None, header_style="cyan", pad_edge=False)

@@ -91,6 +91,12 @@ def test_by_id_and_unique_key_and_view(cluster: Cluster) -> None:
     assert "alone" in cluster.mq("query", "--id", str(msg["uniqKey"]), "-t", "QOrders").stdout
     view = cluster.mq("message", "view", str(msg["msgId"]), check=True)
     assert "Unique Key" in view.stdout and str(msg["uniqKey"]) in view.stdout
+    # In a pipe at 40 columns: one whole line per field, nothing folded.
+    narrow = cluster.mq("message", "view", str(msg["msgId"]), columns=40, check=True).stdout
+    assert re.search(rf"^Msg ID +{msg['msgId']}$", narrow, re.M), narrow
+    assert re.search(
+        r"^Store Time +\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}\.\d{3} \(\d+\)$", narrow, re.M
+    )
     (viewed,) = json_lines(cluster.mq("message", "view", str(msg["msgId"]), "--json").stdout)
     assert viewed == msg
 
