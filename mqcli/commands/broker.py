@@ -108,6 +108,16 @@ async def start_broker(controller: BrokerController) -> None:
         )
     except MQError as exc:
         output.fail(f"cannot start the broker on {store}: {exc}")
+    period = controller.config.register_name_server_period / 1000
+    for addr, ok in controller.outer_api.last_results.items():
+        if not ok:  # serving anyway: the register loop keeps trying
+            output.err_console.print(
+                f"warning: not registered with name server {addr} yet (unreachable or "
+                f"refused); retrying every {period:g} s, clients find no route until then",
+                style="yellow",
+                markup=False,
+                highlight=False,
+            )
 
 
 def describe(controller: BrokerController) -> str:

@@ -184,7 +184,8 @@ class BrokerController:
 
     # -- lifecycle ------------------------------------------------------------------------
     async def start(self) -> None:
-        """Lock and recover the store, load metadata, listen, register, start timers.
+        """Lock and recover the store, load metadata, listen, register once (the result in
+        ``outer_api.last_results``), start timers.
 
         Raises StoreError/ConfigError (bad store or config files) or OSError (ports)."""
         loop = asyncio.get_running_loop()
@@ -207,7 +208,10 @@ class BrokerController:
         self._started = True
         self._register_wanted = asyncio.Event()
         self._register_force = True
-        self._register_wanted.set()
+        try:  # as 4.9.8's start(): once this returns, the name servers route to this broker
+            await self.outer_api.register_all(force=True)
+        except Exception:
+            log.exception("registering with the name servers failed")
         self._tasks.append(asyncio.create_task(self._register_loop(), name="broker-register"))
         self.schedule(
             self.config.flush_consumer_offset_interval,
