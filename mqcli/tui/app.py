@@ -6,6 +6,10 @@ Refreshing follows dolphie's live dashboard rather than kaskade's manual refresh
 slow broker never piles polls up) and while a dialog is open (so a confirmation is not
 redrawn under the operator's fingers). Errors become toasts, only when something changes
 state (a broker goes down or comes back), never exceptions.
+
+Views do not act on the cluster themselves: they post a message (``DeleteTopic``,
+``SkipBacklog``, ``Resend``, ``RefreshNow``) and the app acts, as frogmouth's omnibox
+does, so a view is tested with a fake poller and its Admin.
 """
 
 from __future__ import annotations
@@ -19,7 +23,9 @@ from textual.app import App
 from textual.binding import Binding, BindingType
 from textual.screen import ModalScreen
 
+from mqcli.credentials import client_config
 from mqcli.tui.dialogs.help import HelpScreen
+from mqcli.tui.lookup import resend
 from mqcli.tui.model import UNKNOWN_STATE, Snapshot
 from mqcli.tui.poller import Poller
 from mqcli.tui.screens.base import ViewScreen
@@ -29,11 +35,16 @@ from mqcli.tui.screens.dlq import DeadLettersScreen
 from mqcli.tui.screens.groups import GroupsScreen
 from mqcli.tui.screens.messages import MessagesScreen
 from mqcli.tui.screens.topics import TopicsScreen
+from mqcore.client import Producer
+from mqcore.message import MessageExt
 
-__all__ = ["SCREENSHOT_DIR_ENV", "VIEWS", "MQApp"]
+__all__ = ["RESEND_GROUP", "SCREENSHOT_DIR_ENV", "VIEWS", "MQApp"]
 
 VIEWS = ("cluster", "topics", "groups", "delay", "messages", "dlq")
 """Mode names, in number-key order."""
+
+RESEND_GROUP = "MQ_TUI_RESEND"
+"""Producer group of resent dead letters."""
 
 SCREENSHOT_DIR_ENV = "MQ_SCREENSHOT_DIR"
 """Where ``ctrl+s`` saves its SVG (default: the current directory)."""
@@ -239,6 +250,26 @@ class MQApp(App[None]):
             self.notify(f"skip backlog of {group}: {exc}", severity="error", title="Error")
             return
         self.notify(f"{group}: offsets moved to the end of {', '.join(topics)}")
+        self.refresh_now()
+
+    @on(DeadLettersScreen.Resend)
+    def _on_resend(self, event: DeadLettersScreen.Resend) -> None:
+        self._resend(event.messages)
+
+    @work(group="dlq-resend")
+    async def _resend(self, messages: list[MessageExt]) -> None:
+        producer = Producer(
+            RESEND_GROUP, self.namesrv, instance_name="mq-tui-resend", client_config=client_config()
+        )
+        try:
+            await producer.start()
+            sent = await resend(producer, messages)
+        except Exception as exc:  # errors are toasts, never crashes
+            self.notify(f"resend: {exc}", severity="error", title="Error")
+            return
+        finally:
+            await producer.shutdown()
+        self.notify(f"resent {sent} of {len(messages)} dead letter(s)")
         self.refresh_now()
 
     def action_help(self) -> None:

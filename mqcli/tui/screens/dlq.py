@@ -8,17 +8,16 @@ from typing import ClassVar
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
+from textual.message import Message
 from textual.widgets import DataTable
 
-from mqcli.credentials import client_config
 from mqcli.tui.dialogs.confirm_name import ConfirmByName
-from mqcli.tui.lookup import dlq_messages, original_topic, resend
+from mqcli.tui.lookup import dlq_messages, original_topic
 from mqcli.tui.model import Snapshot
 from mqcli.tui.screens.base import ViewScreen, fmt_int
 from mqcli.tui.screens.messages import MESSAGE_COLUMNS, message_cells
 from mqcli.tui.widgets.live_table import LiveTable
 from mqcli.tui.widgets.message_detail import MessageDetail, fmt_ms
-from mqcore.client import Producer
 from mqcore.message import MessageExt
 from mqcore.store.metadata.topic import DLQ_GROUP_TOPIC_PREFIX
 
@@ -29,9 +28,6 @@ NARROW_DLQ_COLUMNS = [
     ("id", "MSG ID"), ("stored", "STORED"), ("keys", "KEYS"), ("origin", "ORIGIN TOPIC"),
 ]  # fmt: skip
 """80 columns: the whole id, when, and where it came from (the last column is ORIGIN)."""
-
-RESEND_GROUP = "MQ_TUI_RESEND"
-"""Producer group of resent dead letters."""
 
 
 class DeadLettersScreen(ViewScreen):
@@ -149,6 +145,15 @@ class DeadLettersScreen(ViewScreen):
         if self.loaded_group and self.messages:
             self._confirm_resend(list(self.messages))
 
+    class Resend(Message):
+        """The operator confirmed resending ``messages`` (dead letters of ``group``) to
+        the topics they were first sent to (the app acts)."""
+
+        def __init__(self, group: str, messages: list[MessageExt]) -> None:
+            super().__init__()
+            self.group = group
+            self.messages = messages
+
     def _confirm_resend(self, messages: list[MessageExt]) -> None:
         group = self.loaded_group
         assert group is not None
@@ -156,27 +161,8 @@ class DeadLettersScreen(ViewScreen):
 
         def confirmed(ok: bool | None) -> None:
             if ok:
-                self.resend(messages)
+                self.post_message(self.Resend(group, messages))
 
         self.app.push_screen(
             ConfirmByName(f"Resend {what} of {group} to their original topic", group), confirmed
         )
-
-    @work(group="dlq-resend")
-    async def resend(self, messages: list[MessageExt]) -> None:
-        producer = Producer(
-            RESEND_GROUP,
-            self.mq_app.namesrv,
-            instance_name="mq-tui-resend",
-            client_config=client_config(),
-        )
-        try:
-            await producer.start()
-            sent = await resend(producer, messages)
-        except Exception as exc:  # errors are toasts, never crashes
-            self.notify(f"resend: {exc}", severity="error", title="Error")
-            return
-        finally:
-            await producer.shutdown()
-        self.notify(f"resent {sent} of {len(messages)} dead letter(s)")
-        self.mq_app.refresh_now()
