@@ -10,6 +10,8 @@ import orjson
 from rich.console import Console
 
 console = Console(highlight=False)
+# In a pipe a long line stays one line (a script splits on newlines, not on 80 columns).
+console.soft_wrap = not console.is_terminal
 err_console = Console(stderr=True, highlight=False, soft_wrap=True)
 
 _debug = False

@@ -217,3 +217,10 @@ def test_make_run_passes_args_to_mq_up() -> None:
     )
     assert done.returncode == 0, done.stderr
     assert "/mq up --listen 127.0.0.1 --store /tmp/s" in done.stdout
+
+
+def test_a_long_message_line_is_one_line_in_a_pipe(tmp_path: Path) -> None:
+    name = "a-context-name-long-enough-to-pass-forty-columns-twice-over-" + "x" * 20
+    done = mq(tmp_path, "context", "add", name, "-n", "127.0.0.1:9876", columns=40)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == f"saved context {name} -> 127.0.0.1:9876 (current)\n"
