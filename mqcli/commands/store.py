@@ -25,7 +25,7 @@ from mqcore.store.index_file import IndexFile
 from mqcore.store.mapped_file import MappedFile
 from mqcore.store.offline import OfflineStore
 from mqcore.store.summary import StoreSummary, load_config, summarize
-from mqcore.store.verify import CONFIG_FILES, Problem, verify_store
+from mqcore.store.verify import CONFIG_FILES, Problem, verify_scope, verify_store
 
 store_app = typer.Typer(
     help="Read and check store files offline (never writes to them).", no_args_is_help=True
@@ -225,6 +225,16 @@ def verify(
     """
     problems: list[Problem] = []
     with _open(_root(directory, store)) as st:
+        scope = verify_scope(st)
+        if scope.in_use_by is not None:
+            output.err_console.print(
+                f"store in use by pid {scope.in_use_by}: checking the records up to offset "
+                f"{scope.end} (flushed and dispatched at the last checkpoint); newer ones are "
+                "being written and are left out",
+                style="yellow",
+                markup=False,
+                highlight=False,
+            )
         show = sys.stderr.isatty() and not as_json
         with Progress(
             TextColumn("{task.description}"),
@@ -240,7 +250,7 @@ def verify(
                     tasks[stage] = bar.add_task(stage, total=total or 1)
                 bar.update(tasks[stage], completed=done)
 
-            for problem in verify_store(st, progress):
+            for problem in verify_store(st, progress, scope):
                 problems.append(problem)
                 if as_json:
                     print_json_line(

@@ -12,6 +12,12 @@ The commit log is the truth; everything derived from it must agree:
 
 Records and entries that point below the commit log's first file were cleaned up and are
 skipped, as the broker does.
+
+A store a broker is using (it holds the store's lock) keeps changing while it is read:
+the last records are half written, their queue and index entries not dispatched yet, the
+checkpoint moves. There :func:`verify_scope` limits the check to what is stable, the
+records up to the checkpoint's flush times, and everything pointing past them is left
+alone rather than reported.
 """
 
 from __future__ import annotations
@@ -65,27 +71,71 @@ def _corrupt(kind: str, exc: CorruptRecordError) -> Problem:
     return Problem(kind, exc.path or "?", exc.offset, exc.detail)
 
 
-def verify_store(store: OfflineStore, progress: Progress | None = None) -> Iterator[Problem]:
-    """Yield every problem found; nothing means the store is consistent."""
-    yield from _verify_commit_log(store, progress)
-    yield from _verify_consume_queues(store, progress)
-    yield from _verify_index(store, progress)
-    yield from _verify_checkpoint(store)
+@dataclass(frozen=True, slots=True)
+class VerifyScope:
+    """What a verify covers: the whole store, or on a store in use the stable part."""
+
+    in_use_by: int | None
+    """Pid of the process holding the store's lock (None: nobody, the store is at rest)."""
+    end: int | None
+    """Commit log offset the check stops at (None: the end of the data)."""
+
+
+def verify_scope(store: OfflineStore) -> VerifyScope:
+    """The whole store at rest; in use, the records stored before both the
+    checkpoint's commit log and consume queue flush times (so they lie whole on disk and
+    their queue entries exist)."""
+    holder = store.lock_holder()
+    if holder is None:
+        return VerifyScope(None, None)
+    try:
+        cp = store.checkpoint()
+    except CorruptRecordError:
+        cp = None
+    limit = min(cp.physic_msg_timestamp, cp.logics_msg_timestamp) if cp is not None else 0
+    end = store.min_offset
+    for offset, res in store.walk_commit_log():
+        if isinstance(res, CorruptRecordError) or res.store_timestamp >= limit:
+            break
+        end = offset + res.size
+    return VerifyScope(holder, end)
+
+
+_PROGRESS_STEP = 4 << 20
+"""Bytes of commit log between two progress reports."""
+
+
+def verify_store(
+    store: OfflineStore, progress: Progress | None = None, scope: VerifyScope | None = None
+) -> Iterator[Problem]:
+    """Yield every problem found; nothing means the store is consistent.
+
+    ``scope`` (see :func:`verify_scope`) limits the check on a store in use."""
+    end = scope.end if scope is not None else None
+    yield from _verify_commit_log(store, progress, end)
+    yield from _verify_consume_queues(store, progress, end)
+    yield from _verify_index(store, progress, end)
+    if end is None:  # a broker moves its checkpoint while it runs
+        yield from _verify_checkpoint(store)
     yield from _verify_config(store)
 
 
-def _verify_commit_log(store: OfflineStore, progress: Progress | None) -> Iterator[Problem]:
+def _verify_commit_log(
+    store: OfflineStore, progress: Progress | None, end: int | None
+) -> Iterator[Problem]:
     min_offset = store.min_offset
-    total = sum(mf.file_size for mf in store.commit_log_files)
-    last_file_end = 0
+    total = (end if end is not None else store.scan().end_offset) - min_offset
+    reported = min_offset
     for offset, res in store.walk_commit_log(check_crc=True):
+        if end is not None and offset >= end:
+            break
         mf = store.commitlog.queue.find_by_offset(offset)
         path = str(mf.path) if mf else str(store.commit_log_path)
         if isinstance(res, CorruptRecordError):
             yield _corrupt("commitlog", res)
             continue
-        if progress and mf is not None and mf.file_from_offset != last_file_end:
-            last_file_end = mf.file_from_offset
+        if progress and offset - reported >= _PROGRESS_STEP:
+            reported = offset
             progress("commitlog", offset - min_offset, total)
         if res.commit_log_offset != offset:
             yield Problem(
@@ -124,8 +174,10 @@ def _verify_commit_log(store: OfflineStore, progress: Progress | None) -> Iterat
         progress("commitlog", total, total)
 
 
-def _verify_consume_queues(store: OfflineStore, progress: Progress | None) -> Iterator[Problem]:
-    end = store.scan().end_offset
+def _verify_consume_queues(
+    store: OfflineStore, progress: Progress | None, horizon: int | None
+) -> Iterator[Problem]:
+    end = store.scan().end_offset if horizon is None else horizon
     min_offset = store.min_offset
     for topic, ids in store.queue_ids().items():
         for queue_id in ids:
@@ -145,6 +197,8 @@ def _verify_consume_queues(store: OfflineStore, progress: Progress | None) -> It
                 at = index * 20 - (mf.file_from_offset if mf else 0)
                 where = f"entry {index}"
                 if phy + size > end:
+                    if horizon is not None:
+                        continue  # written after the stable part: not checked
                     yield Problem(
                         "consumequeue",
                         path,
@@ -173,8 +227,10 @@ def _verify_consume_queues(store: OfflineStore, progress: Progress | None) -> It
                     yield Problem("consumequeue", path, at, f"{where}: " + "; ".join(wrong))
 
 
-def _verify_index(store: OfflineStore, progress: Progress | None) -> Iterator[Problem]:
-    end = store.scan().end_offset
+def _verify_index(
+    store: OfflineStore, progress: Progress | None, horizon: int | None
+) -> Iterator[Problem]:
+    end = store.scan().end_offset if horizon is None else horizon
     min_offset = store.min_offset
     try:
         files = store.index_files()
@@ -191,6 +247,8 @@ def _verify_index(store: OfflineStore, progress: Progress | None) -> Iterator[Pr
             if phy < min_offset:
                 continue
             if phy >= end:
+                if horizon is not None:
+                    continue  # written after the stable part: not checked
                 yield Problem(
                     "index",
                     str(f.path),
