@@ -306,6 +306,13 @@ async def _consume(opts: dict[str, Any], sink: Sink) -> tuple[int, bool]:
         remove_handlers()
         if consumer is not None:
             await consumer.shutdown()
+            tracer = consumer.trace_dispatcher
+            if tracer is not None and tracer.dropped:
+                err_console.print(
+                    f"{tracer.dropped} trace record(s) dropped: "
+                    f"{tracer.last_error or 'trace queue full'}",
+                    style="yellow", markup=False, highlight=False,
+                )  # fmt: skip
         await admin.shutdown()
 
 

@@ -195,6 +195,15 @@ async def test_send_succeeds_when_the_trace_topic_is_missing(tmp_path: Path) -> 
             await until(lambda: dispatcher.dropped == 3, 20, "the trace records dropped")
         assert dispatcher.sent == 0 and dispatcher.last_error
         assert broker.topics.select(RMQ_SYS_TRACE_TOPIC) is None
+        code, _, err = await mq(
+            ns.listen_address, tmp_path, "produce", "-t", TOPIC, "--body", "b", "--trace"
+        )
+        assert code == 0 and "1 trace record(s) dropped" in err, err
+        code, _, err = await mq(
+            ns.listen_address, tmp_path, "consume", "-t", TOPIC, "-g", "trace-none",
+            "--from", "first", "--no-follow", "--trace", "--push",
+        )  # fmt: skip
+        assert code == 0 and "trace record(s) dropped" in err, err
         code, _, err = await mq(ns.listen_address, tmp_path, "message", "trace", "ABC")
         assert code == 1 and "no trace topic RMQ_SYS_TRACE_TOPIC" in err
         assert "traceTopicEnable=true" in err
