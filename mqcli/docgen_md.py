@@ -15,11 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import typer
-
-try:  # typer vendors click from 0.2x on
-    from typer._click import Context
-except ImportError:  # pragma: no cover
-    from click import Context  # type: ignore[no-redef]
+from typer._click import Context
 
 COMMANDS_DIR = "commands"
 _MARKDOWN_SPECIAL = re.compile(r"([\\*_\[\]|<>&#])")
