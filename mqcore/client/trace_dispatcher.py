@@ -185,7 +185,7 @@ class TraceDispatcher:
         if not self._segment:
             self._first_added = time.monotonic()
         self._segment.append(transfer)
-        self._segment_size += len(transfer.data)
+        self._segment_size += len(transfer.data.encode("utf-8"))  # bytes: the size limit
         if self._segment_size >= self.max_msg_size - 10_000:
             self._flush()
 
