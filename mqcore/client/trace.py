@@ -37,6 +37,7 @@ from mqcore.protocol.bodies.trace import (
 __all__ = ["ConsumeTraceHook", "SendTraceHook", "client_msg_id", "now_ms"]
 
 _START_DELIVER_TIME = "__STARTDELIVERTIME"
+DEFAULT_REGION = "DefaultRegion"
 
 
 def now_ms() -> int:
@@ -89,6 +90,42 @@ class SendTraceHook:
         bean.msg_id = result.msg_id
         bean.offset_msg_id = result.offset_msg_id
         self.dispatcher.append(ctx)
+
+    def end_transaction(
+        self,
+        msg: Message,
+        msg_id: str,
+        broker_addr: str,
+        state: str,
+        transaction_id: str | None,
+        *,
+        from_check: bool,
+    ) -> None:
+        """An EndTransaction record once END_TRANSACTION went to ``broker_addr``
+        (``EndTransactionTraceHookImpl``); ``state`` is 4.9.8's name (COMMIT_MESSAGE,
+        ROLLBACK_MESSAGE, UNKNOW)."""
+        if msg.topic.startswith(self.dispatcher.trace_topic):
+            return
+        bean = TraceBean(
+            topic=msg.topic,
+            msg_id=msg_id,
+            tags=msg.tags,
+            keys=msg.properties.get(PROPERTY_KEYS),
+            store_host=broker_addr,
+            msg_type=TraceMessageType.TRANS_COMMIT,
+            transaction_id=transaction_id,
+            transaction_state=state,
+            from_transaction_check=from_check,
+        )
+        self.dispatcher.append(
+            TraceContext(
+                TraceType.END_TRANSACTION,
+                timestamp=now_ms(),
+                region_id=msg.properties.get(PROPERTY_MSG_REGION) or DEFAULT_REGION,
+                group=self.group,
+                beans=[bean],
+            )
+        )
 
 
 class ConsumeTraceHook:

@@ -19,6 +19,7 @@ from mqcore.protocol.bodies.trace import (
     TraceMessageType,
     TraceType,
     decode_trace_data,
+    encode_trace_context,
 )
 
 
@@ -191,3 +192,17 @@ async def test_a_stuck_trace_send_never_holds_up_appends_and_is_dropped_at_shutd
     assert accepted.count(True) >= 4 and d.dropped == accepted.count(False)
     await d.shutdown(timeout=0.2)
     assert d.sent == 0 and d.dropped == 11
+
+
+def test_end_transaction_record() -> None:
+    d = dispatcher(FakeSender())
+    hook = SendTraceHook(d, "TXG")
+    msg = Message("T", b"x", properties={"TAGS": "a", "KEYS": "k"})
+    hook.end_transaction(msg, "UNIQ", "10.0.0.1:10911", "COMMIT_MESSAGE", "UNIQ", from_check=True)
+    hook.end_transaction(Message("RMQ_SYS_TRACE_TOPIC"), "X", "h", "UNKNOW", None, from_check=False)
+    [ctx] = list(d._queue)
+    data = encode_trace_context(ctx).data
+    assert data.rstrip("\x02").split("\x01")[2:] == [
+        "DefaultRegion", "TXG", "T", "UNIQ", "a", "k", "10.0.0.1:10911", "2", "UNIQ",
+        "COMMIT_MESSAGE", "true",
+    ]  # fmt: skip
