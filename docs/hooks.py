@@ -45,9 +45,28 @@ def _expand(nav: Any, entries: list[Any]) -> Any:
     return nav
 
 
+def _targets(nav: Any) -> set[str]:
+    if isinstance(nav, list):
+        return set().union(*(_targets(item) for item in nav))
+    if isinstance(nav, dict):
+        return set().union(*(_targets(target) for target in nav.values()))
+    return {nav} if isinstance(nav, str) else set()
+
+
 def on_config(config: MkDocsConfig) -> MkDocsConfig:
     entries = [{page.title: page.path} for page in _generated()]
     config.nav = _expand(config.nav, entries)
+    # A page added under docs/ without a nav entry still gets one (titled by its heading),
+    # rather than failing the strict build or hiding from the navigation.
+    docs = Path(config.docs_dir)
+    listed = _targets(config.nav)
+    unlisted = sorted(
+        path.relative_to(docs).as_posix()
+        for path in docs.rglob("*.md")
+        if path.relative_to(docs).as_posix() not in listed
+    )
+    if unlisted:
+        config.nav.append({"More": unlisted})
     return config
 
 
@@ -63,7 +82,7 @@ def on_page_content(html: str, **_: Any) -> str:
 def on_files(files: Files, config: MkDocsConfig) -> Files:
     for page in _generated():
         files.append(File.generated(config, page.path, content=page.text))
-    for page, source in COPIED.items():
+    for site_path, source in COPIED.items():
         text = (ROOT / source).read_text(encoding="utf-8")
-        files.append(File.generated(config, page, content=text))
+        files.append(File.generated(config, site_path, content=text))
     return files
