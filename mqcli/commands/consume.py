@@ -36,6 +36,7 @@ from mqcli.commands.admin_util import check_group, complete_group, complete_topi
 from mqcli.connect import NamesrvOpt, config_dir, resolve_namesrv, run_async
 from mqcli.credentials import client_config
 from mqcli.output import err_console, fail
+from mqcli.reachability import BrokerReachability
 from mqcli.render import (
     MESSAGE_HEADERS,
     MESSAGE_HEADERS_WIDE,
@@ -57,6 +58,7 @@ from mqcore.client import (
     MessageSelector,
     PushConsumer,
 )
+from mqcore.client.consumer_base import PULL_RETRY_DELAY
 from mqcore.client.rebalance import compute_pull_from_where
 from mqcore.errors import FilterSyntaxError, MQError
 from mqcore.filter import compile_sql, compile_tags
@@ -283,6 +285,8 @@ async def _consume(opts: dict[str, Any], sink: Sink) -> tuple[int, bool]:
             else:
                 consumer.subscribe(topic, selector)
         await consumer.start()
+        if isinstance(consumer, PushConsumer):  # it retries quietly: say when a broker is away
+            BrokerReachability(err_console, PULL_RETRY_DELAY).observe(consumer.api)
         watch = None
         if not opts["follow"]:
 
