@@ -66,7 +66,11 @@ async def _query(namesrv: str, msg_id: str, trace_topic: str) -> MessageTrace:
 
 
 def trace(
-    msg_id: str = typer.Argument(..., metavar="MSG_ID", help="The producer's msg id (UNIQ_KEY)."),
+    msg_id: str = typer.Argument(
+        ...,
+        metavar="MSG_ID",
+        help="The producer's msg id (UNIQ_KEY), or the offset msg id of the message.",
+    ),
     trace_topic: str = typer.Option(
         RMQ_SYS_TRACE_TOPIC, "--trace-topic", help="The topic the traces were written to."
     ),

@@ -14,6 +14,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from mqcore.client.admin import Admin
+from mqcore.errors import MessageIdError, MQClientError
 from mqcore.message import MessageExt
 from mqcore.protocol.bodies.trace import (
     RMQ_SYS_TRACE_TOPIC,
@@ -155,11 +156,29 @@ def build_trace(msg_id: str, trace_topic: str, trace_msgs: list[MessageExt]) -> 
 
 
 async def query_message_trace(
-    admin: Admin, msg_id: str, trace_topic: str | None = None, *, max_num: int = 64
+    admin: Admin,
+    msg_id: str,
+    trace_topic: str | None = None,
+    *,
+    max_num: int = 64,
+    follow_offset_id: bool = True,
 ) -> MessageTrace:
-    """The trace of ``msg_id`` (the producer's msg id, UNIQ_KEY) from ``trace_topic``."""
+    """The trace of ``msg_id``: the producer's msg id (UNIQ_KEY), which traces are keyed
+    by. Given an offset msg id instead (what ``mq query`` lists as msgId), the message is
+    looked up and its UNIQ_KEY's trace returned (``msg_id`` of the result says which)."""
     topic = trace_topic or RMQ_SYS_TRACE_TOPIC
     found = await admin.query_by_key(
         topic, msg_id, max_num=max_num, end_ms=time.time_ns() // 1_000_000
     )
-    return build_trace(msg_id, topic, found)
+    trace = build_trace(msg_id, topic, found)
+    if not trace.empty or not follow_offset_id:
+        return trace
+    try:
+        stored = await admin.view_message(msg_id)
+    except (MessageIdError, MQClientError):
+        return trace  # not an offset msg id, or no such message
+    if not stored.unique_key or stored.unique_key == msg_id:
+        return trace
+    return await query_message_trace(
+        admin, stored.unique_key, topic, max_num=max_num, follow_offset_id=False
+    )

@@ -140,6 +140,10 @@ async def test_trace_of_a_sent_and_consumed_message(tmp_path: Path) -> None:
             ["SubBefore", "trace-lite"], ["SubAfter", "trace-lite"],
         ]  # fmt: skip
 
+        # the offset msg id (what mq query lists as msgId) finds the same trace
+        code, out, err = await mq(addr, tmp_path, "message", "trace", result.offset_msg_id, "-j")
+        assert code == 0, err
+        assert orjson.loads(out)["msgId"] == result.msg_id
         code, out, err = await mq(addr, tmp_path, "message", "trace", "0" * 32)
         assert code == 1 and "no trace of" in err
 
