@@ -51,7 +51,10 @@ def test_help_and_completion_load_no_command_module() -> None:
     run_help = (
         "sys.argv = ['mq', '--help']\nimport mqcli.main\n"
         "try:\n    mqcli.main.main()\nexcept SystemExit:\n    pass\n"
-        "assert not any(m.startswith('mqcli.commands.') for m in sys.modules), sys.modules"
+        "assert not any(m.startswith('mqcli.commands.') for m in sys.modules), sys.modules\n"
+        "assert 'markdown_it' not in sys.modules and 'rich.markdown' not in sys.modules\n"
+        "import rich.markdown\n"  # the real one, not the stand-in the help renderer saw
+        "assert rich.markdown.Markdown.__module__ == 'rich.markdown'"
     )
     assert _loaded_after(run_help) == []
     env = {**os.environ, "_MQ_COMPLETE": "complete_bash", "COMP_WORDS": "mq pro", "COMP_CWORD": "1"}
