@@ -11,6 +11,7 @@ when the command line (or a completion request) reaches it.
 from __future__ import annotations
 
 import importlib
+import os
 import sys
 from collections.abc import Iterator, Mapping, MutableMapping
 from types import ModuleType
@@ -284,8 +285,9 @@ def _root(
 def main() -> None:
     """Console-script entry: a usage mistake or an MQError becomes one line on stderr
     (plus a hint) and a non-zero exit code; `--debug` shows the traceback instead."""
-    if "--help" in sys.argv or "-h" in sys.argv:
-        _load_help_renderer()  # a command's own help renders with it too
+    zsh_or_fish = os.environ.get("_MQ_COMPLETE") in ("complete_zsh", "complete_fish")
+    if "--help" in sys.argv or "-h" in sys.argv or zsh_or_fish:
+        _load_help_renderer()  # a command's own help, and completions with help texts
     try:
         code = app(standalone_mode=False)
     except ClickException as exc:
