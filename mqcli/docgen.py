@@ -16,8 +16,9 @@ from pathlib import Path
 from typing import Any
 
 import typer
+from typer._click import Context  # typer >= 0.29 vendors click
 
-from mqcli.helpfmt import EXIT_STATUS
+from mqcli.helpfmt import EXIT_STATUS, install
 from mqcore import __version__
 
 SHELLS = ("bash", "zsh", "fish")
@@ -81,6 +82,7 @@ def man_page(path: tuple[str, ...], cmd: Any) -> str:
         ".SH SYNOPSIS",
     ]
     args, opts = _params(cmd)
+    ctx = Context(cmd)
     synopsis = " ".join(path)
     if opts:
         synopsis += " [OPTIONS]"
@@ -100,6 +102,9 @@ def man_page(path: tuple[str, ...], cmd: Any) -> str:
         out.append(".SH OPTIONS")
         for o in opts:
             flags = ", ".join([*o.opts, *o.secondary_opts])
+            value = o.display_type_rich(ctx)  # TEXT, INTEGER, a metavar; None for a flag
+            if value:
+                flags += f" {value}"
             out += [".TP", f".B {_esc(flags)}"]
             text = o.help or ""
             if not o.is_flag and o.default not in (None, "", (), []) and not callable(o.default):
@@ -120,6 +125,7 @@ def man_page(path: tuple[str, ...], cmd: Any) -> str:
 
 
 def man_pages(app: typer.Typer) -> dict[str, str]:
+    install()  # the value names of mq --help (TEXT, not <str>)
     root = typer.main.get_command(app)
     return {"-".join(p) + ".1": man_page(p, c) for p, c in _walk(root, ("mq",))}
 

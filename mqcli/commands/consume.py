@@ -435,7 +435,9 @@ def consume(
     follow: bool = typer.Option(
         True, "--follow/--no-follow", help="Keep waiting, or exit at the end (pinned at start)."
     ),
-    fmt: str = typer.Option("table", "--format", "-o", help="table | json | wide."),
+    fmt: str = typer.Option(
+        "table", "--format", "-o", metavar="FORMAT", help="table | json | wide."
+    ),
     template: str | None = typer.Option(
         None, "-f", "--template", help="kcat-style template: '%t %q %o %T %k %b\\n'."
     ),
