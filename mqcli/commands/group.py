@@ -27,7 +27,6 @@ from mqcli.commands.admin_util import (
     complete_group,
     confirm,
     group_option,
-    parse_time_ms,
     topic_option,
     watch,
 )
@@ -293,7 +292,8 @@ def reset(
         None,
         "--to-time",
         metavar="TIME",
-        help="The first message stored at or after TIME (now, epoch ms, 2026-01-02T10:00, -1h).",
+        help="The first message stored at or after TIME, a time of consume --from "
+        "(@-1h, @2026-01-02T10:00, @<epoch ms>, now; the @ may be left out).",
     ),
     to: str | None = typer.Option(
         None,
@@ -325,8 +325,8 @@ def reset(
     to_end = to_begin = False
     if to_time is not None:
         try:
-            time_ms = parse_time_ms(to_time)
-        except ValueError as exc:
+            time_ms = _reset_time(to_time)
+        except TimespecError as exc:
             raise typer.BadParameter(str(exc), param_hint="--to-time") from None
     if to is not None:
         try:
@@ -386,6 +386,14 @@ def reset(
         err_console.print(f"reset {changed} queue(s) of {group} on {topic}: {how}")
 
     run_async(go())
+
+
+def _reset_time(text: str) -> int:
+    """--to-time: a time in consume --from's grammar, its leading ``@`` optional."""
+    spec = text.strip()
+    if not spec.startswith("@") and spec.lower() != "now":
+        spec = f"@{spec}"
+    return parse_position(spec).time_ms()
 
 
 async def _plan_relative(

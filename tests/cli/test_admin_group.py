@@ -125,6 +125,11 @@ def test_reset_to_takes_the_grammar_of_consume_from(servers: Cluster) -> None:
     assert set(reset_to("+1").values()) == {1}
     assert set(reset_to("first").values()) == {0}
     assert reset_to("last") == ends
+    # --to-time reads the same times, with or without the @.
+    for when in ("@-1h", "-1h"):
+        servers.ok("group", "reset", "grammar", "-t", "Lagging", "--to-time", when, "--yes")
+        assert set(_offsets(servers, "grammar").values()) == {0}
+        servers.ok("group", "reset", "grammar", "-t", "Lagging", "--to", "last", "--yes")
 
 
 async def _online(servers: Cluster, group: str) -> LitePullConsumer:
