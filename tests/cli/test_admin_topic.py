@@ -229,6 +229,11 @@ def test_topic_names_complete_from_the_name_server(servers: Cluster) -> None:
         [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=20
     )
     assert done.stdout.split() == ["Completed"]
+    positional = {**env, "COMP_WORDS": "mq topic status Compl", "COMP_CWORD": "3"}
+    done = subprocess.run(
+        [sys.executable, "-c", code], env=positional, capture_output=True, text=True, timeout=20
+    )
+    assert done.stdout.split() == ["Completed"]  # TOPIC completes as -t does
     env["MQ_NAMESRV_ADDR"] = "127.0.0.1:1"  # name server down: nothing, silently
     done = subprocess.run(
         [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=20
