@@ -170,8 +170,9 @@ def _keep_whole(table: Table, width: int) -> None:
             or header in _WHOLE_COLUMNS
             or any(_TIMESTAMP.match(v) for v in values)
         ):
+            shown = str(column.header).split("\n")  # broken at its hyphens, or whole
             column.no_wrap = True
-            column.min_width = max(column.min_width or 0, most, len(header))
+            column.min_width = max(column.min_width or 0, most, *(len(x) for x in shown))
 
 
 # Columns whose values are never cut in a fitted table (ids, addresses, times).
