@@ -282,22 +282,28 @@ def query(
     begin: int = typer.Option(0, "--begin", help="Earliest store time, ms since the epoch."),
     end: int = typer.Option(2**63 - 1, "--end", help="Latest store time, ms since the epoch."),
     max_num: int = typer.Option(64, "--max", help="At most this many results.", min=1),
+    fmt: str | None = FormatOpt,
     as_json: bool = JsonOpt,
 ) -> None:
-    """Find messages by key through the index files, offline (exit 1 when none).
+    """Find messages by key through the index files, offline (exit 1 when none), shown
+    as `mq query` shows them (one JSON object per line with --json).
 
     Examples:
       mq store query Orders order-42
-      mq store query Orders order-42 --store /data/rocketmq/store --json
+      mq store query Orders order-42 --store /data/rocketmq/store -o wide
+      mq store query Orders order-42 --json | jq .body
     """
+    from mqcli.commands.query import print_messages
+
+    fmt = resolve_format(fmt, as_json)
     with _open(_root(None, store)) as st:
         found = st.query_key(topic, key, max_num=max_num, begin=begin, end=end)
-    for msg in found:
-        if as_json:
+    if fmt == "json":
+        for msg in found:
             print_json_line(message_json(msg))
-        else:
-            console.print(message_line(msg), soft_wrap=True)
-    if not as_json:
+    elif found:
+        print_messages(found, {}, fmt=fmt, charset="utf-8", template=None)
+    if fmt != "json":
         output.err_console.print(f"[dim]{len(found)} message(s)[/]")
     if not found:
         raise typer.Exit(1)

@@ -113,6 +113,13 @@ def test_query_finds_keys_in_real_index(mq: MqRunner, fixture_store: Path) -> No
     assert mq("store", "query", "FixtureTopic", uniq, "-s", str(fixture_store)).returncode == 0
     missing = mq("store", "query", "FixtureTopic", "no-such-key", "-s", str(fixture_store))
     assert missing.returncode == 1 and "0 message(s)" in missing.stderr
+    # As `mq query` shows it: in a pipe the wide columns, plain and whole.
+    piped = mq("store", "query", "FixtureTopic", "k42", "-s", str(fixture_store), check=True)
+    header, row = piped.stdout.splitlines()
+    assert header.split()[:3] == ["QUEUE", "OFFSET", "STORE-TIME"] and "MSG-ID" in header
+    assert hit["msgId"] in row and row.endswith("body-42") and "1 message(s)" in piped.stderr
+    shown = mq("store", "query", "FixtureTopic", "k42", "-s", str(fixture_store), "-o", "json")
+    assert json.loads(shown.stdout)["msgId"] == hit["msgId"]
 
 
 def test_dump_commitlog_bare_name_and_json_fields(mq: MqRunner, fixture_store: Path) -> None:
