@@ -161,7 +161,7 @@ def test_plain_conversions() -> None:
 
     from mqcli.coerce import plain_runtime_param
 
-    def convert(annotation: object, text: str, **info: object) -> object:
+    def convert(annotation: object, text: str | list[str], **info: object) -> object:
         descriptor = resolve_type_descriptor(annotation, OptionInfo(**info))  # type: ignore[arg-type]
         runtime = plain_runtime_param(descriptor)
         assert runtime is not None
