@@ -31,6 +31,7 @@ from mqcore.errors import CorruptRecordError
 from mqcore.message.const import SysFlag
 from mqcore.store.commitlog import DispatchRequest
 from mqcore.store.consume_queue import is_filler
+from mqcore.store.index_file import IndexFile
 from mqcore.store.offline import OfflineStore
 
 CONFIG_FILES = (
@@ -232,11 +233,54 @@ def _verify_index(
 ) -> Iterator[Problem]:
     end = store.scan().end_offset if horizon is None else horizon
     min_offset = store.min_offset
+    if horizon is not None:
+        try:
+            files = _settled_index_files(store)
+        except CorruptRecordError as exc:
+            yield _corrupt("index", exc)
+            return
+        try:
+            yield from _verify_index_files(store, files, progress, end, min_offset, horizon)
+        finally:
+            for f in files:
+                f.close()
+        return
     try:
         files = store.index_files()
     except CorruptRecordError as exc:
         yield _corrupt("index", exc)
         return
+    yield from _verify_index_files(store, files, progress, end, min_offset, horizon)
+
+
+def _settled_index_files(store: OfflineStore) -> list[IndexFile]:
+    """The index files of a store in use, without the newest while the broker is still
+    creating it (it does not parse yet)."""
+    paths = (
+        sorted(p for p in store.index_path.iterdir() if p.is_file())
+        if store.index_path.is_dir()
+        else []
+    )
+    files: list[IndexFile] = []
+    for i, path in enumerate(paths):
+        try:
+            files.append(IndexFile.open(path, readonly=True))
+        except CorruptRecordError:
+            if i != len(paths) - 1:
+                for f in files:
+                    f.close()
+                raise
+    return files
+
+
+def _verify_index_files(
+    store: OfflineStore,
+    files: list[IndexFile],
+    progress: Progress | None,
+    end: int,
+    min_offset: int,
+    horizon: int | None,
+) -> Iterator[Problem]:
     for f in files:
         if progress:
             progress(f"index {f.name}", 0, f.index_count)
