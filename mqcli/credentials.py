@@ -9,8 +9,6 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from mqcli.output import fail
-
 if TYPE_CHECKING:  # the client and the ACL code load only when a command signs
     from mqcore.acl.signature import SessionCredentials
     from mqcore.client import ClientConfig
@@ -24,6 +22,8 @@ def _pair(access_key: str | None, secret_key: str | None, where: str) -> Session
     if not access_key and not secret_key:
         return None
     if not access_key or not secret_key:
+        from mqcli.output import fail
+
         fail(f"{where} gives only one of the access key and the secret key", hint="give both")
     from mqcore.acl.signature import SessionCredentials
 

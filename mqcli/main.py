@@ -23,7 +23,7 @@ from typer._click.exceptions import ClickException
 from typer._click.shell_completion import CompletionItem
 from typer.core import TyperCommand, TyperGroup
 
-from mqcli import coerce, helpfmt, output
+from mqcli import coerce, helpfmt
 from mqcli.credentials import set_cli_credentials
 from mqcore import __version__
 from mqcore.errors import MQError
@@ -277,6 +277,8 @@ def _root(
         None, "--secret-key", help="ACL secret key (env MQ_SECRET_KEY).", show_default=False
     ),
 ) -> None:
+    from mqcli import output  # rich's console: not needed to list or complete commands
+
     set_cli_credentials(access_key, secret_key)
     output.set_debug(debug)
     output.quiet_library_logs(debug)
@@ -291,12 +293,16 @@ def main() -> None:
     try:
         code = app(standalone_mode=False)
     except ClickException as exc:
+        from mqcli import output
+
         if not exc.format_message():  # e.g. a group run without a command: help was shown
             sys.exit(exc.exit_code)
         ctx = getattr(exc, "ctx", None)
         where = ctx.command_path if ctx is not None else "mq"
         output.fail(exc.format_message(), code=exc.exit_code, hint=f"see '{where} --help'")
     except MQError as exc:
+        from mqcli import output
+
         if output.debug_enabled():
             raise
         output.fail(str(exc))

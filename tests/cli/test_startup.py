@@ -61,6 +61,7 @@ def test_help_and_completion_load_no_command_module() -> None:
     run_completion = (
         "sys.argv = ['mq']\nimport mqcli.main\n"
         "try:\n    mqcli.main.main()\nexcept SystemExit:\n    pass\n"
+        "assert 'rich.console' not in sys.modules, 'a bash completion needs no rich'"
     )
     assert _loaded_after(run_completion, env) == []
 
