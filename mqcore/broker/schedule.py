@@ -33,7 +33,6 @@ persisted (as RocketMQ; the offsets are clamped into the recovered queue at star
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
 from dataclasses import dataclass
@@ -43,7 +42,7 @@ from mqcore.broker.durability import wait_flushed
 from mqcore.broker.java_order import rewrite_properties
 from mqcore.broker.processor.send import count_put
 from mqcore.broker.stats import StatsItem
-from mqcore.common.aio import cancel_and_wait
+from mqcore.common.aio import cancel_and_wait, wait_event
 from mqcore.errors import CorruptRecordError
 from mqcore.message.const import (
     DLQ_GROUP_TOPIC_PREFIX,
@@ -200,8 +199,7 @@ class ScheduleMessageService:
             if wait <= 0:
                 await asyncio.sleep(0)
                 continue
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(wake.wait(), min(wait, _IDLE_WAIT))
+            await wait_event(wake, min(wait, _IDLE_WAIT))
 
     async def deliver_due(self, level: int) -> float:
         """Deliver the due head of ``level``'s queue (up to one batch); the seconds until

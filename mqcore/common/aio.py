@@ -6,7 +6,7 @@ import asyncio
 from collections.abc import Iterable
 from typing import Any
 
-__all__ = ["cancel_and_wait"]
+__all__ = ["cancel_and_wait", "wait_event"]
 
 
 async def cancel_and_wait(tasks: Iterable[asyncio.Task[Any]]) -> None:
@@ -17,3 +17,19 @@ async def cancel_and_wait(tasks: Iterable[asyncio.Task[Any]]) -> None:
         task.cancel()
     if tasks:
         await asyncio.gather(*tasks, return_exceptions=True)
+
+
+async def wait_event(event: asyncio.Event, timeout: float) -> bool:
+    """Wait until ``event`` is set or ``timeout`` seconds pass; whether it was set.
+
+    Why not ``asyncio.wait_for(event.wait(), timeout)``: on Python 3.11, when the event is
+    set in the same loop pass as the waiting task is cancelled, ``wait_for`` returns the
+    result and drops the cancellation, so a service loop built on it never stops
+    (``cancel_and_wait`` then waits forever). ``asyncio.timeout`` keeps the cancellation.
+    """
+    try:
+        async with asyncio.timeout(timeout):
+            await event.wait()
+    except TimeoutError:
+        return False
+    return True

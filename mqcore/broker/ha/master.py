@@ -19,7 +19,7 @@ import asyncio
 import contextlib
 import logging
 
-from mqcore.common.aio import cancel_and_wait
+from mqcore.common.aio import cancel_and_wait, wait_event
 from mqcore.protocol.ha import HAProtocolError, ReportReader, encode_transfer_header
 from mqcore.remoting.tls import ServerTls, TlsListener
 from mqcore.store.commitlog import CommitLog
@@ -259,5 +259,4 @@ class HAConnection:
                 last_write = loop.time()
                 await self._writer.drain()
                 continue
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self.data_ready.wait(), heartbeat - idle)
+            await wait_event(self.data_ready, heartbeat - idle)

@@ -22,7 +22,7 @@ import logging
 import ssl
 from collections.abc import Awaitable, Callable
 
-from mqcore.common.aio import cancel_and_wait
+from mqcore.common.aio import cancel_and_wait, wait_event
 from mqcore.errors import StoreError
 from mqcore.protocol.ha import HAProtocolError, TransferReader, encode_report
 from mqcore.store.message_store import MessageStore
@@ -91,8 +91,7 @@ class HAClient:
             finally:
                 self.connected = False
             self._address_changed.clear()
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._address_changed.wait(), _RETRY_DELAY)
+            await wait_event(self._address_changed, _RETRY_DELAY)
 
     async def _session(self, address: str) -> None:
         host, _, port = address.rpartition(":")
