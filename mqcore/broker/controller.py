@@ -20,7 +20,6 @@ of ports is picked and ``config.listen_port`` becomes the real one.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import inspect
 import logging
 from collections.abc import Callable
@@ -29,6 +28,7 @@ from mqcore.acl.guard import AclGuard
 from mqcore.broker import schedule, slave_sync
 from mqcore.broker.client_manager import ConsumerManager, ProducerManager
 from mqcore.broker.config import BrokerConfig
+from mqcore.broker.context import BrokerContext
 from mqcore.broker.ha.master import HAService
 from mqcore.broker.ha.slave import HAClient
 from mqcore.broker.long_polling import LongPollingService
@@ -50,7 +50,7 @@ from mqcore.broker.rebalance_lock import RebalanceLockManager
 from mqcore.broker.reput import ReputService
 from mqcore.broker.stats import BrokerStatsManager
 from mqcore.broker.topics import TopicService
-from mqcore.common.aio import cancel_and_wait
+from mqcore.common.aio import cancel_and_wait, wait_event
 from mqcore.remoting import ChannelLimits, RemotingServer
 from mqcore.remoting.tls import ServerTls, client_context_from_config
 from mqcore.store.message_store import MessageStore
@@ -157,6 +157,23 @@ class BrokerController:
 
     def _register_processors(self) -> None:
         """Every request processor, on ``server`` and (minus PULL_MESSAGE) ``fast_server``."""
+        # -- delay levels (SCHEDULE_TOPIC_XXXX) first: sends and send-backs rewrite into it --
+        self.schedule_service = schedule.register(self)
+        self.context = BrokerContext(
+            config=self.config,
+            store_config=self.store_config,
+            store=self.store,
+            topics=self.topics,
+            groups=self.subscription_group_manager,
+            offsets=self.consumer_offset_manager,
+            producers=self.producer_manager,
+            consumers=self.consumer_manager,
+            long_polling=self.long_polling,
+            stats=self.stats,
+            schedule=self.schedule_service,
+            ha=self.ha,
+            store_host=lambda: (self.config.broker_ip1, self.server.port),
+        )
         send.register(self)
         pull.register(self)
         offsets.register(self)
@@ -167,8 +184,7 @@ class BrokerController:
         admin_store.register(self)
         # -- transactions: END_TRANSACTION and the check-back --
         self.transaction_service = end_transaction.register(self)
-        # -- delay levels (SCHEDULE_TOPIC_XXXX) and CONSUMER_SEND_MSG_BACK --
-        self.schedule_service = schedule.register(self)
+        # -- CONSUMER_SEND_MSG_BACK --
         send_back.register(self)
         reply_message.register(self)
 
@@ -373,8 +389,7 @@ class BrokerController:
         assert self._register_wanted is not None
         period = self.config.register_name_server_period / 1000
         while True:
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._register_wanted.wait(), period)
+            await wait_event(self._register_wanted, period)
             self._register_wanted.clear()
             force, self._register_force = self._register_force, True
             try:

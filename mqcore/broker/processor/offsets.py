@@ -38,6 +38,9 @@ from . import reply
 
 if TYPE_CHECKING:
     from mqcore.broker.controller import BrokerController
+    from mqcore.broker.topics import TopicService
+    from mqcore.store.message_store import MessageStore
+    from mqcore.store.metadata import ConsumerOffsetManager
 
 __all__ = ["OffsetProcessor", "register"]
 
@@ -55,10 +58,12 @@ def _physical_memory() -> int:
 
 
 class OffsetProcessor:
-    def __init__(self, controller: BrokerController) -> None:
-        self.controller = controller
-        self.store = controller.store
-        self.offsets = controller.consumer_offset_manager
+    def __init__(
+        self, store: MessageStore, offsets: ConsumerOffsetManager, topics: TopicService
+    ) -> None:
+        self.store = store
+        self.offsets = offsets
+        self.topics = topics
         self._memory_window = _physical_memory() * ACCESS_MESSAGE_IN_MEMORY_MAX_RATIO // 100
 
     def query_consumer_offset(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
@@ -96,7 +101,7 @@ class OffsetProcessor:
     def _check_offset_update(self, h: UpdateConsumerOffsetRequestHeader) -> tuple[int, str] | None:
         """(code, remark) when the update names no queue of a known topic or a negative
         offset; None when it may be stored."""
-        config = self.controller.topics.select(h.topic)
+        config = self.topics.select(h.topic)
         if config is None:
             return ResponseCode.TOPIC_NOT_EXIST, f"topic[{h.topic}] not exist, offset not stored"
         queues = max(config.read_queue_nums, config.write_queue_nums)
@@ -161,7 +166,7 @@ class OffsetProcessor:
 
 
 def register(controller: BrokerController) -> None:
-    p = OffsetProcessor(controller)
+    p = OffsetProcessor(controller.store, controller.consumer_offset_manager, controller.topics)
     table = {
         RequestCode.QUERY_CONSUMER_OFFSET: p.query_consumer_offset,
         RequestCode.UPDATE_CONSUMER_OFFSET: p.update_consumer_offset,

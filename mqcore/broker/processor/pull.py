@@ -58,6 +58,7 @@ from mqcore.store.store_config import BrokerRole
 from . import reply
 
 if TYPE_CHECKING:
+    from mqcore.broker.context import BrokerContext
     from mqcore.broker.controller import BrokerController
 
 __all__ = ["PullMessageProcessor", "build_subscription", "register", "tag_filter"]
@@ -106,10 +107,10 @@ def tag_filter(sub: SubscriptionData) -> TagFilter | None:
 
 
 class PullMessageProcessor:
-    def __init__(self, controller: BrokerController) -> None:
-        self.controller = controller
-        self.config = controller.config
-        self.store = controller.store
+    def __init__(self, ctx: BrokerContext) -> None:
+        self.ctx = ctx
+        self.config = ctx.config
+        self.store = ctx.store
 
     def process(
         self, channel: Channel, request: RemotingCommand
@@ -125,7 +126,7 @@ class PullMessageProcessor:
             return reply(request, exc.code, exc.remark)
         response = self.pull(request, header, filters, group)
         if header.sys_flag & PullSysFlag.COMMIT_OFFSET and self._is_master:
-            self.controller.consumer_offset_manager.commit(
+            self.ctx.offsets.commit(
                 header.consumer_group, header.topic, header.queue_id, header.commit_offset
             )
         if response.code == _NOT_FOUND and header.sys_flag & PullSysFlag.SUSPEND:
@@ -145,7 +146,7 @@ class PullMessageProcessor:
 
     @property
     def _is_master(self) -> bool:
-        return self.controller.store_config.broker_role is not BrokerRole.SLAVE
+        return self.ctx.store_config.broker_role is not BrokerRole.SLAVE
 
     async def _hold(
         self,
@@ -160,9 +161,9 @@ class PullMessageProcessor:
             if self.config.long_polling_enable
             else self.config.short_polling_time_mills
         )
-        store, topic, queue_id = self.controller.store, header.topic, header.queue_id
+        store, topic, queue_id = self.ctx.store, header.topic, header.queue_id
         try:
-            await self.controller.long_polling.hold(
+            await self.ctx.long_polling.hold(
                 topic,
                 queue_id,
                 header.queue_offset,
@@ -192,13 +193,13 @@ class PullMessageProcessor:
     ) -> tuple[Filters, SubscriptionGroupConfig]:
         """Permissions, group, topic, queue id and subscription; the filters to use and
         the group's config (the pull answer's broker suggestion reads it)."""
-        c = self.controller
+        c = self.ctx
         if not self.config.broker_permission & PERM_READ:
             raise PullRefused(
                 ResponseCode.NO_PERMISSION,
                 f"the broker[{self.config.broker_ip1}] pulling message is forbidden",
             )
-        groups = c.subscription_group_manager
+        groups = c.groups
         group = header.consumer_group
         known = group in groups.table
         group_config = groups.find(group, auto_create=self.config.auto_create_subscription_group)
@@ -239,7 +240,7 @@ class PullMessageProcessor:
                 return (None, self._sql_filter(topic, header.subscription or "")), group_config
             sub = build_subscription(topic, header.subscription, header.sub_version)
         else:
-            group_info = c.consumer_manager.get_group(group)
+            group_info = c.consumers.get_group(group)
             if group_info is None:
                 raise PullRefused(
                     ResponseCode.SUBSCRIPTION_NOT_EXIST, "the consumer's group info not exist"
@@ -252,7 +253,7 @@ class PullMessageProcessor:
                     ResponseCode.NO_PERMISSION,
                     f"the consumer group[{group}] can not consume by broadcast way",
                 )
-            found = c.consumer_manager.find_subscription(group, topic)
+            found = c.consumers.find_subscription(group, topic)
             if found is None:
                 raise PullRefused(
                     ResponseCode.SUBSCRIPTION_NOT_EXIST, "the consumer's subscription not exist"
@@ -310,7 +311,7 @@ class PullMessageProcessor:
         filters: Filters,
         group: SubscriptionGroupConfig,
     ) -> RemotingCommand:
-        store_config = self.controller.store_config
+        store_config = self.ctx.store_config
         max_count = max(
             1, min(header.max_msg_nums, store_config.max_transfer_count_on_message_in_memory)
         )
@@ -338,7 +339,7 @@ class PullMessageProcessor:
             min_offset=result.min_offset,
             max_offset=result.max_offset,
         )
-        stats = self.controller.stats
+        stats = self.ctx.stats
         if code == _SUCCESS:
             body = b"".join(result.buffers)
             stats.on_get(header.consumer_group, header.topic, len(result.buffers), len(body))
@@ -368,5 +369,5 @@ class PullMessageProcessor:
 
 
 def register(controller: BrokerController) -> None:
-    processor = PullMessageProcessor(controller)
+    processor = PullMessageProcessor(controller.context)
     controller.server.register(RequestCode.PULL_MESSAGE, processor.process)

@@ -23,6 +23,8 @@ from mqcore.remoting import Channel
 
 if TYPE_CHECKING:
     from mqcore.broker.controller import BrokerController
+    from mqcore.store.message_store import MessageStore
+    from mqcore.store.store_config import MessageStoreConfig
 
 __all__ = ["QueryProcessor", "register"]
 
@@ -30,16 +32,17 @@ log = logging.getLogger("mq.broker.query")
 
 
 class QueryProcessor:
-    def __init__(self, controller: BrokerController) -> None:
-        self.controller = controller
+    def __init__(self, store: MessageStore, store_config: MessageStoreConfig) -> None:
+        self.store = store
+        self.store_config = store_config
 
     def query_message(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
         header = QueryMessageRequestHeader.from_command(request)
         max_num = header.max_num
         if header.unique_key_query:
             # A unique key (UNIQ_KEY) names one message, maybe stored a few times.
-            max_num = self.controller.store_config.default_query_max_num
-        result = self.controller.store.query_by_key(
+            max_num = self.store_config.default_query_max_num
+        result = self.store.query_by_key(
             header.topic,
             header.key,
             max(0, max_num),
@@ -63,7 +66,7 @@ class QueryProcessor:
         try:
             if header.offset < 0:
                 raise CorruptRecordError("negative offset")
-            record = bytes(self.controller.store.get_message(header.offset))
+            record = bytes(self.store.get_message(header.offset))
         except StoreError:  # CorruptRecordError included: nothing stored there
             return reply(
                 request,
@@ -74,7 +77,7 @@ class QueryProcessor:
 
 
 def register(controller: BrokerController) -> QueryProcessor:
-    proc = QueryProcessor(controller)
+    proc = QueryProcessor(controller.store, controller.store_config)
     for server in (controller.server, controller.fast_server):
         server.register(RequestCode.QUERY_MESSAGE, proc.query_message)
         server.register(RequestCode.VIEW_MESSAGE_BY_ID, proc.view_message_by_id)

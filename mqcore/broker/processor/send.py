@@ -62,6 +62,7 @@ from . import reply
 
 if TYPE_CHECKING:
     from mqcore.broker.config import BrokerConfig
+    from mqcore.broker.context import BrokerContext
     from mqcore.broker.controller import BrokerController
     from mqcore.broker.stats import BrokerStatsManager
     from mqcore.broker.topics import TopicService
@@ -134,14 +135,14 @@ def born_host(channel: Channel) -> HostAddr:
 class SendMessageProcessor:
     """One instance per broker, registered for the three send codes on both servers."""
 
-    def __init__(self, controller: BrokerController) -> None:
-        self.controller = controller
-        self.config = controller.config
+    def __init__(self, ctx: BrokerContext) -> None:
+        self.ctx = ctx
+        self.config = ctx.config
         self._rng = random.Random()
 
     @property
     def store_host(self) -> HostAddr:
-        return (self.config.broker_ip1, self.controller.server.port)
+        return self.ctx.store_host()
 
     # -- entry ----------------------------------------------------------------------------
     def process(
@@ -170,9 +171,9 @@ class SendMessageProcessor:
         if header.batch:
             keys = [m.properties.get(PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX, "") for m in batch]
             uniq_key = ",".join(keys) if any(keys) else ""
-        result = self.controller.store.put_messages(batch)
-        count_put(self.controller.stats, batch, result)
-        if must_wait(result, wait, self.controller.store_config):
+        result = self.ctx.store.put_messages(batch)
+        count_put(self.ctx.stats, batch, result)
+        if must_wait(result, wait, self.ctx.store_config):
             return self._await_durable(request, header, queue_id, uniq_key, result)
         return self.answer(request, header, queue_id, uniq_key, result, result.status)
 
@@ -184,7 +185,7 @@ class SendMessageProcessor:
         uniq_key: str,
         result: PutResult,
     ) -> RemotingCommand:
-        status = await await_durable(result, self.controller.store_config, self.controller.ha)
+        status = await await_durable(result, self.ctx.store_config, self.ctx.ha)
         return self.answer(request, header, queue_id, uniq_key, result, status)
 
     # -- checks ---------------------------------------------------------------------------
@@ -194,8 +195,8 @@ class SendMessageProcessor:
             channel,
             header,
             broker_config=self.config,
-            topics=self.controller.topics,
-            groups=self.controller.subscription_group_manager,
+            topics=self.ctx.topics,
+            groups=self.ctx.groups,
         )
 
     def _queue_id(self, header: SendMessageRequestHeader, config: TopicConfig) -> int:
@@ -214,9 +215,7 @@ class SendMessageProcessor:
         if not msg.topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
             return
         group = msg.topic[len(RETRY_GROUP_TOPIC_PREFIX) :]
-        config = self.controller.subscription_group_manager.find(
-            group, auto_create=self.config.auto_create_subscription_group
-        )
+        config = self.ctx.groups.find(group, auto_create=self.config.auto_create_subscription_group)
         if config is None:
             raise SendRefused(
                 ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST, f"subscription group not exist, {group}"
@@ -227,7 +226,7 @@ class SendMessageProcessor:
         if (header.reconsume_times or 0) < max_times:
             return
         dlq = DLQ_GROUP_TOPIC_PREFIX + group
-        self.controller.topics.create_in_send_back(dlq, 1, PERM_READ | PERM_WRITE)
+        self.ctx.topics.create_in_send_back(dlq, 1, PERM_READ | PERM_WRITE)
         msg.topic, msg.queue_id = dlq, 0
 
     def rewrite_half(self, msg: MessageExt) -> MessageExt:
@@ -240,7 +239,7 @@ class SendMessageProcessor:
                 ResponseCode.NO_PERMISSION,
                 f"the broker[{self.config.broker_ip1}] sending transaction message is forbidden",
             )
-        return prepare_half_message(self.controller, msg)
+        return prepare_half_message(self.ctx.topics, msg)
 
     # -- building -------------------------------------------------------------------------
     def _base_properties(self, header: SendMessageRequestHeader) -> dict[str, str]:
@@ -261,7 +260,7 @@ class SendMessageProcessor:
         if not props.get(PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX):
             props[PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX] = create_uniq_key()
         body = request.body
-        max_size = self.controller.store_config.max_message_size
+        max_size = self.ctx.store_config.max_message_size
         if len(body) > max_size:
             raise SendRefused(
                 ResponseCode.MESSAGE_ILLEGAL,
@@ -320,7 +319,7 @@ class SendMessageProcessor:
             ) from None
         if not entries:
             raise SendRefused(ResponseCode.MESSAGE_ILLEGAL, "empty batch")
-        max_size = self.controller.store_config.max_message_size
+        max_size = self.ctx.store_config.max_message_size
         queue_id = self._queue_id(header, config)
         host, store_host = born_host(channel), self.store_host
         out: list[MessageExt] = []
@@ -355,7 +354,7 @@ class SendMessageProcessor:
     def rewrite_delay(self, msg: MessageExt) -> MessageExt:
         """A ``DELAY`` > 0 message goes to ``SCHEDULE_TOPIC_XXXX`` queue ``level - 1`` with
         ``REAL_TOPIC``/``REAL_QID`` (spec §11; see :mod:`mqcore.broker.schedule`)."""
-        return self.controller.schedule_service.rewrite_delay(msg)
+        return self.ctx.schedule.rewrite_delay(msg)
 
     # -- the answer -----------------------------------------------------------------------
     def answer(
@@ -466,7 +465,7 @@ def _delay_level(props: dict[str, str]) -> int:
 
 
 def register(controller: BrokerController) -> None:
-    processor = SendMessageProcessor(controller)
+    processor = SendMessageProcessor(controller.context)
     for code in (
         RequestCode.SEND_MESSAGE,
         RequestCode.SEND_MESSAGE_V2,

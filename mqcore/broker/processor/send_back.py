@@ -43,6 +43,7 @@ from . import reply
 from .send import count_put
 
 if TYPE_CHECKING:
+    from mqcore.broker.context import BrokerContext
     from mqcore.broker.controller import BrokerController
 
 __all__ = ["SendBackProcessor", "register"]
@@ -59,8 +60,8 @@ _TOPIC_FLAG_UNIT_SUB = 0x2
 class SendBackProcessor:
     """One per broker, on both servers."""
 
-    def __init__(self, controller: BrokerController) -> None:
-        self.controller = controller
+    def __init__(self, ctx: BrokerContext) -> None:
+        self.ctx = ctx
         self._rng = random.Random()
 
     def process(
@@ -70,10 +71,8 @@ class SendBackProcessor:
             header = ConsumerSendMsgBackRequestHeader.from_command(request)
         except HeaderError as exc:
             return reply(request, ResponseCode.SYSTEM_ERROR, str(exc))
-        c = self.controller
-        group = c.subscription_group_manager.find(
-            header.group, auto_create=c.config.auto_create_subscription_group
-        )
+        c = self.ctx
+        group = c.groups.find(header.group, auto_create=c.config.auto_create_subscription_group)
         if group is None:
             return reply(
                 request,
@@ -129,7 +128,7 @@ class SendBackProcessor:
         msg = stored.rerouted(
             topic, queue_id, properties=props, reconsume_times=stored.reconsume_times + 1
         )
-        msg = c.schedule_service.rewrite_delay(msg)
+        msg = c.schedule.rewrite_delay(msg)
         result = c.store.put_messages((msg,))
         count_put(c.stats, [msg], result)
         # WAIT is "false" on a send-back copy, so (as in 4.9.8) it is answered without
@@ -144,14 +143,14 @@ class SendBackProcessor:
         if offset < 0:
             return None
         try:
-            view = self.controller.store.get_message(offset)
+            view = self.ctx.store.get_message(offset)
             return decode_record(view, 0, strict=True, decompress=False)
         except (CorruptRecordError, ValueError) as exc:
             log.info("send back: no message at commit log offset %d (%s)", offset, exc)
             return None
 
     async def _await_durable(self, request: RemotingCommand, result: PutResult) -> RemotingCommand:
-        status = await await_durable(result, self.controller.store_config, self.controller.ha)
+        status = await await_durable(result, self.ctx.store_config, self.ctx.ha)
         return self._answer(request, status, result)
 
     @staticmethod
@@ -165,7 +164,7 @@ class SendBackProcessor:
 
 
 def register(controller: BrokerController) -> SendBackProcessor:
-    processor = SendBackProcessor(controller)
+    processor = SendBackProcessor(controller.context)
     controller.server.register(RequestCode.CONSUMER_SEND_MSG_BACK, processor.process)
     controller.fast_server.register(RequestCode.CONSUMER_SEND_MSG_BACK, processor.process)
     return processor

@@ -36,6 +36,7 @@ from mqcore.store.results import GetStatus, PutResult
 
 if TYPE_CHECKING:
     from mqcore.broker.controller import BrokerController
+    from mqcore.broker.topics import TopicService
 
 __all__ = [
     "HALF_QUEUE_ID",
@@ -74,6 +75,12 @@ def render_half(msg: MessageExt) -> MessageExt:
     return msg
 
 
+def ensure_system_topic(topics: TopicService, topic: str) -> None:
+    """System topics are created on first use, one queue, read/write (as RocketMQ)."""
+    if topics.select(topic) is None:
+        topics.create_in_send_back(topic, 1, PERM_READ | PERM_WRITE)
+
+
 class TransactionalMessageBridge:
     """Reads and writes of the half, op and discard topics, and their progress offsets."""
 
@@ -84,9 +91,7 @@ class TransactionalMessageBridge:
 
     # -- topics ---------------------------------------------------------------------------
     def ensure_topic(self, topic: str) -> None:
-        """System topics are created on first use, one queue, read/write (as RocketMQ)."""
-        if self.controller.topics.select(topic) is None:
-            self.controller.topics.create_in_send_back(topic, 1, PERM_READ | PERM_WRITE)
+        ensure_system_topic(self.controller.topics, topic)
 
     # -- reading --------------------------------------------------------------------------
     def look(self, commit_log_offset: int) -> MessageExt | None:

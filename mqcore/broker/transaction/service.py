@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING
 from mqcore.broker.transaction.bridge import (
     ORIGIN_OFFSET,
     TransactionalMessageBridge,
+    ensure_system_topic,
     render_half,
 )
 from mqcore.message.const import (
@@ -45,6 +46,7 @@ from mqcore.protocol.headers import EndTransactionRequestHeader
 
 if TYPE_CHECKING:
     from mqcore.broker.controller import BrokerController
+    from mqcore.broker.topics import TopicService
     from mqcore.broker.transaction.check import TransactionalMessageCheckService
 
 __all__ = [
@@ -97,14 +99,14 @@ def is_half_message(msg: MessageExt) -> bool:
     )
 
 
-def prepare_half_message(controller: BrokerController, msg: MessageExt) -> MessageExt:
+def prepare_half_message(topics: TopicService, msg: MessageExt) -> MessageExt:
     """Rewrite a sent PREPARED message as a half message (the send path stores it).
 
     A delay level is dropped: the Java producer never sends one with a transaction, and
     a delayed half message would be parked in the schedule topic and lost."""
     if msg.properties.pop(PROPERTY_DELAY_TIME_LEVEL, None) is not None:
         log.info("transactional message to %s: delay level ignored", msg.topic)
-    TransactionalMessageBridge(controller).ensure_topic(RMQ_SYS_TRANS_HALF_TOPIC)
+    ensure_system_topic(topics, RMQ_SYS_TRANS_HALF_TOPIC)
     return render_half(msg)
 
 

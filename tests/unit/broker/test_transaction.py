@@ -84,7 +84,7 @@ def half(
         store_host=("127.0.0.1", broker.server.port),
     )
     assert is_half_message(msg)
-    result = broker.store.put_message(prepare_half_message(broker, msg))
+    result = broker.store.put_message(prepare_half_message(broker.topics, msg))
     assert result.ok
     broker.reput.run()  # the dispatch pass that follows the put on the event loop
     stored = broker.store.look_message(result.wrote_offset)
