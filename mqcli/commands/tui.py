@@ -24,8 +24,9 @@ def tui(
     Views: cluster (brokers with role, HA state and slave lag; name servers), topics
     (depth, put TPS), groups (lag per queue, members), delay levels
     (SCHEDULE_TOPIC_XXXX progress), messages (by key, id or time range) and dead
-    letters (browse, resend). Keys: 1-6 or tab switch views, / filters, r refreshes, ?
-    shows help, q quits.
+    letters (browse, resend). Keys: F1-F6 or alt+1..6 switch views anywhere (1-6 and
+    tab outside text boxes; esc leaves a box), / filters, r refreshes, ctrl+s saves an
+    SVG screenshot (into $MQ_SCREENSHOT_DIR or here), ? shows help, q quits.
     """
     from mqcli.tui.app import VIEWS, MQApp
 
