@@ -220,7 +220,7 @@ class TransactionProducer(Producer):
                 log.warning("local transaction of %s failed: %r", result.msg_id, exc)
                 state, error = LocalTransactionState.UNKNOWN, exc
         try:
-            await self._end_transaction(result, state, error)
+            await self._end_transaction(msg, result, state, error)
         except Exception as exc:  # the broker will check back
             log.warning("END_TRANSACTION for %s (%s) failed: %s", result.msg_id, state.name, exc)
         return TransactionSendResult(
@@ -236,9 +236,15 @@ class TransactionProducer(Producer):
         )
 
     async def _end_transaction(
-        self, result: SendResult, state: LocalTransactionState, error: BaseException | None
+        self,
+        msg: Message,
+        result: SendResult,
+        state: LocalTransactionState,
+        error: BaseException | None,
     ) -> None:
-        """END_TRANSACTION (oneway) to the master that stored the half message."""
+        """END_TRANSACTION (oneway) to the master that stored the half message; with
+        tracing on, an EndTransaction trace record after it (4.9.8's end-transaction
+        hook)."""
         try:
             _, _, commit_log_offset = decode_offset_msg_id(result.offset_msg_id)
         except MessageIdError as exc:
@@ -256,6 +262,10 @@ class TransactionProducer(Producer):
         )
         remark = f"executeLocalTransactionBranch exception: {error!r}" if error else None
         await self.instance.api.end_transaction_oneway(addr, header, remark)
+        if self._trace is not None:
+            self._trace.end_transaction(
+                msg, result.msg_id, addr, state.value, result.msg_id, from_check=False
+            )
 
     # -- check-back (called by the ClientInstance on CHECK_TRANSACTION_STATE) -------------
 
@@ -280,6 +290,11 @@ class TransactionProducer(Producer):
         )
         remark = f"checkLocalTransactionState exception: {error!r}" if error else None
         await self.instance.api.end_transaction_oneway(broker_addr, answer, remark)
+        if self._trace is not None:
+            self._trace.end_transaction(
+                msg, answer.msg_id or "", broker_addr, state.value, header.transaction_id,
+                from_check=True,
+            )  # fmt: skip
         self.checks_answered += 1
         if self._answered is not None:
             async with self._answered:

@@ -323,3 +323,41 @@ async def test_message_track_per_group(tmp_path: Path) -> None:
         }
         assert tracks["trk-gone"].exception_desc and "206" in tracks["trk-gone"].exception_desc
         assert rows == as_json == {g: k.value for g, k in kinds.items()}
+
+
+async def test_a_traced_transaction_records_its_end(tmp_path: Path) -> None:
+    from mqcore.client.trace_view import query_message_trace
+    from mqcore.client.transaction import LocalTransactionState, TransactionProducer
+
+    async with (
+        running_namesrv(tmp_path) as ns,
+        running_broker(tmp_path, ns.listen_address, trace_topic_enable=True) as broker,
+    ):
+        addr = ns.listen_address
+        broker.topics.update(TopicConfig(TOPIC, 1, 1))
+        await until(lambda: ns.routes.pick_topic_route_data(TOPIC) is not None, 10)
+        await until(lambda: ns.routes.pick_topic_route_data(RMQ_SYS_TRACE_TOPIC) is not None, 10)
+        producer = TransactionProducer(
+            "trace-tx-pg", namesrv=addr, trace=True,
+            execute_local_transaction=lambda msg, arg: LocalTransactionState.COMMIT_MESSAGE,
+        )  # fmt: skip
+        await producer.start()
+        try:
+            result = await producer.send_message_in_transaction(make_message(TOPIC, b"tx"))
+        finally:
+            await producer.shutdown()  # writes what the trace dispatcher still holds
+        async with Admin(addr) as admin:
+            found: list[Any] = []
+
+            async def ended() -> bool:
+                trace = await query_message_trace(admin, result.msg_id)
+                found[:] = [e for e in trace.pubs if e.type == "EndTransaction"]
+                return bool(found)
+
+            deadline = asyncio.get_running_loop().time() + 15
+            while not await ended():
+                assert asyncio.get_running_loop().time() < deadline, "no EndTransaction record"
+                await asyncio.sleep(0.2)
+    [end] = found
+    assert (end.transaction_state, end.from_transaction_check) == ("COMMIT_MESSAGE", False)
+    assert end.group == "trace-tx-pg" and end.topic == TOPIC
