@@ -55,7 +55,9 @@ from mqcore.store.metadata.persister import ConfigPersister
 from mqcore.store.metadata.topic import RETRY_GROUP_TOPIC_PREFIX
 
 if TYPE_CHECKING:
+    from mqcore.broker.config import BrokerConfig
     from mqcore.broker.controller import BrokerController
+    from mqcore.broker.rebalance_lock import RebalanceLockManager
 
 __all__ = ["ClientProcessor", "HeartbeatLimits", "HeartbeatProcessor", "register"]
 
@@ -303,30 +305,42 @@ def _work(data: HeartbeatData) -> int:
 class ClientProcessor:
     """Binds the client managers and the lock table to their request codes."""
 
-    def __init__(self, controller: BrokerController, heartbeat: HeartbeatProcessor) -> None:
-        self.controller = controller
+    def __init__(
+        self,
+        heartbeat: HeartbeatProcessor,
+        *,
+        config: BrokerConfig,
+        producers: ProducerManager,
+        consumers: ConsumerManager,
+        groups: SubscriptionGroupManager,
+        locks: RebalanceLockManager,
+    ) -> None:
         self.heart_beat = heartbeat
+        self.config = config
+        self.producers = producers
+        self.consumers = consumers
+        self.groups = groups
+        self.locks = locks
 
     def unregister_client(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
         header = UnregisterClientRequestHeader.from_command(request)
-        c = self.controller
         if header.producer_group:
-            c.producer_manager.unregister(header.producer_group, channel)
+            self.producers.unregister(header.producer_group, channel)
         if header.consumer_group:
-            group_config = c.subscription_group_manager.find(header.consumer_group)
+            group_config = self.groups.find(header.consumer_group)
             notify = group_config.notify_consumer_ids_changed_enable if group_config else True
-            c.consumer_manager.unregister_consumer(header.consumer_group, channel, notify=notify)
+            self.consumers.unregister_consumer(header.consumer_group, channel, notify=notify)
         return reply(request)
 
     def channel_closed(self, channel: Channel) -> None:
-        self.controller.producer_manager.on_channel_closed(channel)
-        self.controller.consumer_manager.on_channel_closed(channel)
+        self.producers.on_channel_closed(channel)
+        self.consumers.on_channel_closed(channel)
 
     def scan_not_active(self) -> None:
         """ClientHousekeepingService: drop clients silent for ``channelExpiredTimeout``."""
-        timeout = self.controller.config.channel_expired_timeout / 1000
-        self.controller.producer_manager.scan_not_active(timeout)
-        self.controller.consumer_manager.scan_not_active(timeout)
+        timeout = self.config.channel_expired_timeout / 1000
+        self.producers.scan_not_active(timeout)
+        self.consumers.scan_not_active(timeout)
 
     # -- queries ------------------------------------------------------------------------
 
@@ -334,7 +348,7 @@ class ClientProcessor:
         self, channel: Channel, request: RemotingCommand
     ) -> RemotingCommand:
         header = GetConsumerListByGroupRequestHeader.from_command(request)
-        ids = self.controller.consumer_manager.client_ids(header.consumer_group)
+        ids = self.consumers.client_ids(header.consumer_group)
         if not ids:
             log.warning(
                 "getConsumerGroupInfo failed, %s %s", header.consumer_group, channel.remote_address
@@ -358,7 +372,7 @@ class ClientProcessor:
                 ResponseCode.SUBSCRIPTION_PARSE_FAILED,
                 f"Expression type {sub.expression_type} is not supported",
             )
-        if not self.controller.config.enable_property_filter:
+        if not self.config.enable_property_filter:
             return reply(
                 request,
                 ResponseCode.SYSTEM_ERROR,
@@ -373,16 +387,12 @@ class ClientProcessor:
 
     def lock_batch_mq(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
         body = LockBatchRequestBody.decode(request.body)
-        granted = self.controller.rebalance_lock_manager.try_lock_batch(
-            body.consumer_group, body.mq_set, body.client_id
-        )
+        granted = self.locks.try_lock_batch(body.consumer_group, body.mq_set, body.client_id)
         return reply(request, body=LockBatchResponseBody(granted).encode())
 
     def unlock_batch_mq(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
         body = UnlockBatchRequestBody.decode(request.body)
-        self.controller.rebalance_lock_manager.unlock_batch(
-            body.consumer_group, body.mq_set, body.client_id
-        )
+        self.locks.unlock_batch(body.consumer_group, body.mq_set, body.client_id)
         return reply(request)
 
 
@@ -438,7 +448,14 @@ def register(controller: BrokerController) -> ClientProcessor:
         request_register=controller.request_register,
         auto_create_groups=lambda: controller.config.auto_create_subscription_group,
     )
-    proc = ClientProcessor(controller, heartbeat)
+    proc = ClientProcessor(
+        heartbeat,
+        config=controller.config,
+        producers=controller.producer_manager,
+        consumers=controller.consumer_manager,
+        groups=controller.subscription_group_manager,
+        locks=controller.rebalance_lock_manager,
+    )
     table: dict[int, Processor] = {
         RequestCode.HEART_BEAT: proc.heart_beat,
         RequestCode.UNREGISTER_CLIENT: proc.unregister_client,
