@@ -24,6 +24,7 @@ from mqcore.protocol.headers import EndTransactionRequestHeader, HeaderError
 from mqcore.remoting import Channel
 
 if TYPE_CHECKING:
+    from mqcore.broker.config import BrokerConfig
     from mqcore.broker.controller import BrokerController
 
 __all__ = ["EndTransactionProcessor", "register"]
@@ -32,8 +33,8 @@ log = logging.getLogger("mq.broker.transaction")
 
 
 class EndTransactionProcessor:
-    def __init__(self, controller: BrokerController, service: TransactionalMessageService):
-        self.controller = controller
+    def __init__(self, config: BrokerConfig, service: TransactionalMessageService):
+        self.config = config
         self.service = service
 
     def process(self, channel: Channel, request: RemotingCommand) -> RemotingCommand | None:
@@ -42,7 +43,7 @@ class EndTransactionProcessor:
         except HeaderError as exc:
             log.warning("END_TRANSACTION from %s: %s", channel.remote_address, exc)
             return reply(request, ResponseCode.SYSTEM_ERROR, str(exc))
-        if self.controller.config.broker_id != 0:
+        if self.config.broker_id != 0:
             log.warning("END_TRANSACTION from %s on a slave", channel.remote_address)
             return reply(
                 request,
@@ -67,7 +68,7 @@ def register(controller: BrokerController) -> TransactionalMessageService:
     service = TransactionalMessageService(controller)
     service.check_service = TransactionalMessageCheckService(controller, service)
     controller.add_start_hook(service.check_service.start)
-    processor = EndTransactionProcessor(controller, service)
+    processor = EndTransactionProcessor(controller.config, service)
     controller.server.register(RequestCode.END_TRANSACTION, processor.process)
     controller.fast_server.register(RequestCode.END_TRANSACTION, processor.process)
     return service
