@@ -90,7 +90,7 @@ class BrokerController:
         """Writes config files off the loop, coalesced (heartbeats, the 60 s timer)."""
         self.topics = TopicService(self)
         self._init_client_services()
-        self.long_polling = LongPollingService(self)
+        self.long_polling = LongPollingService()
         self.ha: HAService | None = None
         """The master's replication endpoint (None on a slave)."""
         self.ha_client: HAClient | None = None

@@ -18,10 +18,6 @@ import asyncio
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from mqcore.broker.controller import BrokerController
 
 __all__ = ["LongPollingService"]
 
@@ -41,8 +37,7 @@ class _HeldPull:
 class LongPollingService:
     """Per-queue lists of parked pulls; all on the event loop, no locks."""
 
-    def __init__(self, controller: BrokerController | None = None) -> None:
-        self.controller = controller
+    def __init__(self) -> None:
         self._held: dict[tuple[str, int], list[_HeldPull]] = {}
         self._closed = False
 
