@@ -88,7 +88,13 @@ class BrokerController:
         self.consumer_filter_manager = ConsumerFilterManager(root)
         self.config_persister = ConfigPersister()
         """Writes config files off the loop, coalesced (heartbeats, the 60 s timer)."""
-        self.topics = TopicService(self)
+        self.topics = TopicService(
+            self.topic_config_manager,
+            config,
+            offsets=self.consumer_offset_manager,
+            persister=self.config_persister,
+            request_register=self.request_register,
+        )
         self._init_client_services()
         self.long_polling = LongPollingService()
         self.ha: HAService | None = None

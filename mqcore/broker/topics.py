@@ -27,7 +27,11 @@ from mqcore.store.metadata import (
 from mqcore.store.metadata.topic import AUTO_CREATE_TOPIC_KEY_TOPIC
 
 if TYPE_CHECKING:
-    from mqcore.broker.controller import BrokerController
+    from collections.abc import Callable
+
+    from mqcore.broker.config import BrokerConfig
+    from mqcore.store.metadata import ConsumerOffsetManager, TopicConfigManager
+    from mqcore.store.metadata.persister import ConfigPersister
 
 __all__ = ["TopicCreateError", "TopicService"]
 
@@ -42,13 +46,25 @@ class TopicCreateError(MQError, ValueError):
 class TopicService:
     """Reads go straight to the table; writes persist and re-register."""
 
-    def __init__(self, controller: BrokerController) -> None:
-        self.controller = controller
-        self.manager = controller.topic_config_manager
+    def __init__(
+        self,
+        manager: TopicConfigManager,
+        config: BrokerConfig,
+        *,
+        offsets: ConsumerOffsetManager,
+        persister: ConfigPersister,
+        request_register: Callable[..., None],
+    ) -> None:
+        self.manager = manager
+        self.config = config
+        self.offsets = offsets
+        self.persister = persister
+        self.request_register = request_register
+        """Re-register with the name servers (``force=True``: the topic table changed)."""
 
     def init_system_topics(self) -> None:
         """The built-in topics a 4.9.8 broker always has (added where absent, no bump)."""
-        cfg = self.controller.config
+        cfg = self.config
         self.manager.ensure_topics(
             system_topic_configs(
                 cfg.broker_cluster_name,
@@ -88,7 +104,7 @@ class TopicService:
             return None
         perm = template.perm
         if default_topic == AUTO_CREATE_TOPIC_KEY_TOPIC and (
-            not self.controller.config.auto_create_topic_enable
+            not self.config.auto_create_topic_enable
         ):
             perm = PERM_READ | PERM_WRITE  # RocketMQ drops INHERIT: no auto-creation
         if not perm & PERM_INHERIT:
@@ -143,9 +159,9 @@ class TopicService:
         old = self.manager.delete(topic)
         if old is None:
             return None
-        self.controller.consumer_offset_manager.remove_topic(topic)
+        self.offsets.remove_topic(topic)
         self.manager.persist()
-        self.controller.request_register(force=True)
+        self.request_register(force=True)
         return old
 
     def _changed(self, config: TopicConfig, *, admin: bool = False) -> None:
@@ -155,14 +171,14 @@ class TopicService:
         if admin:
             self.manager.persist()
         else:
-            self.controller.config_persister.request(self.manager)
-        self.controller.request_register(force=True)
+            self.persister.request(self.manager)
+        self.request_register(force=True)
 
     # -- registration ---------------------------------------------------------------------
     def serialize_wrapper(self) -> TopicConfigSerializeWrapper:
         """The table as REGISTER_BROKER sends it; a broker that is not both readable and
         writable advertises its own permission on every topic (as RocketMQ does)."""
-        broker_perm = self.controller.config.broker_permission
+        broker_perm = self.config.broker_permission
         restrict = not (broker_perm & PERM_READ and broker_perm & PERM_WRITE)
         table: dict[str, TopicConfig] = {}
         for name, tc in list(self.manager.table.items()):
