@@ -1,4 +1,3 @@
-
 _mq_completion() {
     local IFS=$'
 '

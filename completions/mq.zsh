@@ -1,4 +1,3 @@
-
 #compdef mq
 
 _mq_completion() {

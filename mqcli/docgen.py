@@ -139,7 +139,7 @@ def completion_script(shell: str) -> str:
     done = subprocess.run(
         [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=False
     )
-    return done.stdout
+    return done.stdout.lstrip("\n")  # zsh's compinit needs #compdef on the first line
 
 
 def write_all(app: typer.Typer, root: Path) -> list[Path]:

@@ -71,3 +71,9 @@ def test_getting_started_walks_through_the_readme() -> None:
     for line in lines:
         command = line.split("  #", 1)[0].strip()
         assert command in page, f"docs/getting-started.md lacks the README's {command!r}"
+
+
+def test_zsh_completion_starts_with_compdef() -> None:
+    """zsh's compinit registers a completion file only when #compdef is its first line."""
+    first = (Path(__file__).resolve().parents[2] / "completions" / "mq.zsh").read_text()
+    assert first.splitlines()[0] == "#compdef mq"
