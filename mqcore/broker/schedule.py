@@ -60,7 +60,14 @@ from mqcore.store.results import PutResult, PutStatus
 from mqcore.store.store_config import BrokerRole, FlushDiskType
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from mqcore.broker.controller import BrokerController
+    from mqcore.broker.stats import BrokerStatsManager
+    from mqcore.store.message_store import MessageStore
+    from mqcore.store.metadata import DelayOffsetManager
+    from mqcore.store.metadata.persister import ConfigPersister
+    from mqcore.store.store_config import MessageStoreConfig
 
 __all__ = ["DeliveredMessage", "ScheduleMessageService", "register"]
 
@@ -95,14 +102,27 @@ def _now_ms() -> int:
 class ScheduleMessageService:
     """Delay rewrite on put, one delivery task per level, offsets and delivery rates."""
 
-    def __init__(self, controller: BrokerController) -> None:
-        self.controller = controller
-        self.store = controller.store
-        self.offsets = controller.delay_offset_manager
-        self.delay_table = controller.store_config.delay_level_table()
+    def __init__(
+        self,
+        store: MessageStore,
+        store_config: MessageStoreConfig,
+        offsets: DelayOffsetManager,
+        *,
+        stats: BrokerStatsManager,
+        persister: ConfigPersister,
+        every: Callable[..., object] | None = None,
+    ) -> None:
+        self.store = store
+        self.store_config = store_config
+        self.offsets = offsets
+        self.stats = stats
+        self.persister = persister
+        self.every = every
+        """The broker's periodic timer (``BrokerController.schedule``): offsets and rates."""
+        self.delay_table = store_config.delay_level_table()
         self.max_level = max(self.delay_table)
-        self.flush_interval_ms = max(100, controller.store_config.flush_delay_offset_interval)
-        self._sync_flush = controller.store_config.flush_disk_type is FlushDiskType.SYNC_FLUSH
+        self.flush_interval_ms = max(100, store_config.flush_delay_offset_interval)
+        self._sync_flush = store_config.flush_disk_type is FlushDiskType.SYNC_FLUSH
         self._wake = {level: asyncio.Event() for level in self.delay_table}
         self._rates = {level: StatsItem(max(_RATE_WINDOWS) + 1) for level in self.delay_table}
         self._tasks: list[asyncio.Task[None]] = []
@@ -148,7 +168,7 @@ class ScheduleMessageService:
     def start(self) -> None:
         """Clamp the offsets into their queues, start the level tasks and timers (a
         slave does not deliver: its master's deliveries are replicated to it)."""
-        if self.running or self.controller.store_config.broker_role is BrokerRole.SLAVE:
+        if self.running or self.store_config.broker_role is BrokerRole.SLAVE:
             return
         self.running = True
         self.correct_offsets()
@@ -156,9 +176,9 @@ class ScheduleMessageService:
             self._tasks.append(
                 asyncio.create_task(self._run_level(level), name=f"schedule-level-{level}")
             )
-        c = self.controller
-        c.schedule(self.flush_interval_ms, self.persist, name="persist-delay-offsets")
-        c.schedule(1000, self.sample, name="schedule-rates")
+        if self.every is not None:
+            self.every(self.flush_interval_ms, self.persist, name="persist-delay-offsets")
+            self.every(1000, self.sample, name="schedule-rates")
 
     async def stop(self) -> None:
         """Stop the level tasks (an interrupted batch still records its progress), then
@@ -250,14 +270,14 @@ class ScheduleMessageService:
                 # On disk within a second (off the loop, coalesced), not only every
                 # flushDelayOffsetInterval: kills in quicker succession than that replayed
                 # every delayed message at each restart (50 kills: 24 copies of each).
-                self.controller.config_persister.request(self.offsets)
+                self.persister.request(self.offsets)
         if not wait and offset >= cq.max_offset:
             return _IDLE_WAIT  # caught up; a new put wakes the task
         return wait
 
     async def _await_flush(self, result: PutResult) -> None:
         """Wait for the group commit covering a batch (its flush timeout at most)."""
-        timeout = self.controller.store_config.sync_flush_timeout / 1000
+        timeout = self.store_config.sync_flush_timeout / 1000
         if not await wait_flushed(result, timeout):
             log.warning("delayed message flush took longer than %.1f s", timeout)
 
@@ -274,7 +294,7 @@ class ScheduleMessageService:
             return _SKIPPED
         result = self.store.put_messages((msg,))
         if result.ok:
-            count_put(self.controller.stats, [msg], result)
+            count_put(self.stats, [msg], result)
             return result
         if result.status in _SKIP_STATUSES:
             log.error("delay level %d: record at %d refused (%s); skipped", level, phy, result)
@@ -340,7 +360,14 @@ class ScheduleMessageService:
 
 def register(controller: BrokerController) -> ScheduleMessageService:
     """Create the service and tie it to the broker's start and stop."""
-    service = ScheduleMessageService(controller)
+    service = ScheduleMessageService(
+        controller.store,
+        controller.store_config,
+        controller.delay_offset_manager,
+        stats=controller.stats,
+        persister=controller.config_persister,
+        every=controller.schedule,
+    )
     controller.add_start_hook(service.start)
     controller.add_stop_hook(service.stop)
     return service

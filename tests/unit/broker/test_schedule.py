@@ -6,7 +6,6 @@ from __future__ import annotations
 import struct
 from collections.abc import Iterator
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -39,15 +38,14 @@ def service(tmp_path: Path) -> Iterator[ScheduleMessageService]:
     store = MessageStore(config)
     store.start()
     offsets = DelayOffsetManager(tmp_path)
-    controller: Any = SimpleNamespace(
-        store=store,
-        store_config=config,
-        delay_offset_manager=offsets,
-        stats=BrokerStatsManager(),
-        config_persister=ConfigPersister(),  # not started: requests are only queued
-    )
     try:
-        yield ScheduleMessageService(controller)
+        yield ScheduleMessageService(
+            store,
+            config,
+            offsets,
+            stats=BrokerStatsManager(),
+            persister=ConfigPersister(),  # not started: requests are only queued
+        )
     finally:
         store.shutdown()
 
@@ -171,7 +169,7 @@ async def test_delivered_copy_keeps_record_and_properties(
     # the tag slot of the real queue is the tags hash again, so tag filters work
     cq = store.consume_queue("T", 3)
     assert cq is not None and cq.entry(0) == (copy.commit_log_offset, copy.store_size, 2598919)
-    assert service.controller.stats.topic_put_snapshot("T").msgs == 1
+    assert service.stats.topic_put_snapshot("T").msgs == 1
 
 
 async def test_clock_gone_back_counts_as_due(
