@@ -135,37 +135,6 @@ _DURATION = re.compile(r"^@?([+-])?(\d+(?:\.\d+)?)(ms|s|m|h|d)$")
 _UNIT_MS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
 
 
-def parse_time_ms(text: str, now_ms: int | None = None) -> int:
-    """A point in time, as the --from/--to grammar and mqadmin spell it: ``now``, epoch
-    milliseconds (or seconds), ISO ``2026-01-02T10:00[:SS]``, mqadmin's
-    ``2026-01-02#10:00:00:000``, or a duration back from now (``-1h``, ``@-30m``, ``90s``).
-    Raises ValueError saying what is accepted."""
-    t = text.strip()
-    now = int(time.time() * 1000) if now_ms is None else now_ms
-    if t.startswith("@"):
-        t = t[1:]
-    if t.lower() == "now":
-        return now
-    if t.isdigit():
-        value = int(t)
-        return value if value >= 100_000_000_000 else value * 1000
-    if m := _DURATION.match(t):
-        amount = float(m.group(2)) * _UNIT_MS[m.group(3)]
-        return int(now + amount) if m.group(1) == "+" else int(now - amount)
-    if m := re.fullmatch(r"(\d{4}-\d{2}-\d{2})#(\d{2}):(\d{2}):(\d{2}):(\d{3})", t):
-        t = f"{m.group(1)}T{m.group(2)}:{m.group(3)}:{m.group(4)}.{m.group(5)}"
-    try:
-        return int(datetime.fromisoformat(t).timestamp() * 1000)
-    except ValueError:
-        raise ValueError(
-            f"bad time {text!r}: use now, epoch ms, 2026-01-02T10:00[:00], "
-            "2026-01-02#10:00:00:000 or a duration ago like -1h"
-        ) from None
-
-
-# -- shell completion ------------------------------------------------------------------
-
-
 def _names(ctx: typer.Context, fetch: Callable[[Admin], Awaitable[list[str]]]) -> list[str]:
     """Ask the name server with a short timeout; any failure completes nothing."""
     params = ctx.params if ctx is not None else {}
