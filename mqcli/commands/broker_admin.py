@@ -80,7 +80,12 @@ def consume_stats(
     namesrv: str | None = NamesrvOpt,
 ) -> None:
     """Every group's progress on every queue of a broker (mqadmin brokerConsumeStats):
-    broker and consumer offset, lag and when the last consumed message was stored."""
+    broker and consumer offset, lag and when the last consumed message was stored.
+
+    Examples:
+      mq broker consume-stats
+      mq broker consume-stats -b broker-a --min-lag 100 -o wide
+    """
     fmt = resolve_format(fmt, as_json)
 
     async def go() -> None:
@@ -149,7 +154,12 @@ def query_cq(
     namesrv: str | None = NamesrvOpt,
 ) -> None:
     """Raw consume-queue units of a queue (mqadmin queryCq): the commit-log offset, size
-    and tag code each queue offset points at, and the queue's min/max offset."""
+    and tag code each queue offset points at, and the queue's min/max offset.
+
+    Examples:
+      mq broker query-cq -t Orders -q 0 -i 0 -C 10
+      mq broker query-cq -t Orders -q 1 -o json
+    """
     fmt = resolve_format(fmt, as_json)
 
     async def go() -> None:
@@ -223,7 +233,12 @@ def producers(
     as_json: bool = JsonOpt,
     namesrv: str | None = NamesrvOpt,
 ) -> None:
-    """Producer connections of each broker by group (mqadmin producer)."""
+    """Producer connections of each broker by group (mqadmin producer).
+
+    Examples:
+      mq broker producers
+      mq broker producers -c DefaultCluster -o json
+    """
     fmt = resolve_format(fmt, as_json)
 
     async def go() -> None:
@@ -279,7 +294,12 @@ def stats(
     namesrv: str | None = NamesrvOpt,
 ) -> None:
     """Puts to a topic (or a group's gets from it) over the last minute, hour and day,
-    per broker of the topic's route (mqadmin statsAll's figures, VIEW_BROKER_STATS_DATA)."""
+    per broker of the topic's route (mqadmin statsAll's figures, VIEW_BROKER_STATS_DATA).
+
+    Examples:
+      mq broker stats -t Orders
+      mq broker stats -t Orders -g billing
+    """
     fmt = resolve_format(fmt, as_json)
     family = "GROUP_GET" if group else "TOPIC_PUT"
     key = f"{topic}@{group}" if group else topic
@@ -339,6 +359,15 @@ def stats(
 # -- housekeeping -----------------------------------------------------------------------------
 
 
+def what_name(method: str) -> str:
+    """The subcommand name of a housekeeping method (as registered below)."""
+    return {
+        "clean_expired_consume_queue": "clean-expired-cq",
+        "clean_unused_topic": "clean-unused-topic",
+        "delete_expired_commit_log": "delete-expired-commitlog",
+    }[method]
+
+
 def _housekeeping(what: str, question: str, method: str, help_text: str) -> Any:
     def command(
         broker_addr: str | None = BrokerAddrArg,
@@ -358,7 +387,10 @@ def _housekeeping(what: str, question: str, method: str, help_text: str) -> Any:
 
         run_async(go())
 
-    command.__doc__ = help_text
+    command.__doc__ = (
+        f"{help_text}\n\n    Examples:\n      mq broker {what_name(method)}\n"
+        f"      mq broker {what_name(method)} -c DefaultCluster -y\n    "
+    )
     return command
 
 

@@ -39,7 +39,12 @@ def wipe_write_perm(
     namesrv: str | None = NamesrvOpt,
 ) -> None:
     """Stop sends to a broker: its topics lose the write bit in every name server's
-    routes, so producers pick other brokers while consumers drain this one."""
+    routes, so producers pick other brokers while consumers drain this one.
+
+    Examples:
+      mq broker wipe-write-perm broker-a
+      mq broker wipe-write-perm broker-a -y
+    """
     if not yes and not confirm(f"Stop sends to broker {broker_name}?"):
         fail("nothing done")
 
@@ -54,7 +59,11 @@ def add_write_perm(
     broker_name: str = BrokerNameArg,
     namesrv: str | None = NamesrvOpt,
 ) -> None:
-    """Give a broker back its write permission in every name server's routes."""
+    """Give a broker back its write permission in every name server's routes.
+
+    Examples:
+      mq broker add-write-perm broker-a
+    """
 
     async def go() -> dict[str, int]:
         async with admin_session(namesrv) as admin:

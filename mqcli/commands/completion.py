@@ -15,6 +15,10 @@ def completion(
 
     Install it with, for example,
     `mq completion bash > ~/.local/share/bash-completion/completions/mq`.
+
+    Examples:
+      mq completion bash > ~/.local/share/bash-completion/completions/mq
+      mq completion zsh > ~/.zfunc/_mq
     """
     if shell not in SHELLS:
         fail(f"unsupported shell {shell!r}", hint=f"choose one of: {', '.join(SHELLS)}")

@@ -28,7 +28,12 @@ def clone_offsets(
 ) -> None:
     """Copy SRC's committed offsets to DEST on every master (CLONE_GROUP_OFFSET). DEST's
     offsets of those topics are replaced; its consumers online keep their own until they
-    restart."""
+    restart.
+
+    Examples:
+      mq group clone-offsets billing billing-v2
+      mq group clone-offsets billing billing-v2 -t Orders
+    """
     check_group(src)
     check_group(dest)
 

@@ -30,7 +30,11 @@ def set_value(
     value: str = typer.Argument(..., metavar="VALUE"),
     namesrv: str | None = NamesrvOpt,
 ) -> None:
-    """Create or update a value on every name server (mqadmin updateKvConfig)."""
+    """Create or update a value on every name server (mqadmin updateKvConfig).
+
+    Examples:
+      mq kv set ORDER_TOPIC_CONFIG Orders broker-a:4
+    """
 
     async def go() -> None:
         async with admin_session(namesrv) as admin:
@@ -47,7 +51,11 @@ def get_value(
     as_json: bool = JsonOpt,
     namesrv: str | None = NamesrvOpt,
 ) -> None:
-    """One value (exit code 1 when no name server has it)."""
+    """One value (exit code 1 when no name server has it).
+
+    Examples:
+      mq kv get ORDER_TOPIC_CONFIG Orders
+    """
 
     async def go() -> str | None:
         async with admin_session(namesrv) as admin:
@@ -69,7 +77,11 @@ def delete_value(
     yes: bool = YesOpt,
     namesrv: str | None = NamesrvOpt,
 ) -> None:
-    """Delete a value on every name server (mqadmin deleteKvConfig)."""
+    """Delete a value on every name server (mqadmin deleteKvConfig).
+
+    Examples:
+      mq kv delete ORDER_TOPIC_CONFIG Orders
+    """
     if not yes and not confirm(f"Delete {namespace} {key}?"):
         fail("nothing done")
 
@@ -88,7 +100,12 @@ def list_values(
     as_json: bool = JsonOpt,
     namesrv: str | None = NamesrvOpt,
 ) -> None:
-    """Every key and value of a namespace."""
+    """Every key and value of a namespace.
+
+    Examples:
+      mq kv list ORDER_TOPIC_CONFIG
+      mq kv list ORDER_TOPIC_CONFIG -o json
+    """
     fmt = resolve_format(fmt, as_json)
 
     async def go() -> dict[str, str]:

@@ -65,7 +65,12 @@ def namesrv(
         file_okay=False,
     ),
 ) -> None:
-    """Run a name server: brokers register here, clients look up topic routes."""
+    """Run a name server: brokers register here, clients look up topic routes.
+
+    Examples:
+      mq namesrv
+      mq namesrv -c namesrv.properties --listen 0.0.0.0:9876
+    """
     try:
         config = NamesrvConfig.from_file(config_file) if config_file else NamesrvConfig()
     except MQError as exc:

@@ -34,7 +34,12 @@ def generate(
     ),
     force: bool = typer.Option(False, "--force", "-f", help="Replace DIR if it exists."),
 ) -> None:
-    """Write COUNT sample messages (tags, keys, properties) into a new store at DIR."""
+    """Write COUNT sample messages (tags, keys, properties) into a new store at DIR.
+
+    Examples:
+      mq store generate /tmp/demo-store
+      mq store generate /tmp/demo-store --count 10000 -t Orders -t Audit
+    """
     for name in topic:
         try:
             validate_topic_name(name)

@@ -27,6 +27,10 @@ def tui(
     letters (browse, resend). Keys: F1-F6 or alt+1..6 switch views anywhere (1-6 and
     tab outside text boxes; esc leaves a box), / filters, r refreshes, ctrl+s saves an
     SVG screenshot (into $MQ_SCREENSHOT_DIR or here), ? shows help, q quits.
+
+    Examples:
+      mq tui
+      mq tui --view groups -n 10.0.0.5:9876
     """
     from mqcli.tui.app import VIEWS, MQApp
 

@@ -303,7 +303,13 @@ def up(
     """Run a name server and a broker in one process (Ctrl-C stops both).
 
     With --slave, every broker name also gets a slave that replicates its master, so a
-    master/slave pair can be tried with one command (see docs/ha.md)."""
+    master/slave pair can be tried with one command (see docs/ha.md).
+
+    Examples:
+      mq up
+      mq up --store /tmp/mq-store --brokers 2
+      mq up --slave --host 0.0.0.0
+    """
     for name, port in (("--namesrv-port", namesrv_port), ("--broker-port", broker_port)):
         if not 0 <= port <= 65535:
             raise typer.BadParameter(f"must be 0..65535, got {port}", param_hint=name)
