@@ -6,6 +6,8 @@ path is always `<repo>/../shared`.
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -34,3 +36,17 @@ def fixture_messages() -> Path:
     """Pull-response bodies captured from a real broker."""
     assert FIXTURE_MESSAGES.is_dir(), f"message fixtures not found at {FIXTURE_MESSAGES}"
     return FIXTURE_MESSAGES
+
+
+@pytest.fixture(autouse=True)
+def _library_loggers_restored() -> Iterator[None]:
+    """A CLI run in-process (typer's CliRunner) quiets the ``mq`` loggers for its
+    command, and a broker's UPDATE_BROKER_CONFIG may change their level: whatever a test
+    did, the next one (on the same worker) starts with them as they were."""
+    names = ("mq", "mqcore")
+    saved = {n: (logging.getLogger(n).level, logging.getLogger(n).propagate) for n in names}
+    yield
+    for name, (level, propagate) in saved.items():
+        logger = logging.getLogger(name)
+        logger.setLevel(level)
+        logger.propagate = propagate
