@@ -7,9 +7,11 @@
 from __future__ import annotations
 
 import os
+import random
 import re
 import select
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -143,6 +145,31 @@ def start_broker(
     proc.kill()
     proc.wait(5)
     raise AssertionError(f"broker did not start: stdout={lines!r} stderr={err_path.read_text()!r}")
+
+
+def restartable_broker_port() -> int:
+    """A listen port for a broker a test stops and starts again on the same address: below
+    the ephemeral range (so no process's outgoing connection takes it, or its fast port
+    -2 or HA port +1, while the broker is down), with those three free now."""
+    try:
+        low = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        low = 32768
+    rng = random.Random()
+    for _ in range(500):
+        port = rng.randrange(20000, max(20010, low - 2))
+        if all(_port_free(p) for p in (port - 2, port, port + 1)):
+            return port
+    raise AssertionError("no free port triple below the ephemeral range")
+
+
+def _port_free(port: int) -> bool:
+    with socket.socket() as s:
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
 
 
 @contextmanager

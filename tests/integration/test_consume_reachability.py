@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 from typing import IO
 
-from broker_helpers import serving
+from broker_helpers import restartable_broker_port, serving
 from namesrv_helpers import start_namesrv
 
 from mqcore.client import SyncProducer, make_message
@@ -60,11 +60,9 @@ def test_push_consumer_reports_a_broker_away_and_back(tmp_path: Path) -> None:
     env = {**os.environ, "HOME": str(tmp_path), "MQ_CONFIG_DIR": str(tmp_path / "cfg")}
     env.pop("NAMESRV_ADDR", None)
     consumer: subprocess.Popen[str] | None = None
+    port = restartable_broker_port()  # the broker comes back on the same address
     try:
-        with serving(["broker", "-c", str(conf), "--listen", "127.0.0.1:0"], tmp_path / "b") as (
-            _,
-            port,
-        ):
+        with serving(["broker", "-c", str(conf), "--listen", f"127.0.0.1:{port}"], tmp_path / "b"):
             _send(ns.addr, "first")
             consumer = subprocess.Popen(
                 [sys.executable, "-m", "mqcli.main", "consume", "--push", "-t", "ReachT",
