@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from broker_helpers import mq
+from broker_helpers import mq, restartable_broker_port
 
 from mqcore.broker.config import BrokerConfig
 from mqcore.broker.controller import BrokerController
@@ -69,7 +69,8 @@ class TxCluster:
     tmp: Path
     namesrv: NamesrvController
     broker: BrokerController
-    port: int = 0
+    port: int = field(default_factory=restartable_broker_port)
+    """Kept across restarts; below the ephemeral range so nothing takes it meanwhile."""
     producers: list[TransactionProducer] = field(default_factory=list)
 
     @property
