@@ -15,7 +15,7 @@ from typing import Any
 
 from mqcore.client.admin import Admin
 from mqcore.errors import MessageIdError, MQClientError
-from mqcore.message import MessageExt
+from mqcore.message import MessageExt, decode_offset_msg_id
 from mqcore.protocol.bodies.trace import (
     RMQ_SYS_TRACE_TOPIC,
     TraceContext,
@@ -174,6 +174,7 @@ async def query_message_trace(
     if not trace.empty or not follow_offset_id:
         return trace
     try:
+        decode_offset_msg_id(msg_id)  # not an offset msg id: no broker to ask
         stored = await admin.view_message(msg_id)
     except (MessageIdError, MQClientError):
         return trace  # not an offset msg id, or no such message
