@@ -9,7 +9,7 @@ cluster (``-c``), or on every master the name server knows.
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 from rich.markup import escape
@@ -31,6 +31,9 @@ from mqcli.tables import FormatOpt, make_table, print_table, resolve_format
 from mqcore.errors import MQBrokerError
 from mqcore.protocol.bodies.store_admin import ConsumeStatsList
 
+if TYPE_CHECKING:
+    from mqcore.client import Admin
+
 __all__ = ["register"]
 
 BrokerAddrArg = typer.Argument(
@@ -38,6 +41,20 @@ BrokerAddrArg = typer.Argument(
 )
 NameOpt = BrokerNameOpt
 ClusterOpt = MastersOfClusterOpt
+
+
+async def _topic_masters(admin: Admin, topic: str, name: str | None) -> dict[str, str]:
+    """Broker name -> master address of the brokers in ``topic``'s route (only ``name``
+    when given); one error line when there is none."""
+    route = await admin.topic_route(topic)
+    masters = {
+        b.broker_name: b.master_addr() or ""
+        for b in route.broker_datas
+        if b.master_addr() and (name is None or b.broker_name == name)
+    }
+    if not masters:
+        fail(f"topic {topic} has no master named {name}", hint="see `mq topic route`")
+    return masters
 
 
 # -- consume-stats ----------------------------------------------------------------------------
@@ -164,14 +181,7 @@ def query_cq(
 
     async def go() -> None:
         async with admin_session(namesrv) as admin:
-            route = await admin.topic_route(topic)
-            masters = {
-                b.broker_name: b.master_addr() or ""
-                for b in route.broker_datas
-                if b.master_addr() and (name is None or b.broker_name == name)
-            }
-            if not masters:
-                fail(f"topic {topic} has no master named {name}", hint="see `mq topic route`")
+            masters = await _topic_masters(admin, topic, name)
             answers = {
                 n: await admin.query_consume_queue(a, topic, queue_id, index, count, group=group)
                 for n, a in sorted(masters.items())
@@ -306,14 +316,7 @@ def stats(
 
     async def go() -> None:
         async with admin_session(namesrv) as admin:
-            route = await admin.topic_route(topic)
-            masters = {
-                b.broker_name: b.master_addr() or ""
-                for b in route.broker_datas
-                if b.master_addr() and (name is None or b.broker_name == name)
-            }
-            if not masters:
-                fail(f"topic {topic} has no master named {name}", hint="see `mq topic route`")
+            masters = await _topic_masters(admin, topic, name)
             rows: list[dict[str, Any]] = []
             for broker_name, addr in sorted(masters.items()):
                 row: dict[str, Any] = {"brokerName": broker_name, "key": key}
