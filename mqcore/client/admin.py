@@ -28,7 +28,7 @@ from mqcore.client.admin_broker import BrokerAdminMixin
 from mqcore.client.admin_namesrv import NamesrvAdminMixin
 from mqcore.client.api import PullStatus
 from mqcore.client.config import with_credentials
-from mqcore.client.errors import ClientStateError
+from mqcore.client.errors import ClientStateError, check_ok
 from mqcore.client.instance import ClientConfig, ClientInstance, subscribe_queues
 from mqcore.client.producer import default_namesrv, validate_topic
 from mqcore.common.metadata import PermName, SubscriptionGroupConfig
@@ -114,12 +114,6 @@ class ResetRow:
     new_offset: int
 
 
-def _ok(response: RemotingCommand, *codes: int) -> RemotingCommand:
-    if response.code not in (codes or (ResponseCode.SUCCESS,)):
-        raise MQBrokerError(response.code, response.remark)
-    return response
-
-
 class Admin(BrokerAdminMixin, AclAdminMixin, NamesrvAdminMixin):
     """Admin operations over a shared :class:`ClientInstance`; see the module docstring
     (broker-level operations come from :class:`BrokerAdminMixin`, remote ACL changes from
@@ -178,7 +172,7 @@ class Admin(BrokerAdminMixin, AclAdminMixin, NamesrvAdminMixin):
     async def cluster_info(self) -> ClusterInfo:
         """GET_BROKER_CLUSTER_INFO: clusters, broker names, addresses by broker id."""
         request = self.instance.request(RequestCode.GET_BROKER_CLUSTER_INFO)
-        response = _ok(await self.instance.invoke_namesrv(request, self.timeout))
+        response = check_ok(await self.instance.invoke_namesrv(request, self.timeout))
         return ClusterInfo.decode(response.body)
 
     async def master_addrs(self, cluster: str | None = None) -> dict[str, str]:
@@ -199,7 +193,7 @@ class Admin(BrokerAdminMixin, AclAdminMixin, NamesrvAdminMixin):
 
     async def topic_list(self) -> set[str]:
         request = self.instance.request(RequestCode.GET_ALL_TOPIC_LIST_FROM_NAMESERVER)
-        response = _ok(await self.instance.invoke_namesrv(request, self.timeout))
+        response = check_ok(await self.instance.invoke_namesrv(request, self.timeout))
         return TopicList.decode(response.body).topic_list
 
     async def topic_route(self, topic: str) -> TopicRouteData:
@@ -248,14 +242,14 @@ class Admin(BrokerAdminMixin, AclAdminMixin, NamesrvAdminMixin):
             topic_sys_flag=0,
         )
         request = self.instance.request(RequestCode.UPDATE_AND_CREATE_TOPIC, header)
-        await self._each(masters.values(), lambda a: self._call_ok(a, request))
+        await self._each(masters.values(), lambda a: self._callcheck_ok(a, request))
         self.instance.forget_route(topic)
         return sorted(masters)
 
     update_topic = create_topic
 
-    async def _call_ok(self, addr: str, request: RemotingCommand) -> RemotingCommand:
-        return _ok(await self._call(addr, request))
+    async def _callcheck_ok(self, addr: str, request: RemotingCommand) -> RemotingCommand:
+        return check_ok(await self._call(addr, request))
 
     async def delete_topic(self, topic: str, *, cluster: str | None = None) -> None:
         """DELETE_TOPIC_IN_BROKER on every master of ``cluster`` (all clusters if None),
@@ -264,12 +258,12 @@ class Admin(BrokerAdminMixin, AclAdminMixin, NamesrvAdminMixin):
         request = self.instance.request(
             RequestCode.DELETE_TOPIC_IN_BROKER, DeleteTopicRequestHeader(topic)
         )
-        await self._each(masters.values(), lambda a: self._call_ok(a, request))
+        await self._each(masters.values(), lambda a: self._callcheck_ok(a, request))
         ns_request = self.instance.request(
             RequestCode.DELETE_TOPIC_IN_NAMESRV, DeleteTopicFromNamesrvRequestHeader(topic, cluster)
         )
         for addr in self.instance.namesrv_addrs:
-            _ok(await self.instance.invoke(addr, ns_request, self.timeout))
+            check_ok(await self.instance.invoke(addr, ns_request, self.timeout))
         self.instance.forget_route(topic)
 
     async def topic_status(self, topic: str) -> list[QueueStatus]:
@@ -278,7 +272,7 @@ class Admin(BrokerAdminMixin, AclAdminMixin, NamesrvAdminMixin):
         request = self.instance.request(RequestCode.GET_TOPIC_STATS_INFO, header)
         tables = await self._each(
             (await self._topic_masters(topic)).values(),
-            lambda a: self._call_ok(a, request),
+            lambda a: self._callcheck_ok(a, request),
         )
         rows = [
             QueueStatus(mq, o.min_offset, o.max_offset, o.last_update_timestamp)
@@ -292,7 +286,7 @@ class Admin(BrokerAdminMixin, AclAdminMixin, NamesrvAdminMixin):
     async def broker_runtime_info(self, addr: str) -> dict[str, str]:
         """GET_BROKER_RUNTIME_INFO: the broker's statistics table (values are text)."""
         request = self.instance.request(RequestCode.GET_BROKER_RUNTIME_INFO)
-        return KVTable.decode(_ok(await self._call(addr, request)).body).table
+        return KVTable.decode(check_ok(await self._call(addr, request)).body).table
 
     # -- consumer groups ------------------------------------------------------------------
 
@@ -302,7 +296,7 @@ class Admin(BrokerAdminMixin, AclAdminMixin, NamesrvAdminMixin):
         """GET_ALL_SUBSCRIPTIONGROUP_CONFIG from every master, merged by group name."""
         request = self.instance.request(RequestCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG)
         responses = await self._each(
-            (await self.master_addrs(cluster)).values(), lambda a: self._call_ok(a, request)
+            (await self.master_addrs(cluster)).values(), lambda a: self._callcheck_ok(a, request)
         )
         out: dict[str, SubscriptionGroupConfig] = {}
         for response in responses:
@@ -314,7 +308,7 @@ class Admin(BrokerAdminMixin, AclAdminMixin, NamesrvAdminMixin):
         header = QueryTopicConsumeByWhoRequestHeader(topic)
         request = self.instance.request(RequestCode.QUERY_TOPIC_CONSUME_BY_WHO, header)
         responses = await self._each(
-            (await self._topic_masters(topic)).values(), lambda a: self._call_ok(a, request)
+            (await self._topic_masters(topic)).values(), lambda a: self._callcheck_ok(a, request)
         )
         return {g for r in responses for g in GroupList.decode(r.body).group_list}
 
@@ -392,7 +386,7 @@ class Admin(BrokerAdminMixin, AclAdminMixin, NamesrvAdminMixin):
             RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, body=config.encode()
         )
         masters = await self.master_addrs(cluster)
-        await self._each(masters.values(), lambda a: self._call_ok(a, request))
+        await self._each(masters.values(), lambda a: self._callcheck_ok(a, request))
         return sorted(masters)
 
     async def delete_subscription_group(
@@ -401,7 +395,7 @@ class Admin(BrokerAdminMixin, AclAdminMixin, NamesrvAdminMixin):
         header = DeleteSubscriptionGroupRequestHeader(group, remove_offset)
         request = self.instance.request(RequestCode.DELETE_SUBSCRIPTIONGROUP, header)
         await self._each(
-            (await self.master_addrs(cluster)).values(), lambda a: self._call_ok(a, request)
+            (await self.master_addrs(cluster)).values(), lambda a: self._callcheck_ok(a, request)
         )
 
     # -- offsets --------------------------------------------------------------------------
@@ -421,7 +415,7 @@ class Admin(BrokerAdminMixin, AclAdminMixin, NamesrvAdminMixin):
             if response.code == ResponseCode.CONSUMER_NOT_ONLINE:
                 offline = True
                 continue
-            out.update(ResetOffsetBody.decode(_ok(response).body).offset_table)
+            out.update(ResetOffsetBody.decode(check_ok(response).body).offset_table)
         if offline:
             plan = await self.plan_reset(group, topic, to_time_ms=timestamp_ms)
             await self.apply_reset(group, plan)

@@ -14,7 +14,8 @@ import asyncio
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
-from mqcore.errors import MQBrokerError, MQClientError
+from mqcore.client.errors import check_ok
+from mqcore.errors import MQClientError
 from mqcore.protocol import RemotingCommand, RequestCode, ResponseCode
 from mqcore.protocol.bodies import (
     MessageQueue,
@@ -46,12 +47,6 @@ if TYPE_CHECKING:
     from mqcore.protocol.headers import CommandHeader
 
 __all__ = ["BrokerAdminMixin"]
-
-
-def _ok(response: RemotingCommand) -> RemotingCommand:
-    if response.code != ResponseCode.SUCCESS:
-        raise MQBrokerError(response.code, response.remark)
-    return response
 
 
 class BrokerAdminMixin:
@@ -100,24 +95,24 @@ class BrokerAdminMixin:
     async def clean_expired_consume_queue(self, addrs: Iterable[str]) -> None:
         """CLEAN_EXPIRED_CONSUMEQUEUE: each broker destroys the consume queues whose
         messages are all deleted from its commit log."""
-        await self._each_ok(addrs, RequestCode.CLEAN_EXPIRED_CONSUMEQUEUE)
+        await self._eachcheck_ok(addrs, RequestCode.CLEAN_EXPIRED_CONSUMEQUEUE)
 
     async def clean_unused_topic(self, addrs: Iterable[str]) -> None:
         """CLEAN_UNUSED_TOPIC: each broker destroys the consume queues of topics it no
         longer has in its topic table."""
-        await self._each_ok(addrs, RequestCode.CLEAN_UNUSED_TOPIC)
+        await self._eachcheck_ok(addrs, RequestCode.CLEAN_UNUSED_TOPIC)
 
     async def delete_expired_commit_log(self, addrs: Iterable[str]) -> None:
         """DELETE_EXPIRED_COMMITLOG: one cleanup pass now, as at ``deleteWhen``."""
-        await self._each_ok(addrs, RequestCode.DELETE_EXPIRED_COMMITLOG)
+        await self._eachcheck_ok(addrs, RequestCode.DELETE_EXPIRED_COMMITLOG)
 
-    async def _each_ok(self, addrs: Iterable[str], code: int) -> None:
+    async def _eachcheck_ok(self, addrs: Iterable[str], code: int) -> None:
         # file deletion can take a while: 3 x the timeout, as mqadmin's housekeeping calls
         responses = await asyncio.gather(
             *(self._ask(a, code, timeout=self.timeout * 3) for a in sorted(set(addrs)))
         )
         for response in responses:
-            _ok(response)
+            check_ok(response)
 
     # -- consume queues and consume stats -----------------------------------------------
 
@@ -135,7 +130,7 @@ class BrokerAdminMixin:
         their file), the queue's bounds and ``group``'s subscription. The broker answers
         an index it has no unit for with a remark and no body: ``(None, remark)``."""
         header = QueryConsumeQueueRequestHeader(topic, queue_id, index, count, group)
-        response = _ok(await self._ask(addr, RequestCode.QUERY_CONSUME_QUEUE, header))
+        response = check_ok(await self._ask(addr, RequestCode.QUERY_CONSUME_QUEUE, header))
         if not response.body:
             return None, response.remark
         return QueryConsumeQueueResponseBody.decode(response.body), response.remark
@@ -148,7 +143,7 @@ class BrokerAdminMixin:
         response = await self._ask(
             addr, RequestCode.GET_BROKER_CONSUME_STATS, header, timeout=self.timeout * 3
         )
-        return ConsumeStatsList.decode(_ok(response).body)
+        return ConsumeStatsList.decode(check_ok(response).body)
 
     async def consume_time_span(self, topic: str, group: str) -> list[QueueTimeSpan]:
         """QUERY_CONSUME_TIME_SPAN on every master of the topic: per queue the oldest,
@@ -161,7 +156,7 @@ class BrokerAdminMixin:
         spans = [
             s
             for r in responses
-            for s in QueryConsumeTimeSpanBody.decode(_ok(r).body).consume_time_span_set
+            for s in QueryConsumeTimeSpanBody.decode(check_ok(r).body).consume_time_span_set
         ]
         return sorted(spans, key=lambda s: s.message_queue)
 
@@ -186,7 +181,7 @@ class BrokerAdminMixin:
             *(self._ask(a, RequestCode.CLONE_GROUP_OFFSET, header) for a in addrs)
         )
         for response in responses:
-            _ok(response)
+            check_ok(response)
         return addrs
 
     async def correction_offsets(
@@ -195,14 +190,14 @@ class BrokerAdminMixin:
         """QUERY_CORRECTION_OFFSET: per queue id the smallest readable offset of the other
         groups on ``topic`` (2**63-1 where ``compare_group`` is behind it)."""
         header = QueryCorrectionOffsetHeader(compare_group, topic, ",".join(filter_groups) or None)
-        response = _ok(await self._ask(addr, RequestCode.QUERY_CORRECTION_OFFSET, header))
+        response = check_ok(await self._ask(addr, RequestCode.QUERY_CORRECTION_OFFSET, header))
         return QueryCorrectionOffsetBody.decode(response.body).correction_offsets
 
     # -- clients ------------------------------------------------------------------------
 
     async def producer_table(self, addr: str) -> ProducerTableInfo:
         """GET_ALL_PRODUCER_INFO: every producer group's connections to one broker."""
-        response = _ok(await self._ask(addr, RequestCode.GET_ALL_PRODUCER_INFO))
+        response = check_ok(await self._ask(addr, RequestCode.GET_ALL_PRODUCER_INFO))
         return ProducerTableInfo.decode(response.body)
 
     async def consumer_status(
@@ -218,7 +213,7 @@ class BrokerAdminMixin:
         )
         answered = [r for r in responses if r.code == ResponseCode.SUCCESS]
         if responses and not answered:
-            _ok(responses[0])
+            check_ok(responses[0])
         out: dict[str, dict[MessageQueue, int]] = {}
         for response in answered:
             body = GetConsumerStatusBody.decode(response.body)
@@ -236,7 +231,7 @@ class BrokerAdminMixin:
         response = await self._ask(
             addr, RequestCode.CONSUME_MESSAGE_DIRECTLY, header, timeout=max(self.timeout, 12.0)
         )
-        _ok(response)
+        check_ok(response)
         result = decode_json(response.body) if response.body else {}
         return result if isinstance(result, dict) else {"result": result}
 
@@ -247,5 +242,5 @@ class BrokerAdminMixin:
         ``GROUP_GET_NUMS`` of ``topic@group``, ``BROKER_PUT_NUMS`` of the cluster...)
         over the last minute, hour and day."""
         header = ViewBrokerStatsDataRequestHeader(stats_name, stats_key)
-        response = _ok(await self._ask(addr, RequestCode.VIEW_BROKER_STATS_DATA, header))
+        response = check_ok(await self._ask(addr, RequestCode.VIEW_BROKER_STATS_DATA, header))
         return BrokerStatsData.decode(response.body)

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from mqcore.errors import MQBrokerError, MQClientError
+from mqcore.client.errors import check_ok
+from mqcore.errors import MQClientError
 from mqcore.protocol import RemotingCommand, RequestCode, ResponseCode
 from mqcore.protocol.bodies import KVTable, TopicList
 from mqcore.protocol.headers import (
@@ -33,12 +34,6 @@ if TYPE_CHECKING:
 __all__ = ["NamesrvAdminMixin"]
 
 
-def _ok(response: RemotingCommand) -> RemotingCommand:
-    if response.code != ResponseCode.SUCCESS:
-        raise MQBrokerError(response.code, response.remark)
-    return response
-
-
 class NamesrvAdminMixin:
     """Mixed into :class:`~mqcore.client.admin.Admin`, which provides the attributes."""
 
@@ -57,7 +52,7 @@ class NamesrvAdminMixin:
         out: dict[str, RemotingCommand] = {}
         for addr in self.instance.namesrv_addrs:
             request = self.instance.request(code, header)
-            out[addr] = _ok(await self.instance.invoke(addr, request, self.timeout))
+            out[addr] = check_ok(await self.instance.invoke(addr, request, self.timeout))
         if not out:
             raise MQClientError("no name server address is configured")
         return out
@@ -73,7 +68,7 @@ class NamesrvAdminMixin:
             if last.code == ResponseCode.SUCCESS:
                 return last
             if last.code != missing:
-                _ok(last)
+                check_ok(last)
         if last is None:
             raise MQClientError("no name server address is configured")
         return None

@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from mqcore.errors import MQBrokerError, MQClientError, MQTimeoutError
-from mqcore.protocol import ResponseCode
+from mqcore.protocol import RemotingCommand, ResponseCode
 from mqcore.remoting.errors import ChannelClosedError, RemotingConnectError
 
 __all__ = [
@@ -106,3 +106,11 @@ def is_retriable(exc: BaseException) -> bool:
     if isinstance(exc, (MQTimeoutError, RemotingConnectError, ChannelClosedError)):
         return True
     return bool(getattr(exc, "retriable", False))
+
+
+def check_ok(response: RemotingCommand, *codes: int) -> RemotingCommand:
+    """``response`` when its code is one of ``codes`` (default SUCCESS); otherwise the
+    broker's or name server's refusal as :class:`MQBrokerError` with its remark."""
+    if response.code not in (codes or (ResponseCode.SUCCESS,)):
+        raise MQBrokerError(response.code, response.remark)
+    return response
