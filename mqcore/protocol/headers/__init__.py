@@ -2,18 +2,41 @@
 
 Each class is a frozen dataclass with ``from_ext_fields`` / ``from_command`` and
 ``to_ext_fields``; see :mod:`mqcore.protocol.headers.base` for the conversion rules.
+The submodules' names are re-exported lazily (:mod:`mqcore.common.lazy`): a command that
+only sends builds the send and route headers, not all of them.
 """
 
 from __future__ import annotations
 
-from mqcore.protocol.headers.admin import *  # noqa: F403
-from mqcore.protocol.headers.admin import __all__ as _admin
-from mqcore.protocol.headers.base import CommandHeader, HeaderError, camel, wire
-from mqcore.protocol.headers.consume import *  # noqa: F403
-from mqcore.protocol.headers.consume import __all__ as _consume
-from mqcore.protocol.headers.namesrv import *  # noqa: F403
-from mqcore.protocol.headers.namesrv import __all__ as _namesrv
-from mqcore.protocol.headers.send import *  # noqa: F403
-from mqcore.protocol.headers.send import __all__ as _send
+from typing import TYPE_CHECKING
 
-__all__ = ["CommandHeader", "HeaderError", "camel", "wire", *_admin, *_consume, *_namesrv, *_send]
+from mqcore.protocol.headers.base import CommandHeader, HeaderError, camel, wire
+
+if TYPE_CHECKING:
+    from mqcore.protocol.headers.admin import *  # noqa: F403
+    from mqcore.protocol.headers.admin import __all__ as _admin
+    from mqcore.protocol.headers.consume import *  # noqa: F403
+    from mqcore.protocol.headers.consume import __all__ as _consume
+    from mqcore.protocol.headers.namesrv import *  # noqa: F403
+    from mqcore.protocol.headers.namesrv import __all__ as _namesrv
+    from mqcore.protocol.headers.send import *  # noqa: F403
+    from mqcore.protocol.headers.send import __all__ as _send
+
+    __all__ = [
+        "CommandHeader",
+        "HeaderError",
+        "camel",
+        "wire",
+        *_admin,
+        *_consume,
+        *_namesrv,
+        *_send,
+    ]
+else:
+    from mqcore.common.lazy import lazy_reexports
+
+    __getattr__, __dir__ = lazy_reexports(
+        globals(),
+        ("send", "namesrv", "consume", "admin"),
+        eager=("CommandHeader", "HeaderError", "camel", "wire"),
+    )
