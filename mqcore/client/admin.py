@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import TypeVar
 
 from mqcore.client.admin_acl import AclAdminMixin
-from mqcore.client.admin_broker import BrokerAdminMixin
+from mqcore.client.admin_broker import TOOLS_GROUP, BrokerAdminMixin
 from mqcore.client.admin_namesrv import NamesrvAdminMixin
 from mqcore.client.api import PullStatus
 from mqcore.client.config import with_credentials
@@ -64,7 +64,6 @@ __all__ = ["END_OF_TIME", "TOOLS_GROUP", "Admin", "QueueProgress", "QueueStatus"
 
 T = TypeVar("T")
 END_OF_TIME = 2**63 - 1
-TOOLS_GROUP = "TOOLS_CONSUMER"  # RocketMQ's MixAll.TOOLS_CONSUMER_GROUP, for admin pulls
 _PULL_BATCH = 32
 
 

@@ -15,12 +15,18 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from mqcore.client.errors import check_ok
+from mqcore.common.properties import parse_properties
 from mqcore.errors import MQClientError
 from mqcore.protocol import RemotingCommand, RequestCode, ResponseCode
 from mqcore.protocol.bodies import (
+    ConsumerOffsetSerializeWrapper,
     MessageQueue,
     QueryConsumeTimeSpanBody,
     QueueTimeSpan,
+    SubscriptionGroupWrapper,
+    TopicConfigSerializeWrapper,
+    TopicOffset,
+    TopicStatsTable,
     decode_json,
 )
 from mqcore.protocol.bodies.consumer_admin import (
@@ -34,19 +40,26 @@ from mqcore.protocol.headers import (
     CloneGroupOffsetRequestHeader,
     ConsumeMessageDirectlyResultRequestHeader,
     GetConsumerStatusRequestHeader,
+    GetTopicStatsInfoRequestHeader,
+    PullMessageRequestHeader,
     QueryConsumeQueueRequestHeader,
     QueryConsumeTimeSpanRequestHeader,
     QueryCorrectionOffsetHeader,
     ViewBrokerStatsDataRequestHeader,
 )
+from mqcore.protocol.headers.consume import PullSysFlag
 from mqcore.protocol.headers.store_admin import GetConsumeStatsInBrokerHeader
 
 if TYPE_CHECKING:
     from mqcore.client.instance import ClientInstance
+    from mqcore.common.metadata import SubscriptionGroupConfig, TopicConfig
+    from mqcore.message import MessageExt
     from mqcore.protocol.bodies import ClusterInfo, TopicRouteData
     from mqcore.protocol.headers import CommandHeader
 
-__all__ = ["BrokerAdminMixin"]
+__all__ = ["TOOLS_GROUP", "BrokerAdminMixin"]
+
+TOOLS_GROUP = "TOOLS_CONSUMER"  # RocketMQ's MixAll.TOOLS_CONSUMER_GROUP, for admin pulls
 
 
 class BrokerAdminMixin:
@@ -89,6 +102,47 @@ class BrokerAdminMixin:
         if not masters:
             raise MQClientError("no broker is registered with the name server: is one running?")
         return masters
+
+    # -- one broker's tables (what a dashboard polls, broker by broker) -----------------
+
+    async def broker_config(self, addr: str) -> dict[str, str]:
+        """GET_BROKER_CONFIG: the broker's running configuration (``messageDelayLevel``...)."""
+        body = check_ok(await self._ask(addr, RequestCode.GET_BROKER_CONFIG)).body
+        return parse_properties(bytes(body or b"").decode("utf-8", "replace"))
+
+    async def broker_topic_configs(self, addr: str) -> dict[str, TopicConfig]:
+        """GET_ALL_TOPIC_CONFIG: every topic one broker hosts."""
+        response = check_ok(await self._ask(addr, RequestCode.GET_ALL_TOPIC_CONFIG))
+        return TopicConfigSerializeWrapper.decode(response.body).topic_config_table
+
+    async def broker_consumer_offsets(self, addr: str) -> dict[str, dict[int, int]]:
+        """GET_ALL_CONSUMER_OFFSET: ``topic@group`` -> {queue id: offset}, every group's
+        offsets at one broker in one answer (no request per group)."""
+        response = check_ok(await self._ask(addr, RequestCode.GET_ALL_CONSUMER_OFFSET))
+        return ConsumerOffsetSerializeWrapper.decode(response.body).offset_table
+
+    async def broker_subscription_groups(self, addr: str) -> dict[str, SubscriptionGroupConfig]:
+        """GET_ALL_SUBSCRIPTIONGROUP_CONFIG at one broker."""
+        response = check_ok(await self._ask(addr, RequestCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG))
+        return SubscriptionGroupWrapper.decode(response.body).subscription_group_table
+
+    async def broker_topic_stats(self, addr: str, topic: str) -> dict[MessageQueue, TopicOffset]:
+        """GET_TOPIC_STATS_INFO at one broker: min/max offset and last update per queue."""
+        header = GetTopicStatsInfoRequestHeader(topic)
+        response = check_ok(await self._ask(addr, RequestCode.GET_TOPIC_STATS_INFO, header))
+        return TopicStatsTable.decode(response.body).offset_table
+
+    async def peek(
+        self, addr: str, topic: str, queue_id: int, offset: int, max_nums: int = 32
+    ) -> list[MessageExt]:
+        """Messages of one queue at ``addr`` from ``offset``, pulled as TOOLS_CONSUMER (no
+        offset committed, no long poll), so reading them consumes nothing."""
+        header = PullMessageRequestHeader(
+            consumer_group=TOOLS_GROUP, topic=topic, queue_id=queue_id, queue_offset=offset,
+            max_msg_nums=max_nums, sys_flag=PullSysFlag.SUBSCRIPTION, commit_offset=0,
+            suspend_timeout_millis=0, sub_version=0, subscription="*", expression_type="TAG",
+        )  # fmt: skip
+        return (await self.instance.api.pull_message(addr, header, self.timeout)).messages
 
     # -- store housekeeping -------------------------------------------------------------
 

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from mqcore.client.errors import check_ok
 from mqcore.errors import MQClientError
 from mqcore.protocol import RemotingCommand, RequestCode, ResponseCode
-from mqcore.protocol.bodies import KVTable, TopicList
+from mqcore.protocol.bodies import ClusterInfo, KVTable, TopicList
 from mqcore.protocol.headers import (
     AddWritePermOfBrokerRequestHeader,
     AddWritePermOfBrokerResponseHeader,
@@ -72,6 +72,23 @@ class NamesrvAdminMixin:
         if last is None:
             raise MQClientError("no name server address is configured")
         return None
+
+    @property
+    def namesrv_addrs(self) -> list[str]:
+        """The name servers this admin asks, in their configured order."""
+        return list(self.instance.namesrv_addrs)
+
+    async def cluster_info_from(self, addr: str) -> ClusterInfo:
+        """GET_BROKER_CLUSTER_INFO from the name server at ``addr`` alone (no fail-over,
+        as a dashboard checking each one's health asks). Any failure closes the channel,
+        so the next ask connects afresh instead of waiting on a dead connection."""
+        request = self.instance.request(RequestCode.GET_BROKER_CLUSTER_INFO)
+        try:
+            response = check_ok(await self.instance.invoke(addr, request, self.timeout))
+            return ClusterInfo.decode(response.body)
+        except Exception:
+            self.instance.remoting.close_channel(addr)
+            raise
 
     # -- write permission ---------------------------------------------------------------
 
