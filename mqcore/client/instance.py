@@ -3,10 +3,10 @@
 RocketMQ's ``MQClientInstance``. There is one per event loop, name-server list and
 instance name (:meth:`ClientInstance.get`); it owns
 
-* the **route cache**: ``GET_ROUTEINFO_BY_TOPIC`` per topic, asked of one live name
-  server (failing over to the next), refreshed every 30 s and whenever a caller says the
-  route failed; the broker address table (broker name -> id -> address) is derived from
-  the cached routes;
+* the **route cache** (a :class:`~mqcore.client.route_table.RouteTable`):
+  ``GET_ROUTEINFO_BY_TOPIC`` per topic, asked of one live name server (failing over to
+  the next), refreshed every 30 s and whenever a caller says the route failed; the broker
+  address table (broker name -> id -> address) is derived from the cached routes;
 * **one connection per broker** (a :class:`~mqcore.remoting.RemotingClient`), with
   handlers for what brokers send us (:mod:`mqcore.client.broker_requests`):
   NOTIFY_CONSUMER_IDS_CHANGED (rebalance that group now), CHECK_TRANSACTION_STATE (ask
@@ -38,7 +38,6 @@ from mqcore.client.errors import (
     BrokerUnreachableError,
     ClientStateError,
     NameServerUnreachableError,
-    TopicRouteNotFoundError,
 )
 from mqcore.client.request_reply import RequestFutureTable, register_reply_handler
 from mqcore.client.route import (
@@ -48,6 +47,7 @@ from mqcore.client.route import (
     split_namesrv,
     subscribe_queues,
 )
+from mqcore.client.route_table import RouteTable
 from mqcore.common.aio import cancel_and_wait
 from mqcore.errors import MQBrokerError, MQClientError, MQTimeoutError
 from mqcore.protocol import RemotingCommand, RequestCode, ResponseCode
@@ -55,7 +55,6 @@ from mqcore.protocol.bodies import (
     HeartbeatData,
     MessageQueue,
     ProducerData,
-    QueueData,
     TopicRouteData,
 )
 from mqcore.protocol.bodies.route import MASTER_ID
@@ -150,16 +149,12 @@ class ClientInstance:
         if config.credentials is not None:
             self.remoting.rpc_hook = signing_hook(config.credentials)
         self.api: MQClientAPI = MQClientAPI(self)
-        self.routes: dict[str, TopicRouteData] = {}
-        self.publish_info: dict[str, TopicPublishInfo] = {}
-        self.broker_addrs: dict[str, dict[int, str]] = {}
-        """broker name -> broker id -> address, from every cached route."""
+        self.route_table = RouteTable(self.fetch_route, self._on_new_brokers)
         self.broker_versions: dict[str, int] = {}
         self.producers: dict[str, ProducerHandle] = {}
         self.consumers: dict[str, ConsumerHandle] = {}
         self._admins = 0
         self._ns_index = 0
-        self._route_locks: dict[str, asyncio.Lock] = {}
         self._tasks: list[asyncio.Task[None]] = []
         self._background: set[asyncio.Task[Any]] = set()
         self._heartbeat_lock = asyncio.Lock()
@@ -272,7 +267,7 @@ class ClientInstance:
         header = UnregisterClientRequestHeader(
             client_id=self.client_id, producer_group=producer_group, consumer_group=consumer_group
         )
-        addrs = {a for by_id in self.broker_addrs.values() for a in by_id.values()}
+        addrs = self.route_table.all_addrs()
 
         async def one(addr: str) -> None:
             try:
@@ -351,7 +346,7 @@ class ClientInstance:
             return response
         raise NameServerUnreachableError(addrs, "; ".join(errors))
 
-    # -- routes ---------------------------------------------------------------------------
+    # -- routes (kept in self.route_table) -----------------------------------------------
 
     async def fetch_route(self, topic: str, timeout: float | None = None) -> TopicRouteData | None:
         """GET_ROUTEINFO_BY_TOPIC without touching the cache; None if the topic has none."""
@@ -365,169 +360,68 @@ class ClientInstance:
             raise MQBrokerError(response.code, response.remark)
         return TopicRouteData.decode(response.body)
 
+    def _on_new_brokers(self) -> None:
+        # A broker we had no route to yet must learn our groups now, not at the next
+        # 30 s heartbeat: it checks transactions back and notifies consumers by them.
+        if self.producers or self.consumers:
+            self.spawn(self.send_heartbeat_to_all_brokers())
+
+    @property
+    def routes(self) -> dict[str, TopicRouteData]:
+        return self.route_table.routes
+
+    @property
+    def broker_addrs(self) -> dict[str, dict[int, str]]:
+        """broker name -> broker id -> address, from every cached route."""
+        return self.route_table.broker_addrs
+
     async def update_route(self, topic: str, *, use_default_topic: bool = False) -> bool:
-        """Refresh one topic's cached route; False when the name servers have none.
-
-        With ``use_default_topic`` the route of ``TBW102`` stands in for a topic that does
-        not exist yet (queues capped at ``defaultTopicQueueNums`` = 4), as Java's producer
-        does so that the broker auto-creates the topic on the first send.
-        """
-        lock = self._route_locks.setdefault(topic, asyncio.Lock())
-        async with lock:
-            if use_default_topic:
-                route = await self.fetch_route(AUTO_CREATE_TOPIC_KEY)
-                if route is not None:
-                    route.queue_datas = [
-                        QueueData(
-                            q.broker_name,
-                            min(4, q.read_queue_nums),
-                            min(4, q.read_queue_nums),
-                            q.perm,
-                            q.topic_sys_flag,
-                        )
-                        for q in route.queue_datas
-                    ]
-            else:
-                route = await self.fetch_route(topic)
-            if route is None:
-                return False
-            self._store_route(topic, route)
-            return True
-
-    def _store_route(self, topic: str, route: TopicRouteData) -> None:
-        old = self.routes.get(topic)
-        self.routes[topic] = route
-        if old is None or old.to_json() != route.to_json():
-            log.info("route of %s is now %s", topic, route.encode().decode())
-        info = self.publish_info.get(topic)
-        new_info = TopicPublishInfo.from_route(topic, route)
-        if info is not None:
-            new_info._index = info._index  # keep the round robin going
-        self.publish_info[topic] = new_info
-        self._rebuild_broker_addrs()
-
-    def _rebuild_broker_addrs(self) -> None:
-        table: dict[str, dict[int, str]] = {}
-        for route in self.routes.values():
-            for bd in route.broker_datas:
-                table[bd.broker_name] = dict(bd.broker_addrs)
-        known = {a for by_id in self.broker_addrs.values() for a in by_id.values()}
-        self.broker_addrs = table
-        fresh = {a for by_id in table.values() for a in by_id.values()} - known
-        if fresh and (self.producers or self.consumers):
-            # A broker we had no route to yet must learn our groups now, not at the next
-            # 30 s heartbeat: it checks transactions back and notifies consumers by them.
-            task = asyncio.get_running_loop().create_task(self.send_heartbeat_to_all_brokers())
-            self._background.add(task)
-            task.add_done_callback(self._background.discard)
+        """See :meth:`RouteTable.update`."""
+        return await self.route_table.update(topic, use_default_topic=use_default_topic)
 
     def forget_route(self, topic: str) -> None:
-        self.routes.pop(topic, None)
-        self.publish_info.pop(topic, None)
-        self._rebuild_broker_addrs()
+        self.route_table.forget(topic)
 
     async def refresh_routes(self) -> None:
         """Refresh every cached topic and every consumer subscription (the 30 s timer)."""
-        topics = set(self.routes)
-        for consumer in list(self.consumers.values()):
-            topics.update(s.topic for s in consumer.consumer_data().subscription_data_set)
-        for topic in sorted(topics):
-            try:
-                if not await self.update_route(topic) and topic in self.routes:
-                    log.debug("topic %s has no route any more; keeping the last one", topic)
-            except MQClientError as exc:
-                log.warning("refreshing the route of %s failed: %s", topic, exc)
+        await self.route_table.refresh(
+            s.topic
+            for consumer in list(self.consumers.values())
+            for s in consumer.consumer_data().subscription_data_set
+        )
 
     async def get_route(self, topic: str, *, refresh: bool = False) -> TopicRouteData:
-        """The cached route (fetched if missing); raises TopicRouteNotFoundError."""
-        if (refresh or topic not in self.routes) and not await self.update_route(topic):
-            raise TopicRouteNotFoundError(topic)
-        return self.routes[topic]
+        return await self.route_table.get(topic, refresh=refresh)
 
     async def find_publish_info(self, topic: str) -> TopicPublishInfo:
-        """Writable queues of ``topic`` (``tryToFindTopicPublishInfo``): the cached route,
-        else a fresh one, else TBW102's (auto-create); raises TopicRouteNotFoundError."""
-        info = self.publish_info.get(topic)
-        if info is not None and info.ok:
-            return info
-        if await self.update_route(topic):
-            info = self.publish_info[topic]
-            if info.ok:
-                return info
-        if await self.update_route(topic, use_default_topic=True):
-            info = self.publish_info[topic]
-            if info.ok:
-                return info
-        raise TopicRouteNotFoundError(topic)
+        return await self.route_table.find_publish_info(topic)
 
     async def subscribe_queues(self, topic: str, *, refresh: bool = False) -> list[MessageQueue]:
-        """Readable queues of ``topic`` from the cached route (fetched if missing)."""
-        return subscribe_queues(topic, await self.get_route(topic, refresh=refresh))
-
-    # -- broker addresses -----------------------------------------------------------------
+        return await self.route_table.subscribe_queues(topic, refresh=refresh)
 
     def find_broker_addr(self, broker_name: str, broker_id: int = MASTER_ID) -> str | None:
-        return self.broker_addrs.get(broker_name, {}).get(broker_id)
+        return self.route_table.find_broker_addr(broker_name, broker_id)
 
     def find_master_addr(self, broker_name: str) -> str | None:
-        return self.find_broker_addr(broker_name, MASTER_ID)
+        return self.route_table.find_master_addr(broker_name)
 
     def find_broker_addr_in_subscribe(
         self, broker_name: str, broker_id: int = MASTER_ID, only_this_broker: bool = False
     ) -> tuple[str, bool] | None:
-        """``(addr, is_slave)`` of ``broker_id`` (the pull's ``suggestWhichBrokerId``); for
-        a slave id that is gone, the next slave id; then, unless ``only_this_broker``, the
-        lowest id there is (the master when it is in the route), as the Java client."""
-        by_id = self.broker_addrs.get(broker_name)
-        if not by_id:
-            return None
-        addr = by_id.get(broker_id)
-        if addr is not None:
-            return addr, broker_id != MASTER_ID
-        if broker_id != MASTER_ID:
-            addr = by_id.get(broker_id + 1)
-            if addr is not None:
-                return addr, True
-        if only_this_broker:
-            return None
-        bid = min(by_id)
-        return by_id[bid], bid != MASTER_ID
+        """See :meth:`RouteTable.find_broker_addr_in_subscribe`."""
+        return self.route_table.find_broker_addr_in_subscribe(
+            broker_name, broker_id, only_this_broker
+        )
 
     def find_any_broker_addr(self, broker_name: str) -> str | None:
-        """Master first, else any slave (admin reads such as offsets)."""
-        found = self.find_broker_addr_in_subscribe(broker_name)
-        return found[0] if found else None
+        return self.route_table.find_any_broker_addr(broker_name)
 
     async def offset_broker_addr(self, mq: MessageQueue) -> str:
-        """Where ``mq``'s consumer offsets are read and committed (``RemoteBrokerOffsetStore``):
-        the master; without one in the cached route, the route is refreshed and the master
-        or else a slave is used, so a group goes on committing while its master is down
-        and returns to the master once the route has it again."""
-        found = self.find_broker_addr_in_subscribe(mq.broker_name, MASTER_ID, True)
-        if found is None:
-            try:
-                await self.update_route(mq.topic)
-            except MQClientError as exc:
-                log.debug("refreshing the route of %s failed: %s", mq.topic, exc)
-            found = self.find_broker_addr_in_subscribe(mq.broker_name, MASTER_ID, False)
-        if found is None:
-            raise MQClientError(
-                f"broker {mq.broker_name} of {mq.topic} is not in any route: is it running?"
-            )
-        return found[0]
+        """See :meth:`RouteTable.offset_broker_addr`."""
+        return await self.route_table.offset_broker_addr(mq)
 
     async def master_addr_or_refresh(self, mq: MessageQueue) -> str:
-        """The master address of ``mq``'s broker, refreshing the route once if unknown."""
-        addr = self.find_master_addr(mq.broker_name)
-        if addr is None:
-            await self.update_route(mq.topic)
-            addr = self.find_master_addr(mq.broker_name)
-        if addr is None:
-            raise MQClientError(
-                f"broker {mq.broker_name} has no master in the route of {mq.topic}:"
-                " is it running and registered with the name server?"
-            )
-        return addr
+        return await self.route_table.master_addr_or_refresh(mq)
 
     # -- heartbeats -----------------------------------------------------------------------
 
@@ -545,13 +439,8 @@ class ClientInstance:
         async with self._heartbeat_lock:
             data = self.heartbeat_data()
             body = data.encode()
-            targets = [
-                addr
-                for by_id in self.broker_addrs.values()
-                for bid, addr in by_id.items()
-                if bid == MASTER_ID or self.consumers
-            ]
-            await asyncio.gather(*(self._heartbeat(a, body) for a in sorted(set(targets))))
+            targets = self.route_table.heartbeat_addrs(slaves=bool(self.consumers))
+            await asyncio.gather(*(self._heartbeat(a, body) for a in targets))
 
     async def _heartbeat(self, addr: str, body: bytes) -> None:
         try:

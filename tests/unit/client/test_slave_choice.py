@@ -49,35 +49,6 @@ async def pull(inst: ClientInstance, commit_offset: int = 0) -> None:
     await inst.api.pull(MQ, group="g", offset=0, suspend=False, commit_offset=commit_offset)
 
 
-# -- findBrokerAddressInSubscribe ------------------------------------------------------------
-
-
-@pytest.mark.parametrize(
-    ("table", "broker_id", "only", "expected"),
-    [
-        ({0: "m", 1: "s1"}, 0, False, ("m", False)),
-        ({0: "m", 1: "s1"}, 1, False, ("s1", True)),
-        ({0: "m", 2: "s2"}, 1, False, ("s2", True)),  # a missing slave id: the next one
-        ({0: "m", 2: "s2"}, 1, True, ("s2", True)),
-        ({0: "m", 1: "s1"}, 5, False, ("m", False)),  # else the lowest id, the master
-        ({0: "m", 1: "s1"}, 5, True, None),
-        ({1: "s1"}, 0, False, ("s1", True)),  # no master: a slave
-        ({1: "s1", 2: "s2"}, 0, False, ("s1", True)),
-        ({1: "s1"}, 0, True, None),
-    ],
-)
-async def test_find_broker_addr_in_subscribe_as_the_java_client(
-    instance: ClientInstance,
-    table: dict[int, str],
-    broker_id: int,
-    only: bool,
-    expected: tuple[str, bool] | None,
-) -> None:
-    instance.broker_addrs = {"b": table}
-    assert instance.find_broker_addr_in_subscribe("b", broker_id, only) == expected
-    assert instance.find_broker_addr_in_subscribe("unknown", broker_id, only) is None
-
-
 # -- following suggestWhichBrokerId ------------------------------------------------------
 
 
