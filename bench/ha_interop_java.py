@@ -53,6 +53,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
 
+from procs import stop_processes
+
 from mqcore.client import Producer, make_message
 from mqcore.client.admin import Admin
 from mqcore.client.api import MQClientAPI, PullStatus
@@ -146,16 +148,8 @@ class Procs:
 
     def stop(self, name: str | None = None) -> None:
         chosen = [p for p in reversed(self.procs) if name is None or p[0] == name]
-        for _, proc, _ in chosen:
-            if proc.poll() is None:
-                proc.send_signal(signal.SIGTERM)
-        for entry in chosen:
-            _, proc, out = entry
-            try:
-                proc.wait(40)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(10)
+        stop_processes((proc for _, proc, _ in chosen), grace=40)
+        for _, _, out in chosen:
             out.close()
         self.procs = [p for p in self.procs if p not in chosen]
 

@@ -36,6 +36,8 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from procs import stop_processes
+
 REPO = Path(__file__).resolve().parent.parent
 RMQ = Path(os.environ.get("RMQ_HOME", Path.home() / "rmq-real"))
 CLK_TCK = os.sysconf("SC_CLK_TCK")
@@ -108,15 +110,7 @@ class Bench:
         return ["java", f"-Xms{heap}", f"-Xmx{heap}", *self.jopts, "-cp", self.cp, cls, *args]
 
     def stop_all(self) -> None:
-        for proc in reversed(self.procs):
-            if proc.poll() is None:
-                proc.send_signal(signal.SIGTERM)
-        for proc in reversed(self.procs):
-            try:
-                proc.wait(30)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(5)
+        stop_processes(reversed(self.procs))
         self.procs.clear()
 
     # -- servers ------------------------------------------------------------------------

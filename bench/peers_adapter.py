@@ -28,13 +28,14 @@ import itertools
 import os
 import re
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
+
+from procs import stop_processes
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PYTHON = os.path.join(REPO, ".venv", "bin", "python")
@@ -123,15 +124,7 @@ class _Servers:
     def stop(self) -> None:
         if os.getpid() != self.owner:
             return
-        for p in reversed(self.procs):
-            if p.poll() is None:
-                p.send_signal(signal.SIGTERM)
-        for p in reversed(self.procs):
-            try:
-                p.wait(15)
-            except subprocess.TimeoutExpired:
-                p.kill()
-                p.wait(5)
+        stop_processes(reversed(self.procs), grace=15)
         self.procs.clear()
         shutil.rmtree(self.dir, ignore_errors=True)
 

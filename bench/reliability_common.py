@@ -24,6 +24,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from procs import stop_processes
+
 from mqcore.client import (
     Admin,
     ClientConfig,
@@ -48,13 +50,7 @@ KINDS = ("single", "batch", "async", "delayed", "tx-commit", "tx-rollback")
 
 def stop_process(proc: subprocess.Popen[Any]) -> int:
     """SIGTERM, then SIGKILL if it has not exited within 30 s; its exit code."""
-    if proc.poll() is None:
-        proc.terminate()
-        try:
-            proc.wait(30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(10)
+    stop_processes([proc])
     return proc.returncode
 
 

@@ -21,7 +21,6 @@ import os
 import re
 import select
 import shutil
-import signal
 import statistics
 import subprocess
 import sys
@@ -32,6 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import orjson
+from procs import stop_processes
 
 TARGET = 0.3
 """Seconds of CPU a case may take (user + sys of the process)."""
@@ -140,12 +140,7 @@ def running_cluster(workdir: Path) -> Iterator[str]:
         assert namesrv is not None
         yield namesrv
     finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(10)
+        stop_processes([proc], grace=20)
         proc.stdout.close()
 
 
