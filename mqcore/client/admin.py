@@ -27,10 +27,10 @@ from mqcore.client.admin_acl import AclAdminMixin
 from mqcore.client.admin_broker import TOOLS_GROUP, BrokerAdminMixin
 from mqcore.client.admin_namesrv import NamesrvAdminMixin
 from mqcore.client.api import PullStatus
-from mqcore.client.config import with_credentials
+from mqcore.client.config import default_namesrv, with_credentials
 from mqcore.client.errors import ClientStateError, check_ok
 from mqcore.client.instance import ClientConfig, ClientInstance, subscribe_queues
-from mqcore.client.producer import default_namesrv, validate_topic
+from mqcore.client.validators import validate_topic
 from mqcore.common.metadata import PermName, SubscriptionGroupConfig
 from mqcore.errors import MessageIdError, MQBrokerError, MQClientError
 from mqcore.message import MessageExt

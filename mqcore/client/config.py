@@ -19,13 +19,22 @@ from mqcore.remoting.dispatcher import RpcHook
 from mqcore.remoting.tls import client_context
 
 __all__ = [
+    "DEFAULT_NAMESRV",
     "ClientConfig",
     "ConsumerHandle",
     "ProducerHandle",
     "SessionCredentials",
+    "default_namesrv",
     "signing_hook",
     "with_credentials",
 ]
+
+DEFAULT_NAMESRV = "127.0.0.1:9876"
+
+
+def default_namesrv() -> str:
+    """``MQ_NAMESRV_ADDR``, else RocketMQ's ``NAMESRV_ADDR``, else 127.0.0.1:9876."""
+    return os.environ.get("MQ_NAMESRV_ADDR") or os.environ.get("NAMESRV_ADDR") or DEFAULT_NAMESRV
 
 
 @dataclass(slots=True)

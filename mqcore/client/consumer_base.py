@@ -16,11 +16,11 @@ from collections.abc import Coroutine, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from mqcore.client.allocate import AllocateStrategy
+from mqcore.client.config import default_namesrv
 from mqcore.client.errors import ClientStateError
 from mqcore.client.instance import ClientConfig, ClientInstance
 from mqcore.client.offset_store import LocalFileOffsetStore, OffsetStore, RemoteBrokerOffsetStore
 from mqcore.client.process_queue import ProcessQueue
-from mqcore.client.producer import default_namesrv, validate_group
 from mqcore.client.rebalance import (
     ConsumeFromWhere,
     MessageModel,
@@ -32,6 +32,7 @@ from mqcore.client.rebalance import (
     resolve_strategy,
     timestamp_ms,
 )
+from mqcore.client.validators import validate_group
 from mqcore.common.aio import cancel_and_wait
 from mqcore.errors import MQError
 from mqcore.protocol.bodies import ConsumerData, MessageQueue, SubscriptionData

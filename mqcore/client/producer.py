@@ -31,19 +31,15 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
-import random
-import re
 import time
 import zlib
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, TypeAlias
 
 from mqcore.client.api import SendResult, SendStatus
-from mqcore.client.config import with_credentials
+from mqcore.client.config import DEFAULT_NAMESRV, default_namesrv, with_credentials
 from mqcore.client.errors import (
     ClientStateError,
-    InvalidGroupError,
     InvalidMessageError,
     is_retriable,
 )
@@ -55,9 +51,20 @@ from mqcore.client.request_reply import (
     send_reply_message_oneway,
     send_request,
 )
+from mqcore.client.selectors import (
+    MessageQueueSelector,
+    select_by_hash,
+    select_by_random,
+    select_fixed,
+)
 from mqcore.client.trace import SendTraceHook
 from mqcore.client.trace_dispatcher import TraceDispatcher
-from mqcore.common.javahash import java_string_hash
+from mqcore.client.validators import (
+    MAX_MESSAGE_SIZE,
+    validate_group,
+    validate_message,
+    validate_topic,
+)
 from mqcore.errors import MQClientError, MQTimeoutError
 from mqcore.message import Message, MessageExt, SysFlag, create_uniq_key, encode_properties
 from mqcore.message.const import (
@@ -93,91 +100,11 @@ __all__ = [
 
 log = logging.getLogger("mq.client.producer")
 
-DEFAULT_NAMESRV = "127.0.0.1:9876"
-MAX_MESSAGE_SIZE = 4 * 1024 * 1024
-"""Largest body (and batch) a 4.x broker accepts by default (``maxMessageSize``)."""
-TOPIC_MAX_LENGTH = 127
-GROUP_MAX_LENGTH = 255
-_VALID_TOPIC = re.compile(r"^[%|a-zA-Z0-9_-]+$")
-_NOT_ALLOWED_SEND_TOPICS = frozenset(
-    {
-        "SCHEDULE_TOPIC_XXXX",
-        "RMQ_SYS_TRANS_HALF_TOPIC",
-        "RMQ_SYS_TRANS_OP_HALF_TOPIC",
-        "TRANS_CHECK_MAX_TIME_TOPIC",
-        "SELF_TEST_TOPIC",
-        "OFFSET_MOVED_EVENT",
-    }
-)
 _BATCH_ENTRY_OVERHEAD = 22
 """Bytes a batch entry adds to body + properties (five i32 and one i16)."""
 
-MessageQueueSelector: TypeAlias = Callable[[Sequence[MessageQueue], Message, Any], MessageQueue]
-"""``(queues, message, arg) -> queue``: RocketMQ's ``MessageQueueSelector``."""
 SendCallback: TypeAlias = Callable[[SendResult | None, BaseException | None], object]
 """Called with ``(result, None)`` or ``(None, error)`` when an async send finishes."""
-
-
-def default_namesrv() -> str:
-    """``MQ_NAMESRV_ADDR``, else RocketMQ's ``NAMESRV_ADDR``, else 127.0.0.1:9876."""
-    return os.environ.get("MQ_NAMESRV_ADDR") or os.environ.get("NAMESRV_ADDR") or DEFAULT_NAMESRV
-
-
-def select_by_hash(queues: Sequence[MessageQueue], msg: Message, arg: Any) -> MessageQueue:
-    """Same ``arg`` (an order id), same queue: per-key order (``SelectMessageQueueByHash``;
-    strings hash as Java's ``String.hashCode`` so Java producers agree)."""
-    h = java_string_hash(arg) if isinstance(arg, str) else hash(arg)
-    return queues[abs(h) % len(queues)]
-
-
-def select_fixed(index: int = 0) -> MessageQueueSelector:
-    """Always queue ``index``: one queue, hence global order."""
-
-    def select(queues: Sequence[MessageQueue], msg: Message, arg: Any) -> MessageQueue:
-        return queues[index % len(queues)]
-
-    return select
-
-
-def select_by_random(queues: Sequence[MessageQueue], msg: Message, arg: Any) -> MessageQueue:
-    return random.choice(list(queues))
-
-
-def validate_topic(topic: str) -> None:
-    """RocketMQ's client-side topic rules (``Validators.checkTopic``)."""
-    if not topic or not topic.strip():
-        raise InvalidMessageError("the topic is blank")
-    if not _VALID_TOPIC.fullmatch(topic):
-        raise InvalidMessageError(
-            f"topic {topic!r} contains illegal characters; allowed: letters, digits, % | _ -"
-        )
-    if len(topic) > TOPIC_MAX_LENGTH:
-        raise InvalidMessageError(f"topic is longer than {TOPIC_MAX_LENGTH} characters")
-    if topic in _NOT_ALLOWED_SEND_TOPICS:
-        raise InvalidMessageError(f"sending to system topic {topic} is not allowed")
-
-
-def validate_group(group: str) -> None:
-    """RocketMQ's client-side group rules (``Validators.checkGroup``): not blank, only
-    letters, digits and ``% | _ -``, at most 255 characters. Raises InvalidGroupError."""
-    if not group or not group.strip():
-        raise InvalidGroupError("the group name is blank")
-    if not _VALID_TOPIC.fullmatch(group):
-        raise InvalidGroupError(
-            f"group {group!r} contains illegal characters; allowed: letters, digits, % | _ -"
-        )
-    if len(group) > GROUP_MAX_LENGTH:
-        raise InvalidGroupError(f"group name is longer than {GROUP_MAX_LENGTH} characters")
-
-
-def validate_message(msg: Message, max_size: int = MAX_MESSAGE_SIZE) -> None:
-    validate_topic(msg.topic)
-    if not msg.body:
-        raise InvalidMessageError(f"message to {msg.topic} has an empty body")
-    if len(msg.body) > max_size:
-        raise InvalidMessageError(
-            f"message body of {len(msg.body)} bytes is over the maximum of {max_size}"
-        )
 
 
 def make_message(

@@ -41,7 +41,8 @@ from mqcore.protocol.headers.reply import ReplyMessageRequestHeader
 if TYPE_CHECKING:
     from mqcore.client.api import SendResult
     from mqcore.client.instance import ClientInstance
-    from mqcore.client.producer import MessageQueueSelector, Producer
+    from mqcore.client.producer import Producer
+    from mqcore.client.selectors import MessageQueueSelector
     from mqcore.protocol.bodies import MessageQueue
     from mqcore.remoting import Channel, RequestDispatcher
 

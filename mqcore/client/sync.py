@@ -38,7 +38,8 @@ from typing import Any, Generic, TypeVar
 
 from mqcore.client.admin import Admin
 from mqcore.client.api import SendResult
-from mqcore.client.producer import MessageQueueSelector, Producer
+from mqcore.client.producer import Producer
+from mqcore.client.selectors import MessageQueueSelector
 from mqcore.message import Message, MessageExt
 from mqcore.protocol.bodies import MessageQueue
 
