@@ -13,10 +13,10 @@ import asyncio
 import datetime as dt
 import logging
 from collections.abc import Coroutine, Sequence
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, TypedDict
 
 from mqcore.client.allocate import AllocateStrategy
-from mqcore.client.config import default_namesrv
+from mqcore.client.config import default_namesrv, with_credentials
 from mqcore.client.errors import ClientStateError
 from mqcore.client.instance import ClientConfig, ClientInstance
 from mqcore.client.offset_store import LocalFileOffsetStore, OffsetStore, RemoteBrokerOffsetStore
@@ -32,6 +32,8 @@ from mqcore.client.rebalance import (
     resolve_strategy,
     timestamp_ms,
 )
+from mqcore.client.trace import ConsumeTraceHook
+from mqcore.client.trace_dispatcher import TraceDispatcher
 from mqcore.client.validators import validate_group
 from mqcore.common.aio import cancel_and_wait
 from mqcore.errors import MQError
@@ -40,7 +42,7 @@ from mqcore.protocol.bodies import ConsumerData, MessageQueue, SubscriptionData
 if TYPE_CHECKING:
     from mqcore.client.api import MQClientAPI, PullResult
 
-__all__ = ["FLOW_CONTROL_DELAY", "PULL_RETRY_DELAY", "ConsumerBase"]
+__all__ = ["FLOW_CONTROL_DELAY", "PULL_RETRY_DELAY", "ConsumerBase", "ConsumerOptions"]
 
 log = logging.getLogger("mq.client.consumer")
 
@@ -48,6 +50,29 @@ PULL_RETRY_DELAY = 3.0
 """Seconds before pulling again after an error (``PULL_TIME_DELAY_MILLS_WHEN_EXCEPTION``)."""
 FLOW_CONTROL_DELAY = 0.05
 """Seconds between checks while a queue is over its cache limits."""
+
+
+class ConsumerOptions(TypedDict, total=False):
+    """Keyword options both consumers take, with :class:`ConsumerBase`'s defaults:
+    ``namesrv`` (``MQ_NAMESRV_ADDR``, ``NAMESRV_ADDR``, then 127.0.0.1:9876), the group's
+    model and start position, the allocation strategy, per-queue cache limits, where
+    BROADCASTING offsets are kept, the shared instance (``instance_name`` /
+    ``client_config``), ACL keys, and message trace (``trace`` / ``trace_topic``)."""
+
+    namesrv: str | Sequence[str] | None
+    message_model: MessageModel
+    consume_from_where: ConsumeFromWhere
+    consume_timestamp: int | dt.datetime | None
+    allocate_strategy: AllocateStrategy | str | None
+    pull_threshold_for_queue: int
+    pull_threshold_size_for_queue: int
+    offset_store_dir: str | None
+    instance_name: str | None
+    client_config: ClientConfig | None
+    access_key: str | None
+    secret_key: str | None
+    trace: bool
+    trace_topic: str | None
 
 
 class ConsumerBase:
@@ -61,17 +86,21 @@ class ConsumerBase:
         self,
         group: str,
         *,
-        namesrv: str | Sequence[str] | None,
-        message_model: MessageModel,
-        consume_from_where: ConsumeFromWhere,
-        consume_timestamp: int | dt.datetime | None,
-        allocate_strategy: AllocateStrategy | str | None,
         pull_batch_size: int,
-        pull_threshold_for_queue: int,
-        pull_threshold_size_for_queue: int,
-        offset_store_dir: str | None,
-        instance_name: str | None,
-        client_config: ClientConfig | None,
+        namesrv: str | Sequence[str] | None = None,
+        message_model: MessageModel = MessageModel.CLUSTERING,
+        consume_from_where: ConsumeFromWhere = ConsumeFromWhere.LAST,
+        consume_timestamp: int | dt.datetime | None = None,
+        allocate_strategy: AllocateStrategy | str | None = None,
+        pull_threshold_for_queue: int = 1000,
+        pull_threshold_size_for_queue: int = 100 * 1024 * 1024,
+        offset_store_dir: str | None = None,
+        instance_name: str | None = None,
+        client_config: ClientConfig | None = None,
+        access_key: str | None = None,
+        secret_key: str | None = None,
+        trace: bool = False,
+        trace_topic: str | None = None,
     ) -> None:
         validate_group(group)
         self._group = group
@@ -85,7 +114,16 @@ class ConsumerBase:
         self.pull_threshold_size_for_queue = pull_threshold_size_for_queue
         self.offset_store_dir = offset_store_dir
         self.instance_name = instance_name
-        self.client_config = client_config
+        self.client_config = with_credentials(client_config, access_key, secret_key)
+        self.trace_dispatcher: TraceDispatcher | None = None
+        """With ``trace``: SubBefore/SubAfter records of what is consumed (message trace)."""
+        self._trace: ConsumeTraceHook | None = None
+        if trace:
+            self.trace_dispatcher = TraceDispatcher(
+                group, "CONSUMER", self.namesrv, trace_topic=trace_topic,
+                client_config=self.client_config,
+            )  # fmt: skip
+            self._trace = ConsumeTraceHook(self.trace_dispatcher, group)
         self._subscriptions: dict[str, SubscriptionData] = {}
         self._pull_tasks: dict[MessageQueue, asyncio.Task[None]] = {}
         self._tasks: set[asyncio.Task[Any]] = set()

@@ -24,28 +24,21 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import datetime as dt
 import logging
 import time
 from collections import deque
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Unpack
 
-from mqcore.client.allocate import AllocateStrategy
-from mqcore.client.config import with_credentials
-from mqcore.client.consumer_base import FLOW_CONTROL_DELAY, ConsumerBase
+from mqcore.client.consumer_base import FLOW_CONTROL_DELAY, ConsumerBase, ConsumerOptions
 from mqcore.client.errors import ClientStateError
-from mqcore.client.instance import ClientConfig
 from mqcore.client.offset_store import ReadOffsetType, RemoteBrokerOffsetStore
 from mqcore.client.process_queue import ProcessQueue, QueueEvent
 from mqcore.client.rebalance import (
-    ConsumeFromWhere,
-    MessageModel,
     MessageSelector,
     build_subscription,
 )
-from mqcore.client.trace import ConsumeTraceHook
-from mqcore.client.trace_dispatcher import TraceDispatcher
 from mqcore.errors import MQError
 from mqcore.message import MessageExt
 from mqcore.protocol.bodies import MessageQueue
@@ -65,7 +58,8 @@ class _Batch:
 class LitePullConsumer(ConsumerBase):
     """A consumer whose caller asks for messages; see the module docstring.
 
-    ``namesrv`` defaults to ``MQ_NAMESRV_ADDR``, ``NAMESRV_ADDR``, then 127.0.0.1:9876.
+    The other keyword options, shared with the other consumer, are
+    :class:`~mqcore.client.consumer_base.ConsumerOptions`.
     """
 
     CONSUME_TYPE = "CONSUME_ACTIVELY"
@@ -75,48 +69,13 @@ class LitePullConsumer(ConsumerBase):
         self,
         group: str,
         *,
-        namesrv: str | Sequence[str] | None = None,
-        message_model: MessageModel = MessageModel.CLUSTERING,
-        consume_from_where: ConsumeFromWhere = ConsumeFromWhere.LAST,
-        consume_timestamp: int | dt.datetime | None = None,
-        allocate_strategy: AllocateStrategy | str | None = None,
         auto_commit: bool = True,
         auto_commit_interval: float = 5.0,
         pull_batch_size: int = 10,
-        pull_threshold_for_queue: int = 1000,
-        pull_threshold_size_for_queue: int = 100 * 1024 * 1024,
         pull_threshold_for_all: int = 10000,
-        offset_store_dir: str | None = None,
-        instance_name: str | None = None,
-        client_config: ClientConfig | None = None,
-        access_key: str | None = None,
-        secret_key: str | None = None,
-        trace: bool = False,
-        trace_topic: str | None = None,
+        **options: Unpack[ConsumerOptions],
     ) -> None:
-        super().__init__(
-            group,
-            namesrv=namesrv,
-            message_model=message_model,
-            consume_from_where=consume_from_where,
-            consume_timestamp=consume_timestamp,
-            allocate_strategy=allocate_strategy,
-            pull_batch_size=pull_batch_size,
-            pull_threshold_for_queue=pull_threshold_for_queue,
-            pull_threshold_size_for_queue=pull_threshold_size_for_queue,
-            offset_store_dir=offset_store_dir,
-            instance_name=instance_name,
-            client_config=with_credentials(client_config, access_key, secret_key),
-        )
-        self.trace_dispatcher: TraceDispatcher | None = None
-        """With ``trace``: SubBefore/SubAfter records of what is consumed (message trace)."""
-        self._trace: ConsumeTraceHook | None = None
-        if trace:
-            self.trace_dispatcher = TraceDispatcher(
-                group, "CONSUMER", self.namesrv, trace_topic=trace_topic,
-                client_config=self.client_config,
-            )  # fmt: skip
-            self._trace = ConsumeTraceHook(self.trace_dispatcher, group)
+        super().__init__(group, pull_batch_size=pull_batch_size, **options)
         self.auto_commit = auto_commit
         self.auto_commit_interval = auto_commit_interval
         self.pull_threshold_for_all = pull_threshold_for_all

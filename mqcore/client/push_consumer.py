@@ -27,33 +27,32 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import datetime as dt
 import logging
 import time
-from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any, Unpack
 
-from mqcore.client.allocate import AllocateStrategy
-from mqcore.client.config import with_credentials
 from mqcore.client.consume_service import (
     ConsumeConcurrentlyService,
     ConsumeOrderlyService,
     ConsumeService,
     MessageListener,
 )
-from mqcore.client.consumer_base import FLOW_CONTROL_DELAY, PULL_RETRY_DELAY, ConsumerBase
+from mqcore.client.consumer_base import (
+    FLOW_CONTROL_DELAY,
+    PULL_RETRY_DELAY,
+    ConsumerBase,
+    ConsumerOptions,
+)
 from mqcore.client.errors import ClientStateError
-from mqcore.client.instance import AUTO_CREATE_TOPIC_KEY, ClientConfig
+from mqcore.client.instance import AUTO_CREATE_TOPIC_KEY
 from mqcore.client.offset_store import OffsetStore, ReadOffsetType
 from mqcore.client.process_queue import ProcessQueue, QueueEvent
 from mqcore.client.rebalance import (
-    ConsumeFromWhere,
     MessageModel,
     build_subscription,
     retry_topic,
 )
-from mqcore.client.trace import ConsumeTraceHook
-from mqcore.client.trace_dispatcher import TraceDispatcher
 from mqcore.errors import MQError
 from mqcore.message import MessageExt, encode_properties
 from mqcore.message import const as mc
@@ -74,7 +73,8 @@ INNER_PRODUCER_GROUP = "CLIENT_INNER_PRODUCER"
 class PushConsumer(ConsumerBase):
     """Long-polling consumer that calls a listener; see the module docstring.
 
-    ``namesrv`` defaults to ``MQ_NAMESRV_ADDR``, ``NAMESRV_ADDR``, then 127.0.0.1:9876.
+    The other keyword options, shared with the other consumer, are
+    :class:`~mqcore.client.consumer_base.ConsumerOptions`.
     Durations follow RocketMQ's option names where they are in ms; the rest are seconds.
     ``max_reconsume_times`` -1 means 16 for concurrent listeners and unlimited for orderly
     ones (RocketMQ's defaults). ``client_config`` / ``instance_name`` choose the shared
@@ -89,52 +89,17 @@ class PushConsumer(ConsumerBase):
         self,
         group: str,
         *,
-        namesrv: str | Sequence[str] | None = None,
-        message_model: MessageModel = MessageModel.CLUSTERING,
-        consume_from_where: ConsumeFromWhere = ConsumeFromWhere.LAST,
-        consume_timestamp: int | dt.datetime | None = None,
-        allocate_strategy: AllocateStrategy | str | None = None,
         consume_thread_max: int = 20,
         consume_message_batch_max_size: int = 1,
         pull_batch_size: int = 32,
-        pull_threshold_for_queue: int = 1000,
-        pull_threshold_size_for_queue: int = 100 * 1024 * 1024,
         consume_concurrently_max_span: int = 2000,
         pull_interval: float = 0.0,
         max_reconsume_times: int = -1,
         suspend_current_queue_time_millis: int = 1000,
         await_termination: float = 5.0,
-        offset_store_dir: str | None = None,
-        instance_name: str | None = None,
-        client_config: ClientConfig | None = None,
-        access_key: str | None = None,
-        secret_key: str | None = None,
-        trace: bool = False,
-        trace_topic: str | None = None,
+        **options: Unpack[ConsumerOptions],
     ) -> None:
-        super().__init__(
-            group,
-            namesrv=namesrv,
-            message_model=message_model,
-            consume_from_where=consume_from_where,
-            consume_timestamp=consume_timestamp,
-            allocate_strategy=allocate_strategy,
-            pull_batch_size=pull_batch_size,
-            pull_threshold_for_queue=pull_threshold_for_queue,
-            pull_threshold_size_for_queue=pull_threshold_size_for_queue,
-            offset_store_dir=offset_store_dir,
-            instance_name=instance_name,
-            client_config=with_credentials(client_config, access_key, secret_key),
-        )
-        self.trace_dispatcher: TraceDispatcher | None = None
-        """With ``trace``: SubBefore/SubAfter records of what is consumed (message trace)."""
-        self._trace: ConsumeTraceHook | None = None
-        if trace:
-            self.trace_dispatcher = TraceDispatcher(
-                group, "CONSUMER", self.namesrv, trace_topic=trace_topic,
-                client_config=self.client_config,
-            )  # fmt: skip
-            self._trace = ConsumeTraceHook(self.trace_dispatcher, group)
+        super().__init__(group, pull_batch_size=pull_batch_size, **options)
         self.consume_thread_max = consume_thread_max
         self.batch_max_size = consume_message_batch_max_size
         self.consume_concurrently_max_span = consume_concurrently_max_span
