@@ -4,15 +4,17 @@ typer renders a flag as ``--json <bool>``, an option's value as ``<str>`` and a 
 argument as ``{msg_id}``. mq's help follows the man-page convention instead (as click,
 rpk and natscli do): flags take no value, so they show none; a value is an upper-case
 word (``TEXT``, ``INTEGER``, or the option's metavar); an argument is its upper-case
-name (``MSG_ID``, ``[GROUP]`` when optional). :func:`install` applies this to typer's
-parameter classes; the entry point calls it once before the app is built.
+name (``MSG_ID``, ``[GROUP]`` when optional); an indented example stays indented.
+:func:`install` applies this to typer's classes; the entry point calls it once before the
+app is built.
 """
 
 from __future__ import annotations
 
+import inspect
 from typing import Any
 
-__all__ = ["EXIT_STATUS", "EXIT_STATUS_EPILOG", "install"]
+__all__ = ["EXIT_STATUS", "EXIT_STATUS_EPILOG", "install", "keep_indents"]
 
 EXIT_STATUS = (
     ("0", "success"),
@@ -52,13 +54,27 @@ def type_word(label: str) -> str:
     return _TYPE_WORDS.get(bare, bare.upper())
 
 
+def keep_indents(help_text: str | None) -> str | None:
+    """Make a help text's later paragraphs start with a blank line.
+
+    typer dedents everything after the first paragraph as one docstring, whose first line
+    does not count towards the common margin: when that line is a heading (``Examples:``)
+    the indented lines under it lose their indentation. A blank first line counts for
+    nothing and is dropped when rendered, so the margin is the paragraphs' own (none).
+    """
+    if not help_text:
+        return help_text
+    first, sep, rest = inspect.cleandoc(help_text).partition("\n\n")
+    return f"{first}\n\n\n{rest}" if sep and not rest.startswith("\n") else help_text
+
+
 def install() -> None:
     """Teach typer's TyperOption and TyperArgument mq's way of naming things (idempotent)."""
     global _installed
     if _installed:
         return
     _installed = True
-    from typer.core import TyperArgument, TyperOption
+    from typer.core import TyperArgument, TyperCommand, TyperGroup, TyperOption
 
     option_type = TyperOption.display_type_rich
 
@@ -86,3 +102,18 @@ def install() -> None:
     TyperArgument.display_name_raw = property(argument_name)  # type: ignore[assignment,method-assign]
     TyperArgument._usage_display_name = argument_usage  # type: ignore[method-assign]
     TyperArgument.display_type_rich = argument_display_type  # type: ignore[method-assign]
+
+    for cls in (TyperCommand, TyperGroup):
+        cls.format_help = _indent_keeping(cls.format_help)  # type: ignore[method-assign]
+
+
+def _indent_keeping(format_help: Any) -> Any:
+    def wrapped(self: Any, ctx: Any, formatter: Any) -> None:
+        shown = self.help
+        self.help = keep_indents(shown)
+        try:
+            format_help(self, ctx, formatter)
+        finally:
+            self.help = shown
+
+    return wrapped
