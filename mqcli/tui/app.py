@@ -1,15 +1,17 @@
 """The dashboard App: one mode per view, the keys, and the refresh loop.
 
 Refreshing follows dolphie's live dashboard rather than kaskade's manual refresh: a
-``set_interval`` tick starts an async worker that takes one :class:`Snapshot` from the
-:class:`~mqcli.tui.poller.Poller`; a tick is skipped while a poll is still running (a
-slow broker never piles polls up) and while a dialog is open (so a confirmation is not
-redrawn under the operator's fingers). Errors become toasts, only when something changes
-state (a broker goes down or comes back), never exceptions.
+``set_interval`` tick starts an async worker that takes one :class:`Snapshot` from its
+:class:`~mqcli.tui.poller.Poller` (a protocol: a
+:class:`~mqcli.tui.poller.ClusterPoller` by default, a fake in tests); a tick is skipped
+while a poll is still running (a slow broker never piles polls up) and while a dialog is
+open (so a confirmation is not redrawn under the operator's fingers). Errors become
+toasts, only when something changes state (a broker goes down or comes back), never
+exceptions.
 
 Views do not act on the cluster themselves: they post a message (``DeleteTopic``,
 ``SkipBacklog``, ``Resend``, ``RefreshNow``) and the app acts, as frogmouth's omnibox
-does, so a view is tested with a fake poller and its Admin.
+does, through the poller's Admin, so a view is tested with a fake poller and its Admin.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from mqcli.credentials import client_config
 from mqcli.tui.dialogs.help import HelpScreen
 from mqcli.tui.lookup import resend
 from mqcli.tui.model import UNKNOWN_STATE, Snapshot
-from mqcli.tui.poller import Poller
+from mqcli.tui.poller import ClusterPoller, Poller
 from mqcli.tui.screens.base import ViewScreen
 from mqcli.tui.screens.cluster import ClusterScreen
 from mqcli.tui.screens.delay import DelayScreen
@@ -95,7 +97,7 @@ class MQApp(App[None]):
         super().__init__()
         self.namesrv = namesrv
         self.refresh_seconds = refresh
-        self.poller = poller if poller is not None else Poller(namesrv)
+        self.poller: Poller = poller if poller is not None else ClusterPoller(namesrv)
         self.initial_view = view
         self.snapshot: Snapshot | None = None
         """The last poll's snapshot (the views render it)."""

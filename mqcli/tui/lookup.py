@@ -14,8 +14,8 @@ import string
 from dataclasses import dataclass
 
 from mqcli.tui.model import Snapshot
-from mqcli.tui.poller import Poller
-from mqcore.client import Producer
+from mqcli.tui.poller import peek
+from mqcore.client import Admin, Producer
 from mqcore.errors import MQClientError
 from mqcore.message import Message, MessageExt
 from mqcore.message import const as mc
@@ -69,40 +69,20 @@ class LookupQuery:
     end_ms: int = 0
 
 
-async def lookup(poller: Poller, query: LookupQuery) -> list[MessageExt]:
+async def lookup(admin: Admin, query: LookupQuery) -> list[MessageExt]:
     """Messages matching ``query``, oldest first, at most :data:`MAX_RESULTS`."""
-    admin = poller.admin
     if query.mode == "key":
         return await admin.query_by_key(query.topic, query.value, max_num=64)
     if query.mode == "id":
         return [await admin.find_message(query.value, query.topic or None)]
     if query.mode == "time":
-        return await _by_time(poller, query.topic, query.begin_ms, query.end_ms)
+        return await admin.query_by_time(
+            query.topic, query.begin_ms, query.end_ms, max_num=MAX_RESULTS
+        )
     raise ValueError(f"unknown lookup mode {query.mode!r}")
 
 
-async def _by_time(poller: Poller, topic: str, begin_ms: int, end_ms: int) -> list[MessageExt]:
-    instance = poller.admin.instance
-    api = instance.api
-    out: list[MessageExt] = []
-    for mq in await instance.subscribe_queues(topic, refresh=True):
-        addr = instance.find_master_addr(mq.broker_name)
-        if addr is None:
-            continue
-        lo = await api.search_offset(mq, begin_ms)
-        hi = await api.search_offset(mq, end_ms) + 1
-        offset = lo
-        while offset < hi and len(out) < MAX_RESULTS:
-            batch = await poller.pull(addr, topic, mq.queue_id, offset, min(32, hi - offset))
-            if not batch:
-                break
-            out.extend(m for m in batch if begin_ms <= m.store_timestamp <= end_ms)
-            offset = batch[-1].queue_offset + 1
-    out.sort(key=lambda m: m.store_timestamp)
-    return out[:MAX_RESULTS]
-
-
-async def dlq_messages(poller: Poller, snapshot: Snapshot, group: str) -> list[MessageExt]:
+async def dlq_messages(admin: Admin, snapshot: Snapshot, group: str) -> list[MessageExt]:
     """The group's dead letters (every ``%DLQ%group`` queue, oldest first), capped."""
     topic = snapshot.topics.get(DLQ_GROUP_TOPIC_PREFIX + group)
     if topic is None:
@@ -113,7 +93,7 @@ async def dlq_messages(poller: Poller, snapshot: Snapshot, group: str) -> list[M
         addr = addrs.get(q.broker)
         offset = q.min_offset
         while addr is not None and offset < q.max_offset and len(out) < MAX_RESULTS:
-            batch = await poller.pull(addr, topic.name, q.queue_id, offset, 32)
+            batch = await peek(admin, addr, topic.name, q.queue_id, offset, 32)
             if not batch:
                 break
             out.extend(batch)

@@ -1,6 +1,10 @@
 """The dashboard's async poller: one :class:`~mqcli.tui.model.Snapshot` per refresh.
 
-What one :meth:`Poller.poll` asks, all concurrently (nothing per queue):
+The app depends on the :class:`Poller` protocol (a snapshot per poll, and the
+:class:`~mqcore.client.Admin` its views act through), so tests run it on a fake;
+:class:`ClusterPoller` is the real one, and asks only through ``Admin`` methods.
+
+What one :meth:`ClusterPoller.poll` asks, all concurrently (nothing per queue):
 
 * every name server: GET_BROKER_CLUSTER_INFO (its health and the broker list);
 * every broker: GET_BROKER_RUNTIME_INFO (TPS, today's counts, disk, commit log,
@@ -38,6 +42,7 @@ import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from typing import Protocol, runtime_checkable
 
 from mqcli.credentials import client_config
 from mqcli.ha import ha_state
@@ -58,20 +63,10 @@ from mqcli.tui.model import (
 )
 from mqcore.client import Admin
 from mqcore.client.admin import QueueProgress
-from mqcore.common.properties import parse_properties
 from mqcore.errors import MQBrokerError, MQError
 from mqcore.message import MessageExt
-from mqcore.protocol import RemotingCommand, RequestCode, ResponseCode
-from mqcore.protocol.bodies import (
-    ClusterInfo,
-    ConsumerOffsetSerializeWrapper,
-    KVTable,
-    SubscriptionGroupWrapper,
-    TopicConfigSerializeWrapper,
-    TopicStatsTable,
-)
-from mqcore.protocol.headers import GetTopicStatsInfoRequestHeader, PullMessageRequestHeader
-from mqcore.protocol.headers.consume import PullSysFlag
+from mqcore.protocol import ResponseCode
+from mqcore.protocol.bodies import ClusterInfo
 from mqcore.store.metadata.subscription_group import SYSTEM_GROUPS
 from mqcore.store.metadata.topic import (
     REPLY_TOPIC_POSTFIX,
@@ -79,10 +74,7 @@ from mqcore.store.metadata.topic import (
     perm_to_string,
 )
 
-__all__ = ["TOOLS_GROUP", "BrokerData", "Poller", "parse_delay_levels"]
-
-TOOLS_GROUP = "TOOLS_CONSUMER"
-"""The group admin tools pull as (a built-in group every broker has)."""
+__all__ = ["BrokerData", "ClusterPoller", "Poller", "parse_delay_levels", "peek"]
 
 _UNITS_MS = {"s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
 
@@ -102,10 +94,15 @@ def _system_group(name: str) -> bool:
     return name in SYSTEM_GROUPS or name.startswith("CID_RMQ_SYS_")
 
 
-def _ok(response: RemotingCommand) -> RemotingCommand:
-    if response.code != ResponseCode.SUCCESS:
-        raise MQBrokerError(response.code, response.remark)
-    return response
+async def peek(
+    admin: Admin, addr: str, topic: str, queue_id: int, offset: int, max_nums: int = 32
+) -> list[MessageExt]:
+    """:meth:`Admin.peek <mqcore.client.Admin.peek>` for a view: an error reads as
+    "nothing there" (a browsing dashboard shows less, it does not fail)."""
+    try:
+        return await admin.peek(addr, topic, queue_id, offset, max_nums)
+    except MQError:
+        return []
 
 
 def _first_float(text: str | None) -> float:
@@ -138,7 +135,22 @@ class BrokerData:
     """group -> retry max times."""
 
 
-class Poller:
+@runtime_checkable
+class Poller(Protocol):
+    """What the dashboard app needs of a cluster: a snapshot per refresh, and the
+    :class:`~mqcore.client.Admin` its views act and look messages up through."""
+
+    @property
+    def admin(self) -> Admin: ...
+
+    async def poll(self, *, group: str | None = None, delay_heads: bool = False) -> Snapshot:
+        """One snapshot (``group``'s detail and the delay heads only when asked for)."""
+        ...
+
+    async def close(self) -> None: ...
+
+
+class ClusterPoller:
     """Polls a cluster through an :class:`~mqcore.client.Admin`; see the module docstring.
 
     ``clock`` (epoch seconds) is injectable so rates are testable without sleeping.
@@ -236,54 +248,40 @@ class Poller:
         return snap
 
     async def _namesrvs(self) -> tuple[list[NamesrvHealth], ClusterInfo | None]:
-        instance = self.admin.instance
-
         async def one(addr: str) -> tuple[NamesrvHealth, ClusterInfo | None]:
             t0 = time.perf_counter()
             try:
-                request = instance.request(RequestCode.GET_BROKER_CLUSTER_INFO)
-                response = _ok(await instance.invoke(addr, request, self.timeout))
-                info = ClusterInfo.decode(response.body)
+                info = await self.admin.cluster_info_from(addr)
             except Exception as exc:  # any failure means: this name server is down
-                instance.remoting.close_channel(addr)
                 return NamesrvHealth(addr, False, error=str(exc) or type(exc).__name__), None
             return NamesrvHealth(addr, True, (time.perf_counter() - t0) * 1000), info
 
-        answers = await asyncio.gather(*(one(a) for a in instance.namesrv_addrs))
+        answers = await asyncio.gather(*(one(a) for a in self.admin.namesrv_addrs))
         infos = [i for _, i in answers if i is not None]
         return [h for h, _ in answers], (infos[0] if infos else None)
 
-    async def _call(self, addr: str, code: int, header: object = None) -> RemotingCommand:
-        instance = self.admin.instance
-        request = instance.request(code, header)  # type: ignore[arg-type]
-        return _ok(await instance.invoke(addr, request, self.timeout))
-
     async def _broker(self, row: BrokerRow) -> BrokerData:
         data = BrokerData(row)
+        admin = self.admin
         try:
             if row.broker_id == 0:
-                runtime, topics, offsets, groups = await asyncio.gather(
-                    self._call(row.addr, RequestCode.GET_BROKER_RUNTIME_INFO),
-                    self._call(row.addr, RequestCode.GET_ALL_TOPIC_CONFIG),
-                    self._call(row.addr, RequestCode.GET_ALL_CONSUMER_OFFSET),
-                    self._call(row.addr, RequestCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG),
+                runtime, topics, data.offsets, groups = await asyncio.gather(
+                    admin.broker_runtime_info(row.addr),
+                    admin.broker_topic_configs(row.addr),
+                    admin.broker_consumer_offsets(row.addr),
+                    admin.broker_subscription_groups(row.addr),
                 )
-                table = TopicConfigSerializeWrapper.decode(topics.body).topic_config_table
                 data.topics = {
                     t: (c.perm, c.read_queue_nums)
-                    for t, c in table.items()
+                    for t, c in topics.items()
                     if t != RMQ_SYS_SCHEDULE_TOPIC
                 }
-                data.offsets = ConsumerOffsetSerializeWrapper.decode(offsets.body).offset_table
-                wrapper = SubscriptionGroupWrapper.decode(groups.body)
-                data.groups = {
-                    g: c.retry_max_times for g, c in wrapper.subscription_group_table.items()
-                }
+                data.groups = {g: c.retry_max_times for g, c in groups.items()}
                 await self._topic_stats(data)
                 await self._delay_table(row.addr)
             else:
-                runtime = await self._call(row.addr, RequestCode.GET_BROKER_RUNTIME_INFO)
-            data.runtime = KVTable.decode(runtime.body).table
+                runtime = await admin.broker_runtime_info(row.addr)
+            data.runtime = runtime
         except Exception as exc:  # a bad answer marks this broker down, not the poll
             row.up = False
             row.error = str(exc) or type(exc).__name__
@@ -309,14 +307,10 @@ class Poller:
     async def _topic_stats(self, data: BrokerData) -> None:
         async def one(topic: str) -> None:
             try:
-                response = await self._call(
-                    data.row.addr,
-                    RequestCode.GET_TOPIC_STATS_INFO,
-                    GetTopicStatsInfoRequestHeader(topic),
-                )
+                table = await self.admin.broker_topic_stats(data.row.addr, topic)
             except MQBrokerError:
                 return  # deleted between the two requests
-            for mq, o in TopicStatsTable.decode(response.body).offset_table.items():
+            for mq, o in table.items():
                 data.stats[(topic, mq.queue_id)] = QueueRow(
                     topic, data.row.name, mq.queue_id, o.min_offset, o.max_offset,
                     o.last_update_timestamp,
@@ -328,10 +322,8 @@ class Poller:
         if addr in self._delay_tables:
             return
         try:
-            response = await self._call(addr, RequestCode.GET_BROKER_CONFIG)
-            text = parse_properties(bytes(response.body).decode("utf-8", "replace")).get(
-                "messageDelayLevel", DEFAULT_DELAY_LEVELS
-            )
+            config = await self.admin.broker_config(addr)
+            text = config.get("messageDelayLevel", DEFAULT_DELAY_LEVELS)
         except MQError:
             text = DEFAULT_DELAY_LEVELS
         self._delay_tables[addr] = parse_delay_levels(text) or parse_delay_levels(
@@ -448,31 +440,11 @@ class Poller:
         self, row: DelayLevelRow, addr: str, table: list[tuple[str, int]]
     ) -> None:
         """Deliver time of the level's next message: its store time plus the level's delay."""
-        msg = await self.pull_one(addr, RMQ_SYS_SCHEDULE_TOPIC, row.level - 1, row.delivered)
-        if msg is not None and row.level <= len(table):
-            row.next_due_ms = msg.store_timestamp + table[row.level - 1][1]
-
-    async def pull_one(
-        self, addr: str, topic: str, queue_id: int, offset: int, max_nums: int = 1
-    ) -> MessageExt | None:
-        found = await self.pull(addr, topic, queue_id, offset, max_nums)
-        return found[0] if found else None
-
-    async def pull(
-        self, addr: str, topic: str, queue_id: int, offset: int, max_nums: int = 32
-    ) -> list[MessageExt]:
-        """Messages of one queue from ``offset`` at ``addr`` as TOOLS_CONSUMER (no commit,
-        no long poll); an error reads as "nothing there"."""
-        header = PullMessageRequestHeader(
-            consumer_group=TOOLS_GROUP, topic=topic, queue_id=queue_id, queue_offset=offset,
-            max_msg_nums=max_nums, sys_flag=PullSysFlag.SUBSCRIPTION, commit_offset=0,
-            suspend_timeout_millis=0, sub_version=0, subscription="*", expression_type="TAG",
-        )  # fmt: skip
-        try:
-            result = await self.admin.instance.api.pull_message(addr, header, self.timeout)
-        except MQError:
-            return []
-        return result.messages
+        found = await peek(
+            self.admin, addr, RMQ_SYS_SCHEDULE_TOPIC, row.level - 1, row.delivered, 1
+        )
+        if found and row.level <= len(table):
+            row.next_due_ms = found[0].store_timestamp + table[row.level - 1][1]
 
     async def _group_detail(self, group: str) -> GroupDetail:
         detail = GroupDetail(group)

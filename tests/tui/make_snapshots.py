@@ -45,7 +45,7 @@ def sample_messages() -> list[MessageExt]:
 
 
 async def render(view: str) -> str:
-    app = MQApp("10.0.0.1:9876", refresh=0, poller=FakePoller(), view=view)  # type: ignore[arg-type]
+    app = MQApp("10.0.0.1:9876", refresh=0, poller=FakePoller(), view=view)
     async with app.run_test(size=SIZE) as pilot:
         app.refresh_now()
         while app.polls < 1:

@@ -22,7 +22,7 @@ def keys(table: LiveTable) -> list[str | None]:
 
 
 def make_app(view: str = "cluster") -> MQApp:
-    return MQApp("10.0.0.1:9876", refresh=0, poller=FakePoller(), view=view)  # type: ignore[arg-type]
+    return MQApp("10.0.0.1:9876", refresh=0, poller=FakePoller(), view=view)
 
 
 @pytest.mark.parametrize("size", [(80, 24), (200, 50)])
@@ -116,7 +116,7 @@ async def test_cluster_view_marks_broken_replication_red() -> None:
     master.ha = HAState("SYNC_MASTER", 1000, connections=0, acked_offset=0)
     slave.ha = HAState("SLAVE", 900, master_connected=False, lag_bytes=100)
     other.up, other.ha = True, ha_state({"commitLogMaxOffset": "5"}, 0)
-    app = MQApp("10.0.0.1:9876", refresh=0, poller=FakePoller(snap), view="cluster")  # type: ignore[arg-type]
+    app = MQApp("10.0.0.1:9876", refresh=0, poller=FakePoller(snap), view="cluster")
     async with app.run_test(size=(200, 40)) as pilot:
         await poll(pilot)
         table = app.screen.query_one("#brokers", LiveTable)
@@ -216,7 +216,7 @@ async def test_delete_needs_the_topic_name_typed() -> None:
 
 async def test_rows_are_patched_in_place_and_keep_the_cursor() -> None:
     snap = sample_snapshot()
-    app = MQApp("x:1", refresh=0, poller=FakePoller(snap), view="topics")  # type: ignore[arg-type]
+    app = MQApp("x:1", refresh=0, poller=FakePoller(snap), view="topics")
     async with app.run_test(size=(160, 40)) as pilot:
         await poll(pilot)
         topics = app.screen.query_one("#topics", LiveTable)

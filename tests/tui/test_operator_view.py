@@ -22,7 +22,7 @@ from tui_fakes import FakePoller, SequencePoller, sample_snapshot
 from mqcli.tui.app import SCREENSHOT_DIR_ENV, VIEWS, MQApp
 from mqcli.tui.dialogs.help import HELP_TEXT, HelpScreen
 from mqcli.tui.model import UNKNOWN_STATE, BrokerRow, GroupRow, Snapshot, trend_direction
-from mqcli.tui.poller import Poller
+from mqcli.tui.poller import ClusterPoller, Poller
 from mqcli.tui.widgets.delay_levels import DelayLevel, DelayLevels
 from mqcli.tui.widgets.live_table import LiveTable
 from mqcli.tui.widgets.message_detail import MessageDetail
@@ -33,8 +33,8 @@ from make_snapshots import sample_messages  # isort: skip
 SMALL = (80, 24)
 
 
-def make_app(view: str = "cluster", poller: object = None) -> MQApp:
-    return MQApp("10.0.0.1:9876", refresh=0, poller=poller or FakePoller(), view=view)  # type: ignore[arg-type]
+def make_app(view: str = "cluster", poller: Poller | None = None) -> MQApp:
+    return MQApp("10.0.0.1:9876", refresh=0, poller=poller or FakePoller(), view=view)
 
 
 async def goto(pilot: object, app: MQApp, index: int) -> None:
@@ -236,7 +236,7 @@ def closed_port() -> int:
 async def unreachable_snapshot(last_seen: Snapshot) -> Snapshot:
     """What the real poller returns once its name server is gone, after a good poll
     that saw ``last_seen``'s brokers."""
-    poller = Poller(f"127.0.0.1:{closed_port()}", timeout=2.0)
+    poller = ClusterPoller(f"127.0.0.1:{closed_port()}", timeout=2.0)
     for b in last_seen.brokers:
         poller._known[b.key] = b
     try:
@@ -373,6 +373,20 @@ async def test_screenshot_goes_to_the_current_directory_by_default(
 
 
 # -- actions: the views ask, the app acts --------------------------------------------------
+
+
+async def test_the_app_runs_on_any_poller_without_a_cluster() -> None:
+    """The app depends on the Poller protocol alone: a fake drives it (no cluster, no
+    socket) and is closed with the app; the real poller implements the same protocol."""
+    poller = FakePoller()
+    implementations: list[object] = [poller, ClusterPoller("127.0.0.1:1")]
+    assert all(isinstance(p, Poller) for p in implementations)
+    app = make_app("cluster", poller)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await poll(pilot)
+        assert app.snapshot is poller.snapshot
+        assert "broker-a" in "\n".join(screen_lines(app))
+    assert poller.closed
 
 
 async def test_confirmed_delete_reaches_the_admin_and_refreshes() -> None:

@@ -6,7 +6,7 @@ import pytest
 
 from mqcli.tui.lookup import body_text, hex_dump, parse_query, parse_time
 from mqcli.tui.model import History, QueueRow, TopicRow, topic_kind
-from mqcli.tui.poller import Poller, parse_delay_levels
+from mqcli.tui.poller import ClusterPoller, parse_delay_levels
 from mqcli.tui.widgets.delay_levels import due_text
 from mqcli.tui.widgets.lag_sparkline import spark, trend
 
@@ -29,7 +29,7 @@ def test_topic_kinds() -> None:
 
 def test_put_tps_comes_from_max_offset_deltas_between_polls() -> None:
     clock = iter([100.0, 102.0])
-    poller = Poller("127.0.0.1:1", clock=lambda: next(clock))
+    poller = ClusterPoller("127.0.0.1:1", clock=lambda: next(clock))
 
     def topics(max_offset: int) -> dict[str, TopicRow]:
         from mqcli.tui.model import BrokerRow
@@ -87,14 +87,9 @@ async def test_poller_reads_role_ha_state_and_slave_lag_from_runtime_tables() ->
     role from the broker id and "-", and a slave's lag is computed either way."""
     from mqcli.tui.model import BrokerRow
     from mqcli.tui.poller import BrokerData
+    from mqcore.client import Admin
+    from mqcore.common.metadata import SubscriptionGroupConfig, TopicConfig
     from mqcore.errors import MQError
-    from mqcore.protocol import RemotingCommand, RequestCode
-    from mqcore.protocol.bodies import (
-        ConsumerOffsetSerializeWrapper,
-        KVTable,
-        SubscriptionGroupWrapper,
-        TopicConfigSerializeWrapper,
-    )
 
     tables = {
         "mq-m:1": {"commitLogMaxOffset": "5000", "brokerRole": "SYNC_MASTER",
@@ -105,23 +100,27 @@ async def test_poller_reads_role_ha_state_and_slave_lag_from_runtime_tables() ->
         "rmq-m:1": {"commitLogMaxOffset": "700"},
         "rmq-s:1": {"commitLogMaxOffset": "100"},
     }  # fmt: skip
-    bodies = {
-        RequestCode.GET_ALL_TOPIC_CONFIG: TopicConfigSerializeWrapper().encode(),
-        RequestCode.GET_ALL_CONSUMER_OFFSET: ConsumerOffsetSerializeWrapper().encode(),
-        RequestCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG: SubscriptionGroupWrapper().encode(),
-    }
 
-    async def call(addr: str, code: int, header: object = None) -> RemotingCommand:
-        if code == RequestCode.GET_BROKER_RUNTIME_INFO:
-            body = KVTable(tables[addr]).encode()
-        elif code in bodies:
-            body = bodies[code]
-        else:
+    class Tables(Admin):
+        """Runtime tables by address, empty topic/offset/group tables, nothing else."""
+
+        async def broker_runtime_info(self, addr: str) -> dict[str, str]:
+            return tables[addr]
+
+        async def broker_topic_configs(self, addr: str) -> dict[str, TopicConfig]:
+            return {}
+
+        async def broker_consumer_offsets(self, addr: str) -> dict[str, dict[int, int]]:
+            return {}
+
+        async def broker_subscription_groups(self, addr: str) -> dict[str, SubscriptionGroupConfig]:
+            return {}
+
+        async def broker_config(self, addr: str) -> dict[str, str]:
             raise MQError("not served here")
-        return RemotingCommand.response_to(RemotingCommand.request(code), 0, body=body)
 
-    poller = Poller("127.0.0.1:1")
-    poller._call = call  # type: ignore[method-assign]
+    poller = ClusterPoller("127.0.0.1:1")
+    poller.admin = Tables("127.0.0.1:1")
     rows = [
         BrokerRow("c", "mq", 0, "mq-m:1"), BrokerRow("c", "mq", 1, "mq-s:1"),
         BrokerRow("c", "rmq", 0, "rmq-m:1"), BrokerRow("c", "rmq", 1, "rmq-s:1"),

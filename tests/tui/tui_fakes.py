@@ -1,5 +1,6 @@
 """Deterministic snapshots and a fake poller for layout tests and the SVG snapshots:
-live data varies (times, TPS, ports), so pictures are made from fixed data."""
+live data varies (times, TPS, ports), so pictures are made from fixed data. The fake
+implements :class:`~mqcli.tui.poller.Poller`, the protocol the app depends on."""
 
 from __future__ import annotations
 
@@ -18,6 +19,8 @@ from mqcli.tui.model import (
     TopicRow,
 )
 from mqcli.tui.poller import parse_delay_levels
+from mqcore.client import Admin
+from mqcore.protocol.bodies import MessageQueue
 
 NOW_MS = 1_700_000_000_000
 """2023-11-14 22:13:20 UTC: every time in the sample is relative to it."""
@@ -87,20 +90,25 @@ def sample_snapshot() -> Snapshot:
     )
 
 
-class FakeAdmin:
-    """Records the admin calls the app makes for the views; ``fail`` makes them raise."""
+class FakeAdmin(Admin):
+    """Records the admin calls the app makes for the views; ``fail`` makes them raise.
+    Never started: anything else it were asked would fail as an unstarted Admin."""
 
     def __init__(self) -> None:
+        super().__init__("10.0.0.1:9876", instance_name="tui-fake")
         self.calls: list[tuple[str, ...]] = []
         self.fail: str | None = None
 
-    async def delete_topic(self, topic: str) -> None:
-        self._call("delete_topic", topic)
+    async def delete_topic(self, topic: str, *, cluster: str | None = None) -> None:
+        self._record("delete_topic", topic)
 
-    async def reset_offset_by_time(self, group: str, topic: str, timestamp: int) -> None:
-        self._call("reset_offset_by_time", group, topic, str(timestamp))
+    async def reset_offset_by_time(
+        self, group: str, topic: str, timestamp_ms: int, *, force: bool = True
+    ) -> dict[MessageQueue, int]:
+        self._record("reset_offset_by_time", group, topic, str(timestamp_ms))
+        return {}
 
-    def _call(self, *call: str) -> None:
+    def _record(self, *call: str) -> None:
         if self.fail:
             raise RuntimeError(self.fail)
         self.calls.append(call)
@@ -115,6 +123,7 @@ class FakePoller:
         self.groups: list[str | None] = []
         """The highlighted group each poll was asked for."""
         self.admin = FakeAdmin()
+        self.closed = False
 
     async def poll(self, *, group: str | None = None, delay_heads: bool = False) -> Snapshot:
         self.polls += 1
@@ -122,7 +131,7 @@ class FakePoller:
         return self.snapshot
 
     async def close(self) -> None:
-        pass
+        self.closed = True
 
 
 class SequencePoller(FakePoller):

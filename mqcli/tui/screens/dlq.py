@@ -95,7 +95,7 @@ class DeadLettersScreen(ViewScreen):
         table = self.query_one("#dlq-messages", LiveTable)
         table.loading = True
         try:
-            found = await dlq_messages(self.mq_app.poller, snap, group)
+            found = await dlq_messages(self.mq_app.poller.admin, snap, group)
         except Exception as exc:  # errors are toasts, never crashes
             self.notify(f"DLQ of {group}: {exc}", severity="error", title="Error")
             found = []

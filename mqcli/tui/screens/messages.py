@@ -127,7 +127,7 @@ class MessagesScreen(ViewScreen):
         table = self.query_one("#results", LiveTable)
         table.loading = True
         try:
-            found = await lookup(self.mq_app.poller, query)
+            found = await lookup(self.mq_app.poller.admin, query)
         except Exception as exc:  # errors are toasts, never crashes
             self.notify(f"{query.mode} {query.value}: {exc}", severity="error", title="Lookup")
             found = []
