@@ -227,7 +227,7 @@ async def test_dead_letters_browse_and_resend_after_typing_the_group(tmp_path: P
 async def test_group_model_comes_from_the_live_consumers(tmp_path: Path) -> None:
     """BROADCASTING/CLUSTERING as the consumers report it; "-" with nobody online, even
     for a group whose config allows broadcasting."""
-    from mqcli.tui.poller import Poller
+    from mqcli.tui.poller import ClusterPoller
     from mqcore.client import ConsumeStatus, PushConsumer
     from mqcore.client.rebalance import MessageModel
     from mqcore.common.metadata import SubscriptionGroupConfig
@@ -245,7 +245,7 @@ async def test_group_model_comes_from_the_live_consumers(tmp_path: Path) -> None
                                  offset_store_dir=str(tmp_path / "offsets")),
             "g-cl": PushConsumer("g-cl", namesrv=cluster.addr, instance_name="tui-cl"),
         }  # fmt: skip
-        poller = Poller(cluster.addr, model_interval=0)
+        poller = ClusterPoller(cluster.addr, model_interval=0)
         try:
             for consumer in consumers.values():
                 consumer.subscribe("Orders", "*")
