@@ -24,7 +24,7 @@ from typing import Any
 import typer
 from rich.markup import escape
 
-from mqcli.commands.admin_util import TOOLS_GROUP, JsonOpt, WatchOpt, admin_session, watch
+from mqcli.commands.admin_util import JsonOpt, WatchOpt, admin_session, watch
 from mqcli.commands.cluster import as_float, as_int, first_rate
 from mqcli.connect import NamesrvOpt, run_async
 from mqcli.ha import HAState, ha_state
@@ -41,11 +41,8 @@ from mqcli.tables import (
     resolve_format,
 )
 from mqcore.client import Admin
-from mqcore.common.properties import parse_properties
 from mqcore.errors import MQError
 from mqcore.message.const import SCHEDULE_TOPIC
-from mqcore.protocol import RequestCode, ResponseCode
-from mqcore.protocol.headers import PullMessageRequestHeader, PullSysFlag
 from mqcore.store.store_config import parse_delay_levels
 
 DEFAULT_DELAY_LEVELS = "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h"
@@ -123,36 +120,18 @@ async def master_offsets(
 async def _delay_table_ms(admin: Admin, addr: str) -> dict[int, int]:
     """The broker's ``messageDelayLevel`` (the default table when it cannot be read)."""
     try:
-        response = await admin.instance.invoke(
-            addr, admin.instance.request(RequestCode.GET_BROKER_CONFIG), admin.timeout
-        )
-        if response.code == ResponseCode.SUCCESS:
-            props = parse_properties(bytes(response.body).decode("utf-8", "replace"))
-            return parse_delay_levels(props.get("messageDelayLevel", DEFAULT_DELAY_LEVELS))
+        config = await admin.broker_config(addr)
     except MQError:
-        pass
-    return parse_delay_levels(DEFAULT_DELAY_LEVELS)
+        config = {}
+    return parse_delay_levels(config.get("messageDelayLevel", DEFAULT_DELAY_LEVELS))
 
 
 async def _head_store_time(admin: Admin, addr: str, level: int, offset: int) -> int | None:
-    header = PullMessageRequestHeader(
-        consumer_group=TOOLS_GROUP,
-        topic=SCHEDULE_TOPIC,
-        queue_id=level - 1,
-        queue_offset=offset,
-        max_msg_nums=1,
-        sys_flag=PullSysFlag.SUBSCRIPTION,
-        commit_offset=0,
-        suspend_timeout_millis=0,
-        sub_version=0,
-        subscription="*",
-        expression_type="TAG",
-    )
     try:
-        result = await admin.instance.api.pull_message(addr, header, admin.timeout)
+        found = await admin.peek(addr, SCHEDULE_TOPIC, level - 1, offset, 1)
     except MQError:
         return None
-    return result.messages[0].store_timestamp if result.messages else None
+    return found[0].store_timestamp if found else None
 
 
 async def delay_levels(admin: Admin, addr: str, runtime: dict[str, str]) -> list[LiveDelayLevel]:
