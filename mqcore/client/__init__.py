@@ -4,48 +4,53 @@ Start here: :class:`Producer` (``await producer.send(make_message("T", "hi"))``)
 :class:`Admin`, the blocking :class:`SyncProducer` / :class:`SyncAdmin` for scripts, and
 the errors in :mod:`mqcore.client.errors`. :class:`ClientInstance` is the per-process
 shared state (routes, connections, heartbeats); :class:`MQClientAPI` the typed requests.
+
+The names below are imported on first use (PEP 562), so that a one-shot send (``mq
+produce``) loads the producer's modules and not the consumers', the admin's or ACL's.
 """
 
 from __future__ import annotations
 
-from mqcore.client.admin import Admin, QueueProgress, QueueStatus, ResetRow
-from mqcore.client.api import MQClientAPI, PullResult, PullStatus, SendResult, SendStatus
-from mqcore.client.consume_service import (
-    ConsumeContext,
-    ConsumeOrderlyStatus,
-    ConsumeStatus,
-    MessageListener,
-)
-from mqcore.client.errors import (
-    BrokerUnreachableError,
-    ClientStateError,
-    InvalidGroupError,
-    InvalidMessageError,
-    NameServerUnreachableError,
-    TopicRouteNotFoundError,
-)
-from mqcore.client.instance import ClientConfig, ClientInstance
-from mqcore.client.lite_pull_consumer import LitePullConsumer
-from mqcore.client.producer import (
-    MessageQueueSelector,
-    Producer,
-    SendCallback,
-    default_namesrv,
-    make_message,
-    select_by_hash,
-    select_by_random,
-    select_fixed,
-)
-from mqcore.client.push_consumer import PushConsumer
-from mqcore.client.rebalance import ConsumeFromWhere, MessageModel, MessageSelector
-from mqcore.client.sync import SyncAdmin, SyncClient, SyncProducer
-from mqcore.client.transaction import (
-    LocalTransactionState,
-    TransactionProducer,
-    TransactionSendResult,
-)
-from mqcore.message import Message, MessageExt
-from mqcore.protocol.bodies import MessageQueue
+import importlib
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from mqcore.client.admin import Admin, QueueProgress, QueueStatus, ResetRow
+    from mqcore.client.api import MQClientAPI, PullResult, PullStatus, SendResult, SendStatus
+    from mqcore.client.config import ClientConfig, default_namesrv
+    from mqcore.client.consume_service import (
+        ConsumeContext,
+        ConsumeOrderlyStatus,
+        ConsumeStatus,
+        MessageListener,
+    )
+    from mqcore.client.errors import (
+        BrokerUnreachableError,
+        ClientStateError,
+        InvalidGroupError,
+        InvalidMessageError,
+        NameServerUnreachableError,
+        TopicRouteNotFoundError,
+    )
+    from mqcore.client.instance import ClientInstance
+    from mqcore.client.lite_pull_consumer import LitePullConsumer
+    from mqcore.client.producer import Producer, SendCallback, make_message
+    from mqcore.client.push_consumer import PushConsumer
+    from mqcore.client.rebalance import ConsumeFromWhere, MessageModel, MessageSelector
+    from mqcore.client.selectors import (
+        MessageQueueSelector,
+        select_by_hash,
+        select_by_random,
+        select_fixed,
+    )
+    from mqcore.client.sync import SyncAdmin, SyncClient, SyncProducer
+    from mqcore.client.transaction import (
+        LocalTransactionState,
+        TransactionProducer,
+        TransactionSendResult,
+    )
+    from mqcore.message import Message, MessageExt
+    from mqcore.protocol.bodies import MessageQueue
 
 __all__ = [
     "Admin",
@@ -92,3 +97,54 @@ __all__ = [
     "select_by_random",
     "select_fixed",
 ]
+
+_HOMES = {
+    **dict.fromkeys(("Admin", "QueueProgress", "QueueStatus", "ResetRow"), "admin"),
+    **dict.fromkeys(("MQClientAPI", "PullResult", "PullStatus", "SendResult", "SendStatus"), "api"),
+    **dict.fromkeys(("ClientConfig", "default_namesrv"), "config"),
+    **dict.fromkeys(
+        ("ConsumeContext", "ConsumeOrderlyStatus", "ConsumeStatus", "MessageListener"),
+        "consume_service",
+    ),
+    **dict.fromkeys(
+        (
+            "BrokerUnreachableError",
+            "ClientStateError",
+            "InvalidGroupError",
+            "InvalidMessageError",
+            "NameServerUnreachableError",
+            "TopicRouteNotFoundError",
+        ),
+        "errors",
+    ),
+    "ClientInstance": "instance",
+    "LitePullConsumer": "lite_pull_consumer",
+    **dict.fromkeys(("Producer", "SendCallback", "make_message"), "producer"),
+    "PushConsumer": "push_consumer",
+    **dict.fromkeys(("ConsumeFromWhere", "MessageModel", "MessageSelector"), "rebalance"),
+    **dict.fromkeys(
+        ("MessageQueueSelector", "select_by_hash", "select_by_random", "select_fixed"),
+        "selectors",
+    ),
+    **dict.fromkeys(("SyncAdmin", "SyncClient", "SyncProducer"), "sync"),
+    **dict.fromkeys(
+        ("LocalTransactionState", "TransactionProducer", "TransactionSendResult"), "transaction"
+    ),
+    **dict.fromkeys(("Message", "MessageExt"), "mqcore.message"),
+    "MessageQueue": "mqcore.protocol.bodies",
+}
+"""Exported name -> the submodule (or, dotted, the module) that defines it."""
+
+if not TYPE_CHECKING:
+
+    def __getattr__(name: str) -> object:
+        home = _HOMES.get(name)
+        if home is None:
+            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+        module = home if "." in home else f"{__name__}.{home}"
+        value = getattr(importlib.import_module(module), name)
+        globals()[name] = value
+        return value
+
+    def __dir__() -> list[str]:
+        return sorted({*globals(), *__all__})
