@@ -36,6 +36,8 @@ from mqcore.broker.outer_api import BrokerOuterAPI
 from mqcore.broker.processor import (
     acl_admin,
     admin,
+    admin_consumer,
+    admin_group,
     admin_store,
     client,
     end_transaction,
@@ -49,6 +51,7 @@ from mqcore.broker.processor import (
 from mqcore.broker.rebalance_lock import RebalanceLockManager
 from mqcore.broker.reput import ReputService
 from mqcore.broker.stats import BrokerStatsManager
+from mqcore.broker.store_stats import observe_store
 from mqcore.broker.topics import TopicService
 from mqcore.common.aio import cancel_and_wait, wait_event
 from mqcore.remoting import ChannelLimits, RemotingServer
@@ -141,7 +144,13 @@ class BrokerController:
         if self.acl_guard is not None:  # ACL: one check at dispatch, on both ports
             self.server.dispatcher.pre_dispatch = self.acl_guard
             self.fast_server.dispatcher.pre_dispatch = self.acl_guard
-        self.outer_api = BrokerOuterAPI(self)
+        self.outer_api = BrokerOuterAPI(
+            config,
+            self.topics,
+            broker_addr=lambda: self.broker_addr,
+            ha_addr=lambda: self.ha_addr,
+            on_registered=self.on_registered,
+        )
         self._tasks: list[asyncio.Task[None]] = []
         self._register_wanted: asyncio.Event | None = None
         self._register_force = False
@@ -170,15 +179,23 @@ class BrokerController:
             store_config=self.store_config,
             store=self.store,
             topics=self.topics,
+            topic_configs=self.topic_config_manager,
             groups=self.subscription_group_manager,
             offsets=self.consumer_offset_manager,
+            delay_offsets=self.delay_offset_manager,
+            filters=self.consumer_filter_manager,
+            persister=self.config_persister,
             producers=self.producer_manager,
             consumers=self.consumer_manager,
+            locks=self.rebalance_lock_manager,
             long_polling=self.long_polling,
             stats=self.stats,
             schedule=self.schedule_service,
             ha=self.ha,
+            ha_client=self.ha_client,
             store_host=lambda: (self.config.broker_ip1, self.server.port),
+            broker_addr=lambda: self.broker_addr,
+            request_register=self.request_register,
         )
         send.register(self)
         pull.register(self)
@@ -186,6 +203,9 @@ class BrokerController:
         client.register(self)
         query.register(self)
         admin.register(self)
+        self._observe_stats()
+        admin_group.register(self)
+        admin_consumer.register(self)
         acl_admin.register(self)
         admin_store.register(self)
         # -- transactions: END_TRANSACTION and the check-back --
@@ -194,7 +214,21 @@ class BrokerController:
         send_back.register(self)
         reply_message.register(self)
 
+    def _observe_stats(self) -> None:
+        """The store reports its puts to the statistics, sampled once a second."""
+        observe_store(self.store, self.stats.store_stats)
+
+        def start() -> None:  # not returning the task: start hooks' awaitables are awaited
+            self.schedule(1000, self.stats.sample, name="stats-sample")
+
+        self.add_start_hook(start)
+
     # -- addresses ------------------------------------------------------------------------
+    @property
+    def servers(self) -> tuple[RemotingServer, RemotingServer]:
+        """The main and the fast (VIP) port, where most processors serve alike."""
+        return (self.server, self.fast_server)
+
     @property
     def broker_addr(self) -> str:
         """``brokerIP1:<real listen port>``: what is registered and stored as store host."""

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import zlib
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from mqcore.errors import MQError
@@ -27,7 +28,8 @@ from mqcore.remoting import RemotingClient
 from mqcore.remoting.tls import client_context_from_config
 
 if TYPE_CHECKING:
-    from mqcore.broker.controller import BrokerController
+    from mqcore.broker.config import BrokerConfig
+    from mqcore.broker.topics import TopicService
 
 __all__ = ["BrokerOuterAPI"]
 
@@ -35,21 +37,36 @@ log = logging.getLogger("mq.broker.register")
 
 
 class BrokerOuterAPI:
-    """Registration with every configured name server; failures are logged, not raised."""
+    """Registration with every configured name server; failures are logged, not raised.
 
-    def __init__(self, controller: BrokerController) -> None:
-        self.controller = controller
-        self.client = RemotingClient(ssl_context=client_context_from_config(controller.config))
+    The addresses are asked at each registration: the ports are known once the broker
+    listens. ``on_registered(master_addr, ha_server_addr)`` gets a slave's answer."""
+
+    def __init__(
+        self,
+        config: BrokerConfig,
+        topics: TopicService,
+        *,
+        broker_addr: Callable[[], str],
+        ha_addr: Callable[[], str],
+        on_registered: Callable[[str | None, str | None], None],
+    ) -> None:
+        self.config = config
+        self.topics = topics
+        self.broker_addr = broker_addr
+        self.ha_addr = ha_addr
+        self.on_registered = on_registered
+        self.client = RemotingClient(ssl_context=client_context_from_config(config))
         self.last_results: dict[str, bool] = {}
         """Name server -> whether the last registration there succeeded."""
 
     @property
     def timeout(self) -> float:
-        return self.controller.config.register_broker_timeout_mills / 1000
+        return self.config.register_broker_timeout_mills / 1000
 
     async def register_all(self, *, force: bool = True) -> dict[str, bool]:
         """Register at every name server concurrently; name server -> success."""
-        addrs = self.controller.config.namesrv_addrs
+        addrs = self.config.namesrv_addrs
         if not addrs:
             return {}
         results = await asyncio.gather(*(self._register_one(a, force) for a in addrs))
@@ -57,14 +74,14 @@ class BrokerOuterAPI:
         return self.last_results
 
     def _register_request(self) -> RemotingCommand:
-        c = self.controller
-        body = RegisterBrokerBody(c.topics.serialize_wrapper()).encode()
+        config = self.config
+        body = RegisterBrokerBody(self.topics.serialize_wrapper()).encode()
         header = RegisterBrokerRequestHeader(
-            broker_name=c.config.broker_name,
-            broker_addr=c.broker_addr,
-            cluster_name=c.config.broker_cluster_name,
-            ha_server_addr=c.ha_addr,
-            broker_id=c.config.broker_id,
+            broker_name=config.broker_name,
+            broker_addr=self.broker_addr(),
+            cluster_name=config.broker_cluster_name,
+            ha_server_addr=self.ha_addr(),
+            broker_id=config.broker_id,
             compressed=False,
             body_crc32=zlib.crc32(body) & 0x7FFFFFFF,
         )
@@ -84,9 +101,9 @@ class BrokerOuterAPI:
             )
             return False
         log.debug("registered at name server %s", addr)
-        if self.controller.config.broker_id != MASTER_ID:
+        if self.config.broker_id != MASTER_ID:
             answer = RegisterBrokerResponseHeader.from_command(response)
-            self.controller.on_registered(answer.master_addr, answer.ha_server_addr)
+            self.on_registered(answer.master_addr, answer.ha_server_addr)
         return True
 
     async def commit_log_end(self, broker_addr: str) -> int | None:
@@ -101,14 +118,14 @@ class BrokerOuterAPI:
 
     async def _changed_at(self, addr: str) -> bool:
         """QUERY_DATA_VERSION: does ``addr`` hold an older topic table than ours?"""
-        c = self.controller
+        config = self.config
         header = QueryDataVersionRequestHeader(
-            broker_name=c.config.broker_name,
-            broker_addr=c.broker_addr,
-            cluster_name=c.config.broker_cluster_name,
-            broker_id=c.config.broker_id,
+            broker_name=config.broker_name,
+            broker_addr=self.broker_addr(),
+            cluster_name=config.broker_cluster_name,
+            broker_id=config.broker_id,
         )
-        body = c.topics.serialize_wrapper().data_version.encode()
+        body = self.topics.serialize_wrapper().data_version.encode()
         request = RemotingCommand.request(
             RequestCode.QUERY_DATA_VERSION, header.to_ext_fields(), body
         )
@@ -119,12 +136,12 @@ class BrokerOuterAPI:
 
     async def unregister_all(self) -> None:
         """UNREGISTER_BROKER at every name server (at shutdown; failures only logged)."""
-        c = self.controller
+        config = self.config
         header = UnregisterBrokerRequestHeader(
-            broker_name=c.config.broker_name,
-            broker_addr=c.broker_addr,
-            cluster_name=c.config.broker_cluster_name,
-            broker_id=c.config.broker_id,
+            broker_name=config.broker_name,
+            broker_addr=self.broker_addr(),
+            cluster_name=config.broker_cluster_name,
+            broker_id=config.broker_id,
         )
 
         async def one(addr: str) -> None:
@@ -134,7 +151,7 @@ class BrokerOuterAPI:
             except (MQError, OSError) as exc:
                 log.warning("unregister at name server %s failed: %s", addr, exc)
 
-        await asyncio.gather(*(one(a) for a in c.config.namesrv_addrs))
+        await asyncio.gather(*(one(a) for a in config.namesrv_addrs))
 
     async def close(self) -> None:
         await self.client.close()

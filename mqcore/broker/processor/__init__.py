@@ -1,15 +1,27 @@
 """Broker request processors, one module per area; each exposes ``register(controller)``.
 
 Shared here: :func:`reply`, the one way processors build an answer (response code,
-remark, typed header), so every error carries a remark as RocketMQ's do.
+remark, typed header), so every error carries a remark as RocketMQ's do, and
+:func:`serve`, the one way a table of handlers goes onto the broker's ports.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
+
 from mqcore.protocol import RemotingCommand, ResponseCode
 from mqcore.protocol.headers import CommandHeader
+from mqcore.remoting import Processor, RemotingServer
 
-__all__ = ["reply"]
+__all__ = ["reply", "serve"]
+
+
+def serve(servers: Iterable[RemotingServer], table: Mapping[int, Processor]) -> None:
+    """Register every code of ``table`` on each of ``servers`` (the main and fast ports
+    alike, as RocketMQ registers its processors on both)."""
+    for server in servers:
+        for code, fn in table.items():
+            server.register(code, fn)
 
 
 def reply(

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 import orjson
 
 from mqcore.acl.updates import AccountUpdate, split_list
-from mqcore.broker.processor import reply
+from mqcore.broker.processor import reply, serve
 from mqcore.errors import ConfigError
 from mqcore.protocol import RemotingCommand, RequestCode, ResponseCode
 from mqcore.protocol.headers import HeaderError
@@ -33,7 +33,7 @@ from mqcore.protocol.headers.acl import (
     GetBrokerAclConfigResponseHeader,
     UpdateGlobalWhiteAddrsConfigRequestHeader,
 )
-from mqcore.remoting import Channel
+from mqcore.remoting import Channel, Processor
 
 if TYPE_CHECKING:
     from mqcore.acl.guard import AclGuard
@@ -153,13 +153,11 @@ def register(controller: BrokerController) -> AclAdminProcessor:
         cluster_name=controller.config.broker_cluster_name,
         broker_addr=lambda: controller.broker_addr,
     )
-    handlers = {
+    handlers: dict[int, Processor] = {
         RequestCode.UPDATE_AND_CREATE_ACL_CONFIG: processor.update_account,
         RequestCode.DELETE_ACL_CONFIG: processor.delete_account,
         RequestCode.GET_BROKER_CLUSTER_ACL_INFO: processor.version,
         RequestCode.UPDATE_GLOBAL_WHITE_ADDRS_CONFIG: processor.update_global_white_addresses,
     }
-    for server in (controller.server, controller.fast_server):
-        for code, handler in handlers.items():
-            server.register(code, handler)
+    serve(controller.servers, handlers)
     return processor

@@ -2,8 +2,8 @@
 topics, broker config, runtime info, topic statistics (spec §9.4).
 
 Consumer-group, offset and connection requests live in :mod:`.admin_group`. Topic
-changes go through ``controller.topics`` so ``topics.json`` is persisted and the broker
-re-registers with the name servers at once.
+changes go through the context's ``topics`` so ``topics.json`` is persisted and the
+broker re-registers with the name servers at once.
 """
 
 from __future__ import annotations
@@ -19,8 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from mqcore.broker.config import BROKER_CONFIG_BLACK_LIST, BROKER_CONFIG_FIELDS
 from mqcore.broker.config_file import save_properties
-from mqcore.broker.processor import admin_group, reply
-from mqcore.broker.store_stats import observe_store
+from mqcore.broker.processor import reply, serve
 from mqcore.common.properties import PropertiesConfig, camel, parse_properties
 from mqcore.errors import ConfigError
 from mqcore.protocol import MQ_VERSION, RemotingCommand, RequestCode, ResponseCode
@@ -39,7 +38,7 @@ from mqcore.protocol.headers import (
     GetBrokerConfigResponseHeader,
     GetTopicStatsInfoRequestHeader,
 )
-from mqcore.remoting import Channel
+from mqcore.remoting import Channel, Processor
 from mqcore.remoting.settings import (
     NETTY_CLIENT_FIELDS,
     NETTY_SERVER_FIELDS,
@@ -59,6 +58,7 @@ from mqcore.store.metadata.topic import SYSTEM_TOPICS
 from mqcore.store.store_config import MESSAGE_STORE_CONFIG_FIELDS, BrokerRole
 
 if TYPE_CHECKING:
+    from mqcore.broker.context import BrokerContext
     from mqcore.broker.controller import BrokerController
 
 __all__ = [
@@ -177,8 +177,8 @@ def runtime_text(seconds: float) -> str:
 
 
 class AdminProcessor:
-    def __init__(self, controller: BrokerController) -> None:
-        self.controller = controller
+    def __init__(self, ctx: BrokerContext) -> None:
+        self.ctx = ctx
         self.config_version = DataVersion(timestamp=int(time.time() * 1000))
         self.boot_monotonic = time.monotonic()
         self.boot_ms = int(time.time() * 1000)
@@ -189,7 +189,7 @@ class AdminProcessor:
         self, channel: Channel, request: RemotingCommand
     ) -> RemotingCommand:
         header = CreateTopicRequestHeader.from_command(request)
-        c = self.controller
+        c = self.ctx
         topic = header.topic
         if c.store_config.broker_role is BrokerRole.SLAVE:
             return reply(request, ResponseCode.SYSTEM_ERROR, "a slave broker cannot create topics")
@@ -244,30 +244,26 @@ class AdminProcessor:
                 f"The topic[{topic}] is conflict with system topic.",
             )
         log.info("deleteTopic %s from %s", topic, channel.remote_address)
-        self.controller.topics.delete(topic)
-        self.controller.stats.remove_topic(topic)
+        self.ctx.topics.delete(topic)
+        self.ctx.stats.remove_topic(topic)
         return reply(request)
 
     def get_all_topic_config(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
         """The full table with each topic's own perm (slaves copy it from here)."""
-        manager = self.controller.topic_config_manager
+        manager = self.ctx.topic_configs
         wrapper = TopicConfigSerializeWrapper(dict(manager.table), manager.data_version)
         return reply(request, body=wrapper.encode())
 
     def get_system_topic_list(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
         """GET_SYSTEM_TOPIC_LIST_FROM_BROKER: the built-in topics this broker has."""
-        c = self.controller
-        names = {
-            t for t in c.topic_config_manager.table if t in SYSTEM_TOPICS or is_system_topic(t)
-        }
-        names |= {c.config.broker_cluster_name, c.config.broker_name} & set(
-            c.topic_config_manager.table
-        )
+        c = self.ctx
+        names = {t for t in c.topic_configs.table if t in SYSTEM_TOPICS or is_system_topic(t)}
+        names |= {c.config.broker_cluster_name, c.config.broker_name} & set(c.topic_configs.table)
         return reply(request, body=TopicList(names).encode())
 
     def get_topic_stats_info(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
         header = GetTopicStatsInfoRequestHeader.from_command(request)
-        c = self.controller
+        c = self.ctx
         config = c.topics.select(header.topic)
         if config is None:
             return reply(request, ResponseCode.TOPIC_NOT_EXIST, f"topic[{header.topic}] not exist")
@@ -287,7 +283,7 @@ class AdminProcessor:
 
     def runtime_info(self) -> dict[str, str]:
         """GET_BROKER_RUNTIME_INFO's table (all values strings, RocketMQ's key names)."""
-        c = self.controller
+        c = self.ctx
         store = c.store
         info: dict[str, str] = {}
         info.update(c.stats.runtime_info())
@@ -322,7 +318,7 @@ class AdminProcessor:
         info.update(self._disk_info())
         info.update(self._schedule_offsets())
         info.update(self._ha_info())
-        report = self.controller.store.recovery_report
+        report = store.recovery_report
         problems = report.problems if report is not None else []
         info["storeProblems"] = str(len(problems))
         if problems:
@@ -332,7 +328,7 @@ class AdminProcessor:
 
     def _ha_info(self) -> dict[str, str]:
         """Replication state: keys of ``mq`` only (4.9.8 has none; tools show "-")."""
-        c = self.controller
+        c = self.ctx
         info = {"brokerRole": c.store_config.broker_role.value}
         if c.ha is not None:
             info["haConnectionCount"] = str(c.ha.connection_count)
@@ -346,7 +342,7 @@ class AdminProcessor:
         """4.9.8's ``getEarliestMessageTime`` reads ``2 * maxMessageSize`` bytes at the
         minimum offset and answers -1 when its file holds fewer after it (so on most
         young brokers: mqadmin clusterList then shows the hours since 1970)."""
-        store = self.controller.store
+        store = self.ctx.store
         first = store.commit_log.queue.first_file
         if first is None:
             return False
@@ -354,7 +350,7 @@ class AdminProcessor:
         return position + 2 * store.config.max_message_size <= first.wrote_position
 
     def _earliest_message_time(self) -> int:
-        store = self.controller.store
+        store = self.ctx.store
         if store.max_phy_offset <= store.min_phy_offset:
             return -1
         try:
@@ -367,7 +363,7 @@ class AdminProcessor:
         """4.9.8's disk keys: ``commitLogDiskRatio_<path>`` per commit log path and the
         least of them as ``commitLogDiskRatio``, ``consumeQueueDiskRatio`` (-1.0 for a
         path that does not exist), ``commitLogDirCapacity`` of the store root."""
-        store_config = self.controller.store_config
+        store_config = self.ctx.store_config
         if store_config.store_path_commit_log:
             commit_log_dir = store_config.store_path_commit_log
         else:
@@ -391,7 +387,7 @@ class AdminProcessor:
     def _schedule_offsets(self) -> dict[str, str]:
         """``scheduleMessageOffset_<level>`` = ``"<delivered>,<max>"`` for every level, and
         mq's per-level head due time and delivery rate (see :mod:`mqcore.broker.schedule`)."""
-        return self.controller.schedule_service.runtime_info()
+        return self.ctx.schedule.runtime_info()
 
     def get_broker_runtime_info(
         self, channel: Channel, request: RemotingCommand
@@ -403,7 +399,7 @@ class AdminProcessor:
     def config_text(self) -> str:
         """Every 4.9.8 key (``Configuration.getAllConfigsFormatString``), mq's values where
         it has the setting (the ports and addresses really in use), then mq's own keys."""
-        c = self.controller
+        c = self.ctx
         ha_port = c.store_config.ha_listen_port
         overrides = {
             "listenPort": c.config.listen_port,
@@ -415,7 +411,7 @@ class AdminProcessor:
         return rocketmq_config_text(items)
 
     def config_file(self) -> Path:
-        c = self.controller
+        c = self.ctx
         if c.config.broker_config_path:
             return Path(c.config.broker_config_path)
         return c.store_config.config_path / BROKER_PROPERTIES_FILE
@@ -440,7 +436,7 @@ class AdminProcessor:
         level = props.get("logLevel")
         if level is not None and not isinstance(logging.getLevelName(level.upper()), int):
             return reply(request, ResponseCode.SYSTEM_ERROR, f"bad value for logLevel: {level!r}")
-        c = self.controller
+        c = self.ctx
         broker_keys = set(type(c.config).property_fields())
         store_keys = set(type(c.store_config).property_fields())
         broker_props = {k: v for k, v in props.items() if k in broker_keys}
@@ -503,12 +499,12 @@ class AdminProcessor:
         return reply(request, remark="; ".join(notes) or None)
 
     def _apply_side_effects(self, old_perm: int, log_level_changed: bool) -> None:
-        c = self.controller
-        c.rebalance_lock_manager.max_live = c.config.rebalance_lock_max_live_time / 1000
+        c = self.ctx
+        c.locks.max_live = c.config.rebalance_lock_max_live_time / 1000
         if c.config.broker_permission != old_perm:
             # routes must show the new permission: bump the version, register now
-            c.topic_config_manager.data_version.next_version()
-            c.request_register(force=True)
+            c.topic_configs.data_version.next_version()
+            c.request_register(True)
         if log_level_changed:
             logging.getLogger("mq").setLevel(c.config.log_level.upper())
 
@@ -555,8 +551,8 @@ def _checked_values(config: PropertiesConfig, props: dict[str, str]) -> dict[str
 
 
 def register(controller: BrokerController) -> AdminProcessor:
-    proc = AdminProcessor(controller)
-    table = {
+    proc = AdminProcessor(controller.context)
+    table: dict[int, Processor] = {
         RequestCode.UPDATE_AND_CREATE_TOPIC: proc.update_and_create_topic,
         RequestCode.DELETE_TOPIC_IN_BROKER: proc.delete_topic,
         RequestCode.GET_ALL_TOPIC_CONFIG: proc.get_all_topic_config,
@@ -566,15 +562,5 @@ def register(controller: BrokerController) -> AdminProcessor:
         RequestCode.GET_BROKER_CONFIG: proc.get_broker_config,
         RequestCode.UPDATE_BROKER_CONFIG: proc.update_broker_config,
     }
-    for server in (controller.server, controller.fast_server):
-        for code, fn in table.items():
-            server.register(code, fn)
-
-    observe_store(controller.store, controller.stats.store_stats)
-
-    def start() -> None:  # not returning the task: start hooks' awaitables are awaited
-        controller.schedule(1000, controller.stats.sample, name="stats-sample")
-
-    controller.add_start_hook(start)
-    admin_group.register(controller)
+    serve(controller.servers, table)
     return proc

@@ -17,8 +17,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from mqcore.broker.client_manager import ConsumerManager, ProducerManager
-from mqcore.broker.processor import reply
+from mqcore.broker.processor import reply, serve
 from mqcore.broker.stats_history import DAY_SAMPLE_SECONDS, HOUR_SAMPLE_SECONDS, StatsHistory
 from mqcore.errors import MessageIdError, MQError, MQTimeoutError, StoreError
 from mqcore.message.ids import decode_offset_msg_id
@@ -42,11 +41,10 @@ from mqcore.protocol.headers import (
     ViewBrokerStatsDataRequestHeader,
 )
 from mqcore.remoting import Channel, Processor
-from mqcore.store.message_store import MessageStore
-from mqcore.store.metadata import ConsumerOffsetManager, TopicConfig
 from mqcore.store.metadata.consumer_offset import TOPIC_GROUP_SEPARATOR
 
 if TYPE_CHECKING:
+    from mqcore.broker.context import BrokerContext
     from mqcore.broker.controller import BrokerController
 
 __all__ = ["ConsumerAdminProcessor", "register"]
@@ -70,24 +68,15 @@ def _java_remote_address(addr: str) -> str:
 class ConsumerAdminProcessor:
     def __init__(
         self,
-        store: MessageStore,
-        *,
-        topic_config: Callable[[str], TopicConfig | None],
-        offsets: ConsumerOffsetManager,
-        consumers: ConsumerManager,
-        producers: ProducerManager,
+        ctx: BrokerContext,
         history: StatsHistory,
-        broker_name: Callable[[], str],
+        *,
         wall_ms: Callable[[], int] = lambda: int(time.time() * 1000),
         monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
-        self.store = store
-        self.topic_config = topic_config
-        self.offsets = offsets
-        self.consumers = consumers
-        self.producers = producers
+        self.ctx = ctx
         self.history = history
-        self.broker_name = broker_name
+        """VIEW_BROKER_STATS_DATA's minute, hour and day windows."""
         self.wall_ms = wall_ms
         self.monotonic = monotonic
 
@@ -100,11 +89,11 @@ class ConsumerAdminProcessor:
         and answers ConsumeMessageDirectlyResult (mqadmin queryMsgById -g -d)."""
         header = ConsumeMessageDirectlyResultRequestHeader.from_command(request)
         fields = dict(request.ext_fields)
-        fields["brokerName"] = self.broker_name()
+        fields["brokerName"] = self.ctx.config.broker_name
         body = bytes(request.body)
         try:
             _ip, _port, offset = decode_offset_msg_id(header.msg_id or "")
-            body = bytes(self.store.get_message(offset))
+            body = bytes(self.ctx.store.get_message(offset))
         except MessageIdError as exc:
             return reply(request, ResponseCode.SYSTEM_ERROR, str(exc))
         except StoreError:
@@ -132,7 +121,7 @@ class ConsumerAdminProcessor:
         client_id: str | None,
     ) -> RemotingCommand:
         """``callConsumer``: the client's own answer, relayed as it is."""
-        member = self.consumers.find_channel(group, client_id or "")
+        member = self.ctx.consumers.find_channel(group, client_id or "")
         if member is None:
             return reply(
                 request,
@@ -170,7 +159,7 @@ class ConsumerAdminProcessor:
         """``Broker2Client.getConsumeStatus``: GET_CONSUMER_STATUS_FROM_CLIENT to every
         member (or the one ``clientAddr`` names), their offsets by client id."""
         header = GetConsumerStatusRequestHeader.from_command(request)
-        group_info = self.consumers.get_group(header.group)
+        group_info = self.ctx.consumers.get_group(header.group)
         members = list(group_info.channels.values()) if group_info is not None else []
         if not members:
             return reply(
@@ -215,11 +204,11 @@ class ConsumerAdminProcessor:
         if header.topic and header.topic.strip():
             topics = {header.topic}
         else:
-            topics = self.offsets.topics_by_group(src)
-        group_info = self.consumers.get_group(src)
+            topics = self.ctx.offsets.topics_by_group(src)
+        group_info = self.ctx.consumers.get_group(src)
         subscribed = group_info.subscriptions if group_info is not None else {}
         for topic in sorted(topics):
-            if self.topic_config(topic) is None:
+            if self.ctx.topics.select(topic) is None:
                 log.warning("[cloneGroupOffset], topic config not exist, %s", topic)
                 continue
             if not header.offline and subscribed and topic not in subscribed:
@@ -227,9 +216,9 @@ class ConsumerAdminProcessor:
                     "[cloneGroupOffset], the consumer group[%s], topic[%s] not exist", src, topic
                 )
                 continue
-            source = self.offsets.query_all(src, topic)
+            source = self.ctx.offsets.query_all(src, topic)
             if source:  # ``cloneOffset``: the destination's table becomes a copy
-                self.offsets.table[f"{topic}{TOPIC_GROUP_SEPARATOR}{dest}"] = source
+                self.ctx.offsets.table[f"{topic}{TOPIC_GROUP_SEPARATOR}{dest}"] = source
         return reply(request)
 
     def query_correction_offset(
@@ -241,11 +230,11 @@ class ConsumerAdminProcessor:
         topic = header.topic
         excluded = {g for g in (header.filter_groups or "").split(",") if g}
         correction: dict[int, int] = {}
-        for group in self.offsets.groups_by_topic(topic) - excluded:
-            for qid, offset in self.offsets.query_all(group, topic).items():
-                if offset >= self.store.get_min_offset_in_queue(topic, qid):
+        for group in self.ctx.offsets.groups_by_topic(topic) - excluded:
+            for qid, offset in self.ctx.offsets.query_all(group, topic).items():
+                if offset >= self.ctx.store.get_min_offset_in_queue(topic, qid):
                     correction[qid] = min(offset, correction.get(qid, LONG_MAX))
-        for qid, offset in self.offsets.query_all(header.compare_group, topic).items():
+        for qid, offset in self.ctx.offsets.query_all(header.compare_group, topic).items():
             if qid in correction:
                 correction[qid] = LONG_MAX if correction[qid] > offset else correction[qid]
         return reply(request, body=QueryCorrectionOffsetBody(correction).encode())
@@ -254,15 +243,15 @@ class ConsumerAdminProcessor:
         self, channel: Channel, request: RemotingCommand
     ) -> RemotingCommand:
         header = QueryConsumeTimeSpanRequestHeader.from_command(request)
-        topic, store = header.topic, self.store
-        config = self.topic_config(topic)
+        topic, store = header.topic, self.ctx.store
+        config = self.ctx.topics.select(topic)
         if config is None:
             return reply(request, ResponseCode.TOPIC_NOT_EXIST, f"topic[{topic}] not exist")
         spans: list[QueueTimeSpan] = []
         for qid in range(config.write_queue_nums):
             min_time = store.get_earliest_message_time(topic, qid)
             max_offset = store.get_max_offset_in_queue(topic, qid)
-            committed = self.offsets.query(header.group, topic, qid)
+            committed = self.ctx.offsets.query(header.group, topic, qid)
             consumer_offset = committed if committed is not None else -1
             if consumer_offset > 0:
                 consume_time = store.get_message_store_timestamp(topic, qid, consumer_offset - 1)
@@ -274,7 +263,7 @@ class ConsumerAdminProcessor:
                 delay = self.wall_ms() - next_time
             spans.append(
                 QueueTimeSpan(
-                    MessageQueue(topic, self.broker_name(), qid),
+                    MessageQueue(topic, self.ctx.config.broker_name, qid),
                     min_time,
                     store.get_message_store_timestamp(topic, qid, max_offset - 1),
                     consume_time,
@@ -288,7 +277,7 @@ class ConsumerAdminProcessor:
     def get_all_producer_info(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
         now_ms, now = self.wall_ms(), self.monotonic()
         table = ProducerTableInfo()
-        for group, channels in sorted(self.producers.groups.items()):
+        for group, channels in sorted(self.ctx.producers.groups.items()):
             infos = [
                 ProducerInfo(
                     info.client_id,
@@ -319,15 +308,7 @@ class ConsumerAdminProcessor:
 def register(controller: BrokerController) -> ConsumerAdminProcessor:
     c = controller
     history = StatsHistory(c.stats, lambda: c.config.broker_cluster_name)
-    proc = ConsumerAdminProcessor(
-        c.store,
-        topic_config=c.topics.select,
-        offsets=c.consumer_offset_manager,
-        consumers=c.consumer_manager,
-        producers=c.producer_manager,
-        history=history,
-        broker_name=lambda: c.config.broker_name,
-    )
+    proc = ConsumerAdminProcessor(c.context, history)
     table: dict[int, Processor] = {
         RequestCode.CONSUME_MESSAGE_DIRECTLY: proc.consume_message_directly,
         RequestCode.GET_CONSUMER_RUNNING_INFO: proc.get_consumer_running_info,
@@ -338,9 +319,7 @@ def register(controller: BrokerController) -> ConsumerAdminProcessor:
         RequestCode.GET_ALL_PRODUCER_INFO: proc.get_all_producer_info,
         RequestCode.VIEW_BROKER_STATS_DATA: proc.view_broker_stats_data,
     }
-    for server in (c.server, c.fast_server):
-        for code, fn in table.items():
-            server.register(code, fn)
+    serve(c.servers, table)
 
     def start() -> None:
         c.schedule(HOUR_SAMPLE_SECONDS * 1000, history.sample_hour_ring, name="stats-hour")

@@ -8,7 +8,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
-from mqcore.broker.processor import admin_consumer, reply
+from mqcore.broker.processor import reply, serve
 from mqcore.errors import MQError
 from mqcore.protocol import RemotingCommand, RequestCode, ResponseCode
 from mqcore.protocol.bodies import (
@@ -34,16 +34,36 @@ from mqcore.remoting import Channel, Processor
 from mqcore.store.metadata import SubscriptionGroupConfig
 
 if TYPE_CHECKING:
+    from mqcore.broker.context import BrokerContext
     from mqcore.broker.controller import BrokerController
 
-__all__ = ["GroupAdminProcessor", "register"]
+__all__ = ["GroupAdminProcessor", "add_queue_offsets", "register"]
 
 log = logging.getLogger("mq.broker.admin")
 
 
+def add_queue_offsets(
+    stats: ConsumeStats, ctx: BrokerContext, group: str, topic: str, queues: int
+) -> None:
+    """The first ``queues`` queues of ``topic`` into ``stats``: the broker's end, what
+    ``group`` committed (0 when nothing) and the store time of the last consumed message
+    (0 when none), as 4.9.8's consume stats show a queue."""
+    store = ctx.store
+    for qid in range(queues):
+        broker_offset = max(0, store.get_max_offset_in_queue(topic, qid))
+        committed = ctx.offsets.query(group, topic, qid)
+        consumer_offset = max(0, committed if committed is not None else 0)
+        last = 0
+        if consumer_offset > 0:
+            last = max(0, store.get_message_store_timestamp(topic, qid, consumer_offset - 1))
+        stats.offset_table[MessageQueue(topic, ctx.config.broker_name, qid)] = OffsetWrapper(
+            broker_offset, consumer_offset, last
+        )
+
+
 class GroupAdminProcessor:
-    def __init__(self, controller: BrokerController) -> None:
-        self.controller = controller
+    def __init__(self, ctx: BrokerContext) -> None:
+        self.ctx = ctx
 
     # -- subscription groups ------------------------------------------------------------
 
@@ -54,7 +74,7 @@ class GroupAdminProcessor:
         if not config.group_name.strip():
             return reply(request, ResponseCode.SYSTEM_ERROR, "groupName is blank")
         log.info("updateAndCreateSubscriptionGroup %s from %s", config, channel.remote_address)
-        manager = self.controller.subscription_group_manager
+        manager = self.ctx.groups
         manager.update(config)
         manager.persist()
         return reply(request)
@@ -62,7 +82,7 @@ class GroupAdminProcessor:
     def get_all_subscription_group_config(
         self, channel: Channel, request: RemotingCommand
     ) -> RemotingCommand:
-        manager = self.controller.subscription_group_manager
+        manager = self.ctx.groups
         wrapper = SubscriptionGroupWrapper(dict(manager.table), manager.data_version)
         return reply(request, body=wrapper.encode())
 
@@ -70,13 +90,13 @@ class GroupAdminProcessor:
         self, channel: Channel, request: RemotingCommand
     ) -> RemotingCommand:
         header = DeleteSubscriptionGroupRequestHeader.from_command(request)
-        c = self.controller
+        c = self.ctx
         log.info("deleteSubscriptionGroup %s from %s", header.group_name, channel.remote_address)
-        if c.subscription_group_manager.delete(header.group_name) is not None:
-            c.subscription_group_manager.persist()
+        if c.groups.delete(header.group_name) is not None:
+            c.groups.persist()
         if header.remove_offset:
-            c.consumer_offset_manager.remove_group(header.group_name)
-            c.persist_consumer_offsets()
+            c.offsets.remove_group(header.group_name)
+            c.offsets.persist()
         c.stats.remove_group(header.group_name)
         return reply(request)
 
@@ -85,23 +105,23 @@ class GroupAdminProcessor:
     def get_all_consumer_offset(
         self, channel: Channel, request: RemotingCommand
     ) -> RemotingCommand:
-        table = self.controller.consumer_offset_manager.table
+        table = self.ctx.offsets.table
         body = ConsumerOffsetSerializeWrapper({k: dict(v) for k, v in list(table.items())})
         return reply(request, body=body.encode())
 
     def get_all_delay_offset(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
-        table = self.controller.delay_offset_manager.table
+        table = self.ctx.delay_offsets.table
         return reply(request, body=DelayOffsetSerializeWrapper(dict(table)).encode())
 
     def get_consume_stats(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
         header = GetConsumeStatsRequestHeader.from_command(request)
-        c = self.controller
+        c = self.ctx
         group = header.consumer_group
         if header.topic and header.topic.strip():
             topics = {header.topic}
         else:
-            topics = c.consumer_offset_manager.topics_by_group(group)
-        group_info = c.consumer_manager.get_group(group)
+            topics = c.offsets.topics_by_group(group)
+        group_info = c.consumers.get_group(group)
         stats = ConsumeStats()
         for topic in sorted(topics):
             config = c.topics.select(topic)
@@ -114,17 +134,7 @@ class GroupAdminProcessor:
                 and topic not in group_info.subscriptions
             ):
                 continue  # online, and no longer subscribed to it
-            for qid in range(config.read_queue_nums):
-                mq = MessageQueue(topic, c.config.broker_name, qid)
-                broker_offset = max(0, c.store.get_max_offset_in_queue(topic, qid))
-                consumer_offset = c.consumer_offset_manager.query(group, topic, qid)
-                consumer_offset = max(0, consumer_offset if consumer_offset is not None else 0)
-                last = 0
-                if consumer_offset > 0:
-                    last = max(
-                        0, c.store.get_message_store_timestamp(topic, qid, consumer_offset - 1)
-                    )
-                stats.offset_table[mq] = OffsetWrapper(broker_offset, consumer_offset, last)
+            add_queue_offsets(stats, c, group, topic, config.read_queue_nums)
             stats.consume_tps += c.stats.group_get_tps(group, topic)
         return reply(request, body=stats.encode())
 
@@ -132,9 +142,9 @@ class GroupAdminProcessor:
         self, channel: Channel, request: RemotingCommand
     ) -> RemotingCommand:
         header = QueryTopicConsumeByWhoRequestHeader.from_command(request)
-        c = self.controller
-        groups = c.consumer_manager.groups_by_topic(header.topic)
-        groups |= c.consumer_offset_manager.groups_by_topic(header.topic)
+        c = self.ctx
+        groups = c.consumers.groups_by_topic(header.topic)
+        groups |= c.offsets.groups_by_topic(header.topic)
         return reply(request, body=GroupList(groups).encode())
 
     # -- connections --------------------------------------------------------------------
@@ -143,7 +153,7 @@ class GroupAdminProcessor:
         self, channel: Channel, request: RemotingCommand
     ) -> RemotingCommand:
         header = GetConsumerConnectionListRequestHeader.from_command(request)
-        group_info = self.controller.consumer_manager.get_group(header.consumer_group)
+        group_info = self.ctx.consumers.get_group(header.consumer_group)
         if group_info is None or not group_info.channels:
             return reply(
                 request,
@@ -156,7 +166,7 @@ class GroupAdminProcessor:
         self, channel: Channel, request: RemotingCommand
     ) -> RemotingCommand:
         header = GetProducerConnectionListRequestHeader.from_command(request)
-        infos = self.controller.producer_manager.group_channels(header.producer_group)
+        infos = self.ctx.producers.group_channels(header.producer_group)
         if not infos:
             return reply(
                 request,
@@ -172,7 +182,7 @@ class GroupAdminProcessor:
         """Offsets of ``group`` on ``topic`` at ``timestamp`` (-1 = the end), stored and
         pushed to the live consumers with RESET_CONSUMER_CLIENT_OFFSET."""
         header = ResetOffsetRequestHeader.from_command(request)
-        c = self.controller
+        c = self.ctx
         topic, group = header.topic, header.group
         config = c.topics.select(topic)
         if config is None:
@@ -181,7 +191,7 @@ class GroupAdminProcessor:
                 ResponseCode.SYSTEM_ERROR,
                 f"[reset-offset] reset offset failed, no topic in this broker. topic={topic}",
             )
-        offsets = c.consumer_offset_manager
+        offsets = c.offsets
         table: dict[MessageQueue, int] = {}
         for qid in range(config.write_queue_nums):
             current = offsets.query(group, topic, qid)
@@ -199,7 +209,7 @@ class GroupAdminProcessor:
             if not header.is_force and target >= current:
                 target = current
             table[MessageQueue(topic, c.config.broker_name, qid)] = target
-        group_info = c.consumer_manager.get_group(group)
+        group_info = c.consumers.get_group(group)
         if group_info is None or not group_info.channels:
             return reply(
                 request,
@@ -232,7 +242,7 @@ class GroupAdminProcessor:
 
 
 def register(controller: BrokerController) -> GroupAdminProcessor:
-    proc = GroupAdminProcessor(controller)
+    proc = GroupAdminProcessor(controller.context)
     table: dict[int, Processor] = {
         RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP: proc.update_and_create_subscription_group,
         RequestCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG: proc.get_all_subscription_group_config,
@@ -245,8 +255,5 @@ def register(controller: BrokerController) -> GroupAdminProcessor:
         RequestCode.GET_PRODUCER_CONNECTION_LIST: proc.get_producer_connection_list,
         RequestCode.INVOKE_BROKER_TO_RESET_OFFSET: proc.reset_offset,
     }
-    for server in (controller.server, controller.fast_server):
-        for code, fn in table.items():
-            server.register(code, fn)
-    admin_consumer.register(controller)
+    serve(controller.servers, table)
     return proc

@@ -15,15 +15,14 @@ import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING, TypeVar
 
-from mqcore.broker.client_manager import ConsumerManager
-from mqcore.broker.processor import reply
-from mqcore.broker.stats import BrokerStatsManager
+from mqcore.broker.processor import reply, serve
+from mqcore.broker.processor.admin_group import add_queue_offsets
 from mqcore.common import fastjson
 from mqcore.errors import MQError
 from mqcore.message.const import PROPERTY_REAL_TOPIC, PROPERTY_TRANSACTION_CHECK_TIMES
 from mqcore.message.ids import decode_offset_msg_id
 from mqcore.protocol import RemotingCommand, RequestCode, ResponseCode
-from mqcore.protocol.bodies import ConsumeStats, MessageQueue, OffsetWrapper
+from mqcore.protocol.bodies import ConsumeStats
 from mqcore.protocol.bodies.store_admin import (
     ConsumeQueueData,
     ConsumeStatsList,
@@ -36,15 +35,9 @@ from mqcore.protocol.headers.store_admin import (
 )
 from mqcore.remoting import Channel, Processor
 from mqcore.store.consume_queue import CQ_STORE_UNIT_SIZE, ENTRY
-from mqcore.store.message_store import MessageStore
-from mqcore.store.metadata import (
-    ConsumerFilterManager,
-    ConsumerOffsetManager,
-    SubscriptionGroupManager,
-    TopicConfig,
-)
 
 if TYPE_CHECKING:
+    from mqcore.broker.context import BrokerContext
     from mqcore.broker.controller import BrokerController
 
 __all__ = ["StoreAdminProcessor", "register"]
@@ -57,30 +50,12 @@ class StoreAdminProcessor:
     """Handlers of CLEAN_EXPIRED_CONSUMEQUEUE, CLEAN_UNUSED_TOPIC,
     DELETE_EXPIRED_COMMITLOG, QUERY_CONSUME_QUEUE and GET_BROKER_CONSUME_STATS."""
 
-    def __init__(
-        self,
-        store: MessageStore,
-        *,
-        topic_config: Callable[[str], TopicConfig | None],
-        topic_in_use: Callable[[str], bool],
-        offsets: ConsumerOffsetManager,
-        subscription_groups: SubscriptionGroupManager,
-        consumers: ConsumerManager,
-        filters: ConsumerFilterManager,
-        stats: BrokerStatsManager,
-        broker_name: Callable[[], str],
-        broker_addr: Callable[[], str],
-    ) -> None:
-        self.store = store
-        self.topic_config = topic_config
-        self.topic_in_use = topic_in_use
-        self.offsets = offsets
-        self.subscription_groups = subscription_groups
-        self.consumers = consumers
-        self.filters = filters
-        self.stats = stats
-        self.broker_name = broker_name
-        self.broker_addr = broker_addr
+    def __init__(self, ctx: BrokerContext) -> None:
+        self.ctx = ctx
+
+    def _topic_in_use(self, topic: str) -> bool:
+        """A topic the broker has a config for (its queues are not unused)."""
+        return topic in self.ctx.topic_configs.table
 
     # -- housekeeping -------------------------------------------------------------------
 
@@ -88,7 +63,7 @@ class StoreAdminProcessor:
         self, channel: Channel, request: RemotingCommand
     ) -> RemotingCommand:
         log.warning("invoke cleanExpiredConsumeQueue start (from %s)", channel.remote_address)
-        removed = await _off_loop(self.store.clean_expired_consume_queues)
+        removed = await _off_loop(self.ctx.store.clean_expired_consume_queues)
         log.warning("invoke cleanExpiredConsumeQueue end: %d queues destroyed", len(removed))
         return reply(request)
 
@@ -96,7 +71,7 @@ class StoreAdminProcessor:
         self, channel: Channel, request: RemotingCommand
     ) -> RemotingCommand:
         log.warning("invoke cleanUnusedTopic start (from %s)", channel.remote_address)
-        removed = await _off_loop(lambda: self.store.clean_unused_topics(self.topic_in_use))
+        removed = await _off_loop(lambda: self.ctx.store.clean_unused_topics(self._topic_in_use))
         log.warning("invoke cleanUnusedTopic end: %d queues destroyed", len(removed))
         return reply(request)
 
@@ -106,7 +81,7 @@ class StoreAdminProcessor:
         """``executeDeleteFilesManually``: one cleanup pass now, as if it were deleteWhen
         (files still have to be older than fileReservedTime, unless the disk is full)."""
         log.warning("invoke deleteExpiredCommitLog start (from %s)", channel.remote_address)
-        report = await _off_loop(lambda: self.store.clean_expired(manual=True))
+        report = await _off_loop(lambda: self.ctx.store.clean_expired(manual=True))
         log.warning(
             "invoke deleteExpiredCommitLog end: %d commit log files deleted",
             report.commit_log_files_deleted,
@@ -121,9 +96,9 @@ class StoreAdminProcessor:
         header = ResumeCheckHalfMessageRequestHeader.from_command(request)
         try:
             _ip, _port, offset = decode_offset_msg_id(header.msg_id or "")
-            msg = self.store.look_message(offset)
+            msg = self.ctx.store.look_message(offset)
             msg.properties[PROPERTY_TRANSACTION_CHECK_TIMES] = "0"
-            result = self.store.put_message(msg)
+            result = self.ctx.store.put_message(msg)
         except (MQError, ValueError):
             log.error("Exception was thrown when putting message back to RMQ_SYS_TRANS_HALF_TOPIC.")
             return reply(
@@ -149,17 +124,17 @@ class StoreAdminProcessor:
     def query_consume_queue(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
         header = QueryConsumeQueueRequestHeader.from_command(request)
         topic, qid = header.topic, header.queue_id
-        cq = self.store.consume_queue(topic, qid)
+        cq = self.ctx.store.consume_queue(topic, qid)
         if cq is None:
             return reply(request, ResponseCode.SYSTEM_ERROR, f"{qid}@{topic} is not exist!")
         body = QueryConsumeQueueResponseBody(cq.max_offset, cq.min_offset)
         if header.consumer_group is not None:
-            sub = self.consumers.find_subscription(header.consumer_group, topic)
+            sub = self.ctx.consumers.find_subscription(header.consumer_group, topic)
             body.subscription_data = sub
             if sub is None:
                 body.filter_data = f"{header.consumer_group}@{topic} is not online!"
             else:
-                data = self.filters.get(topic, header.consumer_group)
+                data = self.ctx.filters.get(topic, header.consumer_group)
                 body.filter_data = "null" if data is None else fastjson.dumps_pretty(data.to_json())
         # getIndexBuffer: from ``index`` to the end of what is written in its file
         view = cq.entries_view(header.index) if header.index >= cq.min_offset else None
@@ -181,13 +156,13 @@ class StoreAdminProcessor:
         per topic it has offsets for (write queues), skipping topics an online group no
         longer subscribes to, and with ``isOrder`` topics that are not ordered."""
         header = GetConsumeStatsInBrokerHeader.from_command(request)
-        out = ConsumeStatsList(self.broker_addr())
-        for group in sorted(self.subscription_groups.table):
+        out = ConsumeStatsList(self.ctx.broker_addr())
+        for group in sorted(self.ctx.groups.table):
             per_topic: list[ConsumeStats] = []
-            group_info = self.consumers.get_group(group)
+            group_info = self.ctx.consumers.get_group(group)
             subscribed = group_info.subscriptions if group_info is not None else {}
-            for topic in sorted(self.offsets.topics_by_group(group)):
-                config = self.topic_config(topic)
+            for topic in sorted(self.ctx.offsets.topics_by_group(group)):
+                config = self.ctx.topics.select(topic)
                 if config is None:
                     log.warning("consumeStats, topic config not exist, %s", topic)
                     continue
@@ -205,19 +180,8 @@ class StoreAdminProcessor:
 
     def _consume_stats(self, group: str, topic: str, queues: int) -> ConsumeStats:
         stats = ConsumeStats()
-        broker_name = self.broker_name()
-        for qid in range(queues):
-            broker_offset = max(0, self.store.get_max_offset_in_queue(topic, qid))
-            committed = self.offsets.query(group, topic, qid)
-            consumer_offset = max(0, committed if committed is not None else -1)
-            last = 0
-            if consumer_offset - 1 >= 0:
-                ts = self.store.get_message_store_timestamp(topic, qid, consumer_offset - 1)
-                last = ts if ts > 0 else 0
-            stats.offset_table[MessageQueue(topic, broker_name, qid)] = OffsetWrapper(
-                broker_offset, consumer_offset, last
-            )
-        stats.consume_tps = self.stats.group_get_tps(group, topic)
+        add_queue_offsets(stats, self.ctx, group, topic, queues)
+        stats.consume_tps = self.ctx.stats.group_get_tps(group, topic)
         return stats
 
 
@@ -227,19 +191,7 @@ async def _off_loop(fn: Callable[[], T]) -> T:
 
 
 def register(controller: BrokerController) -> StoreAdminProcessor:
-    c = controller
-    proc = StoreAdminProcessor(
-        c.store,
-        topic_config=c.topics.select,
-        topic_in_use=lambda topic: topic in c.topic_config_manager.table,
-        offsets=c.consumer_offset_manager,
-        subscription_groups=c.subscription_group_manager,
-        consumers=c.consumer_manager,
-        filters=c.consumer_filter_manager,
-        stats=c.stats,
-        broker_name=lambda: c.config.broker_name,
-        broker_addr=lambda: c.broker_addr,
-    )
+    proc = StoreAdminProcessor(controller.context)
     table: dict[int, Processor] = {
         RequestCode.CLEAN_EXPIRED_CONSUMEQUEUE: proc.clean_expired_consume_queue,
         RequestCode.CLEAN_UNUSED_TOPIC: proc.clean_unused_topic,
@@ -248,7 +200,5 @@ def register(controller: BrokerController) -> StoreAdminProcessor:
         RequestCode.GET_BROKER_CONSUME_STATS: proc.get_broker_consume_stats,
         RequestCode.RESUME_CHECK_HALF_MESSAGE: proc.resume_check_half_message,
     }
-    for server in (c.server, c.fast_server):
-        for code, fn in table.items():
-            server.register(code, fn)
+    serve(controller.servers, table)
     return proc

@@ -24,7 +24,7 @@ from mqcore.broker.client_manager import (
     ConsumerManager,
     ProducerManager,
 )
-from mqcore.broker.processor import reply
+from mqcore.broker.processor import reply, serve
 from mqcore.errors import FilterSyntaxError
 from mqcore.filter import compile_sql
 from mqcore.protocol import RemotingCommand, RequestCode, ResponseCode
@@ -464,9 +464,8 @@ def register(controller: BrokerController) -> ClientProcessor:
         RequestCode.LOCK_BATCH_MQ: proc.lock_batch_mq,
         RequestCode.UNLOCK_BATCH_MQ: proc.unlock_batch_mq,
     }
-    for server in (controller.server, controller.fast_server):
-        for code, fn in table.items():
-            server.register(code, fn)
+    serve(controller.servers, table)
+    for server in controller.servers:
         server.add_close_listener(proc.channel_closed)
     controller.consumer_manager.listeners.append(filter_listener(controller, persister))
 

@@ -14,8 +14,9 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
-from mqcore.broker.processor import reply
+from mqcore.broker.processor import reply, serve
 from mqcore.broker.transaction import (
+    TransactionalMessageBridge,
     TransactionalMessageCheckService,
     TransactionalMessageService,
 )
@@ -65,10 +66,18 @@ class EndTransactionProcessor:
 
 def register(controller: BrokerController) -> TransactionalMessageService:
     """END_TRANSACTION on both servers; the check-back starts with the broker."""
-    service = TransactionalMessageService(controller)
-    service.check_service = TransactionalMessageCheckService(controller, service)
+    ctx = controller.context
+    bridge = TransactionalMessageBridge(ctx.store, ctx.offsets, ctx.topics, ctx.store_host)
+    service = TransactionalMessageService(bridge)
+    service.check_service = TransactionalMessageCheckService(
+        service,
+        config=ctx.config,
+        store_config=ctx.store_config,
+        producers=ctx.producers,
+        persister=ctx.persister,
+        every=controller.schedule,
+    )
     controller.add_start_hook(service.check_service.start)
-    processor = EndTransactionProcessor(controller.config, service)
-    controller.server.register(RequestCode.END_TRANSACTION, processor.process)
-    controller.fast_server.register(RequestCode.END_TRANSACTION, processor.process)
+    processor = EndTransactionProcessor(ctx.config, service)
+    serve(controller.servers, {RequestCode.END_TRANSACTION: processor.process})
     return service

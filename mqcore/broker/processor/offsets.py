@@ -32,9 +32,9 @@ from mqcore.protocol.headers import (
     SearchOffsetResponseHeader,
     UpdateConsumerOffsetRequestHeader,
 )
-from mqcore.remoting import Channel
+from mqcore.remoting import Channel, Processor
 
-from . import reply
+from . import reply, serve
 
 if TYPE_CHECKING:
     from mqcore.broker.controller import BrokerController
@@ -167,7 +167,7 @@ class OffsetProcessor:
 
 def register(controller: BrokerController) -> None:
     p = OffsetProcessor(controller.store, controller.consumer_offset_manager, controller.topics)
-    table = {
+    table: dict[int, Processor] = {
         RequestCode.QUERY_CONSUMER_OFFSET: p.query_consumer_offset,
         RequestCode.UPDATE_CONSUMER_OFFSET: p.update_consumer_offset,
         RequestCode.GET_MAX_OFFSET: p.get_max_offset,
@@ -175,6 +175,4 @@ def register(controller: BrokerController) -> None:
         RequestCode.SEARCH_OFFSET_BY_TIMESTAMP: p.search_offset,
         RequestCode.GET_EARLIEST_MSG_STORETIME: p.get_earliest_msg_storetime,
     }
-    for code, fn in table.items():
-        controller.server.register(code, fn)
-        controller.fast_server.register(code, fn)
+    serve(controller.servers, table)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
-from mqcore.broker.processor import reply
+from mqcore.broker.processor import reply, serve
 from mqcore.errors import CorruptRecordError, StoreError
 from mqcore.protocol import RemotingCommand, RequestCode, ResponseCode
 from mqcore.protocol.headers import (
@@ -78,7 +78,11 @@ class QueryProcessor:
 
 def register(controller: BrokerController) -> QueryProcessor:
     proc = QueryProcessor(controller.store, controller.store_config)
-    for server in (controller.server, controller.fast_server):
-        server.register(RequestCode.QUERY_MESSAGE, proc.query_message)
-        server.register(RequestCode.VIEW_MESSAGE_BY_ID, proc.view_message_by_id)
+    serve(
+        controller.servers,
+        {
+            RequestCode.QUERY_MESSAGE: proc.query_message,
+            RequestCode.VIEW_MESSAGE_BY_ID: proc.view_message_by_id,
+        },
+    )
     return proc

@@ -22,10 +22,9 @@ from __future__ import annotations
 import logging
 import random
 import time
-from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from mqcore.broker.processor import reply
+from mqcore.broker.processor import reply, serve
 from mqcore.broker.processor.send import (
     SendRefused,
     born_host,
@@ -48,13 +47,8 @@ from mqcore.remoting import Channel
 from mqcore.store.results import PutStatus
 
 if TYPE_CHECKING:
-    from mqcore.broker.client_manager import ProducerManager
-    from mqcore.broker.config import BrokerConfig
+    from mqcore.broker.context import BrokerContext
     from mqcore.broker.controller import BrokerController
-    from mqcore.broker.stats import BrokerStatsManager
-    from mqcore.broker.topics import TopicService
-    from mqcore.store.message_store import MessageStore
-    from mqcore.store.metadata import SubscriptionGroupManager
 
 __all__ = ["PUSH_REPLY_TIMEOUT", "ReplyMessageProcessor", "register"]
 
@@ -80,25 +74,14 @@ class ReplyMessageProcessor:
 
     def __init__(
         self,
+        ctx: BrokerContext,
         *,
-        broker_config: BrokerConfig,
-        store: MessageStore,
-        topics: TopicService,
-        groups: SubscriptionGroupManager,
-        producer_manager: ProducerManager,
-        stats: BrokerStatsManager,
-        store_host: Callable[[], HostAddr],
         store_reply: bool = True,
         push_timeout: float = PUSH_REPLY_TIMEOUT,
     ) -> None:
-        self.broker_config = broker_config
-        self.store = store
-        self.topics = topics
-        self.groups = groups
-        self.producer_manager = producer_manager
-        self.stats = stats
-        self.store_host = store_host
+        self.ctx = ctx
         self.store_reply = store_reply
+        """``storeReplyMessageEnable``: the reply is also stored in its topic."""
         self.push_timeout = push_timeout
         self._rng = random.Random()
 
@@ -111,9 +94,9 @@ class ReplyMessageProcessor:
             topic_config = msg_check(
                 channel,
                 header,
-                broker_config=self.broker_config,
-                topics=self.topics,
-                groups=self.groups,
+                broker_config=self.ctx.config,
+                topics=self.ctx.topics,
+                groups=self.ctx.groups,
             )
         except SendRefused as exc:
             return reply(request, exc.code, exc.remark)
@@ -130,13 +113,13 @@ class ReplyMessageProcessor:
             sys_flag=header.sys_flag,
             born_timestamp=header.born_timestamp,
             born_host=born_host(channel),
-            store_host=self.store_host(),
+            store_host=self.ctx.store_host(),
             reconsume_times=header.reconsume_times or 0,
         )
         failure = await self._push(header, msg)
         ext = {
-            "MSG_REGION": self.broker_config.region_id,
-            "TRACE_ON": "true" if self.broker_config.trace_on else "false",
+            "MSG_REGION": self.ctx.config.region_id,
+            "TRACE_ON": "true" if self.ctx.config.trace_on else "false",
         }
         if failure is None:
             ext.update(msgId="0", queueId=str(queue_id), queueOffset="0")
@@ -152,7 +135,7 @@ class ReplyMessageProcessor:
             remark = f"reply message properties[{PROPERTY_MESSAGE_REPLY_TO_CLIENT}] is null"
             log.warning("%s is null, can not reply message", PROPERTY_MESSAGE_REPLY_TO_CLIENT)
             return remark
-        target = self.producer_manager.find_channel(sender)
+        target = self.ctx.producers.find_channel(sender)
         if target is None:
             remark = f"push reply message fail, channel of <{sender}> not found."
             log.warning(remark)
@@ -192,29 +175,24 @@ class ReplyMessageProcessor:
 
     def _store(self, msg: MessageExt, ext: dict[str, str]) -> None:
         """Append the reply; on success the answer names the stored record."""
-        result = self.store.put_messages([msg])
+        result = self.ctx.store.put_messages([msg])
         if result.status not in _STORED:
             log.warning("reply to %s not stored: %s %s", msg.topic, result.status, result.remark)
             return
-        count_put(self.stats, [msg], result)
+        count_put(self.ctx.stats, [msg], result)
         ext["msgId"] = create_offset_msg_id(msg.store_host, result.wrote_offset)
         ext["queueId"] = str(msg.queue_id)
         ext["queueOffset"] = str(result.queue_offset)
 
 
 def register(controller: BrokerController) -> ReplyMessageProcessor:
-    config = controller.config
-    processor = ReplyMessageProcessor(
-        broker_config=config,
-        store=controller.store,
-        topics=controller.topics,
-        groups=controller.subscription_group_manager,
-        producer_manager=controller.producer_manager,
-        stats=controller.stats,
-        store_host=lambda: (config.broker_ip1, controller.server.port),
-        store_reply=config.store_reply_message_enable,
+    ctx = controller.context
+    processor = ReplyMessageProcessor(ctx, store_reply=ctx.config.store_reply_message_enable)
+    serve(
+        controller.servers,
+        {
+            RequestCode.SEND_REPLY_MESSAGE: processor.process,
+            RequestCode.SEND_REPLY_MESSAGE_V2: processor.process,
+        },
     )
-    for server in (controller.server, controller.fast_server):
-        server.register(RequestCode.SEND_REPLY_MESSAGE, processor.process)
-        server.register(RequestCode.SEND_REPLY_MESSAGE_V2, processor.process)
     return processor

@@ -58,7 +58,7 @@ from mqcore.store.metadata import (
 )
 from mqcore.store.results import PutResult, PutStatus
 
-from . import reply
+from . import reply, serve
 
 if TYPE_CHECKING:
     from mqcore.broker.config import BrokerConfig
@@ -466,10 +466,5 @@ def _delay_level(props: dict[str, str]) -> int:
 
 def register(controller: BrokerController) -> None:
     processor = SendMessageProcessor(controller.context)
-    for code in (
-        RequestCode.SEND_MESSAGE,
-        RequestCode.SEND_MESSAGE_V2,
-        RequestCode.SEND_BATCH_MESSAGE,
-    ):
-        controller.server.register(code, processor.process)
-        controller.fast_server.register(code, processor.process)
+    codes = (RequestCode.SEND_MESSAGE, RequestCode.SEND_MESSAGE_V2, RequestCode.SEND_BATCH_MESSAGE)
+    serve(controller.servers, dict.fromkeys(codes, processor.process))

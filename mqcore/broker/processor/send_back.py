@@ -39,7 +39,7 @@ from mqcore.remoting import Channel
 from mqcore.store.metadata import PERM_READ, PERM_WRITE
 from mqcore.store.results import PutResult, PutStatus
 
-from . import reply
+from . import reply, serve
 from .send import count_put
 
 if TYPE_CHECKING:
@@ -165,6 +165,5 @@ class SendBackProcessor:
 
 def register(controller: BrokerController) -> SendBackProcessor:
     processor = SendBackProcessor(controller.context)
-    controller.server.register(RequestCode.CONSUMER_SEND_MSG_BACK, processor.process)
-    controller.fast_server.register(RequestCode.CONSUMER_SEND_MSG_BACK, processor.process)
+    serve(controller.servers, {RequestCode.CONSUMER_SEND_MSG_BACK: processor.process})
     return processor

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
@@ -29,14 +30,15 @@ from mqcore.message.const import (
     RMQ_SYS_TRANS_OP_HALF_TOPIC,
     SysFlag,
 )
-from mqcore.message.model import MessageExt
+from mqcore.message.model import HostAddr, MessageExt
 from mqcore.message.record import decode_record
 from mqcore.store.metadata import PERM_READ, PERM_WRITE
 from mqcore.store.results import GetStatus, PutResult
 
 if TYPE_CHECKING:
-    from mqcore.broker.controller import BrokerController
     from mqcore.broker.topics import TopicService
+    from mqcore.store.message_store import MessageStore
+    from mqcore.store.metadata import ConsumerOffsetManager
 
 __all__ = [
     "HALF_QUEUE_ID",
@@ -84,14 +86,23 @@ def ensure_system_topic(topics: TopicService, topic: str) -> None:
 class TransactionalMessageBridge:
     """Reads and writes of the half, op and discard topics, and their progress offsets."""
 
-    def __init__(self, controller: BrokerController) -> None:
-        self.controller = controller
-        self.store = controller.store
-        self.offsets = controller.consumer_offset_manager
+    def __init__(
+        self,
+        store: MessageStore,
+        offsets: ConsumerOffsetManager,
+        topics: TopicService,
+        store_host: Callable[[], HostAddr],
+    ) -> None:
+        self.store = store
+        self.offsets = offsets
+        """Progress of the half and op queues, under ``CID_RMQ_SYS_TRANS``."""
+        self.topics = topics
+        self.store_host = store_host
+        """Born and store host of op messages: ``brokerIP1`` and the real listen port."""
 
     # -- topics ---------------------------------------------------------------------------
     def ensure_topic(self, topic: str) -> None:
-        ensure_system_topic(self.controller.topics, topic)
+        ensure_system_topic(self.topics, topic)
 
     # -- reading --------------------------------------------------------------------------
     def look(self, commit_log_offset: int) -> MessageExt | None:
@@ -172,7 +183,7 @@ class TransactionalMessageBridge:
 
         The op topic gets no topic config (as 4.9.8's ``writeOp``): it is never registered
         with the name servers, so ``topicList`` does not show it."""
-        host = (self.controller.config.broker_ip1, self.controller.server.port)
+        host = self.store_host()
         op = MessageExt(
             topic=RMQ_SYS_TRANS_OP_HALF_TOPIC,
             body=str(half.queue_offset).encode("ascii"),

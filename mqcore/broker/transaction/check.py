@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -55,7 +56,10 @@ from mqcore.protocol.headers import CheckTransactionStateRequestHeader
 from mqcore.remoting import ChannelClosedError
 
 if TYPE_CHECKING:
-    from mqcore.broker.controller import BrokerController
+    from mqcore.broker.client_manager import ProducerManager
+    from mqcore.broker.config import BrokerConfig
+    from mqcore.store.metadata.persister import ConfigPersister
+    from mqcore.store.store_config import MessageStoreConfig
 
 __all__ = ["CheckReport", "TransactionalMessageCheckService"]
 
@@ -92,17 +96,36 @@ def _int(raw: str | None, default: int) -> int:
 class TransactionalMessageCheckService:
     """One check round per ``transactionCheckInterval`` (started with the broker)."""
 
-    def __init__(self, controller: BrokerController, service: TransactionalMessageService):
-        self.controller = controller
+    def __init__(
+        self,
+        service: TransactionalMessageService,
+        *,
+        config: BrokerConfig,
+        store_config: MessageStoreConfig,
+        producers: ProducerManager,
+        persister: ConfigPersister,
+        every: Callable[..., object] | None = None,
+    ) -> None:
         self.service = service
         self.bridge = service.bridge
+        self.config = config
+        """``transactionCheckInterval``, ``transactionTimeOut``, ``transactionCheckMax``."""
+        self.store_config = store_config
+        """``fileReservedTime``: older half messages are discarded, not checked."""
+        self.producers = producers
+        """Whom a check goes to: a live channel of the half message's producer group."""
+        self.persister = persister
+        """Writes the half/op progress (consumer offsets) soon after a round moved it."""
+        self.every = every
+        """The broker's periodic timer (``BrokerController.schedule``)."""
         self.rounds = 0
 
     def start(self) -> None:
         """Relearn what the unread op messages ended, then check every interval."""
         self._read_ops(self.bridge.progress(RMQ_SYS_TRANS_OP_HALF_TOPIC), 0)
-        interval = self.controller.config.transaction_check_interval
-        self.controller.schedule(interval, self.check, name="transaction-check")
+        if self.every is not None:
+            interval = self.config.transaction_check_interval
+            self.every(interval, self.check, name="transaction-check")
 
     # -- one round ------------------------------------------------------------------------
     def check(self) -> CheckReport:
@@ -112,10 +135,10 @@ class TransactionalMessageCheckService:
         bridge = self.bridge
         if bridge.max_offset(RMQ_SYS_TRANS_HALF_TOPIC) == 0:
             return report
-        cfg = self.controller.config
+        cfg = self.config
         timeout = max(0, cfg.transaction_time_out)
         check_max = cfg.transaction_check_max
-        reserved_ms = self.controller.store_config.file_reserved_time * 3600 * 1000
+        reserved_ms = self.store_config.file_reserved_time * 3600 * 1000
         start_ms = _now_ms()
         deadline = time.monotonic() + MAX_PROCESS_TIME
         half_offset = bridge.progress(RMQ_SYS_TRANS_HALF_TOPIC)
@@ -183,7 +206,7 @@ class TransactionalMessageCheckService:
             # On disk within a second, not at the next offsets flush: a crash before that
             # restarted the check from the old progress, putting back a new copy of every
             # open half message each time (50 kills: 47,637 checks for 5,000 transactions).
-            self.controller.config_persister.request(self.controller.consumer_offset_manager)
+            self.persister.request(self.bridge.offsets)
         report.half_progress = (half_offset, new_offset)
         report.op_progress = (op_offset, new_op_offset)
         if report.checked or report.discarded:
@@ -268,7 +291,7 @@ class TransactionalMessageCheckService:
     def _send_check(self, copy: MessageExt) -> bool:
         """CHECK_TRANSACTION_STATE to one live channel of the copy's producer group."""
         group = copy.properties.get(PROPERTY_PRODUCER_GROUP, "")
-        channel = self.controller.producer_manager.available_channel(group)
+        channel = self.producers.available_channel(group)
         if channel is None:
             log.warning("no live producer of group %r to check %s", group, copy.msg_id)
             return False

@@ -45,7 +45,6 @@ from mqcore.protocol import ResponseCode
 from mqcore.protocol.headers import EndTransactionRequestHeader
 
 if TYPE_CHECKING:
-    from mqcore.broker.controller import BrokerController
     from mqcore.broker.topics import TopicService
     from mqcore.broker.transaction.check import TransactionalMessageCheckService
 
@@ -126,9 +125,8 @@ def origin_offset(msg: MessageExt) -> int:
 class TransactionalMessageService:
     """END_TRANSACTION's work and the memory of which half messages are over."""
 
-    def __init__(self, controller: BrokerController) -> None:
-        self.controller = controller
-        self.bridge = TransactionalMessageBridge(controller)
+    def __init__(self, bridge: TransactionalMessageBridge) -> None:
+        self.bridge = bridge
         self._ended: OrderedDict[int, None] = OrderedDict()
         self.check_service: TransactionalMessageCheckService | None = None
         """Set by :func:`mqcore.broker.processor.end_transaction.register`."""
