@@ -55,13 +55,11 @@ from mqcore.protocol.headers import (
     PullSysFlag,
     QueryConsumerOffsetRequestHeader,
     QueryConsumerOffsetResponseHeader,
-    QueryMessageRequestHeader,
     SearchOffsetRequestHeader,
     SearchOffsetResponseHeader,
     SendMessageRequestHeader,
     SendMessageResponseHeader,
     UpdateConsumerOffsetRequestHeader,
-    ViewMessageRequestHeader,
 )
 
 if TYPE_CHECKING:
@@ -509,6 +507,8 @@ class MQClientAPI:
         timeout: float = 15.0,
     ) -> list[MessageExt]:
         """QUERY_MESSAGE through the broker's index; [] when nothing matches."""
+        from mqcore.protocol.headers.admin import QueryMessageRequestHeader  # tools only
+
         header = QueryMessageRequestHeader(
             topic=topic,
             key=key,
@@ -527,6 +527,8 @@ class MQClientAPI:
         self, addr: str, commit_log_offset: int, timeout: float | None = None
     ) -> MessageExt:
         """VIEW_MESSAGE_BY_ID: the record at a commit log offset."""
+        from mqcore.protocol.headers.admin import ViewMessageRequestHeader  # tools only
+
         header = ViewMessageRequestHeader(commit_log_offset)
         response = await self.instance.invoke(
             addr, self.instance.request(RequestCode.VIEW_MESSAGE_BY_ID, header), timeout

@@ -10,7 +10,9 @@
 * GET_CONSUMER_STATUS_FROM_CLIENT: the group's offsets of a topic, as this client holds
   them (mqadmin getConsumerStatus, through the broker).
 
-:func:`register_broker_requests` installs them on the instance's dispatcher.
+:func:`register_broker_requests` installs them on the instance's dispatcher. The last
+four import their admin headers and bodies when called: a process that only produces
+never loads them (start-up time of one-shot commands).
 """
 
 from __future__ import annotations
@@ -24,16 +26,10 @@ from mqcore.message import decode_record
 from mqcore.message.const import PROPERTY_PRODUCER_GROUP
 from mqcore.message.model import MessageExt
 from mqcore.protocol import RemotingCommand, RequestCode, ResponseCode
-from mqcore.protocol.bodies import ResetOffsetBody
-from mqcore.protocol.bodies.consumer_admin import GetConsumerStatusBody
 from mqcore.protocol.headers import (
     CheckTransactionStateRequestHeader,
-    ConsumeMessageDirectlyResultRequestHeader,
-    GetConsumerRunningInfoRequestHeader,
-    GetConsumerStatusRequestHeader,
     HeaderError,
     NotifyConsumerIdsChangedRequestHeader,
-    ResetOffsetRequestHeader,
 )
 
 if TYPE_CHECKING:
@@ -109,6 +105,9 @@ class BrokerRequestHandlers:
     async def on_reset_offset(
         self, channel: Channel, request: RemotingCommand
     ) -> RemotingCommand | None:
+        from mqcore.protocol.bodies.stats import ResetOffsetBody
+        from mqcore.protocol.headers.admin import ResetOffsetRequestHeader
+
         header = ResetOffsetRequestHeader.from_command(request)
         offsets = ResetOffsetBody.decode(request.body).offset_table if request.body else {}
         consumer = self.instance.consumers.get(header.group)
@@ -126,6 +125,7 @@ class BrokerRequestHandlers:
         self, channel: Channel, request: RemotingCommand
     ) -> RemotingCommand:
         from mqcore.common import fastjson
+        from mqcore.protocol.headers.admin import GetConsumerRunningInfoRequestHeader
 
         header = GetConsumerRunningInfoRequestHeader.from_command(request)
         consumer = self.instance.consumers.get(header.consumer_group)
@@ -154,6 +154,7 @@ class BrokerRequestHandlers:
         self, channel: Channel, request: RemotingCommand
     ) -> RemotingCommand:
         from mqcore.common import fastjson
+        from mqcore.protocol.headers.admin import ConsumeMessageDirectlyResultRequestHeader
 
         try:
             header = ConsumeMessageDirectlyResultRequestHeader.from_command(request)
@@ -175,6 +176,9 @@ class BrokerRequestHandlers:
         )
 
     def on_get_consumer_status(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
+        from mqcore.protocol.bodies.consumer_admin import GetConsumerStatusBody
+        from mqcore.protocol.headers.admin import GetConsumerStatusRequestHeader
+
         header = GetConsumerStatusRequestHeader.from_command(request)
         consumer = self.instance.consumers.get(header.group)
         table = getattr(consumer, "offset_table", None)

@@ -34,7 +34,7 @@ import logging
 import time
 import zlib
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any, TypeAlias
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from mqcore.client.api import SendResult, SendStatus
 from mqcore.client.config import DEFAULT_NAMESRV, default_namesrv, with_credentials
@@ -57,8 +57,6 @@ from mqcore.client.selectors import (
     select_by_random,
     select_fixed,
 )
-from mqcore.client.trace import SendTraceHook
-from mqcore.client.trace_dispatcher import TraceDispatcher
 from mqcore.client.validators import (
     MAX_MESSAGE_SIZE,
     validate_group,
@@ -79,6 +77,10 @@ from mqcore.message.properties import validate_property
 from mqcore.message.record import encode_batch_body
 from mqcore.protocol.bodies import MessageQueue
 from mqcore.protocol.headers import SendMessageRequestHeader
+
+if TYPE_CHECKING:
+    from mqcore.client.trace import SendTraceHook
+    from mqcore.client.trace_dispatcher import TraceDispatcher
 
 __all__ = [
     "DEFAULT_NAMESRV",
@@ -203,7 +205,10 @@ class Producer:
         self.trace_dispatcher: TraceDispatcher | None = None
         """With ``trace``: writes a Pub record per stored send (``enableMsgTrace``)."""
         self._trace: SendTraceHook | None = None
-        if trace:
+        if trace:  # opt-in: a producer without it does not load the trace modules
+            from mqcore.client.trace import SendTraceHook
+            from mqcore.client.trace_dispatcher import TraceDispatcher
+
             self.trace_dispatcher = TraceDispatcher(
                 group, "PRODUCER", self.namesrv, trace_topic=trace_topic,
                 client_config=self.client_config,

@@ -22,7 +22,7 @@ def test_an_unknown_name_is_an_attribute_error() -> None:
         getattr(mqcore.client, name)
 
 
-def test_importing_the_producer_leaves_consumers_admin_and_acl_model_out() -> None:
+def test_importing_the_producer_leaves_consumers_admin_trace_and_acl_model_out() -> None:
     code = (
         "import sys, mqcore.client.producer\n"
         "print(' '.join(sorted(m for m in sys.modules if m.startswith(('mqcore', 'yaml')))))"
@@ -36,6 +36,8 @@ def test_importing_the_producer_leaves_consumers_admin_and_acl_model_out() -> No
         "mqcore.client.lite_pull_consumer",
         "mqcore.client.transaction",
         "mqcore.client.sync",
+        "mqcore.client.trace_dispatcher",
+        "mqcore.protocol.headers.admin",
         "mqcore.acl.config",
         "yaml",
     }
