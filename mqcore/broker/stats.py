@@ -46,6 +46,12 @@ class StatsItem:
         self.calls = 0
         self.samples: deque[tuple[float, int, int, int]] = deque(maxlen=max_samples)
 
+    def add(self, msgs: int, size: int) -> None:
+        """One call that moved ``msgs`` messages of ``size`` bytes in total."""
+        self.msgs += msgs
+        self.bytes += size
+        self.calls += 1
+
     def sample(self, now: float) -> None:
         self.samples.append((now, self.msgs, self.bytes, self.calls))
 
@@ -132,13 +138,8 @@ class BrokerStatsManager:
         item = self.topic_put.get(topic)
         if item is None:
             item = self.topic_put[topic] = StatsItem()
-        item.msgs += msgs
-        item.bytes += size
-        item.calls += 1
-        total = self.put_total
-        total.msgs += msgs
-        total.bytes += size
-        total.calls += 1
+        item.add(msgs, size)
+        self.put_total.add(msgs, size)
 
     def on_get(self, group: str, topic: str, msgs: int, size: int) -> None:
         """A pull of ``group`` on ``topic`` returned ``msgs`` messages, ``size`` bytes
@@ -147,13 +148,8 @@ class BrokerStatsManager:
         item = self.group_get.get(key)
         if item is None:
             item = self.group_get[key] = StatsItem()
-        item.msgs += msgs
-        item.bytes += size
-        item.calls += 1
-        total = self.get_total
-        total.msgs += msgs
-        total.bytes += size
-        total.calls += 1
+        item.add(msgs, size)
+        self.get_total.add(msgs, size)
         if msgs:
             self.get_found += 1
 
