@@ -4,7 +4,7 @@ snapshot reaches it."""
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING, ClassVar
+from typing import ClassVar, Protocol, runtime_checkable
 
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
@@ -13,12 +13,10 @@ from textual.screen import Screen
 from textual.widgets import Footer, Input
 
 from mqcli.tui.model import Snapshot
+from mqcli.tui.poller import Poller
 from mqcli.tui.widgets.status_bar import StatusBar, ViewTabs
 
-if TYPE_CHECKING:
-    from mqcli.tui.app import MQApp
-
-__all__ = ["NARROW_BELOW", "ViewScreen", "fmt_int", "fmt_short_ms"]
+__all__ = ["NARROW_BELOW", "Dashboard", "ViewScreen", "fmt_int", "fmt_short_ms"]
 
 NARROW_BELOW = 100
 """Screens narrower than this (an 80x24 terminal) get each view's narrow columns."""
@@ -37,6 +35,29 @@ def fmt_short_ms(ms: int | None, now_ms: int) -> str:
     when = time.localtime(ms / 1000)
     fmt = "%H:%M:%S" if time.strftime("%Y%m%d", when) == day else "%m-%d %H:%M"
     return time.strftime(fmt, when)
+
+
+@runtime_checkable
+class Dashboard(Protocol):
+    """What a view reads of the app it runs in. :class:`~mqcli.tui.app.MQApp` implements
+    it; views import this, not the app module (which imports every view)."""
+
+    @property
+    def namesrv(self) -> str: ...
+
+    @property
+    def snapshot(self) -> Snapshot | None: ...
+
+    @property
+    def last_good_ms(self) -> int | None: ...
+
+    @property
+    def poller(self) -> Poller: ...
+
+    @property
+    def MODES(self) -> dict[str, type[ViewScreen]]: ...  # the App's own attribute
+
+    def mode_of(self, screen: ViewScreen) -> str: ...
 
 
 class ViewScreen(Screen[None]):
@@ -63,11 +84,10 @@ class ViewScreen(Screen[None]):
         """The view needs a poll now (e.g. the highlighted group changed)."""
 
     @property
-    def mq_app(self) -> MQApp:
-        from mqcli.tui.app import MQApp
-
-        assert isinstance(self.app, MQApp)
-        return self.app
+    def mq_app(self) -> Dashboard:
+        app = self.app
+        assert isinstance(app, Dashboard)
+        return app
 
     def compose(self) -> ComposeResult:
         yield StatusBar(self.mq_app.namesrv, self.TITLE)
