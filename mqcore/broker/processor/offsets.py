@@ -15,7 +15,6 @@ GET_EARLIEST_MSG_STORETIME (32) read the consume queues.
 from __future__ import annotations
 
 import logging
-import os
 from typing import TYPE_CHECKING
 
 from mqcore.protocol import RemotingCommand, RequestCode, ResponseCode
@@ -46,16 +45,6 @@ __all__ = ["OffsetProcessor", "register"]
 
 log = logging.getLogger("mq.broker.offsets")
 
-ACCESS_MESSAGE_IN_MEMORY_MAX_RATIO = 40
-"""``accessMessageInMemoryMaxRatio``: data further than this % of RAM behind is on disk."""
-
-
-def _physical_memory() -> int:
-    try:
-        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    except (ValueError, OSError, AttributeError):
-        return 8 * 1024**3
-
 
 class OffsetProcessor:
     def __init__(
@@ -64,29 +53,20 @@ class OffsetProcessor:
         self.store = store
         self.offsets = offsets
         self.topics = topics
-        self._memory_window = _physical_memory() * ACCESS_MESSAGE_IN_MEMORY_MAX_RATIO // 100
 
     def query_consumer_offset(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
         h = QueryConsumerOffsetRequestHeader.from_command(request)
         offset = self.offsets.query(h.consumer_group, h.topic, h.queue_id)
         if offset is not None and offset >= 0:
             return reply(request, header=QueryConsumerOffsetResponseHeader(offset))
-        if self.store.get_min_offset_in_queue(h.topic, h.queue_id) <= 0 and not self._in_disk(
-            h.topic, h.queue_id, 0
-        ):
+        from_start = self.store.get_min_offset_in_queue(h.topic, h.queue_id) <= 0
+        if from_start and not self.store.check_in_disk_by_consume_offset(h.topic, h.queue_id, 0):
             return reply(request, header=QueryConsumerOffsetResponseHeader(0))
         return reply(
             request,
             ResponseCode.QUERY_NOT_FOUND,
             "Not found, V3_0_6_SNAPSHOT maybe this group consumer boot first",
         )
-
-    def _in_disk(self, topic: str, queue_id: int, offset: int) -> bool:
-        """``checkInDiskByConsumeOffset``: is the message far behind the commit log head?"""
-        phy = self.store.get_commit_log_offset_in_queue(topic, queue_id, offset)
-        if phy < 0:
-            return False
-        return self.store.max_phy_offset - phy > self._memory_window
 
     def update_consumer_offset(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
         h = UpdateConsumerOffsetRequestHeader.from_command(request)
