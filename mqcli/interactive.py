@@ -18,7 +18,8 @@ from prompt_toolkit.completion import CompleteEvent, Completer, Completion
 from prompt_toolkit.document import Document
 from prompt_toolkit.history import FileHistory
 
-from mqcli.commands.produce import Printer, Spec, TemplateError, send_one
+from mqcli.commands.produce_output import Printer
+from mqcli.commands.produce_spec import Spec, TemplateError, send_one
 from mqcli.connect import config_dir
 from mqcli.credentials import client_config
 from mqcli.output import err_console, fail

@@ -13,7 +13,8 @@ from __future__ import annotations
 import typer
 
 from mqcli.commands.admin_util import check_group, complete_topic
-from mqcli.commands.produce import DEFAULT_GROUP, Printer
+from mqcli.commands.produce_output import Printer
+from mqcli.commands.produce_spec import DEFAULT_GROUP
 from mqcli.commands.query import check_output, find_message, print_messages
 from mqcli.connect import NamesrvOpt, resolve_namesrv, run_async
 from mqcli.credentials import client_config

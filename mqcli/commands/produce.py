@@ -11,22 +11,26 @@ property values and the order key may use natscli's templates: ``{{Count}}`` (1,
 from __future__ import annotations
 
 import asyncio
-import random
-import re
 import sys
-import threading
 import time
-import uuid
 from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass, field
-from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-import orjson
 import typer
 
 from mqcli.commands.admin_util import check_group, complete_topic
+from mqcli.commands.produce_input import bodies as read_bodies
+from mqcli.commands.produce_output import Printer, Stats, progress_bar
+from mqcli.commands.produce_spec import (
+    DEFAULT_GROUP,
+    FATAL,
+    Spec,
+    TemplateError,
+    expand,
+    parse_props,
+    send_one,
+)
 from mqcli.connect import NamesrvOpt, resolve_namesrv, run_async
 from mqcli.credentials import client_config
 from mqcli.output import err_console, fail
@@ -36,305 +40,18 @@ from mqcore.client import (
     SendResult,
     SendStatus,
     TransactionProducer,
-    TransactionSendResult,
-    make_message,
     select_by_hash,
-)
-from mqcore.client.errors import (
-    InvalidMessageError,
-    NameServerUnreachableError,
-    TopicRouteNotFoundError,
 )
 from mqcore.errors import MQError
 from mqcore.message import Message
 
-if TYPE_CHECKING:  # the progress bar loads only on a terminal, when sending many
-    from rich.progress import Progress, TaskID
+if TYPE_CHECKING:
+    from rich.progress import TaskID
 
-DEFAULT_GROUP = "mq-cli-producer"
+__all__ = ["ASYNC_WINDOW", "produce", "register"]
+
 ASYNC_WINDOW = 64
 """Sends in flight at once with ``--async``."""
-ROW_FORMAT = "{:<10} {:<32} {:<16} {:>5} {:>10}"
-HEADERS = ("STATUS", "MSG-ID", "BROKER", "QUEUE", "OFFSET")
-_TEMPLATE = re.compile(r"\{\{\s*(\w+)((?:\s+[^\s}]+)*)\s*\}\}")
-
-
-class TemplateError(ValueError):
-    pass
-
-
-def expand(text: str, count: int) -> str:
-    """Replace natscli-style ``{{Name args}}`` placeholders; unknown names raise."""
-    if "{{" not in text:
-        return text
-
-    def one(m: re.Match[str]) -> str:
-        name, args = m.group(1), m.group(2).split()
-        if name == "Count":
-            return str(count)
-        if name == "Time":
-            return datetime.now().isoformat(timespec="milliseconds")
-        if name == "Unix":
-            return str(int(time.time()))
-        if name in ("UnixMs", "TimeStamp"):
-            return str(time.time_ns() // 1_000_000)
-        if name == "ID":
-            return uuid.uuid4().hex
-        if name == "Random":
-            try:
-                low, high = (int(a) for a in args) if args else (0, 1_000_000)
-            except ValueError:
-                raise TemplateError("use {{Random LOW HIGH}} with two integers") from None
-            return str(random.randint(low, high))
-        raise TemplateError(
-            f"unknown template {{{{{name}}}}}: use Count, Time, Unix, UnixMs, ID, Random A B"
-        )
-
-    return _TEMPLATE.sub(one, text)
-
-
-def parse_props(items: list[str]) -> dict[str, str]:
-    props: dict[str, str] = {}
-    for item in items:
-        name, sep, value = item.partition("=")
-        if not sep or not name.strip():
-            fail(f"bad --prop {item!r}", hint="use --prop name=value (repeat for more)")
-        props[name.strip()] = value
-    return props
-
-
-@dataclass(slots=True)
-class Spec:
-    """What every message of this run carries (the interactive prompt changes it)."""
-
-    topic: str
-    tag: str | None = None
-    keys: list[str] = field(default_factory=list)
-    props: dict[str, str] = field(default_factory=dict)
-    delay: int = 0
-    order_key: str | None = None
-
-    def build(self, body: bytes, n: int, *, template: bool = True) -> Message:
-        if template and b"{{" in body:
-            body = expand(body.decode("utf-8", errors="surrogateescape"), n).encode(
-                "utf-8", errors="surrogateescape"
-            )
-        try:
-            return make_message(
-                self.topic,
-                body,
-                tags=self.tag,
-                keys=[expand(k, n) for k in self.keys],
-                properties={k: expand(v, n) for k, v in self.props.items()},
-                delay_level=self.delay,
-            )
-        except ValueError as exc:  # reserved characters in a property
-            raise InvalidMessageError(str(exc)) from exc
-
-
-class Printer:
-    """Rows on stdout: an aligned table (header once) or NDJSON."""
-
-    def __init__(self, *, as_json: bool, quiet: bool) -> None:
-        self.as_json = as_json
-        self.quiet = quiet
-        self._header = False
-        self._reasons: set[str] = set()
-
-    def _write(self, line: str) -> None:
-        sys.stdout.write(line + "\n")
-        sys.stdout.flush()
-
-    def result(self, n: int, msg: Message, result: SendResult | None, error: str | None) -> None:
-        if self.quiet:
-            if error and error not in self._reasons:  # the exit code alone does not say why
-                self._reasons.add(error)
-                err_console.print(f"[red]send {n} failed:[/] {error}", markup=True, highlight=False)
-            return
-        mq = result.message_queue if result else None
-        status = (
-            "FAILED" if error else (result.status.name if result else "ONEWAY")
-        )  # ONEWAY: sent, no answer expected
-        if self.as_json:
-            obj: dict[str, Any] = {
-                "index": n,
-                "sendStatus": status,
-                "msgId": result.msg_id if result else msg.unique_key,
-                "topic": msg.topic,
-            }
-            if result is not None:
-                obj.update(
-                    offsetMsgId=result.offset_msg_id,
-                    brokerName=mq.broker_name if mq else None,
-                    queueId=mq.queue_id if mq else None,
-                    queueOffset=result.queue_offset,
-                )
-                if isinstance(result, TransactionSendResult):
-                    obj["transactionState"] = result.local_transaction_state.name
-            if error:
-                obj["error"] = error
-            self._write(orjson.dumps(obj).decode())
-            return
-        if not self._header:
-            self._header = True
-            self._write(ROW_FORMAT.format(*HEADERS))
-        if error:
-            self._write(ROW_FORMAT.format(status, msg.unique_key or "-", "-", "-", "-"))
-            err_console.print(f"[red]send {n} failed:[/] {error}", markup=True, highlight=False)
-            return
-        self._write(
-            ROW_FORMAT.format(
-                status,
-                (result.msg_id if result else msg.unique_key) or "-",
-                mq.broker_name if mq else "-",
-                str(mq.queue_id) if mq else "-",
-                str(result.queue_offset) if result else "-",
-            )
-        )
-
-    def batch(self, first: int, msgs: list[Message], result: SendResult) -> None:
-        """A batch answer covers consecutive offsets; print one row per message."""
-        ids = result.msg_id.split(",")
-        for i, msg in enumerate(msgs):
-            one = SendResult(
-                result.status,
-                ids[i] if i < len(ids) else msg.unique_key or "",
-                result.offset_msg_id,
-                result.message_queue,
-                result.queue_offset + i,
-            )
-            self.result(first + i, msg, one, None)
-
-
-@dataclass(slots=True)
-class Stats:
-    sent: int = 0
-    failed: int = 0
-    skipped: int = 0
-    started: float = field(default_factory=time.monotonic)
-
-    def line(self, topic: str) -> str:
-        took = max(time.monotonic() - self.started, 1e-6)
-        done = self.sent + self.failed
-        text = f"{self.sent} sent to {topic} in {took:.2f} s ({done / took:,.1f} msg/s)"
-        if self.failed:
-            text += f", [red]{self.failed} failed[/]"
-        if self.skipped:
-            text += f", {self.skipped} empty line(s) skipped"
-        return text
-
-
-FATAL = (NameServerUnreachableError, TopicRouteNotFoundError, InvalidMessageError)
-"""Errors every further send would repeat: stop at once with one line."""
-
-
-async def send_one(
-    producer: Producer, spec: Spec, msg: Message, n: int, *, oneway: bool
-) -> tuple[SendResult | None, str | None]:
-    """Send ``msg`` (by order key when set); (result, None) or (None, error text)."""
-    kwargs: dict[str, Any] = {}
-    if spec.order_key is not None:
-        kwargs = {"selector": select_by_hash, "arg": expand(spec.order_key, n)}
-    try:
-        if oneway:
-            await producer.send_oneway(msg, **kwargs)
-            return None, None
-        if isinstance(producer, TransactionProducer):
-            result: SendResult = await producer.send_message_in_transaction(msg)
-        else:
-            result = await producer.send(msg, **kwargs)
-    except FATAL:
-        raise
-    except MQError as exc:
-        return None, str(exc)
-    return result, None
-
-
-async def _bodies(
-    body: str | None, file: Path | None, count: int, stats: Stats
-) -> AsyncIterator[tuple[bytes, bool]]:
-    """(body, templated?) pairs: the flag or file ``count`` times, else stdin lines."""
-    if body is not None or file is not None:
-        data, templated = (body.encode(), True) if body is not None else (b"", False)
-        if file is not None:
-            try:
-                data = sys.stdin.buffer.read() if str(file) == "-" else file.read_bytes()
-            except OSError as exc:
-                fail(f"cannot read {file}: {exc.strerror or exc}")
-        if not data:
-            fail("the message body is empty", hint="RocketMQ refuses empty bodies")
-        for _ in range(count):
-            yield data, templated
-        return
-    lines = _stdin_lines()
-    while True:
-        line = await lines.get()
-        if line is None:
-            return
-        line = line.rstrip(b"\r\n")
-        if not line:
-            stats.skipped += 1
-            continue
-        for _ in range(count):
-            yield line, True
-
-
-class _StdinLines:
-    """stdin lines (None at the end) read by a daemon thread: a blocked read never keeps
-    the process from exiting on Ctrl-C, and a slow broker slows the reader down (at most
-    ``buffered`` lines wait). The thread hands lines over with ``call_soon_threadsafe``,
-    never a coroutine, so a loop that closes first leaves nothing unawaited behind."""
-
-    def __init__(self, buffered: int = 1024) -> None:
-        self._loop = asyncio.get_running_loop()
-        self._queue: asyncio.Queue[bytes | None] = asyncio.Queue()
-        self._slots = threading.Semaphore(buffered)
-        threading.Thread(target=self._read, name="mq-produce-stdin", daemon=True).start()
-
-    def _put(self, item: bytes | None) -> None:
-        self._slots.acquire()
-        self._loop.call_soon_threadsafe(self._queue.put_nowait, item)
-
-    def _read(self) -> None:
-        try:
-            for line in sys.stdin.buffer:
-                self._put(line)
-            self._put(None)
-        except (RuntimeError, OSError, ValueError):
-            pass  # the loop is closed or stdin is gone: we are exiting
-
-    async def get(self) -> bytes | None:
-        item = await self._queue.get()
-        self._slots.release()
-        return item
-
-
-def _stdin_lines(buffered: int = 1024) -> _StdinLines:
-    return _StdinLines(buffered)
-
-
-def _progress(total: int | None) -> Progress | None:
-    if not err_console.is_terminal or (total is not None and total <= 1):
-        return None
-    from rich.progress import (
-        BarColumn,
-        MofNCompleteColumn,
-        Progress,
-        TextColumn,
-        TimeElapsedColumn,
-    )
-
-    return Progress(
-        TextColumn("[bold]sending"),
-        BarColumn(),
-        MofNCompleteColumn() if total else TextColumn("{task.completed}"),
-        TextColumn("{task.fields[rate]} msg/s"),
-        TimeElapsedColumn(),
-        console=err_console,
-        transient=True,
-        redirect_stdout=sys.stdout.isatty(),
-        redirect_stderr=False,
-    )
 
 
 async def _produce(
@@ -353,7 +70,7 @@ async def _produce(
     stats: Stats | None = None,
 ) -> Stats:
     stats = stats if stats is not None else Stats()
-    progress = _progress(total)
+    progress = progress_bar(total)
     task: TaskID | None = None
     pending: set[asyncio.Task[None]] = set()
     window = asyncio.Semaphore(ASYNC_WINDOW)
@@ -617,7 +334,7 @@ def produce(
                 addr,
                 group,
                 spec,
-                lambda st: _bodies(body, file, count, st),
+                lambda st: read_bodies(body, file, count, st),
                 total,
                 mode=mode,
                 batch=batch,

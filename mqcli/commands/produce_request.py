@@ -9,14 +9,15 @@ object with MessageExt's field names plus ``elapsedMs``.
 
 from __future__ import annotations
 
-import sys
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from rich.markup import escape
 from rich.table import Table
 
+from mqcli.commands.produce_input import read_file
+from mqcli.commands.produce_spec import Spec, expand
 from mqcli.connect import run_async
 from mqcli.credentials import client_config
 from mqcli.output import console, fail, print_json_line
@@ -25,9 +26,6 @@ from mqcore.client import Producer, select_by_hash
 from mqcore.client.request_reply import RequestTimeoutError
 from mqcore.message import Message, MessageExt
 from mqcore.message.const import PROPERTY_CORRELATION_ID
-
-if TYPE_CHECKING:
-    from mqcli.commands.produce import Spec
 
 __all__ = ["print_reply", "reply_json", "run_request", "send_request"]
 
@@ -119,17 +117,11 @@ def run_request(
     if body is not None:
         msg = spec.build(body.encode(), 1)
     elif file is not None:
-        try:
-            data = sys.stdin.buffer.read() if str(file) == "-" else file.read_bytes()
-        except OSError as exc:
-            fail(f"cannot read {file}: {exc.strerror or exc}")
-        msg = spec.build(data, 1, template=False)
+        msg = spec.build(read_file(file), 1, template=False)
     else:
         fail("--request needs a body", hint="give --body TEXT or --file F")
     if not msg.body:
         fail("the message body is empty", hint="RocketMQ refuses empty bodies")
-    from mqcli.commands.produce import expand
-
     order_key = expand(spec.order_key, 1) if spec.order_key is not None else None
     reply, elapsed = run_async(send_request(namesrv, group, msg, timeout, order_key))
     print_reply(reply, elapsed, as_json=as_json)

@@ -6,7 +6,7 @@ import pytest
 from prompt_toolkit.completion import CompleteEvent
 from prompt_toolkit.document import Document
 
-from mqcli.commands.produce import Spec
+from mqcli.commands.produce_spec import Spec
 from mqcli.interactive import COMMANDS, PromptCompleter, Session
 
 

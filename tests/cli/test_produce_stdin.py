@@ -12,7 +12,7 @@ import warnings
 
 import pytest
 
-from mqcli.commands import produce
+from mqcli.commands import produce_input
 
 
 def test_lines_after_the_loop_closed_leave_no_unawaited_coroutine(
@@ -23,7 +23,7 @@ def test_lines_after_the_loop_closed_leave_no_unawaited_coroutine(
     monkeypatch.setattr(sys, "stdin", stdin)
 
     async def start() -> None:
-        produce._stdin_lines(buffered=4)  # the command fails before reading a line
+        produce_input.stdin_lines(buffered=4)  # the command fails before reading a line
 
     asyncio.run(start())  # the loop is closed from here on
     (reader,) = [t for t in threading.enumerate() if t.name == "mq-produce-stdin"]
