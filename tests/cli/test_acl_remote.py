@@ -10,7 +10,8 @@ from typing import Any
 
 import pytest
 import yaml
-from servers import Cluster, running
+
+from tests.support.cluster import Cluster, running
 
 pytestmark = pytest.mark.timeout(180)
 

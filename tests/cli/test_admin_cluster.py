@@ -13,7 +13,8 @@ from typing import Any
 import orjson
 import pexpect
 import pytest
-from servers import Cluster, running
+
+from tests.support.cluster import Cluster, running
 
 # Level 3 is 3 s here so a test can watch a level fill and drain.
 DELAYS = "1s 2s 3s 30s"

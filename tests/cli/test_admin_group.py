@@ -12,9 +12,9 @@ from typing import Any
 
 import orjson
 import pytest
-from servers import Cluster, running
 
 from mqcore.client import Admin, ConsumeFromWhere, LitePullConsumer
+from tests.support.cluster import Cluster, running
 
 
 @pytest.fixture(scope="module")

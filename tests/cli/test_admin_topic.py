@@ -17,9 +17,10 @@ from typing import Any
 import orjson
 import pexpect
 import pytest
-from servers import Cluster, running, wait_for
 
 from mqcore.client import Admin, TopicRouteNotFoundError
+from tests.support.cluster import Cluster, running
+from tests.support.polling import until_sync
 
 
 @pytest.fixture(scope="module")
@@ -124,7 +125,7 @@ def test_update_changes_only_what_is_given_then_delete(servers: Cluster) -> None
             return True
         return False
 
-    wait_for(gone, timeout=10, what="the route to disappear")
+    until_sync(gone, timeout=10, what="the route to disappear")
     assert "Changing" not in {t["topic"] for t in servers.json("topic", "list", "--all")}
 
 

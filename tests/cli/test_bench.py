@@ -9,12 +9,13 @@ from collections.abc import Iterator
 
 import pexpect
 import pytest
-from servers import Cluster, json_lines, running, wait_for
 
 from mqcli.commands.bench import Tally, percentile, summarize
 from mqcli.commands.bench.consume import Receiver
 from mqcli.commands.bench.e2e import StampedReceiver
 from mqcore.message import MessageExt
+from tests.support.cluster import Cluster, json_lines, running
+from tests.support.polling import until_sync
 
 
 @pytest.fixture(scope="module")
@@ -100,7 +101,7 @@ def test_sends_the_count_and_reports_it(cluster: Cluster, args: list[str], expec
         cluster_msgs[:] = stored(cluster, topic)
         return len(cluster_msgs) >= expected + 1
 
-    wait_for(all_there, what=f"{expected + 1} messages in {topic}")
+    until_sync(all_there, what=f"{expected + 1} messages in {topic}")
     assert len(cluster_msgs) == expected + 1
     assert {m["tags"] for m in cluster_msgs} == {"B"}
     assert all(len(str(m["body"])) == 100 for m in cluster_msgs)
@@ -153,14 +154,14 @@ def wait_stored(cluster: Cluster, topic: str, count: int) -> list[dict[str, obje
         msgs[:] = stored(cluster, topic)
         return len(msgs) >= count
 
-    wait_for(there, what=f"{count} messages in {topic}")
+    until_sync(there, what=f"{count} messages in {topic}")
     assert len(msgs) == count
     return msgs
 
 
 def wait_route(cluster: Cluster, topic: str) -> None:
     cluster.mq("topic", "create", "-t", topic, "-q", "4", check=True)
-    wait_for(lambda: cluster.mq("topic", "route", "-t", topic).returncode == 0, what="route")
+    until_sync(lambda: cluster.mq("topic", "route", "-t", topic).returncode == 0, what="route")
 
 
 def test_consume_drains_exactly_what_the_topic_holds(cluster: Cluster) -> None:

@@ -9,9 +9,9 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from servers import Cluster, running
 
 from mqcore.client import Admin, Producer, make_message
+from tests.support.cluster import Cluster, running
 
 
 @pytest.fixture(scope="module")

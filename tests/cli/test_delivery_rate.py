@@ -10,7 +10,8 @@ from typing import Any
 
 import orjson
 import pytest
-from servers import Cluster, running
+
+from tests.support.cluster import Cluster, running
 
 
 @pytest.fixture(scope="module")

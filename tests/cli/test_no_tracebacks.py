@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pexpect
 import pytest
-from servers import Cluster, running
 
 from mqcore.client import Admin
+from tests.support.cluster import Cluster, running
 
 MQ = [sys.executable, "-m", "mqcli.main"]
 

@@ -11,7 +11,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from servers import Cluster, json_lines, running
+
+from tests.support.cluster import Cluster, json_lines, running
 
 
 @pytest.fixture(scope="module")

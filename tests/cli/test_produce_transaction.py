@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from servers import Cluster, json_lines, running
+
+from tests.support.cluster import Cluster, json_lines, running
 
 
 @pytest.fixture(scope="module")

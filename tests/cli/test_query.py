@@ -11,7 +11,8 @@ import time
 from collections.abc import Iterator
 
 import pytest
-from servers import Cluster, json_lines, running
+
+from tests.support.cluster import Cluster, json_lines, running
 
 
 @pytest.fixture(scope="module")

@@ -12,10 +12,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from servers import Cluster, running
 
 from mqcore.store.offline import OfflineStore
 from mqcore.store.verify import verify_scope
+from tests.support.cluster import Cluster, running
 
 
 @pytest.fixture(scope="module")

@@ -5,29 +5,21 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import orjson
 import pytest
-from servers import _start, _stop
-from tls_certs import Pki, make_pki
+
+from tests.support.polling import until_sync
+from tests.support.processes import CLEAN_ENV, ServerProcess, launch, run_mq
+from tests.support.tls_certs import Pki, make_pki
 
 pytestmark = pytest.mark.timeout(180)
 
 
 def mq(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    base = {"COLUMNS": "200", "PATH": "/usr/bin:/bin", "HOME": "/nonexistent-home"}
-    return subprocess.run(
-        [sys.executable, "-m", "mqcli.main", *args],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-        env={**base, **(env or {})},
-    )
+    return run_mq(args, {**CLEAN_ENV, **(env or {})})
 
 
 @pytest.fixture(scope="module")
@@ -44,34 +36,37 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Pki
     (ns_dir / "ns.conf").write_text(
         f"kvConfigPath={ns_dir / 'kv.json'}\nlogDir={ns_dir / 'logs'}\n{server}"
     )
-    procs: list[subprocess.Popen[str]] = []
+    procs: list[ServerProcess] = []
     try:
-        ns, addr = _start(["namesrv", "-c", str(ns_dir / "ns.conf"), "--listen", "127.0.0.1:0"],
-                          ns_dir, "namesrv")  # fmt: skip
+        ns = launch(["namesrv", "-c", str(ns_dir / "ns.conf"), "--listen", "127.0.0.1:0"], ns_dir)
         procs.append(ns)
         wd = base / "broker"
         wd.mkdir()
         (wd / "broker.conf").write_text(
-            f"brokerName=broker-a\nbrokerIP1=127.0.0.1\nnamesrvAddr={addr}\n"
+            f"brokerName=broker-a\nbrokerIP1=127.0.0.1\nnamesrvAddr={ns.addr}\n"
             f"storePathRootDir={wd / 'store'}\nlogDir={wd / 'logs'}\n"
             f"mappedFileSizeCommitLog={4 * 1024 * 1024}\n{server}"
             f"tls.enable=true\ntls.client.trustCertPath={pki.ca}\n"
         )
-        broker, _ = _start(["broker", "-c", str(wd / "broker.conf"), "--listen", "127.0.0.1:0"],
-                           wd, "broker")  # fmt: skip
-        procs.append(broker)
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            done = mq("cluster", "list", "--json", "-n", addr, "--tls-ca", str(pki.ca))
-            if done.returncode == 0 and "broker-a" in done.stdout:
-                break
-            time.sleep(0.3)
-        else:
-            raise AssertionError(f"the broker did not register over TLS: {done.stderr}")
-        yield addr, pki
+        procs.append(
+            launch(["broker", "-c", str(wd / "broker.conf"), "--listen", "127.0.0.1:0"], wd)
+        )
+        until_sync(
+            lambda: "broker-a" in cluster_list(ns.addr, pki),
+            30,
+            "the broker to register over TLS",
+            interval=0.3,
+        )
+        yield ns.addr, pki
     finally:
         for proc in reversed(procs):
-            _stop(proc)
+            proc.stop()
+
+
+def cluster_list(addr: str, pki: Pki) -> str:
+    """`mq cluster list --json` over TLS: its output, empty when it failed."""
+    done = mq("cluster", "list", "--json", "-n", addr, "--tls-ca", str(pki.ca))
+    return done.stdout if done.returncode == 0 else ""
 
 
 def test_produce_and_consume_over_tls(cluster: tuple[str, Pki]) -> None:
@@ -135,21 +130,20 @@ def test_up_passes_the_tls_file_to_every_server(tmp_path: Path) -> None:
     )
     args = ["up", "--namesrv-port", "0", "--broker-port", "0", "--store", str(tmp_path / "s"),
             "--tls-config", str(tls_file)]  # fmt: skip
-    proc, addr = _start(args, tmp_path / "up", "mq up")
+    up = launch(args, tmp_path / "up", "mq up")
+    addr = up.addr
     try:
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:  # the broker registered over TLS
-            done = mq("cluster", "list", "--json", "-n", addr, "--tls-ca", str(pki.ca))
-            if done.returncode == 0 and "127.0.0.1:" in done.stdout:
-                break
-            time.sleep(0.3)
-        else:
-            raise AssertionError(f"no broker registered: {done.stderr}")
+        until_sync(
+            lambda: "127.0.0.1:" in cluster_list(addr, pki),
+            30,
+            "a broker to register over TLS",
+            interval=0.3,
+        )
         done = mq("produce", "-t", "UpTls", "--body", "x", "-n", addr, "--tls-ca", str(pki.ca))
         assert done.returncode == 0, done.stderr
         assert mq("cluster", "list", "-n", addr).returncode != 0  # plain: refused
     finally:
-        _stop(proc)
+        up.stop()
 
 
 def test_client_certificate_options_for_a_server_that_verifies_clients(tmp_path: Path) -> None:
@@ -160,8 +154,8 @@ def test_client_certificate_options_for_a_server_that_verifies_clients(tmp_path:
         f"tls.server.certPath={pki.server_cert}\ntls.server.keyPath={pki.server_key}\n"
         f"tls.server.trustCertPath={pki.ca}\n"
     )
-    ns, addr = _start(["namesrv", "-c", str(tmp_path / "ns.conf"), "--listen", "127.0.0.1:0"],
-                      tmp_path, "namesrv")  # fmt: skip
+    ns = launch(["namesrv", "-c", str(tmp_path / "ns.conf"), "--listen", "127.0.0.1:0"], tmp_path)
+    addr = ns.addr
     try:
         base = ["cluster", "list", "--json", "-n", addr, "--tls-ca", str(pki.ca)]
         done = mq(*base, "--tls-cert", str(pki.client_cert), "--tls-key", str(pki.client_key))
@@ -173,7 +167,7 @@ def test_client_certificate_options_for_a_server_that_verifies_clients(tmp_path:
         done = mq(*base, "--tls-cert", str(pki.client_cert))
         assert done.returncode == 2 and "--tls-key" in done.stderr, done.stderr
     finally:
-        _stop(ns)
+        ns.stop()
 
 
 def test_tls_config_file_key_in_the_servers_file(tmp_path: Path) -> None:
@@ -186,10 +180,10 @@ def test_tls_config_file_key_in_the_servers_file(tmp_path: Path) -> None:
         f"kvConfigPath={tmp_path / 'kv.json'}\nlogDir={tmp_path / 'logs'}\n"
         "tls.config.file=tls.properties\n"
     )
-    ns, addr = _start(["namesrv", "-c", str(tmp_path / "ns.conf"), "--listen", "127.0.0.1:0"],
-                      tmp_path, "namesrv")  # fmt: skip
+    ns = launch(["namesrv", "-c", str(tmp_path / "ns.conf"), "--listen", "127.0.0.1:0"], tmp_path)
+    addr = ns.addr
     try:
         assert mq("cluster", "list", "--json", "-n", addr, "--tls-ca", str(pki.ca)).returncode == 0
         assert mq("cluster", "list", "-n", addr).returncode == 1  # plain: refused
     finally:
-        _stop(ns)
+        ns.stop()

@@ -20,11 +20,13 @@ from typing import Any
 
 import orjson
 import pytest
-from servers import Cluster, json_lines, wait_for
 
 from mqcli.commands.up import _extra_configs, _slave_config
 from mqcore.broker.config import BrokerConfig
 from mqcore.store.store_config import BrokerRole
+from tests.support.cluster import Cluster, json_lines
+from tests.support.polling import until_sync
+from tests.support.processes import MQ, server_env, stop_process
 
 _LINE = re.compile(r"mq (namesrv|broker) listening on (\S+:\d+)")
 
@@ -37,7 +39,7 @@ def _read_until_export(proc: subprocess.Popen[str], timeout: float = 90) -> list
     lines: queue.Queue[str] = queue.Queue()
 
     def pump() -> None:
-        with contextlib.suppress(ValueError, OSError):  # closed by _stop at the end
+        with contextlib.suppress(ValueError, OSError):  # closed by stop_process at the end
             for line in stdout:
                 lines.put(line)
 
@@ -55,31 +57,15 @@ def _read_until_export(proc: subprocess.Popen[str], timeout: float = 90) -> list
     raise AssertionError(f"mq up did not start: {seen!r}")
 
 
-def _stop(proc: subprocess.Popen[str]) -> None:
-    """SIGINT, as Ctrl-C: `mq up` stops its broker processes before it exits."""
-    if proc.poll() is None:
-        proc.send_signal(signal.SIGINT)
-        try:
-            proc.wait(60)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(10)
-    if proc.stdout is not None:
-        proc.stdout.close()
-
-
 @contextlib.contextmanager
 def mq_up(base: Path, *args: str) -> Iterator[tuple[Cluster, subprocess.Popen[str]]]:
     home = base / "home"
     home.mkdir(parents=True)
-    env = {**os.environ, "HOME": str(home)}
-    env.pop("NAMESRV_ADDR", None)
-    env.pop("MQ_NAMESRV_ADDR", None)
     with open(base / "up-stderr.txt", "wb") as err:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "mqcli.main", "up", "--store", str(base / "store"),
+            [*MQ, "up", "--store", str(base / "store"),
              "--namesrv-port", "0", "--broker-port", "0", "--host", "127.0.0.1", *args],
-            stdout=subprocess.PIPE, stderr=err, text=True, env=env,
+            stdout=subprocess.PIPE, stderr=err, text=True, env=server_env(home),
         )  # fmt: skip
     try:
         found = [_LINE.search(line) for line in _read_until_export(proc)]
@@ -88,7 +74,7 @@ def mq_up(base: Path, *args: str) -> Iterator[tuple[Cluster, subprocess.Popen[st
         brokers = {f"b{i}": a for i, (kind, a) in enumerate(addrs) if kind == "broker"}
         yield Cluster(namesrv, brokers, base), proc
     finally:
-        _stop(proc)
+        stop_process(proc, sig=signal.SIGINT, timeout=60)  # Ctrl-C: `mq up` stops its brokers
 
 
 def _rows(cluster: Cluster) -> dict[int, dict[str, Any]]:
@@ -103,7 +89,7 @@ def test_up_slave_runs_a_pair_that_replicates_what_the_master_acknowledged(
         assert len(cluster.brokers) == 2
         # the slave registers, connects to its master's HA port; then a SYNC_MASTER
         # can acknowledge sends
-        wait_for(
+        until_sync(
             lambda: (
                 len(rows := _rows(cluster)) == 2
                 and rows[0].get("haConnectionCount") == 1
@@ -124,7 +110,7 @@ def test_up_slave_runs_a_pair_that_replicates_what_the_master_acknowledged(
         )
         # a SYNC_MASTER says SEND_OK only once the slave has the message
         assert sent["sendStatus"] == "SEND_OK", sent
-        wait_for(
+        until_sync(
             lambda: (
                 (r := _rows(cluster))[0]["commitLogMaxOffset"] > before
                 and r[1].get("commitLogMaxOffset") == r[0]["commitLogMaxOffset"]
@@ -142,7 +128,7 @@ def test_up_slave_runs_a_pair_that_replicates_what_the_master_acknowledged(
         # dispatched into its index.
         slave_store = tmp_path / f"store-{slave['broker']}-s"
         assert (slave_store / "commitlog").is_dir()
-        wait_for(
+        until_sync(
             lambda: (
                 cluster.mq(
                     "store", "query", "HaOrders", "ha-k1", "--store", str(slave_store)

@@ -11,11 +11,11 @@ from pathlib import Path
 import orjson
 import pytest
 import yaml
-from inproc_broker import running_broker, running_namesrv
-from test_acl import ADMIN, USER, AclCluster, max_offset, send
-from test_acl import cluster as cluster  # the fixture
 
 from mqcore.protocol import RequestCode, ResponseCode
+from tests.support.acl import ADMIN, USER, AclCluster, max_offset, send
+from tests.support.acl import cluster as cluster  # the fixture
+from tests.support.inproc import running_broker, running_namesrv
 
 pytestmark = pytest.mark.timeout(60)
 

@@ -9,8 +9,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from test_acl import AclCluster, max_offset
-from test_acl import cluster as cluster  # the fixture
+
+from tests.support.acl import AclCluster, max_offset
+from tests.support.acl import cluster as cluster  # the fixture
 
 pytestmark = pytest.mark.timeout(90)
 

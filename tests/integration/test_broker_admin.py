@@ -6,8 +6,6 @@ import json
 import time
 from pathlib import Path
 
-from inproc_broker import BROKER_NAME, TestClient, put, running_broker, running_namesrv, until
-
 from mqcore.common.properties import parse_properties
 from mqcore.protocol import RemotingCommand, RequestCode, ResponseCode
 from mqcore.protocol.bodies import (
@@ -37,6 +35,9 @@ from mqcore.protocol.headers import (
     ResetOffsetRequestHeader,
 )
 from mqcore.remoting import RemotingClient
+from tests.support.clients import TestClient, put
+from tests.support.inproc import BROKER_NAME, running_broker, running_namesrv
+from tests.support.polling import until
 
 
 def create_fields(topic: str, queues: int = 4, perm: int = 6) -> dict[str, str]:

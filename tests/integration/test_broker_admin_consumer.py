@@ -10,7 +10,6 @@ from pathlib import Path
 
 import orjson
 from answering_consumer import AnsweringConsumer
-from inproc_broker import BROKER_NAME, TestClient, put, running_broker
 
 from mqcore.protocol import RequestCode, ResponseCode
 from mqcore.protocol.bodies import (
@@ -33,6 +32,8 @@ from mqcore.protocol.headers import (
     QueryCorrectionOffsetHeader,
     ViewBrokerStatsDataRequestHeader,
 )
+from tests.support.clients import TestClient, put
+from tests.support.inproc import BROKER_NAME, running_broker
 
 LONG_MAX = (1 << 63) - 1
 

@@ -7,7 +7,6 @@ import time
 from pathlib import Path
 
 import orjson
-from inproc_broker import BROKER_NAME, TestClient, put, running_broker
 
 from mqcore.common import fastjson
 from mqcore.message.const import PROPERTY_TRANSACTION_CHECK_TIMES, RMQ_SYS_TRANS_HALF_TOPIC
@@ -22,6 +21,8 @@ from mqcore.protocol.headers.store_admin import (
 )
 from mqcore.store.consume_queue import ENTRY
 from mqcore.store.metadata import SubscriptionGroupConfig
+from tests.support.clients import TestClient, put
+from tests.support.inproc import BROKER_NAME, running_broker
 
 
 def _create(topic: str, queues: int, *, order: bool = False) -> dict[str, str]:

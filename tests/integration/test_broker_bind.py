@@ -7,7 +7,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from broker_helpers import serving
+
+from tests.support.processes import serving
 
 pytestmark = pytest.mark.timeout(60)
 

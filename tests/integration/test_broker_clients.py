@@ -8,8 +8,6 @@ import json
 from pathlib import Path
 from typing import Any
 
-from inproc_broker import BROKER_NAME, TestClient, running_broker, until
-
 from mqcore.protocol import RemotingCommand, RequestCode, ResponseCode
 from mqcore.protocol.bodies import (
     CheckClientRequestBody,
@@ -32,6 +30,9 @@ from mqcore.protocol.headers import (
     NotifyConsumerIdsChangedRequestHeader,
     UnregisterClientRequestHeader,
 )
+from tests.support.clients import TestClient
+from tests.support.inproc import BROKER_NAME, running_broker
+from tests.support.polling import until
 
 NOTIFY = RequestCode.NOTIFY_CONSUMER_IDS_CHANGED
 

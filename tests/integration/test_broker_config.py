@@ -16,14 +16,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from inproc_broker import TestClient, put, running_broker, running_namesrv
-
 from mqcli.commands.broker import load_config
 from mqcore.broker.controller import BrokerController
 from mqcore.common.properties import parse_properties
 from mqcore.protocol import RequestCode, ResponseCode
 from mqcore.protocol.bodies import KVTable
 from mqcore.store.store_config import FlushDiskType
+from tests.support.clients import TestClient, put
+from tests.support.inproc import running_broker, running_namesrv
 
 FIELDS = Path(__file__).parent.parent / "unit" / "data" / "rocketmq-4.9.8-config-fields.txt"
 NULL_BY_DEFAULT = {

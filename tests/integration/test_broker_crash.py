@@ -13,10 +13,10 @@ import asyncio
 import time
 from pathlib import Path
 
-from broker_helpers import RawBrokerClient, mq, send_header, start_broker
-
 from mqcore.errors import MQError
 from mqcore.protocol import ResponseCode
+from tests.support.clients import RawBrokerClient, send_header
+from tests.support.processes import mq, start_broker
 
 TOPIC = "CrashTopic"
 QUEUES = 4

@@ -13,13 +13,13 @@ import time
 from pathlib import Path
 
 import pytest
-from broker_helpers import RawBrokerClient, mq, start_broker
-from namesrv_helpers import start_namesrv
 
 from mqcore.protocol import RemotingCommand, RequestCode, ResponseCode
 from mqcore.protocol.bodies import ClusterInfo, TopicRouteData
 from mqcore.protocol.headers import GetRouteInfoRequestHeader
 from mqcore.remoting import RemotingClient
+from tests.support.clients import RawBrokerClient
+from tests.support.processes import mq, start_broker, start_namesrv
 
 
 def test_print_config_merges_file_and_flags(tmp_path: Path) -> None:

@@ -9,8 +9,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from broker_helpers import RawBrokerClient, send_header
-from inproc_broker import TestClient, put, running_broker, running_namesrv, until
 
 from mqcore.client import Admin
 from mqcore.common.metadata import TopicConfig
@@ -23,6 +21,9 @@ from mqcore.protocol.headers import (
     UpdateConsumerOffsetRequestHeader,
 )
 from mqcore.store.store_config import FlushDiskType
+from tests.support.clients import RawBrokerClient, TestClient, put, send_header
+from tests.support.inproc import running_broker, running_namesrv
+from tests.support.polling import until
 
 pytestmark = pytest.mark.timeout(60)
 

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from inproc_broker import TestClient, put, running_broker
-
 from mqcore.message import decode_records
 from mqcore.protocol import RequestCode, ResponseCode
 from mqcore.protocol.headers import (
@@ -13,6 +11,8 @@ from mqcore.protocol.headers import (
     QueryMessageResponseHeader,
     ViewMessageRequestHeader,
 )
+from tests.support.clients import TestClient, put
+from tests.support.inproc import running_broker
 
 FOREVER = 2**63 - 1
 

@@ -13,15 +13,14 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from broker_helpers import start_broker
-from namesrv_helpers import NamesrvProcess, start_namesrv
 
 from mqcore.client import Admin
 from mqcore.client.route import AUTO_CREATE_TOPIC_KEY
+from tests.support.processes import ServerProcess, start_broker, start_namesrv
 
 
 @pytest.fixture
-def namesrv(tmp_path: Path) -> Iterator[NamesrvProcess]:
+def namesrv(tmp_path: Path) -> Iterator[ServerProcess]:
     ns = start_namesrv(tmp_path / "ns")
     try:
         yield ns
@@ -29,7 +28,7 @@ def namesrv(tmp_path: Path) -> Iterator[NamesrvProcess]:
         ns.stop()
 
 
-def test_routes_exist_when_listening_is_printed(namesrv: NamesrvProcess, tmp_path: Path) -> None:
+def test_routes_exist_when_listening_is_printed(namesrv: ServerProcess, tmp_path: Path) -> None:
     broker = start_broker(tmp_path / "b", namesrv.addr, autoCreateTopicEnable="true")
     try:
 

@@ -12,7 +12,6 @@ import logging
 from pathlib import Path
 
 import pytest
-from inproc_broker import TestClient, put, running_broker
 
 from mqcore.message import decode_records
 from mqcore.namesrv.config import NamesrvConfig
@@ -25,6 +24,8 @@ from mqcore.protocol.headers import (
     SendMessageRequestHeader,
     UpdateConsumerOffsetRequestHeader,
 )
+from tests.support.clients import TestClient, put
+from tests.support.inproc import running_broker
 
 
 def send_fields(topic: str, **changes: int) -> dict[str, str]:

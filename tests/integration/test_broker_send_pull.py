@@ -11,20 +11,20 @@ import time
 from collections.abc import AsyncIterator, Iterator
 
 import pytest
-from broker_helpers import BrokerProcess, RawBrokerClient, send_header, start_broker
-from namesrv_helpers import NamesrvProcess, start_namesrv
 
 from mqcore.message.ids import decode_offset_msg_id
 from mqcore.protocol import RemotingCommand, RequestCode, ResponseCode
 from mqcore.protocol.bodies import TopicRouteData
 from mqcore.protocol.headers import GetRouteInfoRequestHeader
 from mqcore.remoting import RemotingClient
+from tests.support.clients import RawBrokerClient, send_header
+from tests.support.processes import BrokerProcess, ServerProcess, start_broker, start_namesrv
 
 
 @pytest.fixture(scope="module")
 def cluster(
     tmp_path_factory: pytest.TempPathFactory,
-) -> Iterator[tuple[NamesrvProcess, BrokerProcess]]:
+) -> Iterator[tuple[ServerProcess, BrokerProcess]]:
     base = tmp_path_factory.mktemp("broker")
     ns = start_namesrv(base / "ns")
     broker = start_broker(
@@ -39,7 +39,7 @@ def cluster(
 
 
 @pytest.fixture
-def broker(cluster: tuple[NamesrvProcess, BrokerProcess]) -> BrokerProcess:
+def broker(cluster: tuple[ServerProcess, BrokerProcess]) -> BrokerProcess:
     return cluster[1]
 
 
@@ -261,7 +261,7 @@ async def test_bad_requests_get_codes_and_the_broker_keeps_serving(
 
 
 async def test_route_at_the_name_server_lists_auto_created_topics(
-    cluster: tuple[NamesrvProcess, BrokerProcess], client: RawBrokerClient
+    cluster: tuple[ServerProcess, BrokerProcess], client: RawBrokerClient
 ) -> None:
     ns, broker = cluster
     assert (await client.send("Routed", b"x")).code == 0

@@ -8,13 +8,13 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
-from client_cluster import LiveCluster
 
 from mqcore.client import Admin, Producer, make_message
 from mqcore.client.admin import END_OF_TIME
 from mqcore.client.errors import TopicRouteNotFoundError
 from mqcore.errors import MQBrokerError
 from mqcore.protocol import ResponseCode
+from tests.support.inproc import LiveCluster
 
 pytestmark = pytest.mark.timeout(60)
 

@@ -8,14 +8,14 @@ from pathlib import Path
 
 import pytest
 from answering_consumer import AnsweringConsumer
-from client_cluster import LiveCluster
-from inproc_broker import put
 
 from mqcore.client import Admin
 from mqcore.errors import MQBrokerError, MQClientError
 from mqcore.protocol import ResponseCode
 from mqcore.protocol.bodies import MessageQueue
 from mqcore.store.metadata import SubscriptionGroupConfig
+from tests.support.clients import put
+from tests.support.inproc import LiveCluster
 
 pytestmark = pytest.mark.timeout(60)
 

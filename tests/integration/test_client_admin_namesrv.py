@@ -7,10 +7,10 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
-from client_cluster import LiveCluster
 
 from mqcore.client import Admin
 from mqcore.common.metadata import PermName
+from tests.support.inproc import LiveCluster
 
 pytestmark = pytest.mark.timeout(60)
 

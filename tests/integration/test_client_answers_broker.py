@@ -8,7 +8,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from inproc_broker import BROKER_NAME, running_broker, running_namesrv, until
 
 from mqcore.client import (
     Admin,
@@ -21,6 +20,8 @@ from mqcore.client import (
 from mqcore.client.consume_service import ConsumeContext
 from mqcore.message import MessageExt
 from mqcore.protocol.bodies import MessageQueue
+from tests.support.inproc import BROKER_NAME, running_broker, running_namesrv
+from tests.support.polling import until
 
 pytestmark = pytest.mark.timeout(60)
 

@@ -11,7 +11,6 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
-from client_cluster import LiveCluster, pull_all, pull_topic
 
 from mqcore.client import (
     Admin,
@@ -23,6 +22,8 @@ from mqcore.client import (
     select_by_hash,
 )
 from mqcore.message.const import SysFlag
+from tests.support.clients import pull_all, pull_topic
+from tests.support.inproc import LiveCluster
 
 pytestmark = pytest.mark.timeout(60)
 

@@ -9,21 +9,21 @@ before the fix), not one allocator's mood from another's. Every wait polls a dea
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import resource
 import socket
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from broker_helpers import BrokerProcess, RawBrokerClient, start_broker
 
 from mqcore.protocol import RemotingCommand, RequestCode, ResponseCode
 from mqcore.protocol.codec import encode
 from mqcore.protocol.headers import PullMessageRequestHeader, PullSysFlag
+from tests.support import until
+from tests.support.clients import RawBrokerClient
+from tests.support.processes import BrokerProcess, start_broker
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -49,14 +49,6 @@ def rss_kib(pid: int, field: str = "VmRSS") -> int:
 
 def fds(pid: int) -> int:
     return len(os.listdir(f"/proc/{pid}/fd"))
-
-
-async def until(cond: Callable[[], bool], timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while not cond():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"not within {timeout} s: {what}")
-        await asyncio.sleep(0.05)
 
 
 def pull_frame(topic: str, offset: int, *, suspend_ms: int) -> bytes:

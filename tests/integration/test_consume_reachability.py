@@ -11,10 +11,8 @@ import time
 from pathlib import Path
 from typing import IO
 
-from broker_helpers import restartable_broker_port, serving
-from namesrv_helpers import start_namesrv
-
 from mqcore.client import SyncProducer, make_message
+from tests.support.processes import restartable_broker_port, serving, start_namesrv
 
 
 def _broker_conf(workdir: Path, namesrv: str) -> Path:

@@ -10,12 +10,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from inproc_broker import TestClient, running_broker, until
-
 from mqcore.protocol import RequestCode
 from mqcore.protocol.bodies import ConsumerData, HeartbeatData, SubscriptionData
 from mqcore.protocol.headers import UnregisterClientRequestHeader
 from mqcore.store.metadata.consumer_filter import ConsumerFilterManager
+from tests.support.clients import TestClient
+from tests.support.inproc import running_broker
+from tests.support.polling import until
 
 
 def entry(tmp_path: Path, topic: str = "Scores", group: str = "g-sql") -> dict[str, Any] | None:

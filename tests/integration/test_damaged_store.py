@@ -11,12 +11,12 @@ import json
 from pathlib import Path
 
 import pytest
-from broker_helpers import RawBrokerClient, mq, start_broker
-from namesrv_helpers import start_namesrv
 
 from mqcore.protocol import RemotingCommand, RequestCode, ResponseCode
 from mqcore.protocol.bodies.route import KVTable
 from mqcore.store.offline import OfflineStore
+from tests.support.clients import RawBrokerClient
+from tests.support.processes import mq, start_broker, start_namesrv
 
 pytestmark = pytest.mark.timeout(120)
 

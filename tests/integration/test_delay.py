@@ -14,14 +14,12 @@ import json
 import struct
 import sys
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from inproc_broker import running_namesrv
 
-from mqcore.broker.config import BrokerConfig
 from mqcore.broker.controller import BrokerController
 from mqcore.client.consume_service import ConsumeContext, ConsumeStatus
 from mqcore.client.producer import Producer, make_message
@@ -38,7 +36,8 @@ from mqcore.protocol import RemotingCommand, RequestCode, ResponseCode
 from mqcore.protocol.bodies.route import KVTable
 from mqcore.protocol.headers import SendMessageRequestHeader
 from mqcore.remoting import RemotingClient
-from mqcore.store.store_config import MessageStoreConfig
+from tests.support import until
+from tests.support.inproc import LIVE_STORE, broker_controller, running_namesrv
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -47,33 +46,9 @@ DELAY_MS = {1: 1000, 2: 2000, 3: 3000, 4: 4000, 18: 2000}
 SLACK_MS = 1500
 
 
-async def until(cond: Callable[[], bool], timeout: float = 15.0, what: str = "") -> None:
-    deadline = time.monotonic() + timeout
-    while not cond():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what or cond}")
-        await asyncio.sleep(0.02)
-
-
 def make_broker(store: Path, namesrv: str | None, **store_settings: Any) -> BrokerController:
-    return BrokerController(
-        BrokerConfig(
-            listen_port=0,
-            bind_address="127.0.0.1",
-            broker_ip1="127.0.0.1",
-            broker_name="broker-a",
-            namesrv_addr=namesrv,
-        ),
-        MessageStoreConfig(
-            store_path_root_dir=str(store),
-            mapped_file_size_commit_log=4 * 1024 * 1024,
-            mapped_file_size_consume_queue=20 * 10_000,
-            max_hash_slot_num=1000,
-            max_index_num=4000,
-            message_delay_level=TABLE,
-            **store_settings,
-        ),
-    )
+    settings = {**LIVE_STORE, "message_delay_level": TABLE, **store_settings}
+    return broker_controller(store, namesrv, store=settings)
 
 
 @contextlib.asynccontextmanager

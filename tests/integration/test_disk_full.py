@@ -13,10 +13,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from broker_helpers import BrokerProcess, RawBrokerClient, start_broker
 
 from mqcore.errors import MQError
 from mqcore.protocol import ResponseCode
+from tests.support.clients import RawBrokerClient
+from tests.support.processes import BrokerProcess, start_broker
 
 pytestmark = pytest.mark.timeout(180)
 

@@ -16,13 +16,9 @@ from __future__ import annotations
 import asyncio
 import collections
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from broker_helpers import BrokerProcess, RawBrokerClient, start_broker
-from inproc_broker import running_broker, running_namesrv
-from namesrv_helpers import start_namesrv
 
 from mqcore.broker.controller import BrokerController
 from mqcore.client.admin import Admin
@@ -36,6 +32,10 @@ from mqcore.message import MessageExt
 from mqcore.protocol import ResponseCode
 from mqcore.store.metadata import ConsumerOffsetManager
 from mqcore.store.store_config import BrokerRole
+from tests.support import until
+from tests.support.clients import RawBrokerClient
+from tests.support.inproc import running_broker, running_namesrv
+from tests.support.processes import BrokerProcess, start_broker, start_namesrv
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -45,20 +45,6 @@ PUSH_GROUP = "ha-push"
 PULL_GROUP = "ha-pull"
 FAST = {"registerNameServerPeriod": "2000"}
 """Brokers re-register every 2 s so a slave learns its master's new address quickly."""
-
-
-async def until(cond: Callable[[], object], timeout: float = 60.0, what: str = "") -> None:
-    deadline = time.monotonic() + timeout
-    while not await _truthy(cond()):
-        if time.monotonic() > deadline:
-            raise AssertionError(f"not within {timeout} s: {what or cond}")
-        await asyncio.sleep(0.05)
-
-
-async def _truthy(value: object) -> bool:
-    if asyncio.iscoroutine(value):
-        value = await value
-    return bool(value)
 
 
 class Received:

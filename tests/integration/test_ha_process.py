@@ -16,13 +16,13 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import pytest
-from broker_helpers import BrokerProcess, RawBrokerClient, start_broker
-from namesrv_helpers import start_namesrv
 
 from mqcore.errors import MQError
 from mqcore.protocol import RemotingCommand, RequestCode, ResponseCode
 from mqcore.protocol.bodies.route import KVTable
 from mqcore.store.offline import OfflineStore
+from tests.support.clients import RawBrokerClient
+from tests.support.processes import BrokerProcess, start_broker, start_namesrv
 
 pytestmark = pytest.mark.timeout(300)
 

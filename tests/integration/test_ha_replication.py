@@ -14,14 +14,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from broker_helpers import RawBrokerClient
-from inproc_broker import running_broker, running_namesrv, until
 
 from mqcore.broker.controller import BrokerController
 from mqcore.message import decode_records
 from mqcore.protocol import ResponseCode
 from mqcore.protocol.ha import encode_report
 from mqcore.store.store_config import BrokerRole
+from tests.support.clients import RawBrokerClient
+from tests.support.inproc import running_broker, running_namesrv
+from tests.support.polling import until
 
 pytestmark = pytest.mark.timeout(120)
 

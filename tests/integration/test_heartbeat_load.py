@@ -12,14 +12,15 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 
-from broker_helpers import RawBrokerClient, start_broker
-from inproc_broker import running_broker, until
-
 from mqcore.broker.controller import BrokerController
 from mqcore.broker.processor.client import HeartbeatLimits, HeartbeatProcessor
 from mqcore.protocol import RemotingCommand, RequestCode, ResponseCode
 from mqcore.protocol.bodies import ConsumerData, HeartbeatData, SubscriptionData
 from mqcore.remoting import RemotingClient
+from tests.support.clients import RawBrokerClient
+from tests.support.inproc import running_broker
+from tests.support.polling import until
+from tests.support.processes import start_broker
 
 MAX_STALL = 0.2
 """Seconds the loop may be held at once: generous for a 2-core machine; the unfixed

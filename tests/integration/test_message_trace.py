@@ -12,7 +12,6 @@ from typing import Any
 
 import orjson
 import pytest
-from inproc_broker import running_broker, running_namesrv, until
 
 from mqcore.client import Admin
 from mqcore.client.consume_service import ConsumeContext, ConsumeStatus
@@ -28,6 +27,8 @@ from mqcore.protocol.bodies.trace import (
     RMQ_SYS_TRACE_TOPIC,
     ConsumeReturnType,
 )
+from tests.support.inproc import running_broker, running_namesrv
+from tests.support.polling import until
 
 pytestmark = pytest.mark.timeout(90)
 

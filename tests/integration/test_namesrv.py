@@ -9,12 +9,6 @@ from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 
 import pytest
-from namesrv_helpers import (
-    NamesrvProcess,
-    register,
-    start_namesrv,
-    topic_wrapper,
-)
 
 from mqcore.protocol import RemotingCommand, RequestCode, ResponseCode
 from mqcore.protocol.bodies import ClusterInfo, KVTable, TopicList, TopicRouteData
@@ -28,6 +22,9 @@ from mqcore.protocol.headers import (
     WipeWritePermOfBrokerRequestHeader,
 )
 from mqcore.remoting import RemotingClient
+from tests.support import until
+from tests.support.clients import register, topic_wrapper
+from tests.support.processes import ServerProcess, start_namesrv
 
 A_MASTER = "127.0.0.1:10911"
 A_SLAVE = "127.0.0.1:10921"
@@ -35,7 +32,7 @@ B_MASTER = "127.0.0.1:10931"
 
 
 @pytest.fixture
-def namesrv(tmp_path: Path) -> Iterator[NamesrvProcess]:
+def namesrv(tmp_path: Path) -> Iterator[ServerProcess]:
     ns = start_namesrv(tmp_path / "ns")
     yield ns
     ns.stop()
@@ -72,13 +69,6 @@ async def route(client: RemotingClient, addr: str, topic: str) -> RemotingComman
         RequestCode.GET_ROUTEINFO_BY_TOPIC,
         GetRouteInfoRequestHeader(topic).to_ext_fields(),
     )
-
-
-async def eventually(check: Callable[[], object], timeout: float = 10.0) -> None:
-    """Await ``check()`` (a coroutine function) until it returns truthy, with a deadline."""
-    async with asyncio.timeout(timeout):
-        while not await check():  # type: ignore[misc]
-            await asyncio.sleep(0.05)
 
 
 async def register_two_clusters(
@@ -121,7 +111,7 @@ async def register_two_clusters(
 
 
 async def test_routes_cluster_info_and_topic_lists(
-    namesrv: NamesrvProcess, clients: Callable[[], RemotingClient]
+    namesrv: ServerProcess, clients: Callable[[], RemotingClient]
 ) -> None:
     ns = namesrv.addr
     await register_two_clusters(ns, clients)
@@ -167,7 +157,7 @@ async def test_routes_cluster_info_and_topic_lists(
 
 
 async def test_admin_operations(
-    namesrv: NamesrvProcess, clients: Callable[[], RemotingClient]
+    namesrv: ServerProcess, clients: Callable[[], RemotingClient]
 ) -> None:
     ns = namesrv.addr
     a, _, _ = await register_two_clusters(ns, clients)
@@ -283,7 +273,7 @@ async def test_kv_config_persisted_and_order_conf(
 
 
 async def test_dropped_connection_removes_broker_at_once(
-    namesrv: NamesrvProcess, clients: Callable[[], RemotingClient]
+    namesrv: ServerProcess, clients: Callable[[], RemotingClient]
 ) -> None:
     ns = namesrv.addr
     _, a_slave, b = await register_two_clusters(ns, clients)
@@ -294,7 +284,7 @@ async def test_dropped_connection_removes_broker_at_once(
         info = ClusterInfo.decode((await call(admin, ns, RequestCode.GET_BROKER_CLUSTER_INFO)).body)
         return "broker-b" not in info.broker_addr_table and "c2" not in info.cluster_addr_table
 
-    await eventually(b_gone, timeout=5)
+    await until(b_gone, 5)
     assert (await route(admin, ns, "TopicB")).code == ResponseCode.TOPIC_NOT_EXIST
     await a_slave.close()
 
@@ -302,7 +292,7 @@ async def test_dropped_connection_removes_broker_at_once(
         data = TopicRouteData.decode((await route(admin, ns, "TopicA")).body)
         return data.broker_datas[0].broker_addrs == {0: A_MASTER}
 
-    await eventually(slave_gone, timeout=5)
+    await until(slave_gone, 5)
 
 
 async def test_silent_broker_expires(tmp_path: Path, clients: Callable[[], RemotingClient]) -> None:
@@ -341,7 +331,7 @@ async def test_silent_broker_expires(tmp_path: Path, clients: Callable[[], Remot
             async def a_expired() -> bool:
                 return (await route(admin, ns.addr, "TopicA")).code == ResponseCode.TOPIC_NOT_EXIST
 
-            await eventually(a_expired, timeout=10)
+            await until(a_expired, 10)
             # The name server also closed the silent broker's connection.
             await asyncio.wait_for(silent_channel.wait_closed(), 5)
             assert (await route(admin, ns.addr, "TopicB")).code == ResponseCode.SUCCESS
@@ -352,7 +342,7 @@ async def test_silent_broker_expires(tmp_path: Path, clients: Callable[[], Remot
 
 
 async def test_garbage_connection_closed_others_served(
-    namesrv: NamesrvProcess, clients: Callable[[], RemotingClient]
+    namesrv: ServerProcess, clients: Callable[[], RemotingClient]
 ) -> None:
     ns = namesrv.addr
     host, port = ns.rsplit(":", 1)
@@ -380,7 +370,7 @@ async def test_garbage_connection_closed_others_served(
 
 
 async def test_ali_ons_style_request(
-    namesrv: NamesrvProcess, clients: Callable[[], RemotingClient]
+    namesrv: ServerProcess, clients: Callable[[], RemotingClient]
 ) -> None:
     """Numbers in extFields, version 121, an empty extFields object: still a route."""
     a = clients()

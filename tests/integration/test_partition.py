@@ -9,7 +9,6 @@ Needs root for `ip netns` (CI runs as root); skipped, saying so, where it is ref
 
 from __future__ import annotations
 
-import asyncio
 import os
 import subprocess
 import time
@@ -18,11 +17,12 @@ from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
 import pytest
-from broker_helpers import serving
 
 from mqcore.client import Admin, ConsumeFromWhere, LitePullConsumer, Producer, make_message
 from mqcore.client.config import ClientConfig
 from mqcore.errors import MQError
+from tests.support import until
+from tests.support.processes import serving
 
 pytestmark = pytest.mark.timeout(240)
 
@@ -61,13 +61,6 @@ def host(index: int) -> Iterator[tuple[str, str, str]]:
 def conf(path: Path, **props: str) -> Path:
     path.write_text("".join(f"{k}={v}\n" for k, v in props.items()))
     return path
-
-
-async def until(what: str, check: object, timeout: float = 60) -> None:
-    deadline = time.monotonic() + timeout
-    while not await check():  # type: ignore[operator]
-        assert time.monotonic() < deadline, f"not within {timeout} s: {what}"
-        await asyncio.sleep(0.2)
 
 
 async def send_all(
@@ -132,7 +125,7 @@ async def test_a_broker_cut_off_and_healed_loses_nothing(tmp_path: Path) -> None
             async def both_registered() -> bool:
                 return len(await admin.master_addrs()) == 2
 
-            await until("both brokers register", both_registered)
+            await until(both_registered, 60, "both brokers register", interval=0.2)
             await admin.create_topic(TOPIC, queues=2)
 
             async with Producer("part-pg", namesrv=namesrv, send_timeout=1.0,
@@ -150,13 +143,13 @@ async def test_a_broker_cut_off_and_healed_loses_nothing(tmp_path: Path) -> None
                 async def a_dropped() -> bool:
                     return addr_a not in str(await admin.master_addrs())
 
-                await until("the name server drops broker-a", a_dropped)
+                await until(a_dropped, 60, "the name server drops broker-a", interval=0.2)
                 ip("link", "set", link_a, "up")  # healed
 
                 async def a_back() -> bool:
                     return addr_a in str(await admin.master_addrs())
 
-                await until("broker-a registers again", a_back)
+                await until(a_back, 60, "broker-a registers again", interval=0.2)
                 after = await send_all(producer, "after", 40)
                 assert len(after) == 40
             acked += during + after

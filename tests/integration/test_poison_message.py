@@ -9,13 +9,12 @@ import json
 import time
 from pathlib import Path
 
-from broker_helpers import RawBrokerClient, mq, start_broker
-from namesrv_helpers import start_namesrv
-
 from mqcore.message import SysFlag
 from mqcore.message.properties import encode_properties
 from mqcore.protocol import RemotingCommand, RequestCode, ResponseCode
 from mqcore.protocol.headers import SendMessageRequestHeader
+from tests.support.clients import RawBrokerClient
+from tests.support.processes import mq, start_broker, start_namesrv
 
 TOPIC = "Poisoned"
 

@@ -9,11 +9,12 @@ import dataclasses
 from pathlib import Path
 
 import pytest
-from inproc_broker import TestClient, running_broker, running_namesrv
 
 from mqcore.protocol import RequestCode, ResponseCode
 from mqcore.protocol.bodies.client import ConsumerData, HeartbeatData, SubscriptionData
 from mqcore.protocol.headers import PullMessageRequestHeader, PullSysFlag
+from tests.support.clients import TestClient
+from tests.support.inproc import running_broker, running_namesrv
 
 pytestmark = pytest.mark.timeout(60)
 

@@ -10,7 +10,6 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
-from inproc_broker import running_broker, until
 
 from mqcore.broker.controller import BrokerController
 from mqcore.message import encode_properties
@@ -20,6 +19,8 @@ from mqcore.protocol.bodies import HeartbeatData, ProducerData
 from mqcore.protocol.headers import SendMessageRequestHeader
 from mqcore.protocol.headers.reply import ReplyMessageRequestHeader
 from mqcore.remoting import Channel, RemotingClient, RequestDispatcher
+from tests.support.inproc import running_broker
+from tests.support.polling import until
 
 REPLY_TOPIC = "DefaultCluster_REPLY_TOPIC"
 REQUESTER = "127.0.0.1@requester"

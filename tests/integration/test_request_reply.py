@@ -11,7 +11,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from inproc_broker import running_broker, running_namesrv, until
 
 from mqcore.broker.controller import BrokerController
 from mqcore.client.api import SendResult, SendStatus
@@ -29,6 +28,8 @@ from mqcore.common.metadata import TopicConfig
 from mqcore.message import Message, MessageExt
 from mqcore.namesrv.controller import NamesrvController
 from mqcore.protocol import RequestCode
+from tests.support.inproc import running_broker, running_namesrv
+from tests.support.polling import until
 
 pytestmark = pytest.mark.timeout(60)
 

@@ -11,7 +11,6 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
-from inproc_broker import put, running_broker, running_namesrv, until
 
 from mqcore.broker.config import BrokerConfig
 from mqcore.broker.controller import BrokerController
@@ -27,6 +26,9 @@ from mqcore.protocol import RemotingCommand, RequestCode, ResponseCode
 from mqcore.protocol.headers import ConsumerSendMsgBackRequestHeader, SendMessageRequestHeader
 from mqcore.remoting import RemotingClient
 from mqcore.store.store_config import MessageStoreConfig
+from tests.support.clients import put
+from tests.support.inproc import running_broker, running_namesrv
+from tests.support.polling import until
 
 pytestmark = pytest.mark.timeout(60)
 

@@ -16,7 +16,7 @@ import sys
 import time
 from pathlib import Path
 
-from broker_helpers import mq, start_broker
+from tests.support.processes import mq, start_broker
 
 LOG_PART = re.compile(r"log=(\S+?)\)")
 

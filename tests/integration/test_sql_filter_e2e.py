@@ -8,12 +8,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from client_cluster import LiveCluster, until
 
 from mqcore.client import Admin, Producer, PushConsumer, make_message
 from mqcore.client.consume_service import ConsumeContext, ConsumeOrderlyStatus
 from mqcore.client.rebalance import ConsumeFromWhere, MessageSelector
 from mqcore.message import MessageExt
+from tests.support.inproc import LiveCluster
+from tests.support.polling import until
 
 pytestmark = pytest.mark.timeout(60)
 

@@ -10,8 +10,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from inproc_broker import running_broker, running_namesrv, until
-from tls_certs import Pki, make_pki
 
 from mqcore.broker.controller import BrokerController
 from mqcore.client import Admin, ClientConfig, LitePullConsumer, Producer, make_message
@@ -21,6 +19,9 @@ from mqcore.namesrv.controller import NamesrvController
 from mqcore.remoting import Channel, RemotingServer
 from mqcore.remoting.tls import TlsMode
 from mqcore.store.store_config import BrokerRole
+from tests.support.inproc import running_broker, running_namesrv
+from tests.support.polling import until
+from tests.support.tls_certs import Pki, make_pki
 
 pytestmark = pytest.mark.timeout(120)
 

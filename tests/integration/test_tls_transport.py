@@ -9,11 +9,11 @@ from __future__ import annotations
 import asyncio
 import socket
 import ssl
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 import pytest
-from tls_certs import Pki, make_pki
 
 from mqcore.errors import ConfigError
 from mqcore.protocol import RemotingCommand, RequestCode, ResponseCode, encode
@@ -26,6 +26,7 @@ from mqcore.remoting import (
     new_event_loop,
 )
 from mqcore.remoting.tls import ClientAuth, ServerTls, TlsMode, client_context, server_context
+from tests.support.tls_certs import Pki, make_pki
 
 ROUTE = RequestCode.GET_ROUTEINFO_BY_TOPIC
 LOOPS = ["asyncio", "uvloop"]
@@ -59,6 +60,23 @@ def tls_server(pki: Pki, mode: TlsMode, **kwargs: object) -> RemotingServer:
     return server
 
 
+@asynccontextmanager
+async def serving_both(
+    pki: Pki, mode: TlsMode
+) -> AsyncIterator[tuple[RemotingServer, RemotingClient, RemotingClient]]:
+    """A started TLS server in ``mode``, a client that trusts it and a plain client."""
+    server = tls_server(pki, mode)
+    await server.start()
+    secure = RemotingClient(ssl_context=client_context(ca_path=str(pki.ca)))
+    plain = RemotingClient()
+    try:
+        yield server, secure, plain
+    finally:
+        await secure.close()
+        await plain.close()
+        await server.close()
+
+
 async def ping(client: RemotingClient, server: RemotingServer) -> bytes | None:
     resp = await client.invoke(f"127.0.0.1:{server.port}", RemotingCommand.request(ROUTE))
     return resp.body
@@ -81,11 +99,7 @@ async def raw_plain_request(port: int) -> bytes:
 @pytest.mark.parametrize("loop_name", LOOPS)
 def test_enforcing_serves_tls_and_closes_plain(pki: Pki, loop_name: str) -> None:
     async def scenario() -> None:
-        server = tls_server(pki, TlsMode.ENFORCING)
-        await server.start()
-        secure = RemotingClient(ssl_context=client_context(ca_path=str(pki.ca)))
-        plain = RemotingClient()
-        try:
+        async with serving_both(pki, TlsMode.ENFORCING) as (server, secure, plain):
             assert await ping(secure, server) == b"pong"
             channel = next(iter(server.channels))
             assert channel.remote_host == "127.0.0.1"
@@ -93,10 +107,6 @@ def test_enforcing_serves_tls_and_closes_plain(pki: Pki, loop_name: str) -> None
                 await ping(plain, server)
             assert await raw_plain_request(server.port) == b""  # closed, nothing answered
             assert await ping(secure, server) == b"pong"  # the server is fine
-        finally:
-            await secure.close()
-            await plain.close()
-            await server.close()
 
     run_on(loop_name, scenario)
 
@@ -104,11 +114,7 @@ def test_enforcing_serves_tls_and_closes_plain(pki: Pki, loop_name: str) -> None
 @pytest.mark.parametrize("loop_name", LOOPS)
 def test_permissive_serves_tls_and_plain_on_one_port(pki: Pki, loop_name: str) -> None:
     async def scenario() -> None:
-        server = tls_server(pki, TlsMode.PERMISSIVE)
-        await server.start()
-        secure = RemotingClient(ssl_context=client_context(ca_path=str(pki.ca)))
-        plain = RemotingClient()
-        try:
+        async with serving_both(pki, TlsMode.PERMISSIVE) as (server, secure, plain):
             for _ in range(3):
                 assert await ping(secure, server) == b"pong"
                 assert await ping(plain, server) == b"pong"
@@ -118,10 +124,6 @@ def test_permissive_serves_tls_and_plain_on_one_port(pki: Pki, loop_name: str) -
                 for c in server.channels
             }
             assert ciphers == {True, False}  # one TLS, one plain connection
-        finally:
-            await secure.close()
-            await plain.close()
-            await server.close()
 
     run_on(loop_name, scenario)
 

@@ -13,16 +13,13 @@ from __future__ import annotations
 import asyncio
 import itertools
 import json
-import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pytest
-from broker_helpers import mq, restartable_broker_port
 
-from mqcore.broker.config import BrokerConfig
 from mqcore.broker.controller import BrokerController
 from mqcore.client.consume_service import ConsumeContext, ConsumeStatus
 from mqcore.client.instance import ClientConfig
@@ -40,12 +37,13 @@ from mqcore.message.const import (
     SysFlag,
 )
 from mqcore.message.ids import decode_offset_msg_id
-from mqcore.namesrv.config import NamesrvConfig
 from mqcore.namesrv.controller import NamesrvController
 from mqcore.protocol import RemotingCommand, RequestCode, ResponseCode
 from mqcore.protocol.headers import EndTransactionRequestHeader
 from mqcore.remoting import RemotingClient, RequestDispatcher
-from mqcore.store.store_config import MessageStoreConfig
+from tests.support import until
+from tests.support.inproc import broker_controller, namesrv_controller
+from tests.support.processes import mq, restartable_broker_port
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -54,14 +52,6 @@ ROLLBACK = LocalTransactionState.ROLLBACK_MESSAGE
 UNKNOWN = LocalTransactionState.UNKNOWN
 _names = itertools.count()
 FAST_CHECKS = {"transaction_time_out": 500, "transaction_check_interval": 100}
-
-
-async def until(cond: Callable[[], bool], timeout: float = 15.0, what: str = "") -> None:
-    deadline = time.monotonic() + timeout
-    while not cond():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what or cond}")
-        await asyncio.sleep(0.02)
 
 
 @dataclass
@@ -167,32 +157,13 @@ def Producer_(namesrv: str) -> Any:
 
 def _broker(tmp: Path, namesrv: str, port: int, **overrides: Any) -> BrokerController:
     settings: dict[str, Any] = {**FAST_CHECKS, **overrides}
-    return BrokerController(
-        BrokerConfig(
-            listen_port=port,
-            bind_address="127.0.0.1",
-            broker_ip1="127.0.0.1",
-            broker_name="broker-a",
-            namesrv_addr=namesrv,
-            log_dir=str(tmp / "logs"),
-            **settings,
-        ),
-        MessageStoreConfig(
-            store_path_root_dir=str(tmp / "store"),
-            mapped_file_size_commit_log=1024 * 1024,
-            mapped_file_size_consume_queue=20 * 1000,
-            max_hash_slot_num=1000,
-            max_index_num=4000,
-        ),
+    return broker_controller(
+        tmp / "store", namesrv, listen_port=port, log_dir=str(tmp / "logs"), **settings
     )
 
 
 async def _cluster(tmp_path: Path, **overrides: Any) -> TxCluster:
-    namesrv = NamesrvController(
-        NamesrvConfig(
-            listen_port=0, bind_address="127.0.0.1", kv_config_path=str(tmp_path / "kv.json")
-        )
-    )
+    namesrv = namesrv_controller(tmp_path / "kv.json")
     await namesrv.start()
     cluster = TxCluster(tmp_path, namesrv, None)  # type: ignore[arg-type]
     await cluster.start_broker(**overrides)

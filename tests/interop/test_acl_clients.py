@@ -4,15 +4,13 @@ broker with aclEnable, with the right and a wrong secret."""
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
 from interop_support import ALIONS_SCRIPT, run_json_lines
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "integration"))
-from test_acl import AclCluster, max_offset
-from test_acl import cluster as cluster  # the fixture
+from tests.support.acl import AclCluster, max_offset
+from tests.support.acl import cluster as cluster  # the fixture
 
 pytestmark = [pytest.mark.interop, pytest.mark.timeout(180)]
 

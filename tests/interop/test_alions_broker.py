@@ -3,16 +3,13 @@
 from __future__ import annotations
 
 import asyncio
-import sys
 from pathlib import Path
 
 import pytest
 from interop_support import node, registered
 
 from mqcore.client import Admin, LitePullConsumer, Producer, make_message
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "integration"))
-from inproc_broker import running_broker, running_namesrv
+from tests.support.inproc import running_broker, running_namesrv
 
 pytestmark = pytest.mark.interop
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import sys
 from pathlib import Path
 
 import pytest
@@ -13,9 +12,8 @@ import pytest
 from mqcore.protocol import RemotingCommand, RequestCode
 from mqcore.protocol.headers import PutKVConfigRequestHeader
 from mqcore.remoting import RemotingClient
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "integration"))
-from namesrv_helpers import register, start_namesrv, topic_wrapper
+from tests.support.clients import register, topic_wrapper
+from tests.support.processes import start_namesrv
 
 pytestmark = pytest.mark.interop
 

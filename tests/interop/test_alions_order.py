@@ -31,7 +31,6 @@ import asyncio
 import collections
 import hashlib
 import json
-import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -54,9 +53,8 @@ from mqcore.client.producer import select_by_hash
 from mqcore.errors import MQBrokerError
 from mqcore.protocol import ResponseCode
 from mqcore.protocol.bodies import ConsumerConnection
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "integration"))
-from inproc_broker import BROKER_NAME, running_broker, running_namesrv, until
+from tests.support.inproc import BROKER_NAME, running_broker, running_namesrv
+from tests.support.polling import until
 
 pytestmark = pytest.mark.interop
 

@@ -29,7 +29,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import sys
 import time
 from collections.abc import AsyncIterator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
@@ -49,9 +48,8 @@ from mqcore.client import (
 )
 from mqcore.common.metadata import SubscriptionGroupConfig
 from mqcore.message.model import MessageExt
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "integration"))
-from inproc_broker import running_broker, running_namesrv
+from tests.support import until
+from tests.support.inproc import running_broker, running_namesrv
 
 pytestmark = pytest.mark.interop
 
@@ -103,15 +101,21 @@ class NodeConsumer:
         return [line["error"] for line in self.lines if "error" in line]
 
     async def until(self, predicate: Any, timeout: float, what: str) -> None:
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + timeout
-        while not predicate():
+        """:func:`tests.support.until`, failing at once when ali-ons exits early."""
+
+        async def holds() -> bool:
+            if predicate():
+                return True
             if self.proc.returncode is not None or self._reader.done():
                 await self.proc.wait()
                 err = await self.proc.stderr.read() if self.proc.stderr else b""
                 raise AssertionError(f"ali-ons exited early: {err.decode()[-3000:]}")
-            assert loop.time() < deadline, f"not within {timeout} s: {what}; saw {self.lines}"
-            await asyncio.sleep(0.05)
+            return False
+
+        try:
+            await until(holds, timeout, what, interval=0.05)
+        except AssertionError as failed:
+            raise AssertionError(f"{failed}; saw {self.lines}") from None
 
     async def stop(self, timeout: float = 20) -> None:
         proc = self.proc

@@ -13,7 +13,6 @@ import asyncio
 import contextlib
 import json
 import os
-import sys
 import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
@@ -34,9 +33,8 @@ from mqcore.client import (
 )
 from mqcore.message.record import decode_batch_body
 from mqcore.namesrv.controller import NamesrvController
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "integration"))
-from inproc_broker import running_broker, running_namesrv, until
+from tests.support.inproc import running_broker, running_namesrv
+from tests.support.polling import until
 
 pytestmark = [pytest.mark.interop, pytest.mark.timeout(60)]
 

@@ -8,9 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import re
-import sys
 import time
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -21,9 +19,9 @@ from mqcore.client import Admin, Producer, make_message
 from mqcore.common.metadata import SubscriptionGroupConfig
 from mqcore.protocol import RequestCode, ResponseCode
 from mqcore.protocol.bodies import MessageQueue
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "integration"))
-from inproc_broker import BROKER_NAME, TestClient, until
+from tests.support.clients import TestClient
+from tests.support.inproc import BROKER_NAME
+from tests.support.polling import until
 
 pytestmark = [pytest.mark.interop, pytest.mark.timeout(60)]
 

@@ -4,7 +4,6 @@ Apache C++-core client (master/slave failover)."""
 from __future__ import annotations
 
 import asyncio
-import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -14,9 +13,8 @@ from interop_support import node, registered, run_json_lines
 
 from mqcore.client import Admin, Producer, make_message
 from mqcore.store.store_config import BrokerRole
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "integration"))
-from inproc_broker import running_broker, running_namesrv, until
+from tests.support.inproc import running_broker, running_namesrv
+from tests.support.polling import until
 
 pytestmark = pytest.mark.interop
 

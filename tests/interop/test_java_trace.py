@@ -8,7 +8,6 @@ from __future__ import annotations
 import asyncio
 import os
 import shutil
-import sys
 from pathlib import Path
 
 import pytest
@@ -22,9 +21,8 @@ from mqcore.client.trace_view import query_message_trace
 from mqcore.common.metadata import TopicConfig
 from mqcore.message import MessageExt
 from mqcore.protocol.bodies.trace import RMQ_SYS_TRACE_TOPIC
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "integration"))
-from inproc_broker import running_broker, running_namesrv, until
+from tests.support.inproc import running_broker, running_namesrv
+from tests.support.polling import until
 
 pytestmark = [pytest.mark.interop, pytest.mark.slow, pytest.mark.timeout(240)]
 

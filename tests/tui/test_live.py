@@ -7,7 +7,6 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 
-from client_cluster import LiveCluster
 from pilot_support import poll, wait_until
 from textual.widgets import Input
 
@@ -23,6 +22,7 @@ from mqcore.client import Admin, Producer, make_message
 from mqcore.message import MessageExt
 from mqcore.protocol.bodies import MessageQueue
 from mqcore.store.metadata import PERM_READ, PERM_WRITE
+from tests.support.inproc import LiveCluster
 
 SCHEDULE = "SCHEDULE_TOPIC_XXXX"
 

@@ -1,29 +1,33 @@
-"""Drive a broker in tests: start `mq broker` processes, and a raw remoting client.
+"""Clients that speak the wire directly, for tests that need exact codes and requests.
 
-:class:`RawBrokerClient` speaks the broker's requests with the typed headers directly
-(the Python Producer/Consumer API is a later issue), so tests see exact codes.
+:class:`RawBrokerClient` sends typed requests over one connection; :class:`TestClient`
+also records the requests a broker sends its clients; :func:`register` registers a
+broker at a name server as a broker would; :func:`put` writes straight into a store.
 """
 
 from __future__ import annotations
 
-import os
-import random
-import re
-import select
-import signal
-import socket
-import subprocess
-import sys
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass, field
-from pathlib import Path
+from collections.abc import Iterable
+from dataclasses import dataclass
 
+from mqcore.broker.controller import BrokerController
+from mqcore.client.api import MQClientAPI
 from mqcore.message import MessageExt, decode_records
 from mqcore.message.properties import encode_properties
 from mqcore.message.record import encode_batch_body
 from mqcore.protocol import RemotingCommand, RequestCode, ResponseCode
+from mqcore.protocol.bodies import (
+    ConsumerData,
+    DataVersion,
+    HeartbeatData,
+    MessageQueue,
+    ProducerData,
+    RegisterBrokerBody,
+    SubscriptionData,
+    TopicConfig,
+    TopicConfigSerializeWrapper,
+)
 from mqcore.protocol.headers import (
     GetMaxOffsetRequestHeader,
     GetMaxOffsetResponseHeader,
@@ -32,187 +36,12 @@ from mqcore.protocol.headers import (
     PullSysFlag,
     QueryConsumerOffsetRequestHeader,
     QueryConsumerOffsetResponseHeader,
+    RegisterBrokerRequestHeader,
     SendMessageRequestHeader,
     SendMessageResponseHeader,
     UpdateConsumerOffsetRequestHeader,
 )
-from mqcore.remoting import RemotingClient
-
-LISTEN_LINE = re.compile(r"mq broker listening on (\S+):(\d+)")
-ANY_LISTEN_LINE = re.compile(r"listening on (\S+):(\d+)")
-
-
-@dataclass
-class BrokerProcess:
-    proc: subprocess.Popen[str]
-    addr: str
-    store: Path
-    stdout_lines: list[str] = field(default_factory=list)
-
-    def stop(self, timeout: float = 15.0) -> int:
-        """SIGTERM, then SIGKILL if it does not exit in time. Returns the exit code."""
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(timeout)
-        return self.proc.returncode
-
-    def kill(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait(10)
-
-
-def mq(
-    *args: str, env: dict[str, str] | None = None, timeout: float = 30
-) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "mqcli.main", *args],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        env={**os.environ, **(env or {})},
-    )
-
-
-def start_broker(
-    workdir: Path,
-    namesrv: str | None = None,
-    *,
-    name: str = "broker-a",
-    store: Path | None = None,
-    own_log_dir: bool = False,
-    **props: str,
-) -> BrokerProcess:
-    """Run `mq broker -c <file> --listen 127.0.0.1:0` and wait for its listen line.
-    Logs go to ``workdir/logs``, or with ``own_log_dir`` where the broker puts them."""
-    workdir.mkdir(parents=True, exist_ok=True)
-    store = store or workdir / "store"
-    settings = {
-        "brokerName": name,
-        "brokerIP1": "127.0.0.1",
-        "logDir": str(workdir / "logs"),
-        "storePathRootDir": str(store),
-        "mappedFileSizeCommitLog": str(4 * 1024 * 1024),
-        "mappedFileSizeConsumeQueue": str(20 * 10_000),
-        "maxHashSlotNum": "1000",
-        "maxIndexNum": "4000",
-        **props,
-    }
-    if namesrv is not None:
-        settings["namesrvAddr"] = namesrv
-    if own_log_dir:
-        del settings["logDir"]
-    conf = workdir / "broker.conf"
-    conf.write_text("".join(f"{k}={v}\n" for k, v in settings.items()))
-    env = {**os.environ, "HOME": str(workdir)}
-    env.pop("NAMESRV_ADDR", None)
-    # stderr goes to a file: a pipe nobody drains could fill up and block the broker.
-    err_path = workdir / "stderr.txt"
-    with open(err_path, "ab") as err_file:
-        proc = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "mqcli.main",
-                "broker",
-                "-c",
-                str(conf),
-                "--listen",
-                "127.0.0.1:0",
-            ],
-            stdout=subprocess.PIPE,
-            stderr=err_file,
-            text=True,
-            env=env,
-        )
-    deadline = time.monotonic() + 30
-    assert proc.stdout is not None
-    lines: list[str] = []
-    while time.monotonic() < deadline:
-        ready, _, _ = select.select([proc.stdout], [], [], max(0.0, deadline - time.monotonic()))
-        if not ready:
-            break
-        line = proc.stdout.readline()
-        if not line:
-            break
-        lines.append(line)
-        if m := LISTEN_LINE.search(line):
-            return BrokerProcess(proc, f"{m.group(1)}:{m.group(2)}", store, lines)
-    proc.kill()
-    proc.wait(5)
-    raise AssertionError(f"broker did not start: stdout={lines!r} stderr={err_path.read_text()!r}")
-
-
-def restartable_broker_port() -> int:
-    """A listen port for a broker a test stops and starts again on the same address: below
-    the ephemeral range (so no process's outgoing connection takes it, or its fast port
-    -2 or HA port +1, while the broker is down), with those three free now."""
-    try:
-        low = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
-    except (OSError, ValueError, IndexError):
-        low = 32768
-    rng = random.Random()
-    for _ in range(500):
-        port = rng.randrange(20000, max(20010, low - 2))
-        if all(_port_free(p) for p in (port - 2, port, port + 1)):
-            return port
-    raise AssertionError("no free port triple below the ephemeral range")
-
-
-def _port_free(port: int) -> bool:
-    with socket.socket() as s:
-        try:
-            s.bind(("127.0.0.1", port))
-        except OSError:
-            return False
-    return True
-
-
-@contextmanager
-def serving(
-    args: list[str], workdir: Path, *, netns: str | None = None
-) -> Iterator[tuple[str, int]]:
-    """Run ``mq ARGS`` (inside network namespace ``netns``) until its first "listening on
-    HOST:PORT" line; yields (host, port); stops the process (TERM, then KILL) after."""
-    workdir.mkdir(parents=True, exist_ok=True)
-    prefix = ["ip", "netns", "exec", netns] if netns else []
-    env = {**os.environ, "HOME": str(workdir)}
-    env.pop("NAMESRV_ADDR", None)
-    with open(workdir / "stderr.txt", "ab") as err:
-        proc = subprocess.Popen(
-            [*prefix, sys.executable, "-m", "mqcli.main", *args],
-            stdout=subprocess.PIPE,
-            stderr=err,
-            text=True,
-            env=env,
-            cwd=workdir,
-        )
-    try:
-        assert proc.stdout is not None
-        deadline = time.monotonic() + 30
-        found = None
-        while found is None and time.monotonic() < deadline:
-            ready, _, _ = select.select([proc.stdout], [], [], deadline - time.monotonic())
-            line = proc.stdout.readline() if ready else ""
-            if not line:
-                break
-            if m := ANY_LISTEN_LINE.search(line):
-                found = (m.group(1), int(m.group(2)))
-        assert found is not None, (
-            f"mq {args[0]} did not start: {(workdir / 'stderr.txt').read_text()}"
-        )
-        yield found
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(5)
+from mqcore.remoting import Channel, RemotingClient, RequestDispatcher
 
 
 @dataclass
@@ -398,3 +227,131 @@ class RawBrokerClient:
 
 def send_header(response: RemotingCommand) -> SendMessageResponseHeader:
     return SendMessageResponseHeader.from_command(response)
+
+
+def put(
+    broker: BrokerController,
+    topic: str,
+    queue_id: int = 0,
+    *,
+    keys: str | None = None,
+    uniq: str | None = None,
+    body: bytes = b"hello",
+) -> MessageExt:
+    """Append one message straight to the broker's store; returns it with its offsets."""
+    props = {"TAGS": "TagA"}
+    if keys:
+        props["KEYS"] = keys
+    if uniq:
+        props["UNIQ_KEY"] = uniq
+    msg = MessageExt(
+        topic=topic,
+        body=body,
+        properties=props,
+        queue_id=queue_id,
+        born_timestamp=1_700_000_000_000,
+        born_host=("127.0.0.1", 50000),
+        store_host=("127.0.0.1", broker.server.port),
+    )
+    result = broker.store.put_message(msg)
+    assert result.ok, result
+    return broker.store.look_message(result.wrote_offset)
+
+
+class TestClient:
+    """One connection to the broker; remembers broker-initiated requests by code."""
+
+    __test__ = False  # not a pytest class
+
+    def __init__(self, addr: str, client_id: str) -> None:
+        self.addr = addr
+        self.client_id = client_id
+        self.received: dict[int, list[RemotingCommand]] = {}
+        dispatcher = RequestDispatcher()
+        for code in (
+            RequestCode.NOTIFY_CONSUMER_IDS_CHANGED,
+            RequestCode.RESET_CONSUMER_CLIENT_OFFSET,
+        ):
+            dispatcher.register(code, self._record)
+        self.remoting = RemotingClient(dispatcher)
+
+    def _record(self, channel: Channel, request: RemotingCommand) -> None:
+        self.received.setdefault(request.code, []).append(request)
+
+    def count(self, code: int) -> int:
+        return len(self.received.get(code, []))
+
+    async def invoke(
+        self, code: int, fields: dict[str, str] | None = None, body: bytes = b""
+    ) -> RemotingCommand:
+        return await self.remoting.invoke(
+            self.addr, RemotingCommand.request(code, fields or {}, body), timeout=5.0
+        )
+
+    async def heartbeat(
+        self,
+        consumer_groups: Iterable[str] = (),
+        producer_groups: Iterable[str] = (),
+        topics: Iterable[str] = ("TopicTest",),
+    ) -> RemotingCommand:
+        subs = [SubscriptionData(t, "*", sub_version=1) for t in topics]
+        data = HeartbeatData(
+            self.client_id,
+            [ProducerData(g) for g in producer_groups],
+            [ConsumerData(g, subscription_data_set=list(subs)) for g in consumer_groups],
+        )
+        return await self.invoke(RequestCode.HEART_BEAT, body=data.encode())
+
+    async def close(self) -> None:
+        await self.remoting.close()
+
+
+def topic_wrapper(counter: int, **topics: int) -> TopicConfigSerializeWrapper:
+    return TopicConfigSerializeWrapper(
+        {name: TopicConfig(name, queues, queues) for name, queues in topics.items()},
+        DataVersion(1_700_000_000_000, counter),
+    )
+
+
+async def register(
+    client: RemotingClient,
+    namesrv: str,
+    *,
+    cluster: str,
+    name: str,
+    broker_id: int,
+    addr: str,
+    wrapper: TopicConfigSerializeWrapper,
+) -> RemotingCommand:
+    header = RegisterBrokerRequestHeader(
+        broker_name=name,
+        broker_addr=addr,
+        cluster_name=cluster,
+        ha_server_addr=addr.replace(":109", ":119"),
+        broker_id=broker_id,
+    )
+    body = RegisterBrokerBody(wrapper).encode()
+    request = RemotingCommand.request(RequestCode.REGISTER_BROKER, header.to_ext_fields(), body)
+    return await client.invoke(namesrv, request)
+
+
+async def pull_all(api: MQClientAPI, mq: MessageQueue, group: str = "check") -> list[MessageExt]:
+    """Every message of one queue, through the api layer (no long polling)."""
+    out: list[MessageExt] = []
+    offset = 0
+    while True:
+        result = await api.pull(mq, group=group, offset=offset, suspend=False, timeout=5)
+        if not result.messages and result.next_begin_offset == offset:
+            return out
+        out.extend(result.messages)
+        if result.next_begin_offset <= offset:
+            return out
+        offset = result.next_begin_offset
+
+
+async def pull_topic(api: MQClientAPI, topic: str) -> list[MessageExt]:
+    await api.instance.update_route(topic)
+    out: list[MessageExt] = []
+    for mq in await api.instance.subscribe_queues(topic):
+        out.extend(await pull_all(api, mq))
+    return out

@@ -1,0 +1,13 @@
+"""One home for what tests share (after h11's tests/helpers.py and httpx's conftest):
+
+- :mod:`tests.support.polling`: :func:`until`, the one poll-with-deadline wait;
+- :mod:`tests.support.inproc`: name server and brokers in the test's event loop;
+- :mod:`tests.support.processes`: the same as `mq` processes; :mod:`tests.support.cluster`
+  a whole cluster of them with ways to run the CLI against it;
+- :mod:`tests.support.clients`: raw wire clients; :mod:`tests.support.acl`,
+  :mod:`tests.support.tls_certs`: an ACL cluster, certificates.
+"""
+
+from tests.support.polling import until, until_sync
+
+__all__ = ["until", "until_sync"]
