@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import os
 import sys
-import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -29,20 +28,13 @@ from mqcore.message import MessageExt
 from mqcore.namesrv.config import NamesrvConfig
 from mqcore.namesrv.controller import NamesrvController
 from mqcore.store.store_config import MessageStoreConfig
+from tests.support import until
 
 pytestmark = pytest.mark.timeout(90)
 
 TOPIC = "CliRequests"
 SILENT = "CliNobodyAnswers"
 REPLY_TOPIC = "DefaultCluster_REPLY_TOPIC"
-
-
-async def until(cond: object, timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while not cond():  # type: ignore[operator]
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        await asyncio.sleep(0.02)
 
 
 @pytest.fixture

@@ -18,7 +18,6 @@ from pathlib import Path
 
 import pytest
 
-from mqcore.broker.config import BrokerConfig
 from mqcore.broker.controller import BrokerController
 from mqcore.client.consume_service import ConsumeContext, ConsumeOrderlyStatus, ConsumeStatus
 from mqcore.client.errors import ClientStateError
@@ -31,23 +30,15 @@ from mqcore.client.rebalance import ConsumeFromWhere, MessageModel, MessageSelec
 from mqcore.common.metadata import TopicConfig
 from mqcore.errors import MQBrokerError
 from mqcore.message import MessageExt
-from mqcore.namesrv.config import NamesrvConfig
 from mqcore.namesrv.controller import NamesrvController
 from mqcore.protocol import ResponseCode
 from mqcore.protocol.bodies import MessageQueue
-from mqcore.store.store_config import MessageStoreConfig
+from tests.support import until
+from tests.support.inproc import broker_controller, namesrv_controller
 
 pytestmark = pytest.mark.timeout(60)
 
 _names = itertools.count()
-
-
-async def until(cond: Callable[[], bool], timeout: float = 20.0, what: str = "") -> None:
-    deadline = time.monotonic() + timeout
-    while not cond():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what or cond}")
-        await asyncio.sleep(0.02)
 
 
 @dataclass
@@ -86,24 +77,14 @@ class Cluster:
 
 @contextlib.asynccontextmanager
 async def running_cluster(tmp_path: Path, **broker: object) -> AsyncIterator[Cluster]:
-    namesrv = NamesrvController(
-        NamesrvConfig(
-            listen_port=0, bind_address="127.0.0.1", kv_config_path=str(tmp_path / "kv.json")
-        )
-    )
+    namesrv = namesrv_controller(tmp_path / "kv.json")
     await namesrv.start()
-    controller = BrokerController(
-        BrokerConfig(
-            listen_port=0,
-            broker_ip1="127.0.0.1",
-            broker_name="broker-a",
-            namesrv_addr=namesrv.listen_address,
-            **broker,  # type: ignore[arg-type]
-        ),
-        # Retries are delayed by level 3 + n: keep every level at 1 s for the retry test.
-        MessageStoreConfig(
-            store_path_root_dir=str(tmp_path / "store"), message_delay_level=" ".join(["1s"] * 18)
-        ),
+    # Retries are delayed by level 3 + n: keep every level at 1 s for the retry test.
+    controller = broker_controller(
+        tmp_path / "store",
+        namesrv.listen_address,
+        store={"message_delay_level": " ".join(["1s"] * 18)},
+        **broker,
     )
     await controller.start()
     try:

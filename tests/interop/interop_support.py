@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from mqcore.client import Admin
+from tests.support import until
 
 ALIONS_SCRIPT = Path(__file__).with_name("alions_clients.js")
 
@@ -50,8 +51,4 @@ async def node(alions_dir: Path, *args: str, timeout: float = 60) -> list[dict[s
 
 async def registered(admin: Admin, timeout: float = 15) -> None:
     """Wait (with a deadline) until a broker has registered at the name server."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while not await admin.master_addrs():
-        assert loop.time() < deadline, "the broker never registered"
-        await asyncio.sleep(0.05)
+    await until(admin.master_addrs, timeout, "a broker to register", interval=0.05)

@@ -5,7 +5,6 @@ conftest Python imported first when several test folders run together."""
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from typing import Any
 
@@ -13,16 +12,14 @@ from rich.segment import Segment
 from textual.app import App
 from textual.pilot import Pilot
 
+from tests.support import until
+
 
 async def wait_until(
     pilot: Pilot[None], cond: Callable[[], bool], timeout: float = 15.0, what: str = ""
 ) -> None:
     """Let the app run until ``cond()`` holds; fail at the deadline."""
-    deadline = time.monotonic() + timeout
-    while not cond():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"not within {timeout} s: {what or cond}")
-        await pilot.pause(0.02)
+    await until(cond, timeout, what, pause=lambda: pilot.pause(0.02))
 
 
 async def poll(pilot: Pilot[None], timeout: float = 15.0) -> None:

@@ -17,6 +17,7 @@ from mqcore.protocol import RemotingCommand, RequestCode
 from mqcore.protocol.bodies import SubscriptionData
 from mqcore.protocol.headers import NotifyConsumerIdsChangedRequestHeader
 from mqcore.remoting import Channel, InMemoryNetwork, RequestDispatcher
+from tests.support import until
 
 ADDR = "127.0.0.1:10911"
 
@@ -48,12 +49,6 @@ class Peer:
 
     def info(self, clock: Callable[[], float]) -> ClientChannelInfo:
         return ClientChannelInfo(self.server_channel, self.client_id, "JAVA", 409, clock())
-
-
-async def until(predicate: Callable[[], bool], timeout: float = 2.0) -> None:
-    async with asyncio.timeout(timeout):
-        while not predicate():
-            await asyncio.sleep(0.001)
 
 
 async def settle() -> None:

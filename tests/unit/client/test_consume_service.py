@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Callable
 
 import pytest
 
@@ -22,6 +21,7 @@ from mqcore.client.rebalance import MessageModel
 from mqcore.errors import MQClientError
 from mqcore.message import MessageExt
 from mqcore.protocol.bodies import MessageQueue
+from tests.support import until
 
 MQ = MessageQueue("T", "broker-a", 0)
 
@@ -49,12 +49,6 @@ class SendBack:
 
 def make_msgs(*offsets: int, topic: str = "T") -> list[MessageExt]:
     return [MessageExt(topic=topic, body=b"b%d" % o, queue_offset=o) for o in offsets]
-
-
-async def until(cond: Callable[[], bool], timeout: float = 5.0) -> None:
-    async with asyncio.timeout(timeout):
-        while not cond():
-            await asyncio.sleep(0.005)
 
 
 def setup(pq_started: bool = True) -> tuple[ProcessQueue, RemoteBrokerOffsetStore, SendBack]:

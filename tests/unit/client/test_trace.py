@@ -21,6 +21,7 @@ from mqcore.protocol.bodies.trace import (
     decode_trace_data,
     encode_trace_context,
 )
+from tests.support import until
 
 
 class FakeSender:
@@ -52,12 +53,6 @@ def sub_after(msg_id: str, keys: str | None = None) -> TraceContext:
         request_id="R",
         beans=[TraceBean(msg_id=msg_id, keys=keys)],
     )
-
-
-async def until(cond: Any, timeout: float = 5.0) -> None:
-    async with asyncio.timeout(timeout):
-        while not cond():
-            await asyncio.sleep(0.005)
 
 
 def dispatcher(sender: FakeSender, **kw: Any) -> TraceDispatcher:

@@ -4,8 +4,6 @@ END_TRANSACTION it reports, and its answer to CHECK_TRANSACTION_STATE."""
 from __future__ import annotations
 
 import asyncio
-import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +19,7 @@ from mqcore.message.properties import decode_properties
 from mqcore.protocol import RemotingCommand, RequestCode, ResponseCode
 from mqcore.protocol.headers import CheckTransactionStateRequestHeader, EndTransactionRequestHeader
 from mqcore.remoting import Channel
+from tests.support import until
 
 COMMIT = LocalTransactionState.COMMIT_MESSAGE
 ROLLBACK = LocalTransactionState.ROLLBACK_MESSAGE
@@ -64,13 +63,6 @@ def broker_of(cluster: FakeCluster) -> TxBroker:
 
 def tx_producer(cluster: FakeCluster, **kw: Any) -> TransactionProducer:
     return TransactionProducer("tpg", namesrv=NAMESRV, client_config=cluster.config(), **kw)
-
-
-async def until(cond: Callable[[], bool], timeout: float = 5.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not cond():
-        assert time.monotonic() < deadline, "timed out"
-        await asyncio.sleep(0.01)
 
 
 def test_states_and_the_unknow_alias() -> None:

@@ -10,7 +10,7 @@ import asyncio
 import logging
 import struct
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 
 import pytest
 
@@ -18,18 +18,13 @@ from mqcore.errors import ConfigError
 from mqcore.protocol import RemotingCommand, RequestCode, encode
 from mqcore.remoting import Channel, ChannelLimits, RemotingClient, RemotingServer
 from mqcore.remoting.dispatcher import RequestDispatcher
+from tests.support import until
 
 from .test_channel_writes import RecordingTransport
 
 ROUTE = RequestCode.GET_ROUTEINFO_BY_TOPIC
 HELD = 9999  # a request code whose processor waits for the test
 FOREVER = 10_000.0
-
-
-async def until(predicate: Callable[[], bool], timeout: float = 5.0) -> None:
-    async with asyncio.timeout(timeout):
-        while not predicate():
-            await asyncio.sleep(0.01)
 
 
 async def closed_by_peer(reader: asyncio.StreamReader, timeout: float = 5.0) -> bool:

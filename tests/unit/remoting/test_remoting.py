@@ -29,16 +29,9 @@ from mqcore.remoting import (
     RemotingConnectError,
     RemotingServer,
 )
+from tests.support import until
 
 ROUTE = RequestCode.GET_ROUTEINFO_BY_TOPIC
-
-
-async def until(predicate: object, timeout: float = 5.0) -> None:
-    """Poll ``predicate()`` until true or fail at the deadline (no sleep-as-sync)."""
-    assert callable(predicate)
-    async with asyncio.timeout(timeout):
-        while not predicate():
-            await asyncio.sleep(0.005)
 
 
 def echo(channel: Channel, request: RemotingCommand) -> RemotingCommand:
