@@ -6,17 +6,15 @@ from __future__ import annotations
 
 import asyncio
 import os
-import sys
 import time
 from pathlib import Path
 
+from tui_fakes import NOW_MS, FakePoller
+
+from mqcli.tui.app import VIEWS, MQApp
+from mqcore.message import MessageExt
+
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
-
-from tui_fakes import NOW_MS, FakePoller  # noqa: E402
-
-from mqcli.tui.app import VIEWS, MQApp  # noqa: E402
-from mqcore.message import MessageExt  # noqa: E402
 
 SIZE = (140, 40)
 OUT = HERE / "snapshots"
