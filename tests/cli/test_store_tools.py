@@ -10,10 +10,17 @@ import struct
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 MqRunner = Callable[..., subprocess.CompletedProcess[str]]
+
+
+def dump_json(mq: MqRunner, *args: str) -> list[Any]:
+    """`mq store dump ARGS --json`, which must succeed: one document per line."""
+    done = mq("store", "dump", *args, "--json", check=True)
+    return [json.loads(line) for line in done.stdout.splitlines()]
 
 
 def _digest(root: Path) -> dict[str, tuple[str, float]]:
@@ -123,17 +130,7 @@ def test_query_finds_keys_in_real_index(mq: MqRunner, fixture_store: Path) -> No
 
 
 def test_dump_commitlog_bare_name_and_json_fields(mq: MqRunner, fixture_store: Path) -> None:
-    out = mq(
-        "store",
-        "dump",
-        "commitlog",
-        "00000000000000000000",
-        "--store",
-        str(fixture_store),
-        "--json",
-        check=True,
-    ).stdout.splitlines()
-    records = [json.loads(x) for x in out]
+    records = dump_json(mq, "commitlog", "00000000000000000000", "--store", str(fixture_store))
     assert len(records) == 120
     first = records[0]
     for name in (
@@ -170,72 +167,28 @@ def test_dump_commitlog_bare_name_and_json_fields(mq: MqRunner, fixture_store: P
 
 def test_dump_commitlog_filters(mq: MqRunner, fixture_store: Path) -> None:
     path = str(fixture_store / "commitlog" / "00000000000000000000")
-    sched = mq(
-        "store", "dump", "commitlog", path, "--topic", "SCHEDULE_TOPIC_XXXX", "--json", check=True
-    ).stdout.splitlines()
+    sched = dump_json(mq, "commitlog", path, "--topic", "SCHEDULE_TOPIC_XXXX")
     assert len(sched) == 10
-    two = [
-        json.loads(x)
-        for x in mq(
-            "store",
-            "dump",
-            "commitlog",
-            path,
-            "--from",
-            "197",
-            "--limit",
-            "2",
-            "--json",
-            check=True,
-        ).stdout.splitlines()
-    ]
+    two = dump_json(mq, "commitlog", path, "--from", "197", "--limit", "2")
     assert [r["commitLogOffset"] for r in two] == [197, 394]
     text = mq("store", "dump", "commitlog", path, "-n", "1", check=True).stdout
     assert "FixtureTopic:0#0" in text and "body-0" in text
 
 
 def test_dump_consumequeue(mq: MqRunner, fixture_store: Path) -> None:
-    rows = [
-        json.loads(x)
-        for x in mq(
-            "store",
-            "dump",
-            "consumequeue",
-            "FixtureTopic",
-            "0",
-            "-s",
-            str(fixture_store),
-            "--json",
-            check=True,
-        ).stdout.splitlines()
-    ]
+    rows = dump_json(mq, "consumequeue", "FixtureTopic", "0", "-s", str(fixture_store))
     assert len(rows) == 28
     assert rows[0] == {"queueOffset": 0, "commitLogOffset": 0, "size": 197, "tagsCode": 2598919}
-    file_rows = mq(
-        "store",
-        "dump",
-        "consumequeue",
-        str(fixture_store / "consumequeue/SCHEDULE_TOPIC_XXXX/2/00000000000000000000"),
-        "--json",
-        check=True,
-    ).stdout.splitlines()
+    cq_file = fixture_store / "consumequeue/SCHEDULE_TOPIC_XXXX/2/00000000000000000000"
+    file_rows = dump_json(mq, "consumequeue", str(cq_file))
     assert len(file_rows) == 10
     bad = mq("store", "dump", "consumequeue", "NoTopic", "0", "-s", str(fixture_store))
     assert bad.returncode == 1 and "no consume queue NoTopic:0" in bad.stderr
 
 
 def test_dump_index_and_config(mq: MqRunner, fixture_store: Path) -> None:
-    lines = mq(
-        "store",
-        "dump",
-        "index",
-        "20261129184202721",
-        "-s",
-        str(fixture_store),
-        "--json",
-        check=True,
-    ).stdout.splitlines()
-    header = json.loads(lines[0])["header"]
+    lines = dump_json(mq, "index", "20261129184202721", "-s", str(fixture_store))
+    header = lines[0]["header"]
     assert header["indexCount"] == 241 and header["maxHashSlotNum"] == 100
     assert len(lines) == 1 + 240
     cfg = json.loads(
