@@ -46,6 +46,7 @@ from mqcore.remoting import Channel, Processor
 from mqcore.store.metadata import (
     PERM_READ,
     PERM_WRITE,
+    ConsumerFilterManager,
     SubscriptionGroupConfig,
     SubscriptionGroupManager,
     TopicConfig,
@@ -408,19 +409,19 @@ def _compile_sql92(expression: str) -> str | None:
 
 
 def filter_listener(
-    controller: BrokerController, persister: ConfigPersister
+    filters: ConsumerFilterManager, config: BrokerConfig, persister: ConfigPersister
 ) -> ConsumerGroupListener:
     """Keep ``consumerFilter.json`` in step with SQL92 subscriptions, as RocketMQ's
     ConsumerFilterManager is fed by the same REGISTER / UNREGISTER events: a group gone
     is marked dead, not removed (see :mod:`mqcore.store.metadata.consumer_filter`); the
-    file is written (by ``persister``) soon after the table changes."""
-    filters = controller.consumer_filter_manager
+    file is written (by ``persister``) soon after the table changes; ``config``'s
+    ``enablePropertyFilter`` is read at each event (it can change at run time)."""
 
     def on_event(event: ConsumerGroupEvent, group: str, args: Sequence[object]) -> None:
         now_ms = time.time_ns() // 1_000_000
         if event is ConsumerGroupEvent.UNREGISTER:
             changed = filters.unregister(group, now_ms)
-        elif event is ConsumerGroupEvent.REGISTER and controller.config.enable_property_filter:
+        elif event is ConsumerGroupEvent.REGISTER and config.enable_property_filter:
             subs = [
                 (s.topic, s.sub_string, s.expression_type or "TAG", s.sub_version)
                 for s in args
@@ -467,7 +468,8 @@ def register(controller: BrokerController) -> ClientProcessor:
     serve(controller.servers, table)
     for server in controller.servers:
         server.add_close_listener(proc.channel_closed)
-    controller.consumer_manager.listeners.append(filter_listener(controller, persister))
+    listener = filter_listener(controller.consumer_filter_manager, controller.config, persister)
+    controller.consumer_manager.listeners.append(listener)
 
     def clean_filters() -> None:
         """Drop filter entries dead for too long, writing the file only when some went."""
