@@ -54,6 +54,7 @@ from mqcore.broker.stats import BrokerStatsManager
 from mqcore.broker.store_stats import observe_store
 from mqcore.broker.topics import TopicService
 from mqcore.common.aio import cancel_and_wait, wait_event
+from mqcore.protocol import DEFAULT_MAX_FRAME
 from mqcore.remoting import ChannelLimits, RemotingServer
 from mqcore.remoting.tls import ServerTls, client_context_from_config
 from mqcore.store.message_store import MessageStore
@@ -479,6 +480,4 @@ async def _maybe_await(value: object) -> None:
 
 def _max_frame(store_config: MessageStoreConfig) -> int:
     """Frames must carry a full batch plus headers."""
-    from mqcore.protocol import DEFAULT_MAX_FRAME
-
     return max(DEFAULT_MAX_FRAME, store_config.max_message_size + 1024 * 1024)
