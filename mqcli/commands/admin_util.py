@@ -189,6 +189,26 @@ def group_option(required: bool = True, help_text: str = "Consumer group.") -> A
     )
 
 
+GroupArg = typer.Argument(
+    None,
+    metavar="GROUP",
+    help="Consumer group (or -g).",
+    autocompletion=complete_group,
+    show_default=False,
+)
+"""A group command's GROUP, which may be given as ``-g`` instead (see resolve_group)."""
+
+
+def resolve_group(positional: str | None, option: str | None) -> str:
+    """The group of ``GROUP`` or ``-g GROUP`` (the same one if both are given)."""
+    if positional and option and positional != option:
+        raise typer.BadParameter(f"two groups given: {positional!r} and -g {option!r}")
+    group = positional or option
+    if not group:
+        raise typer.BadParameter("give the consumer group as GROUP or -g GROUP")
+    return check_group(group)
+
+
 def topic_kind(topic: str, cluster_and_broker_names: frozenset[str] = frozenset()) -> str:
     """normal, retry, dlq or system (RocketMQ's TopicValidator system set: RMQ_SYS_*,
     SCHEDULE_TOPIC_XXXX, TBW102, ..., ``<cluster>_REPLY_TOPIC`` and the cluster and broker

@@ -5,6 +5,10 @@ updateSubGroup / deleteSubGroup see them, plus the group's dead letters.
 Lag is shown in messages and as an age (now minus the store time of the first
 unconsumed message), never negative (apache/rocketmq#6600); a reset shows old -> new per
 queue and asks before it changes anything (apache/rocketmq-dashboard#3993, rpk seek).
+
+``reset``, ``dlq`` and ``clone-offsets`` live in :mod:`.group_reset`, :mod:`.group_dlq`
+and :mod:`.group_offsets`; :func:`register` adds every command in the order
+``mq group --help`` lists them.
 """
 
 from __future__ import annotations
@@ -16,22 +20,22 @@ from typing import Any
 import typer
 from rich.markup import escape
 
+from mqcli.commands import group_dlq, group_offsets, group_reset
 from mqcli.commands.admin_util import (
     SYSTEM_GROUPS,
-    TOOLS_GROUP,
+    GroupArg,
     JsonOpt,
     WatchOpt,
     YesOpt,
     admin_session,
-    check_group,
-    complete_group,
     confirm,
     group_option,
+    resolve_group,
     topic_option,
     watch,
 )
 from mqcli.connect import NamesrvOpt, run_async
-from mqcli.output import console, err_console, fail, print_json, print_json_line
+from mqcli.output import console, fail, print_json, print_json_line
 from mqcli.render import fmt_ts
 from mqcli.tables import (
     FormatOpt,
@@ -42,8 +46,7 @@ from mqcli.tables import (
     print_table,
     resolve_format,
 )
-from mqcli.timespec import Kind, Position, TimespecError, parse_position
-from mqcore.client import Admin, QueueProgress, ResetRow
+from mqcore.client import Admin, QueueProgress
 from mqcore.common.metadata import SubscriptionGroupConfig
 from mqcore.errors import MQBrokerError, MQError
 from mqcore.protocol import ResponseCode
@@ -53,13 +56,6 @@ group_app = typer.Typer(
     help="Consumer groups: lag, members, offset resets, dead letters.", no_args_is_help=True
 )
 
-GroupArg = typer.Argument(
-    None,
-    metavar="GROUP",
-    help="Consumer group (or -g).",
-    autocompletion=complete_group,
-    show_default=False,
-)
 ClusterOpt = typer.Option(
     None, "--cluster", "-c", help="Only the masters of this cluster (default: every cluster)."
 )
@@ -69,15 +65,6 @@ LAG_CAVEAT = (
 )
 
 
-def resolve_group(positional: str | None, option: str | None) -> str:
-    if positional and option and positional != option:
-        raise typer.BadParameter(f"two groups given: {positional!r} and -g {option!r}")
-    group = positional or option
-    if not group:
-        raise typer.BadParameter("give the consumer group as GROUP or -g GROUP")
-    return check_group(group)
-
-
 def _is_system_group(name: str) -> bool:
     return name in SYSTEM_GROUPS or name.startswith("CID_RMQ_SYS_")
 
@@ -85,7 +72,6 @@ def _is_system_group(name: str) -> bool:
 # -- list ------------------------------------------------------------------------------------
 
 
-@group_app.command("list")
 def list_groups(
     topic: str | None = topic_option(False, "Only groups that consume this topic."),
     show_all: bool = typer.Option(False, "--all", "-a", help="Also the system groups."),
@@ -209,7 +195,6 @@ def _lag_json(group: str, rows: list[QueueProgress], now_ms: int) -> dict[str, A
     }
 
 
-@group_app.command("lag")
 def lag(
     group: str | None = GroupArg,
     group_opt: str | None = group_option(False),
@@ -277,211 +262,9 @@ def lag(
     run_async(go())
 
 
-# -- reset -----------------------------------------------------------------------------------
-
-
-@group_app.command("reset")
-def reset(
-    group: str | None = GroupArg,
-    group_opt: str | None = group_option(False),
-    topic: str = topic_option(True, "Topic whose offsets to move."),
-    to_offset: int | None = typer.Option(
-        None, "--to-offset", help="This offset in every queue (clamped to min..max)."
-    ),
-    to_time: str | None = typer.Option(
-        None,
-        "--to-time",
-        metavar="TIME",
-        help="The first message stored at or after TIME, a time of consume --from "
-        "(@-1h, @2026-01-02T10:00, @<epoch ms>, now; the @ may be left out).",
-    ),
-    to: str | None = typer.Option(
-        None,
-        "--to",
-        metavar="POSITION",
-        help="Where to move, in the grammar of consume --from: end|last (skip the backlog), "
-        "begin|first (replay all), an offset (42), +N / -N (N after the first / before the "
-        "end), a time @2026-01-02T10:00, @<epoch ms>, @-1h, or now.",
-    ),
-    yes: bool = YesOpt,
-    as_json: bool = JsonOpt,
-    namesrv: str | None = NamesrvOpt,
-) -> None:
-    """Move a group's offsets on a topic: shows old -> new per queue, asks, then applies.
-
-    Offline groups get the offsets written directly; with members online a reset by
-    time or to end/begin goes through the broker, which tells the members.
-
-    Examples:
-      mq group reset billing -t Orders --to @-1h
-      mq group reset billing -t Orders --to end --yes
-      mq group reset billing -t Orders --to -100
-    """
-    group = resolve_group(group, group_opt)
-    if sum(x is not None for x in (to_offset, to_time, to)) != 1:
-        raise typer.BadParameter("give exactly one of --to, --to-offset, --to-time")
-    time_ms: int | None = None
-    relative: Position | None = None
-    to_end = to_begin = False
-    if to_time is not None:
-        try:
-            time_ms = _reset_time(to_time)
-        except TimespecError as exc:
-            raise typer.BadParameter(str(exc), param_hint="--to-time") from None
-    if to is not None:
-        try:
-            position = parse_position(to)
-        except TimespecError as exc:
-            raise typer.BadParameter(str(exc), param_hint="--to") from None
-        to_end, to_begin = position.kind is Kind.LAST, position.kind is Kind.FIRST
-        if position.kind is Kind.OFFSET:
-            to_offset = position.value
-        elif position.kind is Kind.TIME:
-            time_ms = position.value
-        elif position.kind in (Kind.AFTER_FIRST, Kind.BEFORE_LAST):
-            relative = position
-
-    async def go() -> None:
-        async with admin_session(namesrv) as admin:
-            await admin.topic_route(topic)  # a clear error for an unknown topic
-            if relative is not None:
-                plan = await _plan_relative(admin, group, topic, relative)
-            else:
-                plan = await admin.plan_reset(
-                    group,
-                    topic,
-                    to_offset=to_offset,
-                    to_time_ms=time_ms,
-                    to_end=to_end,
-                    to_begin=to_begin,
-                )
-            if time_ms is not None:
-                plan = await _at_or_after(admin, plan, time_ms)
-            _print_plan(group, topic, plan, as_json)
-            if all(r.old_offset == r.new_offset for r in plan):
-                err_console.print("nothing to change")
-                return
-            if not yes and not confirm(f"Apply this reset to group {group}?"):
-                fail("not applied", hint="add --yes to apply without asking")
-            members = await _members(admin, group)
-            if members and (to_offset is not None or relative is not None):
-                fail(
-                    f"group {group} has {members} member(s) online; they keep offsets in memory"
-                    " and would overwrite a reset to an offset",
-                    hint="stop them first, or reset with --to-time / --to end|begin",
-                )
-            if members:
-                stamp = -1 if to_end else 0 if to_begin else time_ms
-                assert stamp is not None
-                # The broker resets only queues the group has offsets for: write the plan
-                # first, then let the broker tell the members (RESET_CONSUMER_CLIENT_OFFSET).
-                await admin.apply_reset(group, plan)
-                result = await admin.reset_offset_by_time(group, topic, stamp)
-                changed = len(result)
-                how = f"through the broker; {members} member(s) told"
-            else:
-                await admin.apply_reset(group, plan)
-                changed = len(plan)
-                how = "written directly (no member online)"
-        err_console.print(f"reset {changed} queue(s) of {group} on {topic}: {how}")
-
-    run_async(go())
-
-
-def _reset_time(text: str) -> int:
-    """--to-time: a time in consume --from's grammar, its leading ``@`` optional."""
-    spec = text.strip()
-    if not spec.startswith("@") and spec.lower() != "now":
-        spec = f"@{spec}"
-    return parse_position(spec).time_ms()
-
-
-async def _plan_relative(
-    admin: Admin, group: str, topic: str, position: Position
-) -> list[ResetRow]:
-    """``+N`` / ``-N``: N after the first or before the end of each queue (mqadmin's
-    skipAccumulatedMessage generalised), clamped to the queue."""
-    firsts = await admin.plan_reset(group, topic, to_begin=True)
-    ends = {r.mq: r.new_offset for r in await admin.plan_reset(group, topic, to_end=True)}
-    return [
-        ResetRow(r.mq, r.old_offset, position.clamp(r.new_offset, ends.get(r.mq, r.new_offset)))
-        for r in firsts
-    ]
-
-
-async def _at_or_after(admin: Admin, plan: list[ResetRow], time_ms: int) -> list[ResetRow]:
-    """SEARCH_OFFSET_BY_TIMESTAMP answers the *nearest* message (RocketMQ's semantics, and
-    the last one for a later time); a reset wants the first stored at or after the time,
-    as the broker's own reset by time does. One single-message pull per queue settles it."""
-    api = admin.instance.api
-
-    async def fix(row: ResetRow) -> ResetRow:
-        if row.new_offset >= await api.max_offset(row.mq):
-            return row
-        result = await api.pull(
-            row.mq, group=TOOLS_GROUP, offset=row.new_offset, max_nums=1, suspend=False
-        )
-        if result.messages and result.messages[0].store_timestamp < time_ms:
-            return ResetRow(row.mq, row.old_offset, row.new_offset + 1)
-        return row
-
-    await admin.instance.update_route(plan[0].mq.topic) if plan else None
-    return list(await asyncio.gather(*(fix(r) for r in plan)))
-
-
-async def _members(admin: Admin, group: str) -> int:
-    try:
-        return len((await admin.consumer_connections(group)).connection_set)
-    except MQBrokerError as exc:
-        if exc.code == ResponseCode.CONSUMER_NOT_ONLINE:
-            return 0
-        raise
-
-
-def _print_plan(group: str, topic: str, plan: list[ResetRow], as_json: bool) -> None:
-    if as_json:
-        print_json(
-            {
-                "group": group,
-                "topic": topic,
-                "queues": [
-                    {
-                        "broker": r.mq.broker_name,
-                        "queueId": r.mq.queue_id,
-                        "oldOffset": r.old_offset,
-                        "newOffset": r.new_offset,
-                    }
-                    for r in plan
-                ],
-            }
-        )
-        return
-    table = make_table(
-        f"Reset of {escape(group)} on {escape(topic)}",
-        "BROKER",
-        "QUEUE",
-        "OLD",
-        "NEW",
-        "CHANGE",
-        count=len(plan),
-    )
-    for r in plan:
-        old = r.old_offset if r.old_offset is not None and r.old_offset >= 0 else None
-        change = "-" if old is None else f"{r.new_offset - old:+d}"
-        table.add_row(
-            escape(r.mq.broker_name),
-            str(r.mq.queue_id),
-            cell(old),
-            str(r.new_offset),
-            change if change != "+0" else "0",
-        )
-    print_table(table)
-
-
 # -- clients ---------------------------------------------------------------------------------
 
 
-@group_app.command("clients")
 def clients(
     group: str | None = GroupArg,
     group_opt: str | None = group_option(False),
@@ -540,7 +323,6 @@ def _print_connections(group: str, conn: ConsumerConnection, fmt: str) -> None:
 # -- create / delete -------------------------------------------------------------------------
 
 
-@group_app.command("create")
 def create(
     group: str | None = GroupArg,
     group_opt: str | None = group_option(False),
@@ -601,7 +383,6 @@ def create(
     run_async(go())
 
 
-@group_app.command("delete")
 def delete(
     group: str | None = GroupArg,
     group_opt: str | None = group_option(False),
@@ -633,8 +414,12 @@ def delete(
 
 
 def register(app: typer.Typer) -> None:
-    from mqcli.commands import group_dlq, group_offsets
-
+    group_app.command("list")(list_groups)
+    group_app.command("lag")(lag)
+    group_reset.register(group_app)
+    group_app.command("clients")(clients)
+    group_app.command("create")(create)
+    group_app.command("delete")(delete)
     group_dlq.register(group_app)
     group_offsets.register(group_app)
     app.add_typer(group_app, name="group")

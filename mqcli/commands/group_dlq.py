@@ -8,8 +8,14 @@ from __future__ import annotations
 import typer
 from rich.markup import escape
 
-from mqcli.commands.admin_util import TOOLS_GROUP, JsonOpt, admin_session, group_option
-from mqcli.commands.group import GroupArg, resolve_group
+from mqcli.commands.admin_util import (
+    TOOLS_GROUP,
+    GroupArg,
+    JsonOpt,
+    admin_session,
+    group_option,
+    resolve_group,
+)
 from mqcli.connect import NamesrvOpt, run_async
 from mqcli.output import console, fail, print_json_line
 from mqcli.render import fmt_ts, message_json, preview
