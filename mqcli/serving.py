@@ -19,14 +19,19 @@ import sys
 from collections.abc import Awaitable, Callable
 from logging.handlers import RotatingFileHandler
 from pathlib import Path
+from typing import Any
 
 import typer
 
 from mqcore.errors import ConfigError
 
 __all__ = [
+    "PrintConfigOpt",
     "broker_log_name",
+    "config_option",
     "is_local_address",
+    "listen_option",
+    "log_dir_option",
     "namesrv_log_name",
     "parse_listen",
     "serve_until_signal",
@@ -34,6 +39,32 @@ __all__ = [
 ]
 
 _LOG_FORMAT = "%(asctime)s %(levelname)-5s %(name)s - %(message)s"
+
+
+PrintConfigOpt = typer.Option(
+    False, "-p", "--print-config", help="Print the effective configuration and exit."
+)
+
+
+def config_option(help_text: str) -> Any:
+    """``-c/--config``: the server's properties file (RocketMQ's keys)."""
+    return typer.Option(None, "-c", "--config", help=help_text, dir_okay=False)
+
+
+def listen_option(default_text: str) -> Any:
+    """``--listen HOST:PORT`` (see :func:`parse_listen`); ``default_text`` says what
+    happens without it."""
+    return typer.Option(
+        None,
+        "--listen",
+        metavar="HOST:PORT",
+        help=f"Address to listen on ({default_text}).",
+    )
+
+
+def log_dir_option(help_text: str) -> Any:
+    """``--log-dir DIR``: where the server's own log file goes."""
+    return typer.Option(None, "--log-dir", metavar="DIR", help=help_text, file_okay=False)
 
 
 def parse_listen(value: str, flag: str = "--listen") -> tuple[str, int]:

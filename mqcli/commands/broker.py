@@ -18,8 +18,12 @@ import typer
 
 from mqcli import output
 from mqcli.serving import (
+    PrintConfigOpt,
     broker_log_name,
+    config_option,
     is_local_address,
+    listen_option,
+    log_dir_option,
     parse_listen,
     serve_until_signal,
     setup_logging,
@@ -150,31 +154,16 @@ def broker(
         metavar="ADDRS",
         help='Name servers, "host:port;host:port" (overrides namesrvAddr / $NAMESRV_ADDR).',
     ),
-    config_file: Path | None = typer.Option(
-        None,
-        "-c",
-        "--config",
-        help="Properties file with RocketMQ broker and store keys (broker.conf).",
-        dir_okay=False,
+    config_file: Path | None = config_option(
+        "Properties file with RocketMQ broker and store keys (broker.conf)."
     ),
-    print_config: bool = typer.Option(
-        False, "-p", "--print-config", help="Print the effective configuration and exit."
-    ),
-    listen: str | None = typer.Option(
-        None,
-        "--listen",
-        metavar="HOST:PORT",
-        help="Address to listen on (default 0.0.0.0:10911; port 0 picks a free pair).",
-    ),
+    print_config: bool = PrintConfigOpt,
+    listen: str | None = listen_option("default 0.0.0.0:10911; port 0 picks a free pair"),
     store: Path | None = typer.Option(
         None, "--store", metavar="DIR", help="Store root (overrides storePathRootDir)."
     ),
-    log_dir: Path | None = typer.Option(
-        None,
-        "--log-dir",
-        metavar="DIR",
-        help="Directory of broker-<brokerName>.log (overrides logDir; default <store>/logs).",
-        file_okay=False,
+    log_dir: Path | None = log_dir_option(
+        "Directory of broker-<brokerName>.log (overrides logDir; default <store>/logs)."
     ),
 ) -> None:
     """Run a broker: stores messages, serves producers and consumers, registers routes.

@@ -14,7 +14,16 @@ from pathlib import Path
 import typer
 
 from mqcli import output
-from mqcli.serving import namesrv_log_name, parse_listen, serve_until_signal, setup_logging
+from mqcli.serving import (
+    PrintConfigOpt,
+    config_option,
+    listen_option,
+    log_dir_option,
+    namesrv_log_name,
+    parse_listen,
+    serve_until_signal,
+    setup_logging,
+)
 from mqcore.errors import ConfigError, MQError
 from mqcore.namesrv import NamesrvConfig, NamesrvController
 from mqcore.remoting import run, uvloop_available
@@ -41,29 +50,12 @@ async def _serve(config: NamesrvConfig, log_file: Path) -> None:
 
 
 def namesrv(
-    config_file: Path | None = typer.Option(
-        None,
-        "-c",
-        "--config",
-        help="Properties file with RocketMQ keys (listenPort, ...).",
-        dir_okay=False,
+    config_file: Path | None = config_option(
+        "Properties file with RocketMQ keys (listenPort, ...)."
     ),
-    print_config: bool = typer.Option(
-        False, "-p", "--print-config", help="Print the effective configuration and exit."
-    ),
-    listen: str | None = typer.Option(
-        None,
-        "--listen",
-        metavar="HOST:PORT",
-        help="Address to listen on (default 0.0.0.0:9876; port 0 picks a free one).",
-    ),
-    log_dir: Path | None = typer.Option(
-        None,
-        "--log-dir",
-        metavar="DIR",
-        help="Directory of namesrv-<port>.log (overrides logDir).",
-        file_okay=False,
-    ),
+    print_config: bool = PrintConfigOpt,
+    listen: str | None = listen_option("default 0.0.0.0:9876; port 0 picks a free one"),
+    log_dir: Path | None = log_dir_option("Directory of namesrv-<port>.log (overrides logDir)."),
 ) -> None:
     """Run a name server: brokers register here, clients look up topic routes.
 
