@@ -10,7 +10,7 @@ says how much there was. The delay-level table lives here because ``mq store ins
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Protocol
 
 import typer
@@ -39,6 +39,7 @@ __all__ = [
     "plain_lines",
     "print_table",
     "resolve_format",
+    "rows_table",
 ]
 
 OUTPUT_FORMATS = ("table", "wide", "json")
@@ -253,6 +254,20 @@ def make_table(title: str, *columns: str, count: int | None = None) -> Table:
     for col in columns:
         text = col in _TEXT_COLUMNS or col.endswith(_TEXT_SUFFIXES)
         table.add_column(col, justify="left" if text else "right", no_wrap=col in ("TOPIC",))
+    return table
+
+
+Row = dict[str, Any]
+
+
+def rows_table(
+    title: str, columns: Mapping[str, Callable[[Row], str]], rows: Sequence[Row]
+) -> Table:
+    """:func:`make_table` filled from the rows a command also prints as JSON: each column
+    is its header and how to show a row's value, side by side, so they cannot drift."""
+    table = make_table(title, *columns, count=len(rows))
+    for row in rows:
+        table.add_row(*(show(row) for show in columns.values()))
     return table
 
 

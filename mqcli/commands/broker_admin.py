@@ -27,7 +27,7 @@ from mqcli.commands.admin_util import (
 from mqcli.connect import NamesrvOpt, run_async
 from mqcli.output import console, fail, print_json
 from mqcli.render import fmt_ts
-from mqcli.tables import FormatOpt, make_table, print_table, resolve_format
+from mqcli.tables import FormatOpt, make_table, print_table, resolve_format, rows_table
 from mqcore.errors import MQBrokerError
 from mqcore.protocol.bodies.store_admin import ConsumeStatsList
 
@@ -123,30 +123,22 @@ def consume_stats(
             print_json(docs)
             return
         for doc in docs:
-            rows = doc["queues"]
-            table = make_table(
+            table = rows_table(
                 f"Consume stats of {escape(doc['brokerAddr'])} · {doc['totalDiff']} behind in all",
-                "TOPIC",
-                "GROUP",
-                "BROKER",
-                "QUEUE",
-                "BROKER-OFFSET",
-                "CONSUMER-OFFSET",
-                "LAG",
-                "LAST-CONSUMED",
-                count=len(rows),
+                {
+                    "TOPIC": lambda r: escape(r["topic"]),
+                    "GROUP": lambda r: escape(r["group"]),
+                    "BROKER": lambda r: escape(r["brokerName"]),
+                    "QUEUE": lambda r: str(r["queueId"]),
+                    "BROKER-OFFSET": lambda r: str(r["brokerOffset"]),
+                    "CONSUMER-OFFSET": lambda r: str(r["consumerOffset"]),
+                    "LAG": lambda r: f"[yellow]{r['lag']}[/]" if r["lag"] > 0 else "0",
+                    "LAST-CONSUMED": lambda r: (
+                        fmt_ts(r["lastTimestamp"]) if r["lastTimestamp"] else "-"
+                    ),
+                },
+                doc["queues"],
             )
-            for r in rows:
-                table.add_row(
-                    escape(r["topic"]),
-                    escape(r["group"]),
-                    escape(r["brokerName"]),
-                    str(r["queueId"]),
-                    str(r["brokerOffset"]),
-                    str(r["consumerOffset"]),
-                    f"[yellow]{r['lag']}[/]" if r["lag"] > 0 else "0",
-                    fmt_ts(r["lastTimestamp"]) if r["lastTimestamp"] else "-",
-                )
             print_table(table, fmt)
 
     run_async(go())
@@ -264,27 +256,19 @@ def producers(
         if fmt == "json":
             print_json(rows)
             return
-        table = make_table(
+        table = rows_table(
             "Producers",
-            "BROKER",
-            "GROUP",
-            "CLIENT-ID",
-            "ADDRESS",
-            "LANGUAGE",
-            "VERSION",
-            "LAST-HEARTBEAT",
-            count=len(rows),
+            {
+                "BROKER": lambda r: escape(r["broker"]),
+                "GROUP": lambda r: escape(r["group"]),
+                "CLIENT-ID": lambda r: escape(r["clientId"]),
+                "ADDRESS": lambda r: escape(r["remoteIP"].lstrip("/")),
+                "LANGUAGE": lambda r: str(r["language"]),
+                "VERSION": lambda r: str(r["version"]),
+                "LAST-HEARTBEAT": lambda r: fmt_ts(r["lastUpdateTimestamp"]),
+            },
+            rows,
         )
-        for r in rows:
-            table.add_row(
-                escape(r["broker"]),
-                escape(r["group"]),
-                escape(r["clientId"]),
-                escape(r["remoteIP"].lstrip("/")),
-                r["language"],
-                str(r["version"]),
-                fmt_ts(r["lastUpdateTimestamp"]),
-            )
         print_table(table, fmt)
 
     run_async(go())

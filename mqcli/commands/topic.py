@@ -34,6 +34,7 @@ from mqcli.tables import (
     parse_perm,
     print_table,
     resolve_format,
+    rows_table,
 )
 from mqcore.client import Admin, QueueStatus, TopicRouteNotFoundError
 from mqcore.protocol.bodies import TopicRouteData
@@ -119,28 +120,19 @@ def _route_rows(route: TopicRouteData) -> list[dict[str, Any]]:
 
 
 def _print_route(topic: str, route: TopicRouteData, fmt: str = "table") -> None:
-    rows = _route_rows(route)
-    table = make_table(
+    table = rows_table(
         f"Route of {escape(topic)}",
-        "BROKER",
-        "CLUSTER",
-        "ADDRESS",
-        "SLAVES",
-        "READ-QUEUES",
-        "WRITE-QUEUES",
-        "PERM",
-        count=len(rows),
+        {
+            "BROKER": lambda r: escape(r["broker"]),
+            "CLUSTER": lambda r: cell(r["cluster"]),
+            "ADDRESS": lambda r: cell(r["master"]),
+            "SLAVES": lambda r: cell(", ".join(r["slaves"])),
+            "READ-QUEUES": lambda r: str(r["readQueueNums"]),
+            "WRITE-QUEUES": lambda r: str(r["writeQueueNums"]),
+            "PERM": lambda r: str(r["permText"]),
+        },
+        _route_rows(route),
     )
-    for r in rows:
-        table.add_row(
-            escape(r["broker"]),
-            cell(r["cluster"]),
-            cell(r["master"]),
-            cell(", ".join(r["slaves"])),
-            str(r["readQueueNums"]),
-            str(r["writeQueueNums"]),
-            r["permText"],
-        )
     print_table(table, fmt)
     if route.order_topic_conf:
         console.print(f"order conf: {escape(route.order_topic_conf)}")
