@@ -7,7 +7,6 @@ The names below are imported on first use (PEP 562): a client that only signs re
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -55,14 +54,6 @@ _HOMES = {
 """Exported name -> the submodule that defines it."""
 
 if not TYPE_CHECKING:
+    from mqcore.common.lazy import lazy_names
 
-    def __getattr__(name: str) -> object:
-        home = _HOMES.get(name)
-        if home is None:
-            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-        value = getattr(importlib.import_module(f"{__name__}.{home}"), name)
-        globals()[name] = value
-        return value
-
-    def __dir__() -> list[str]:
-        return sorted({*globals(), *__all__})
+    __getattr__, __dir__ = lazy_names(globals(), _HOMES)

@@ -11,7 +11,6 @@ produce``) loads the producer's modules and not the consumers', the admin's or A
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -136,15 +135,6 @@ _HOMES = {
 """Exported name -> the submodule (or, dotted, the module) that defines it."""
 
 if not TYPE_CHECKING:
+    from mqcore.common.lazy import lazy_names
 
-    def __getattr__(name: str) -> object:
-        home = _HOMES.get(name)
-        if home is None:
-            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-        module = home if "." in home else f"{__name__}.{home}"
-        value = getattr(importlib.import_module(module), name)
-        globals()[name] = value
-        return value
-
-    def __dir__() -> list[str]:
-        return sorted({*globals(), *__all__})
+    __getattr__, __dir__ = lazy_names(globals(), _HOMES)

@@ -11,11 +11,11 @@ imports, kept under ``TYPE_CHECKING``.
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from types import ModuleType
 from typing import Any
 
-__all__ = ["lazy_reexports"]
+__all__ = ["lazy_names", "lazy_reexports"]
 
 
 def lazy_reexports(
@@ -52,5 +52,29 @@ def lazy_reexports(
 
     def __dir__() -> list[str]:
         return sorted({*namespace, *all_names()})
+
+    return __getattr__, __dir__
+
+
+def lazy_names(
+    namespace: dict[str, Any], homes: Mapping[str, str]
+) -> tuple[Callable[[str], object], Callable[[], list[str]]]:
+    """Return a module's ``__getattr__`` and ``__dir__`` (PEP 562) over *homes*, a map of
+    exported name -> the module that defines it (a submodule of the package when the
+    module name has no dot), for packages that export a chosen few of their submodules'
+    names and keep ``__all__`` themselves."""
+    package: str = namespace["__name__"]
+
+    def __getattr__(name: str) -> object:
+        home = homes.get(name)
+        if home is None:
+            raise AttributeError(f"module {package!r} has no attribute {name!r}")
+        module = home if "." in home else f"{package}.{home}"
+        value = getattr(importlib.import_module(module), name)
+        namespace[name] = value
+        return value
+
+    def __dir__() -> list[str]:
+        return sorted({*namespace, *homes})
 
     return __getattr__, __dir__
