@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 
 from mqcore.client.errors import InvalidGroupError, InvalidMessageError
+from mqcore.errors import MQClientError
 from mqcore.message import Message
 
 __all__ = [
@@ -36,14 +37,7 @@ _NOT_ALLOWED_SEND_TOPICS = frozenset(
 
 def validate_topic(topic: str) -> None:
     """RocketMQ's client-side topic rules (``Validators.checkTopic``)."""
-    if not topic or not topic.strip():
-        raise InvalidMessageError("the topic is blank")
-    if not _VALID_NAME.fullmatch(topic):
-        raise InvalidMessageError(
-            f"topic {topic!r} contains illegal characters; allowed: letters, digits, % | _ -"
-        )
-    if len(topic) > TOPIC_MAX_LENGTH:
-        raise InvalidMessageError(f"topic is longer than {TOPIC_MAX_LENGTH} characters")
+    _check_name(topic, "topic", "topic", TOPIC_MAX_LENGTH, InvalidMessageError)
     if topic in _NOT_ALLOWED_SEND_TOPICS:
         raise InvalidMessageError(f"sending to system topic {topic} is not allowed")
 
@@ -51,14 +45,21 @@ def validate_topic(topic: str) -> None:
 def validate_group(group: str) -> None:
     """RocketMQ's client-side group rules (``Validators.checkGroup``): not blank, only
     letters, digits and ``% | _ -``, at most 255 characters. Raises InvalidGroupError."""
-    if not group or not group.strip():
-        raise InvalidGroupError("the group name is blank")
-    if not _VALID_NAME.fullmatch(group):
-        raise InvalidGroupError(
-            f"group {group!r} contains illegal characters; allowed: letters, digits, % | _ -"
+    _check_name(group, "group", "group name", GROUP_MAX_LENGTH, InvalidGroupError)
+
+
+def _check_name(
+    name: str, kind: str, label: str, max_length: int, error: type[MQClientError]
+) -> None:
+    """The rule topics and groups share: not blank, only ``[%|a-zA-Z0-9_-]``, not too long."""
+    if not name or not name.strip():
+        raise error(f"the {label} is blank")
+    if not _VALID_NAME.fullmatch(name):
+        raise error(
+            f"{kind} {name!r} contains illegal characters; allowed: letters, digits, % | _ -"
         )
-    if len(group) > GROUP_MAX_LENGTH:
-        raise InvalidGroupError(f"group name is longer than {GROUP_MAX_LENGTH} characters")
+    if len(name) > max_length:
+        raise error(f"{label} is longer than {max_length} characters")
 
 
 def validate_message(msg: Message, max_size: int = MAX_MESSAGE_SIZE) -> None:
