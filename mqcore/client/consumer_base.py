@@ -119,10 +119,12 @@ class ConsumerBase:
         """With ``trace``: SubBefore/SubAfter records of what is consumed (message trace)."""
         self._trace: ConsumeTraceHook | None = None
         if trace:
+            from mqcore.client.producer import trace_producer  # only a tracing consumer sends
+
             self.trace_dispatcher = TraceDispatcher(
-                group, "CONSUMER", self.namesrv, trace_topic=trace_topic,
-                client_config=self.client_config,
-            )  # fmt: skip
+                trace_producer(group, "CONSUMER", self.namesrv, self.client_config),
+                trace_topic=trace_topic,
+            )
             self._trace = ConsumeTraceHook(self.trace_dispatcher, group)
         self._subscriptions: dict[str, SubscriptionData] = {}
         self._pull_tasks: dict[MessageQueue, asyncio.Task[None]] = {}

@@ -210,9 +210,9 @@ class Producer:
             from mqcore.client.trace_dispatcher import TraceDispatcher
 
             self.trace_dispatcher = TraceDispatcher(
-                group, "PRODUCER", self.namesrv, trace_topic=trace_topic,
-                client_config=self.client_config,
-            )  # fmt: skip
+                trace_producer(group, "PRODUCER", self.namesrv, self.client_config),
+                trace_topic=trace_topic,
+            )
             self._trace = SendTraceHook(self.trace_dispatcher, group)
 
     # -- lifecycle ------------------------------------------------------------------------
@@ -548,3 +548,26 @@ class Producer:
 
     def __repr__(self) -> str:
         return f"<Producer {self.group} {'started' if self._instance else 'new'}>"
+
+
+def trace_producer(
+    group: str, kind: str, namesrv: str | Sequence[str], client_config: ClientConfig | None
+) -> Producer:
+    """The producer a traced client writes its trace records with, named as 4.9.8 names it:
+    a group of its own (``_INNER_TRACE_PRODUCER-<group>-<kind>-<n>``) on a client instance
+    of its own per name server list, so trace sends never share the user's producer."""
+    from mqcore.client.trace_dispatcher import (
+        MAX_TRACE_MESSAGE_SIZE,
+        TRACE_INSTANCE_NAME,
+        trace_producer_group,
+    )
+
+    ns = namesrv if isinstance(namesrv, str) else ";".join(namesrv)
+    return Producer(
+        trace_producer_group(group, kind),
+        namesrv,
+        instance_name=f"{TRACE_INSTANCE_NAME}_{ns}",
+        send_timeout=5.0,
+        max_message_size=MAX_TRACE_MESSAGE_SIZE,
+        client_config=client_config,
+    )

@@ -4,7 +4,8 @@ RocketMQ's ``AsyncTraceDispatcher``: hooks ``append`` trace contexts to a bounde
 and never wait; a background task drains it, encodes each context
 (:func:`~mqcore.protocol.bodies.trace.encode_trace_context`) and sends the records as
 one trace message once they are ``batch_wait`` seconds old or near ``max_msg_size``,
-through a producer of its own (group ``_INNER_TRACE_PRODUCER-<group>-<type>-<n>``).
+through a producer of its own (group ``_INNER_TRACE_PRODUCER-<group>-<type>-<n>``), which
+the traced client builds (:func:`mqcore.client.producer.trace_producer`) and hands in.
 A full queue or a failed trace send drops records and counts them (``dropped``); the
 user's sends and consumption are never slowed or failed by tracing.
 """
@@ -16,10 +17,9 @@ import itertools
 import logging
 import time
 from collections import deque
-from collections.abc import Sequence
 from typing import Any, Protocol
 
-from mqcore.client.config import ClientConfig
+from mqcore.client.errors import ClientStateError
 from mqcore.message import Message
 from mqcore.message.const import KEY_SEPARATOR, PROPERTY_KEYS
 from mqcore.protocol.bodies.trace import (
@@ -30,13 +30,25 @@ from mqcore.protocol.bodies.trace import (
     join_transfers,
 )
 
-__all__ = ["TRACE_INSTANCE_NAME", "TraceDispatcher"]
+__all__ = [
+    "MAX_TRACE_MESSAGE_SIZE",
+    "TRACE_INSTANCE_NAME",
+    "TraceDispatcher",
+    "trace_producer_group",
+]
 
 log = logging.getLogger("mq.client.trace")
 
 GROUP_NAME_PREFIX = "_INNER_TRACE_PRODUCER"
 TRACE_INSTANCE_NAME = "PID_CLIENT_INNER_TRACE_PRODUCER"
+MAX_TRACE_MESSAGE_SIZE = 128_000
 _COUNTER = itertools.count(1)
+
+
+def trace_producer_group(group: str, kind: str) -> str:
+    """The trace producer's own group (4.9.8's ``_INNER_TRACE_PRODUCER-<group>-<type>``,
+    numbered so two tracing clients of one group in a process never share it)."""
+    return f"{GROUP_NAME_PREFIX}-{group}-{kind}-{next(_COUNTER)}"
 
 
 class TraceSender(Protocol):
@@ -54,27 +66,18 @@ class TraceDispatcher:
 
     def __init__(
         self,
-        group: str,
-        kind: str,
-        namesrv: str | Sequence[str],
+        sender: TraceSender,
         *,
         trace_topic: str | None = None,
-        client_config: ClientConfig | None = None,
         queue_size: int = 1024,
         batch_wait: float = 0.5,
         poll_interval: float = 0.1,
-        max_msg_size: int = 128_000,
-        send_timeout: float = 5.0,
-        sender: TraceSender | None = None,
+        max_msg_size: int = MAX_TRACE_MESSAGE_SIZE,
     ) -> None:
         self.trace_topic = trace_topic or RMQ_SYS_TRACE_TOPIC
-        self.namesrv = namesrv
-        self.client_config = client_config
-        self.producer_group = f"{GROUP_NAME_PREFIX}-{group}-{kind}-{next(_COUNTER)}"
         self.batch_wait = batch_wait
         self.poll_interval = poll_interval
         self.max_msg_size = max_msg_size
-        self.send_timeout = send_timeout
         self.queue_size = queue_size
         self._queue: deque[TraceContext] = deque()
         self._arrived = asyncio.Event()
@@ -84,6 +87,7 @@ class TraceDispatcher:
         self._sends: set[asyncio.Task[None]] = set()
         self._worker: asyncio.Task[None] | None = None
         self._producer: TraceSender | None = sender
+        """The trace producer (``mqcore.client.producer.trace_producer``), stopped with this."""
         self._closed = False
         self.appended = 0
         """Contexts accepted into the queue."""
@@ -100,17 +104,7 @@ class TraceDispatcher:
         if self._worker is not None:
             return
         if self._producer is None:
-            from mqcore.client.producer import Producer  # the producer module uses this one
-
-            ns = self.namesrv if isinstance(self.namesrv, str) else ";".join(self.namesrv)
-            self._producer = Producer(
-                self.producer_group,
-                self.namesrv,
-                instance_name=f"{TRACE_INSTANCE_NAME}_{ns}",
-                send_timeout=self.send_timeout,
-                max_message_size=self.max_msg_size,
-                client_config=self.client_config,
-            )
+            raise ClientStateError("this trace dispatcher has been shut down")
         await self._producer.start()
         self._worker = asyncio.create_task(self._run(), name="mq-trace-dispatcher")
 

@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from mqcore.client.api import SendResult, SendStatus
+from mqcore.client.producer import trace_producer
 from mqcore.client.trace import ConsumeTraceHook, SendTraceHook
 from mqcore.client.trace_dispatcher import TraceDispatcher
 from mqcore.message import Message, MessageExt
@@ -56,14 +57,13 @@ def sub_after(msg_id: str, keys: str | None = None) -> TraceContext:
 
 
 def dispatcher(sender: FakeSender, **kw: Any) -> TraceDispatcher:
-    return TraceDispatcher("G", "PRODUCER", "127.0.0.1:9876", sender=sender, **kw)
+    return TraceDispatcher(sender, **kw)
 
 
 async def test_records_of_a_batch_window_go_as_one_keyed_trace_message() -> None:
     sender = FakeSender()
     d = dispatcher(sender, batch_wait=0.2, poll_interval=0.01)
     await d.start()
-    assert d.producer_group.startswith("_INNER_TRACE_PRODUCER-G-PRODUCER-")
     for i in range(3):
         assert d.append(sub_after(f"M{i}", keys="k shared"))
     await until(lambda: d.sent == 3)
@@ -201,3 +201,13 @@ def test_end_transaction_record() -> None:
         "DefaultRegion", "TXG", "T", "UNIQ", "a", "k", "10.0.0.1:10911", "2", "UNIQ",
         "COMMIT_MESSAGE", "true",
     ]  # fmt: skip
+
+
+def test_the_trace_producer_is_named_as_rocketmq_names_it() -> None:
+    first = trace_producer("G", "PRODUCER", ["127.0.0.1:9876", "127.0.0.2:9876"], None)
+    second = trace_producer("G", "CONSUMER", "127.0.0.1:9876", None)
+    assert first.group.startswith("_INNER_TRACE_PRODUCER-G-PRODUCER-")
+    assert second.group.startswith("_INNER_TRACE_PRODUCER-G-CONSUMER-")
+    assert first.group != trace_producer("G", "PRODUCER", "127.0.0.1:9876", None).group
+    assert first.instance_name == "PID_CLIENT_INNER_TRACE_PRODUCER_127.0.0.1:9876;127.0.0.2:9876"
+    assert first.max_message_size == 128_000
