@@ -241,13 +241,13 @@ class Admin(BrokerAdminMixin, AclAdminMixin, NamesrvAdminMixin):
             topic_sys_flag=0,
         )
         request = self.instance.request(RequestCode.UPDATE_AND_CREATE_TOPIC, header)
-        await self._each(masters.values(), lambda a: self._callcheck_ok(a, request))
+        await self._each(masters.values(), lambda a: self._call_ok(a, request))
         self.instance.forget_route(topic)
         return sorted(masters)
 
     update_topic = create_topic
 
-    async def _callcheck_ok(self, addr: str, request: RemotingCommand) -> RemotingCommand:
+    async def _call_ok(self, addr: str, request: RemotingCommand) -> RemotingCommand:
         return check_ok(await self._call(addr, request))
 
     async def delete_topic(self, topic: str, *, cluster: str | None = None) -> None:
@@ -257,7 +257,7 @@ class Admin(BrokerAdminMixin, AclAdminMixin, NamesrvAdminMixin):
         request = self.instance.request(
             RequestCode.DELETE_TOPIC_IN_BROKER, DeleteTopicRequestHeader(topic)
         )
-        await self._each(masters.values(), lambda a: self._callcheck_ok(a, request))
+        await self._each(masters.values(), lambda a: self._call_ok(a, request))
         ns_request = self.instance.request(
             RequestCode.DELETE_TOPIC_IN_NAMESRV, DeleteTopicFromNamesrvRequestHeader(topic, cluster)
         )
@@ -271,7 +271,7 @@ class Admin(BrokerAdminMixin, AclAdminMixin, NamesrvAdminMixin):
         request = self.instance.request(RequestCode.GET_TOPIC_STATS_INFO, header)
         tables = await self._each(
             (await self._topic_masters(topic)).values(),
-            lambda a: self._callcheck_ok(a, request),
+            lambda a: self._call_ok(a, request),
         )
         rows = [
             QueueStatus(mq, o.min_offset, o.max_offset, o.last_update_timestamp)
@@ -295,7 +295,7 @@ class Admin(BrokerAdminMixin, AclAdminMixin, NamesrvAdminMixin):
         """GET_ALL_SUBSCRIPTIONGROUP_CONFIG from every master, merged by group name."""
         request = self.instance.request(RequestCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG)
         responses = await self._each(
-            (await self.master_addrs(cluster)).values(), lambda a: self._callcheck_ok(a, request)
+            (await self.master_addrs(cluster)).values(), lambda a: self._call_ok(a, request)
         )
         out: dict[str, SubscriptionGroupConfig] = {}
         for response in responses:
@@ -307,7 +307,7 @@ class Admin(BrokerAdminMixin, AclAdminMixin, NamesrvAdminMixin):
         header = QueryTopicConsumeByWhoRequestHeader(topic)
         request = self.instance.request(RequestCode.QUERY_TOPIC_CONSUME_BY_WHO, header)
         responses = await self._each(
-            (await self._topic_masters(topic)).values(), lambda a: self._callcheck_ok(a, request)
+            (await self._topic_masters(topic)).values(), lambda a: self._call_ok(a, request)
         )
         return {g for r in responses for g in GroupList.decode(r.body).group_list}
 
@@ -385,7 +385,7 @@ class Admin(BrokerAdminMixin, AclAdminMixin, NamesrvAdminMixin):
             RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, body=config.encode()
         )
         masters = await self.master_addrs(cluster)
-        await self._each(masters.values(), lambda a: self._callcheck_ok(a, request))
+        await self._each(masters.values(), lambda a: self._call_ok(a, request))
         return sorted(masters)
 
     async def delete_subscription_group(
@@ -394,7 +394,7 @@ class Admin(BrokerAdminMixin, AclAdminMixin, NamesrvAdminMixin):
         header = DeleteSubscriptionGroupRequestHeader(group, remove_offset)
         request = self.instance.request(RequestCode.DELETE_SUBSCRIPTIONGROUP, header)
         await self._each(
-            (await self.master_addrs(cluster)).values(), lambda a: self._callcheck_ok(a, request)
+            (await self.master_addrs(cluster)).values(), lambda a: self._call_ok(a, request)
         )
 
     # -- offsets --------------------------------------------------------------------------

@@ -149,18 +149,18 @@ class BrokerAdminMixin:
     async def clean_expired_consume_queue(self, addrs: Iterable[str]) -> None:
         """CLEAN_EXPIRED_CONSUMEQUEUE: each broker destroys the consume queues whose
         messages are all deleted from its commit log."""
-        await self._eachcheck_ok(addrs, RequestCode.CLEAN_EXPIRED_CONSUMEQUEUE)
+        await self._each_ok(addrs, RequestCode.CLEAN_EXPIRED_CONSUMEQUEUE)
 
     async def clean_unused_topic(self, addrs: Iterable[str]) -> None:
         """CLEAN_UNUSED_TOPIC: each broker destroys the consume queues of topics it no
         longer has in its topic table."""
-        await self._eachcheck_ok(addrs, RequestCode.CLEAN_UNUSED_TOPIC)
+        await self._each_ok(addrs, RequestCode.CLEAN_UNUSED_TOPIC)
 
     async def delete_expired_commit_log(self, addrs: Iterable[str]) -> None:
         """DELETE_EXPIRED_COMMITLOG: one cleanup pass now, as at ``deleteWhen``."""
-        await self._eachcheck_ok(addrs, RequestCode.DELETE_EXPIRED_COMMITLOG)
+        await self._each_ok(addrs, RequestCode.DELETE_EXPIRED_COMMITLOG)
 
-    async def _eachcheck_ok(self, addrs: Iterable[str], code: int) -> None:
+    async def _each_ok(self, addrs: Iterable[str], code: int) -> None:
         # file deletion can take a while: 3 x the timeout, as mqadmin's housekeeping calls
         responses = await asyncio.gather(
             *(self._ask(a, code, timeout=self.timeout * 3) for a in sorted(set(addrs)))
