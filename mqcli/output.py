@@ -4,15 +4,59 @@ from __future__ import annotations
 
 import logging
 import sys
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn, cast
 
 import orjson
-from rich.console import Console
 
-console = Console(highlight=False)
-# In a pipe a long line stays one line (a script splits on newlines, not on 80 columns).
-console.soft_wrap = not console.is_terminal
-err_console = Console(stderr=True, highlight=False, soft_wrap=True)
+if TYPE_CHECKING:
+    from rich.console import Console
+
+
+class _Deferred:
+    """A rich :class:`~rich.console.Console` built on first use.
+
+    Importing rich's console costs a one-shot command a tenth of its start-up, and
+    ``mq produce -t T --body x`` prints its rows without it; the commands that do print
+    through rich build it at their first call, transparently.
+    """
+
+    __slots__ = ("_console", "_stderr")
+
+    def __init__(self, *, stderr: bool) -> None:
+        self._stderr = stderr
+        self._console: Console | None = None
+
+    def _real(self) -> Console:
+        if self._console is None:
+            from rich.console import Console
+
+            if self._stderr:
+                self._console = Console(stderr=True, highlight=False, soft_wrap=True)
+            else:
+                self._console = Console(highlight=False)
+                # In a pipe a long line stays one line (scripts split on newlines).
+                self._console.soft_wrap = not self._console.is_terminal
+        return self._console
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._real(), name)
+
+    # rich enters a console as a context manager (Live, Progress): dunders skip __getattr__
+    def __enter__(self) -> Console:
+        return self._real().__enter__()
+
+    def __exit__(self, *exc: Any) -> None:
+        self._real().__exit__(*exc)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name in _Deferred.__slots__:
+            object.__setattr__(self, name, value)
+        else:
+            setattr(self._real(), name, value)
+
+
+console = cast("Console", _Deferred(stderr=False))
+err_console = cast("Console", _Deferred(stderr=True))
 
 _debug = False
 

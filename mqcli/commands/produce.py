@@ -34,19 +34,14 @@ from mqcli.commands.produce_spec import (
 from mqcli.connect import NamesrvOpt, resolve_namesrv, run_async
 from mqcli.credentials import client_config
 from mqcli.output import err_console, fail
-from mqcore.client import (
-    LocalTransactionState,
-    Producer,
-    SendResult,
-    SendStatus,
-    TransactionProducer,
-    select_by_hash,
-)
+from mqcore.client import Producer, SendResult, SendStatus, select_by_hash
 from mqcore.errors import MQError
 from mqcore.message import Message
 
 if TYPE_CHECKING:
     from rich.progress import TaskID
+
+    from mqcore.client.transaction import TransactionProducer
 
 __all__ = ["ASYNC_WINDOW", "produce", "register"]
 
@@ -125,9 +120,12 @@ async def _produce(
             i += size
 
     producer: Producer
+    tx_producer: TransactionProducer | None = None
     if transaction is not None:
+        from mqcore.client.transaction import TransactionProducer  # only --transaction
+
         local, check, _ = transaction
-        producer = TransactionProducer.answering(
+        producer = tx_producer = TransactionProducer.answering(
             local, check, group, namesrv, send_timeout=timeout, trace=trace
         )
     else:
@@ -171,13 +169,13 @@ async def _produce(
             err_console.print(
                 f"created topic {spec.topic} (autoCreateTopicEnable)", style="yellow", markup=False
             )
-        if isinstance(producer, TransactionProducer) and transaction and transaction[2] > 0:
+        if tx_producer is not None and transaction and transaction[2] > 0:
             err_console.print(
                 f"waiting up to {transaction[2]:g} s for the broker to check back "
                 f"{stats.sent} transaction(s)...",
                 highlight=False,
             )
-            if not await producer.wait_checks_answered(stats.sent, transaction[2]):
+            if not await tx_producer.wait_checks_answered(stats.sent, transaction[2]):
                 err_console.print(
                     "[yellow]not every transaction was checked back in time; the broker "
                     "will ask again (transactionCheckInterval)[/]",
@@ -292,7 +290,10 @@ def produce(
         check_wait,
         use_async or oneway or batch > 0 or delay > 0 or order_key is not None,
     )
-    spec = Spec(topic, tag, list(key), parse_props(list(prop)), delay, order_key)
+    spec = Spec(
+        topic, tag, list(key), parse_props(list(prop)), delay, order_key,
+        transactional=transaction is not None,
+    )  # fmt: skip
     addr = resolve_namesrv(namesrv)
     if request:
         from mqcli.commands.produce_request import run_request
@@ -377,6 +378,8 @@ def _transaction_options(
             "transactional messages are sent one at a time without a delay; drop "
             "--async/--oneway/--batch/--delay"
         )
+    from mqcore.client.transaction import LocalTransactionState
+
     LocalTransactionState.coerce(local)  # the client's own spelling check
     wait = check_wait if check_wait is not None else (90.0 if local == "unknown" else 0.0)
     return local, check, wait

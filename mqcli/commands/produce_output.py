@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from mqcli.output import err_console
-from mqcore.client import SendResult, TransactionSendResult
+from mqcore.client import SendResult
 from mqcore.message import Message
 
 if TYPE_CHECKING:  # the progress bar loads only on a terminal, when sending many
@@ -60,8 +60,9 @@ class Printer:
                     queueId=mq.queue_id if mq else None,
                     queueOffset=result.queue_offset,
                 )
-                if isinstance(result, TransactionSendResult):
-                    obj["transactionState"] = result.local_transaction_state.name
+                state = getattr(result, "local_transaction_state", None)  # TransactionSendResult
+                if state is not None:
+                    obj["transactionState"] = state.name
             if error:
                 obj["error"] = error
             self._write(orjson.dumps(obj).decode())
@@ -116,8 +117,8 @@ class Stats:
 
 
 def progress_bar(total: int | None) -> Progress | None:
-    if not err_console.is_terminal or (total is not None and total <= 1):
-        return None
+    if (total is not None and total <= 1) or not err_console.is_terminal:
+        return None  # (one message first: asking the console builds it)
     from rich.progress import (
         BarColumn,
         MofNCompleteColumn,

@@ -15,13 +15,12 @@ import time
 import uuid
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from mqcli.output import fail
 from mqcore.client import (
     Producer,
     SendResult,
-    TransactionProducer,
     make_message,
     select_by_hash,
 )
@@ -32,6 +31,9 @@ from mqcore.client.errors import (
 )
 from mqcore.errors import MQError
 from mqcore.message import Message
+
+if TYPE_CHECKING:
+    from mqcore.client.transaction import TransactionProducer
 
 __all__ = ["DEFAULT_GROUP", "FATAL", "Spec", "TemplateError", "expand", "parse_props", "send_one"]
 
@@ -93,6 +95,8 @@ class Spec:
     props: dict[str, str] = field(default_factory=dict)
     delay: int = 0
     order_key: str | None = None
+    transactional: bool = False
+    """Sent as half messages by a ``TransactionProducer`` (``--transaction``)."""
 
     def build(self, body: bytes, n: int, *, template: bool = True) -> Message:
         if template and b"{{" in body:
@@ -127,8 +131,9 @@ async def send_one(
         if oneway:
             await producer.send_oneway(msg, **kwargs)
             return None, None
-        if isinstance(producer, TransactionProducer):
-            result: SendResult = await producer.send_message_in_transaction(msg)
+        if spec.transactional:
+            tx = cast("TransactionProducer", producer)
+            result: SendResult = await tx.send_message_in_transaction(msg)
         else:
             result = await producer.send(msg, **kwargs)
     except FATAL:

@@ -6,6 +6,9 @@ checked by reading the topic back with `mq consume --pull --no-follow`.
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 from collections import defaultdict
 from collections.abc import Iterator
 from pathlib import Path
@@ -233,3 +236,36 @@ def test_delay_help_and_negative_delay(tmp_path: Path) -> None:
     assert "clamps" in " ".join(run("--help").stdout.split())
     negative = run("-t", "T", "--delay", "-1", "--body", "x", "-n", "127.0.0.1:1")
     assert negative.returncode == 2 and "--delay" in negative.stderr
+
+
+def test_one_message_loads_only_what_a_send_needs(cluster: Cluster) -> None:
+    """What keeps `mq produce -t T --body x` quick (bench/startup.py has the CPU figure):
+    no rich console (the rows are plain text), no transaction, admin, consumer or trace
+    module, and only the header and body modules a send and a route lookup use."""
+    cluster.mq("produce", "-t", "PLean", "--body", "first", check=True)  # the topic exists
+    code = (
+        "import sys\n"
+        f"sys.argv = ['mq', 'produce', '-n', {cluster.namesrv!r}, '-t', 'PLean', '-b', 'x']\n"
+        "from mqcli.main import main\n"
+        "try:\n    main()\nexcept SystemExit as exc:\n    assert not exc.code, exc.code\n"
+        "import json\nprint(json.dumps(sorted(sys.modules)), file=sys.stderr)"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, env=cluster.env
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[1].startswith("SEND_OK")
+    loaded = set(json.loads(done.stderr.strip().splitlines()[-1]))
+    assert "mqcore.client.producer" in loaded
+    unwanted = {
+        "rich.console",
+        "mqcore.client.transaction",
+        "mqcore.client.admin",
+        "mqcore.client.push_consumer",
+        "mqcore.client.trace_dispatcher",
+        "mqcore.protocol.headers.admin",
+        "mqcore.protocol.bodies.stats",
+        "mqcore.acl.config",
+        "yaml",
+    }
+    assert loaded & unwanted == set()
