@@ -17,6 +17,8 @@ import asyncio
 import time
 from collections.abc import Callable
 
+from samples import SEND
+
 from mqcore.namesrv import NamesrvConfig, NamesrvController
 from mqcore.protocol import (
     NEED_DATA,
@@ -32,27 +34,11 @@ from mqcore.protocol.bodies import TopicConfigSerializeWrapper as Wrapper
 from mqcore.protocol.headers import (
     GetRouteInfoRequestHeader,
     RegisterBrokerRequestHeader,
-    SendMessageRequestHeaderV2,
     decode_send_message_header,
 )
 from mqcore.remoting import RemotingClient, new_event_loop, uvloop_available
 
-SEND_EXT = SendMessageRequestHeaderV2(
-    producer_group="pg",
-    topic="TopicTest",
-    default_topic="TBW102",
-    default_topic_queue_nums=4,
-    queue_id=1,
-    sys_flag=0,
-    born_timestamp=1_700_000_000_000,
-    flag=0,
-    properties="KEYS\x01k1\x02UNIQ_KEY\x01C0A8010A30394C7B5B1C0C3C6F2A0000\x02WAIT\x01true"
-    "\x02TAGS\x01TagA",
-    reconsume_times=0,
-    unit_mode=False,
-    batch=False,
-    bname="broker-a",
-).to_ext_fields()
+SEND_EXT = SEND.to_v2().to_ext_fields()
 
 
 def rate(fn: Callable[[], int], seconds: float) -> float:

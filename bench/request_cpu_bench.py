@@ -31,6 +31,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from samples import SEND
+
 from mqcore.message.ids import create_offset_msg_id, create_uniq_key
 from mqcore.protocol import (
     NEED_DATA,
@@ -44,7 +46,6 @@ from mqcore.protocol import (
 from mqcore.protocol.headers import (
     PullMessageRequestHeader,
     PullMessageResponseHeader,
-    SendMessageRequestHeader,
     SendMessageResponseHeader,
     decode_send_message_header,
 )
@@ -56,22 +57,6 @@ from mqcore.remoting import (
 )
 from mqcore.remoting.channel import Channel
 
-SEND = SendMessageRequestHeader(
-    producer_group="pg",
-    topic="TopicTest",
-    default_topic="TBW102",
-    default_topic_queue_nums=4,
-    queue_id=1,
-    sys_flag=0,
-    born_timestamp=1_700_000_000_000,
-    flag=0,
-    properties="KEYS\x01k1\x02UNIQ_KEY\x01C0A8010A30394C7B5B1C0C3C6F2A0000\x02WAIT\x01true"
-    "\x02TAGS\x01TagA",
-    reconsume_times=0,
-    unit_mode=False,
-    batch=False,
-    bname="broker-a",
-)
 PULL = PullMessageRequestHeader(
     consumer_group="cg",
     topic="TopicTest",
