@@ -552,7 +552,12 @@ class Admin(BrokerAdminMixin, AclAdminMixin, NamesrvAdminMixin):
             return found
 
         batches = await asyncio.gather(*(one(mq) for mq in queues))
-        merged = sorted((m for b in batches for m in b), key=lambda m: m.store_timestamp)
+        # Equal store times (a millisecond holds many) go by broker, queue and offset, so the
+        # same window gives the same list, and a lower max_num a prefix of it.
+        merged = sorted(
+            (m for b in batches for m in b),
+            key=lambda m: (m.store_timestamp, m.store_host, m.queue_id, m.queue_offset),
+        )
         return merged[:max_num]
 
     async def view_message(self, offset_msg_id: str) -> MessageExt:
