@@ -21,6 +21,7 @@ import pytest
 from mqcore.client import Admin, TopicRouteNotFoundError
 from tests.support.cluster import Cluster, running
 from tests.support.polling import until_sync
+from tests.support.processes import stop_process
 
 
 @pytest.fixture(scope="module")
@@ -205,8 +206,7 @@ def test_piped_watch_prints_plain_samples_one_line_per_queue(servers: Cluster) -
                     break
                 lines.append(line.rstrip("\n"))
     finally:
-        proc.terminate()
-        proc.wait(timeout=10)
+        stop_process(proc, timeout=10)
     text = "\n".join(lines)
     assert sum(x.startswith("BROKER") for x in lines) >= 2, text
     assert "\x1b" not in text and "│" not in text and "…" not in text

@@ -19,7 +19,7 @@ from mqcore.protocol.bodies import ClusterInfo, TopicRouteData
 from mqcore.protocol.headers import GetRouteInfoRequestHeader
 from mqcore.remoting import RemotingClient
 from tests.support.clients import RawBrokerClient
-from tests.support.processes import mq, start_broker, start_namesrv
+from tests.support.processes import mq, start_broker, start_namesrv, stop_process
 
 
 def test_print_config_merges_file_and_flags(tmp_path: Path) -> None:
@@ -222,9 +222,7 @@ async def test_mq_up_runs_both_and_stops_on_sigint(tmp_path: Path) -> None:
         assert proc.wait(20) == 0
         assert not (tmp_path / "store" / "abort").exists()
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait(10)
+        stop_process(proc, sig=signal.SIGKILL, timeout=10)
 
 
 def _read_up_lines(proc: subprocess.Popen[str]) -> tuple[str, list[str]]:
@@ -288,9 +286,7 @@ async def test_mq_up_brokers_2_runs_a_cluster_of_two_processes_and_stops_all(
             with pytest.raises(OSError):
                 await asyncio.open_connection(host, int(port))
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait(10)
+        stop_process(proc, sig=signal.SIGKILL, timeout=10)
 
 
 def test_mq_up_brokers_out_of_range_is_one_line(tmp_path: Path) -> None:

@@ -7,16 +7,11 @@ logs under its store root, named by broker, and a name server by its port.
 
 from __future__ import annotations
 
-import os
 import re
-import select
 import signal
-import subprocess
-import sys
-import time
 from pathlib import Path
 
-from tests.support.processes import mq, start_broker
+from tests.support.processes import launch, mq, start_broker
 
 LOG_PART = re.compile(r"log=(\S+?)\)")
 
@@ -60,40 +55,17 @@ def test_broker_log_dir_comes_from_the_flag_the_file_or_the_store(tmp_path: Path
 
 def test_name_server_logs_under_log_dir_named_by_port(tmp_path: Path) -> None:
     log_dir = tmp_path / "nslogs"
-    env = {**os.environ, "HOME": str(tmp_path / "home")}
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "mqcli.main",
-            "namesrv",
-            "--listen",
-            "127.0.0.1:0",
-            "--log-dir",
-            str(log_dir),
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
-        env=env,
-    )
+    # HOME is where the old shared file was
+    args = ["namesrv", "--listen", "127.0.0.1:0", "--log-dir", str(log_dir)]
+    server = launch(args, tmp_path / "home")
     try:
-        assert proc.stdout is not None
-        deadline = time.monotonic() + 30
-        line = ""
-        while "listening" not in line and time.monotonic() < deadline:
-            ready, _, _ = select.select([proc.stdout], [], [], deadline - time.monotonic())
-            if not ready:
-                break
-            line = proc.stdout.readline()
-        match = LOG_PART.search(line)
-        assert match, line
-        assert Path(match.group(1)) == log_dir / f"namesrv-pid{proc.pid}.log"
-        proc.send_signal(signal.SIGINT)
-        proc.wait(15)
-        assert "name server started" in (log_dir / f"namesrv-pid{proc.pid}.log").read_text()
+        match = LOG_PART.search(server.stdout_lines[-1])
+        assert match, server.stdout_lines
+        log = log_dir / f"namesrv-pid{server.proc.pid}.log"
+        assert Path(match.group(1)) == log
+        server.proc.send_signal(signal.SIGINT)
+        server.proc.wait(15)
+        assert "name server started" in log.read_text()
         assert not (tmp_path / "home" / "logs").exists()
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait(5)
+        server.kill()

@@ -32,7 +32,7 @@ def stop_process(
     proc: subprocess.Popen[str], *, sig: int = signal.SIGTERM, timeout: float = 15.0
 ) -> int:
     """Send ``sig`` (SIGTERM; SIGINT is Ctrl-C), SIGKILL if the process does not exit in
-    ``timeout`` s; close its stdout pipe. Returns the exit code."""
+    ``timeout`` s; close its pipes. Returns the exit code."""
     if proc.poll() is None:
         proc.send_signal(sig)
         try:
@@ -40,8 +40,9 @@ def stop_process(
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait(10)
-    if proc.stdout is not None:
-        proc.stdout.close()
+    for pipe in (proc.stdin, proc.stdout, proc.stderr):
+        if pipe is not None:
+            pipe.close()
     return proc.returncode
 
 

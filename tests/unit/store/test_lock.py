@@ -72,9 +72,10 @@ def test_store_refuses_to_open_when_another_process_holds_it(tmp_path: Path) -> 
         # a read-only open never takes the lock and still works
         MessageStore.open_readonly(tmp_path).shutdown()
     finally:
-        assert holder.stdin is not None
+        assert holder.stdin is not None and holder.stdout is not None
         holder.stdin.close()
         holder.wait(10)
+        holder.stdout.close()
 
 
 def test_lock_release_and_reacquire(tmp_path: Path) -> None:
