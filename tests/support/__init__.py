@@ -1,4 +1,4 @@
-"""One home for what tests share (after h11's tests/helpers.py and httpx's conftest):
+"""One home for what tests of every folder share:
 
 - :mod:`tests.support.polling`: :func:`until`, the one poll-with-deadline wait;
 - :mod:`tests.support.inproc`: name server and brokers in the test's event loop;
