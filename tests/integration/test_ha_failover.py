@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import functools
 import time
 from pathlib import Path
 
@@ -32,10 +33,13 @@ from mqcore.message import MessageExt
 from mqcore.protocol import ResponseCode
 from mqcore.store.metadata import ConsumerOffsetManager
 from mqcore.store.store_config import BrokerRole
-from tests.support import until
+from tests.support import until as until_every_10ms
 from tests.support.clients import RawBrokerClient
 from tests.support.inproc import running_broker, running_namesrv
 from tests.support.processes import BrokerProcess, start_broker, start_namesrv
+
+until = functools.partial(until_every_10ms, interval=0.05)
+"""The predicates here ask the brokers over the network: every 50 ms is often enough."""
 
 pytestmark = pytest.mark.timeout(300)
 
