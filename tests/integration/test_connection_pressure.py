@@ -213,17 +213,24 @@ async def open_idle(addr: str, pid: int, count: int) -> list[socket.socket]:
     host, port = addr.rsplit(":", 1)
     out: list[socket.socket] = []
     base = fds(pid)
-    while len(out) < count:
-        for _ in range(min(50, count - len(out))):
-            s = socket.socket()
-            s.setblocking(False)
-            try:
-                s.connect((host, int(port)))
-            except BlockingIOError:
-                pass
-            out.append(s)
-        opened = len(out)
-        await until_fds(lambda n=opened: fds(pid) >= base + n, 60, f"the broker accepts {opened}")
+    try:
+        while len(out) < count:
+            for _ in range(min(50, count - len(out))):
+                s = socket.socket()
+                s.setblocking(False)
+                out.append(s)
+                try:
+                    s.connect((host, int(port)))
+                except BlockingIOError:
+                    pass
+            opened = len(out)
+            await until_fds(
+                lambda n=opened: fds(pid) >= base + n, 60, f"the broker accepts {opened}"
+            )
+    except BaseException:
+        for s in out:  # a failed wait must not leave 2,000 sockets to the collector
+            s.close()
+        raise
     return out
 
 
