@@ -57,6 +57,18 @@ def fds(pid: int) -> int:
     return len(os.listdir(f"/proc/{pid}/fd"))
 
 
+def sockets(pid: int) -> int:
+    """The broker's socket descriptors only: a file it opens for a moment (a config
+    persist, a flush) must not count as an accepted connection."""
+    count = 0
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        try:
+            count += os.readlink(f"/proc/{pid}/fd/{fd}").startswith("socket:")
+        except FileNotFoundError:  # closed since the listing
+            pass
+    return count
+
+
 def pull_frame(topic: str, offset: int, *, suspend_ms: int) -> bytes:
     flags = PullSysFlag.SUBSCRIPTION | (PullSysFlag.SUSPEND if suspend_ms else 0)
     header = PullMessageRequestHeader(
@@ -207,12 +219,12 @@ def raise_fd_limit(need: int) -> None:
 
 async def open_idle(addr: str, pid: int, count: int) -> list[socket.socket]:
     """``count`` connections that never send a byte, opened 50 at a time (half the
-    listen backlog), each batch
-    waited for in the broker's descriptors: a connection the kernel completed while
-    the accept queue was full is dropped server-side, unknown to a silent client."""
+    listen backlog), each batch waited for in the broker's sockets: a connection the
+    kernel completed while the accept queue was full is dropped server-side, unknown to
+    a silent client."""
     host, port = addr.rsplit(":", 1)
     out: list[socket.socket] = []
-    base = fds(pid)
+    base = sockets(pid)
     try:
         while len(out) < count:
             for _ in range(min(50, count - len(out))):
@@ -225,7 +237,7 @@ async def open_idle(addr: str, pid: int, count: int) -> list[socket.socket]:
                     pass
             opened = len(out)
             await until_fds(
-                lambda n=opened: fds(pid) >= base + n, 60, f"the broker accepts {opened}"
+                lambda n=opened: sockets(pid) >= base + n, 60, f"the broker accepts {opened}"
             )
     except BaseException:
         for s in out:  # a failed wait must not leave 2,000 sockets to the collector
