@@ -353,13 +353,16 @@ class CommitLog:
         check_crc: bool = False,
         strict: bool = True,
         tolerate_crc: bool = False,
+        until: int | None = None,
     ) -> Iterator[DispatchRequest]:
-        """Yield every message from ``from_offset`` to the end of data.
+        """Yield every message from ``from_offset`` to the end of data (or to the file
+        that starts at ``until``).
 
         BLANK records skip to the next file; zeros end the scan. ``strict`` raises
         :class:`CorruptRecordError` on bad bytes; otherwise the scan just stops there
         (recovery's view: the first invalid record is the end). The end reached is left
-        in :attr:`last_scan_end`.
+        in :attr:`last_scan_end`. The offline walk scans one file at a time with
+        ``until`` to go on past a damaged file.
         """
         self.last_scan_end = from_offset
         files = self.queue.files
@@ -367,6 +370,8 @@ class CommitLog:
         for mf in files:
             if mf.file_end_offset <= offset:
                 continue
+            if until is not None and mf.file_from_offset >= until:
+                return
             pos = max(0, offset - mf.file_from_offset)
             view = mf.view[: mf.wrote_position]
             path = str(mf.path)

@@ -107,31 +107,19 @@ class OfflineStore:
     ) -> Iterator[tuple[int, DispatchRequest | CorruptRecordError]]:
         """Yield ``(offset, record)`` for every record, or ``(offset, error)`` where a
         file stops making sense; the walk then resumes at the next file (a BLANK tail or
-        zeros end a file normally)."""
+        zeros end a file normally). The commit log's own scan, one file at a time."""
         for mf in self.commit_log_files:
-            base = mf.file_from_offset
             if from_offset is not None and mf.file_end_offset <= from_offset:
                 continue
-            pos = max(0, (from_offset or 0) - base)
-            view = mf.view
-            path = str(mf.path)
-            while True:
-                try:
-                    res = check_message(
-                        view,
-                        pos,
-                        check_crc=check_crc,
-                        delay_table=self.delay_table,
-                        path=path,
-                        base_offset=base,
-                    )
-                except CorruptRecordError as exc:
-                    yield base + pos, exc
-                    break
-                if res is None or isinstance(res, int):
-                    break
-                yield base + pos, res
-                pos += res.size
+            start = max(mf.file_from_offset, from_offset or 0)
+            records = self.commitlog.scan(
+                start, check_crc=check_crc, strict=True, until=mf.file_end_offset
+            )
+            try:
+                for req in records:
+                    yield req.commit_log_offset, req
+            except CorruptRecordError as exc:
+                yield (start if exc.offset is None else exc.offset), exc
 
     def scan(self) -> CommitLogScan:
         """One pass (cached): end of data, record count, time range, counts per topic."""
