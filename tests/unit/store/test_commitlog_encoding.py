@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import pytest
@@ -12,6 +11,7 @@ from mqcore.message.model import MessageExt
 from mqcore.message.record import decode_record, encode_record
 from mqcore.store import batch_encoder
 from mqcore.store.checkpoint import StoreCheckpoint
+from tests.support import until_sync
 
 
 @pytest.mark.parametrize(
@@ -95,13 +95,18 @@ def test_async_flush_thread_and_checkpoint(tmp_path: Path) -> None:
     store = open_store(tmp_path, flush_commit_log_least_pages=0)
     try:
         res = store.put_message(make_msg())
-        deadline = time.monotonic() + 5
-        while store.commit_log.flushed_where < store.max_phy_offset:
-            assert time.monotonic() < deadline, "background flush did not happen"
-            time.sleep(0.01)
-        while StoreCheckpoint(tmp_path / "checkpoint", readonly=True).logics_msg_timestamp == 0:
-            assert time.monotonic() < deadline, "checkpoint not written"
-            time.sleep(0.01)
+        until_sync(
+            lambda: store.commit_log.flushed_where >= store.max_phy_offset,
+            5,
+            "background flush did not happen",
+            interval=0.01,
+        )
+        until_sync(
+            lambda: StoreCheckpoint(tmp_path / "checkpoint", readonly=True).logics_msg_timestamp,
+            5,
+            "checkpoint not written",
+            interval=0.01,
+        )
     finally:
         store.shutdown()
     cp = StoreCheckpoint(tmp_path / "checkpoint", readonly=True)
