@@ -4,13 +4,13 @@ sample; `mq store inspect` is offline and says "-"."""
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
 from typing import Any
 
 import orjson
 import pytest
 
+from tests.support import until_sync
 from tests.support.cluster import Cluster, running
 
 
@@ -28,12 +28,14 @@ def level(cluster: Cluster, n: int) -> dict[str, Any] | None:
 
 def test_one_sample_has_the_brokers_delivery_rate(cluster: Cluster) -> None:
     cluster.mq("produce", "-t", "Later", "--delay", "2", "-q", input="a\nb\nc\n", check=True)
-    deadline = time.monotonic() + 30
-    while True:  # each round is one `mq broker status --json` (no sleeping)
-        got = level(cluster, 2)
-        if got is not None and got["waiting"] == 0 and (got["deliveryRate"] or 0) > 0:
-            break
-        assert time.monotonic() < deadline, f"no delivery rate within 30 s: {got}"
+    seen: list[dict[str, Any] | None] = [None]
+
+    def delivering() -> bool:
+        got = seen[0] = level(cluster, 2)
+        return got is not None and got["waiting"] == 0 and (got["deliveryRate"] or 0) > 0
+
+    # each round is one `mq broker status --json`: no sleeping between them
+    until_sync(delivering, 30, lambda: f"no delivery rate: {seen[0]}", interval=0)
     text = cluster.mq("broker", "status", check=True).stdout
     assert "RATE" in text and "/s" in text
 

@@ -7,7 +7,6 @@ written (queue and index entries past the end, a checkpoint ahead of the data).
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -15,6 +14,7 @@ import pytest
 
 from mqcore.store.offline import OfflineStore
 from mqcore.store.verify import verify_scope
+from tests.support import until_sync
 from tests.support.cluster import Cluster, running
 
 
@@ -37,12 +37,13 @@ def test_verify_while_a_producer_writes(cluster: Cluster) -> None:
         "produce", "-t", "LiveT", "-b", "m{{Count}}", "-k", "k{{Count}}",
         "--count", "200000", "--async", "-q",
     )  # fmt: skip
+
+    def checkpointed() -> bool:  # some checkpointed records to check
+        assert writer.poll() is None, writer.communicate()
+        return _stable_end(store) >= 200_000
+
     try:
-        deadline = time.monotonic() + 30
-        while _stable_end(store) < 200_000:  # some checkpointed records to check
-            assert writer.poll() is None, writer.communicate()
-            assert time.monotonic() < deadline, "nothing reached the checkpoint"
-            time.sleep(0.2)
+        until_sync(checkpointed, 30, "nothing reached the checkpoint", interval=0.2)
         for _ in range(3):  # each while the producer is still writing
             assert writer.poll() is None
             done = cluster.mq("store", "verify", "--store", str(store), timeout=120)
