@@ -73,9 +73,7 @@ async def test_topic_create_route_stats_delete(tmp_path: Path) -> None:
                 routes.append(await route(namesrv.listen_address, "Orders"))
                 return routes[-1].code == ResponseCode.SUCCESS
 
-            deadline = time.monotonic() + 5
-            while not await routed():
-                assert time.monotonic() < deadline, "route never appeared"
+            await until(routed, 5, "route never appeared")
             data = TopicRouteData.decode(routes[-1].body)
             assert [(q.broker_name, q.write_queue_nums) for q in data.queue_datas] == [
                 (BROKER_NAME, 4)

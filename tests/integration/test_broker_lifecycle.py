@@ -9,7 +9,7 @@ import re
 import signal
 import subprocess
 import sys
-import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -19,6 +19,7 @@ from mqcore.protocol.bodies import ClusterInfo, TopicRouteData
 from mqcore.protocol.headers import GetRouteInfoRequestHeader
 from mqcore.remoting import RemotingClient
 from tests.support.clients import RawBrokerClient
+from tests.support.polling import until
 from tests.support.processes import mq, start_broker, start_namesrv, stop_process
 
 
@@ -129,6 +130,31 @@ async def _route(client: RemotingClient, namesrv: str, topic: str) -> TopicRoute
     return TopicRouteData.decode(r.body) if r.code == ResponseCode.SUCCESS else None
 
 
+def _brokers(route: TopicRouteData) -> dict[str, str]:
+    """Broker name -> master address, as the route lists them."""
+    return {bd.broker_name: bd.broker_addrs[0] for bd in route.broker_datas}
+
+
+async def _route_when(
+    client: RemotingClient,
+    namesrv: str,
+    topic: str,
+    ready: Callable[[TopicRouteData], bool] | None = None,
+    timeout: float = 10,
+) -> TopicRouteData:
+    """The topic's route at the name server, once there (and ``ready(route)`` holds);
+    fails at the deadline with the route it saw last."""
+    seen: list[TopicRouteData | None] = [None]
+
+    async def arrived() -> bool:
+        route = seen[0] = await _route(client, namesrv, topic)
+        return route is not None and (ready is None or ready(route))
+
+    await until(arrived, timeout, lambda: f"route of {topic}: {seen[0]}", interval=0.05)
+    assert seen[0] is not None
+    return seen[0]
+
+
 async def test_two_brokers_of_one_cluster_at_two_name_servers(tmp_path: Path) -> None:
     ns1, ns2 = start_namesrv(tmp_path / "ns1"), start_namesrv(tmp_path / "ns2")
     addrs = f"{ns1.addr};{ns2.addr}"
@@ -142,19 +168,8 @@ async def test_two_brokers_of_one_cluster_at_two_name_servers(tmp_path: Path) ->
         expected = {"broker-a": brokers[0].addr, "broker-b": brokers[1].addr}
         async with RemotingClient() as rc:
             for ns in (ns1, ns2):
-                deadline = time.monotonic() + 10
-                while True:
-                    route = await _route(rc, ns.addr, "Shared")
-                    got = (
-                        {}
-                        if route is None
-                        else {bd.broker_name: bd.broker_addrs[0] for bd in route.broker_datas}
-                    )
-                    if got == expected or time.monotonic() > deadline:
-                        break
-                    await asyncio.sleep(0.05)
-                assert got == expected
-                assert route is not None and all(q.write_queue_nums == 2 for q in route.queue_datas)
+                route = await _route_when(rc, ns.addr, "Shared", lambda r: _brokers(r) == expected)
+                assert all(q.write_queue_nums == 2 for q in route.queue_datas)
                 r = await rc.invoke(
                     ns.addr, RemotingCommand.request(RequestCode.GET_BROKER_CLUSTER_INFO)
                 )
@@ -213,10 +228,7 @@ async def test_mq_up_runs_both_and_stops_on_sigint(tmp_path: Path) -> None:
         async with RawBrokerClient(found["broker"]) as c:
             assert (await c.send("UpTopic", b"hello")).code == 0
         async with RemotingClient() as rc:
-            deadline = time.monotonic() + 10
-            while (route := await _route(rc, found["namesrv"], "UpTopic")) is None:
-                assert time.monotonic() < deadline
-                await asyncio.sleep(0.05)
+            route = await _route_when(rc, found["namesrv"], "UpTopic")
             assert route.broker_datas[0].broker_addrs[0] == found["broker"]
         proc.send_signal(signal.SIGINT)
         assert proc.wait(20) == 0
@@ -262,16 +274,16 @@ async def test_mq_up_brokers_2_runs_a_cluster_of_two_processes_and_stops_all(
         namesrv, brokers = _read_up_lines(proc)
         assert namesrv and len(brokers) == 2, proc.stderr.read() if proc.poll() else brokers
         async with RemotingClient() as rc:
-            deadline = time.monotonic() + 20
-            while True:
+            names: list[set[str] | None] = [None]
+
+            async def both_registered() -> bool:
                 r = await rc.invoke(
                     namesrv, RemotingCommand.request(RequestCode.GET_BROKER_CLUSTER_INFO), 5
                 )
-                names = ClusterInfo.decode(r.body).cluster_addr_table.get("DefaultCluster")
-                if names == {"broker-a", "broker-b"}:
-                    break
-                assert time.monotonic() < deadline, names
-                await asyncio.sleep(0.1)
+                names[0] = ClusterInfo.decode(r.body).cluster_addr_table.get("DefaultCluster")
+                return names[0] == {"broker-a", "broker-b"}
+
+            await until(both_registered, 20, lambda: f"DefaultCluster: {names[0]}", interval=0.1)
         async with Producer("up-pg", namesrv) as producer:
             results = [await producer.send(make_message("Spread", f"m{i}")) for i in range(40)]
         assert all(r.ok for r in results)

@@ -18,6 +18,7 @@ from mqcore.protocol.bodies import TopicRouteData
 from mqcore.protocol.headers import GetRouteInfoRequestHeader
 from mqcore.remoting import RemotingClient
 from tests.support.clients import RawBrokerClient, send_header
+from tests.support.polling import until
 from tests.support.processes import BrokerProcess, ServerProcess, start_broker, start_namesrv
 
 
@@ -266,17 +267,18 @@ async def test_route_at_the_name_server_lists_auto_created_topics(
     ns, broker = cluster
     assert (await client.send("Routed", b"x")).code == 0
     async with RemotingClient() as rc:
-        deadline = time.monotonic() + 10
-        while True:
+        answers: list[RemotingCommand] = []
+
+        async def routed() -> bool:
             request = RemotingCommand.request(
                 RequestCode.GET_ROUTEINFO_BY_TOPIC,
                 GetRouteInfoRequestHeader("Routed").to_ext_fields(),
             )
-            r = await rc.invoke(ns.addr, request)
-            if r.code == ResponseCode.SUCCESS or time.monotonic() > deadline:
-                break
-            await asyncio.sleep(0.05)
-        assert r.code == ResponseCode.SUCCESS, r.remark
+            answers.append(await rc.invoke(ns.addr, request))
+            return answers[-1].code == ResponseCode.SUCCESS
+
+        await until(routed, 10, lambda: f"route of Routed: {answers[-1].remark}", interval=0.05)
+        r = answers[-1]
         route = TopicRouteData.decode(r.body)
         assert route.broker_datas[0].broker_addrs == {0: broker.addr}
         assert route.queue_datas[0].write_queue_nums == 4

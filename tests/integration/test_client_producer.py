@@ -15,6 +15,7 @@ import pytest
 from mqcore.client import (
     Admin,
     InvalidMessageError,
+    MessageExt,
     NameServerUnreachableError,
     Producer,
     SyncProducer,
@@ -24,6 +25,7 @@ from mqcore.client import (
 from mqcore.message.const import SysFlag
 from tests.support.clients import pull_all, pull_topic
 from tests.support.inproc import LiveCluster
+from tests.support.polling import until
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -56,12 +58,14 @@ async def test_sync_async_oneway_and_batch_sends_land(cluster: LiveCluster) -> N
         )
         assert r1.ok and r2.ok and len(batch) == 1
         assert len(batch[0].msg_id.split(",")) == 20
-        deadline = time.monotonic() + 10
-        while True:
-            got = {m.body.decode(): m for m in await pull_topic(p.instance.api, "Land")}
-            if "oneway" in got or time.monotonic() > deadline:
-                break
-            await asyncio.sleep(0.05)
+        got: dict[str, MessageExt] = {}
+
+        async def oneway_landed() -> bool:
+            got.clear()
+            got.update({m.body.decode(): m for m in await pull_topic(p.instance.api, "Land")})
+            return "oneway" in got
+
+        await until(oneway_landed, 10, lambda: f"the one-way send: {sorted(got)}", interval=0.05)
     assert set(got) == {"sync", "async", "oneway", *(f"b{i}" for i in range(20))}
     sync = got["sync"]
     assert (sync.tags, sync.keys, sync.user_properties.get("p")) == ("TagA", ["k1", "k2"], "1")

@@ -11,7 +11,6 @@ master's, with no record twice.
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
@@ -22,6 +21,7 @@ from mqcore.protocol import RemotingCommand, RequestCode, ResponseCode
 from mqcore.protocol.bodies.route import KVTable
 from mqcore.store.offline import OfflineStore
 from tests.support.clients import RawBrokerClient
+from tests.support.polling import until
 from tests.support.processes import BrokerProcess, start_broker, start_namesrv
 
 pytestmark = pytest.mark.timeout(300)
@@ -39,16 +39,6 @@ async def runtime(addr: str) -> dict[str, str]:
         r = await client.invoke(RemotingCommand.request(RequestCode.GET_BROKER_RUNTIME_INFO))
     assert r.code == ResponseCode.SUCCESS, r
     return KVTable.decode(r.body).table
-
-
-async def poll(what: str, check: Callable[[], Awaitable[bool]], timeout: float = 60) -> None:
-    """Await ``check()`` until true, or fail at the deadline."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if await check():
-            return
-        await asyncio.sleep(0.05)
-    raise AssertionError(f"not within {timeout} s: {what}")
 
 
 def slave_keys(store: Path) -> list[str]:
@@ -114,7 +104,7 @@ async def test_sync_master_kill9_rounds_lose_no_acknowledged_message(tmp_path: P
     try:
         for rnd in range(ROUNDS):
             master = start_pair_member(tmp_path / "m", ns.addr, "SYNC_MASTER")
-            await poll("the slave connects", slave_connected_to(master))
+            await until(slave_connected_to(master), 60, "the slave connects", interval=0.05)
             acks, refused = await kill_round(rnd, master)
             assert len(acks) >= ACKS_PER_ROUND and refused == 0
             acked.update(acks)
@@ -154,7 +144,7 @@ async def test_an_empty_slave_catches_up_and_resumes_after_a_restart(tmp_path: P
         async def slave_at(end: int) -> bool:
             return int((await runtime(slave_addr))["commitLogMaxOffset"]) == end
 
-        await poll("the empty slave catches up", lambda: slave_at(master_end))
+        await until(lambda: slave_at(master_end), 60, "the empty slave catches up", interval=0.05)
         # restarted in the middle of the file, it resumes where it stands
         assert slave.stop() == 0
         async with RawBrokerClient(master.addr) as client:
@@ -163,7 +153,7 @@ async def test_an_empty_slave_catches_up_and_resumes_after_a_restart(tmp_path: P
         master_end = int((await runtime(master.addr))["commitLogMaxOffset"])
         slave = start_pair_member(tmp_path / "s", ns.addr, "SLAVE", **big_file, **FAST_REGISTRATION)
         slave_addr = slave.addr
-        await poll("the restarted slave resumes", lambda: slave_at(master_end))
+        await until(lambda: slave_at(master_end), 60, "the restarted slave resumes", interval=0.05)
         assert slave.stop() == 0
         assert master.stop() == 0
         assert commit_log(slave.store) == commit_log(tmp_path / "m" / "store")

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import subprocess
 import time
 from pathlib import Path
 
@@ -14,6 +15,7 @@ from mqcore.message.properties import encode_properties
 from mqcore.protocol import RemotingCommand, RequestCode, ResponseCode
 from mqcore.protocol.headers import SendMessageRequestHeader
 from tests.support.clients import RawBrokerClient
+from tests.support.polling import until_sync
 from tests.support.processes import mq, start_broker, start_namesrv
 
 TOPIC = "Poisoned"
@@ -55,13 +57,14 @@ def test_consume_prints_every_good_message_around_a_poison_one(tmp_path: Path) -
         poison_code = asyncio.run(fill(broker.addr))
         env = {"MQ_NAMESRV_ADDR": namesrv.addr}
         args = ("consume", "-t", TOPIC, "-g", "readers", "--pull", "--from", "first")
-        deadline = time.monotonic() + 30
-        while True:  # the route reaches the name server with the broker's registration
-            done = mq(*args, "--no-follow", "--json", env=env, timeout=60)
-            if done.returncode == 0 or time.monotonic() > deadline:
-                break
-            time.sleep(0.2)
-        assert done.returncode == 0, done.stderr
+        runs: list[subprocess.CompletedProcess[str]] = []
+
+        def consumed() -> bool:  # the route reaches the name server with the broker's registration
+            runs.append(mq(*args, "--no-follow", "--json", env=env, timeout=60))
+            return runs[-1].returncode == 0
+
+        until_sync(consumed, 30, lambda: runs[-1].stderr, interval=0.2)
+        done = runs[-1]
         seen = [json.loads(line) for line in done.stdout.splitlines() if line.strip()]
         bodies = [str(m["body"]) for m in seen]
         good = [f"good-{i}" for i in (0, *range(2, 11))]
