@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -23,6 +22,7 @@ from mqcore.message import MessageExt
 from mqcore.protocol.bodies import MessageQueue
 from mqcore.store.metadata import PERM_READ, PERM_WRITE
 from tests.support.inproc import LiveCluster
+from tests.support.polling import until
 
 SCHEDULE = "SCHEDULE_TOPIC_XXXX"
 
@@ -252,13 +252,15 @@ async def test_group_model_comes_from_the_live_consumers(tmp_path: Path) -> None
                 consumer.register_listener(lambda msgs, ctx: ConsumeStatus.CONSUME_SUCCESS)
                 await consumer.start()
             want = {"g-bc": "BROADCASTING", "g-cl": "CLUSTERING", "g-idle": "-"}
-            deadline = time.monotonic() + 15
-            while True:
+            got: dict[str, str] = {}
+
+            async def settled() -> bool:
                 snap = await poller.poll()
-                got = {g: snap.groups[g].model for g in want if g in snap.groups}
-                if got == want or time.monotonic() > deadline:
-                    break
-            assert got == want
+                got.clear()
+                got.update({g: snap.groups[g].model for g in want if g in snap.groups})
+                return got == want
+
+            await until(settled, 15, lambda: f"message models {got}, want {want}")
             # the rate limit: with a long interval the cached answer stays
             poller.model_interval = 3600
             await consumers["g-cl"].shutdown()
@@ -303,19 +305,23 @@ async def test_cluster_view_shows_a_real_slave_connected_and_caught_up(tmp_path:
                     except Exception:  # not listed yet
                         return []
 
-                deadline = time.monotonic() + 30
-                while cells("broker-a/1")[-2:] != ["connected", "0 B"]:
-                    assert time.monotonic() < deadline, cells("broker-a/1")
-                    await poll(pilot)
+                await until(
+                    lambda: cells("broker-a/1")[-2:] == ["connected", "0 B"],
+                    30,
+                    lambda: f"slave row {cells('broker-a/1')}",
+                    pause=lambda: poll(pilot),
+                )
                 master, copy = cells("broker-a/0"), cells("broker-a/1")
                 assert master[3] == "async master" and master[-2] == "1 slave"
                 assert copy[3] == "slave" and copy[13] == master[13] != "0"  # COMMITLOG MAX
                 await slave.shutdown()
                 stopped = True
-                deadline = time.monotonic() + 30
-                while cells("broker-a/0")[-2] != "no slave":
-                    assert time.monotonic() < deadline, cells("broker-a/0")
-                    await poll(pilot)
+                await until(
+                    lambda: cells("broker-a/0")[-2] == "no slave",
+                    30,
+                    lambda: f"master row {cells('broker-a/0')}",
+                    pause=lambda: poll(pilot),
+                )
         finally:
             if not stopped:
                 await slave.shutdown()
