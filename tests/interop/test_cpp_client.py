@@ -10,7 +10,6 @@ logs and local offsets go there) and every run under a timeout.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import os
 import time
@@ -50,7 +49,6 @@ class CppListener:
     proc: asyncio.subprocess.Process
     stderr: Path
     lines: list[dict[str, Any]] = field(default_factory=list)
-    _changed: asyncio.Event = field(default_factory=asyncio.Event)
     _reader: asyncio.Task[None] = field(init=False)
 
     def __post_init__(self) -> None:
@@ -65,17 +63,17 @@ class CppListener:
         async for raw in self.proc.stdout:
             if raw.startswith(b"{"):
                 self.lines.append(json.loads(raw))
-                self._changed.set()
 
     async def wait_for(self, count: int, timeout: float = 20) -> list[dict[str, Any]]:
         """The first ``count`` messages (fails at the deadline with what came)."""
-        deadline = time.monotonic() + timeout
-        while len(self.messages) < count:
-            left = deadline - time.monotonic()
-            assert left > 0 and self.proc.returncode is None, f"{count} wanted: {self}"
-            self._changed.clear()
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._changed.wait(), min(left, 0.5))
+
+        def arrived() -> bool:  # a consumer that exited fails at once, not at the deadline
+            if len(self.messages) >= count:
+                return True
+            assert self.proc.returncode is None, f"{count} wanted: {self}"
+            return False
+
+        await until(arrived, timeout, lambda: f"{count} wanted: {self}", interval=0.05)
         return self.messages[:count]
 
     def __str__(self) -> str:

@@ -6,9 +6,7 @@ goes through %RETRY%group to %DLQ%group."""
 
 from __future__ import annotations
 
-import asyncio
 import re
-import time
 from typing import Any
 
 import pytest
@@ -58,10 +56,7 @@ async def settled(mq: CppCluster, group: str, topic: str, want: list[set[int]]) 
         latest = await owned_queues(mq, group, topic)
         return sorted(map(sorted, latest.values())) == sorted(map(sorted, want))
 
-    deadline = time.monotonic() + 20
-    while not await check():
-        assert time.monotonic() < deadline, f"rebalance not settled: {latest}, want {want}"
-        await asyncio.sleep(0.2)
+    await until(check, 20, lambda: f"rebalance not settled: {latest}, want {want}", interval=0.2)
 
 
 async def members(mq: CppCluster, group: str, *listeners: CppListener) -> None:
