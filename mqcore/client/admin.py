@@ -523,10 +523,13 @@ class Admin(BrokerAdminMixin, AclAdminMixin, NamesrvAdminMixin):
         """Messages of ``topic`` stored in ``begin_ms..end_ms`` (both inclusive), oldest
         first, at most ``max_num`` in total across all brokers.
 
-        Per queue of every broker, SEARCH_OFFSET_BY_TIMESTAMP for ``begin_ms`` and
-        ``end_ms`` bounds the range to pull (the broker answers the *nearest* message, so
-        both ends are inclusive and each message's store time is checked); at most
-        ``max_num`` are kept per queue, as the merged total is capped anyway.
+        Per queue of every broker, SEARCH_OFFSET_BY_TIMESTAMP bounds the range to pull,
+        asked one millisecond outside the window on each side: mq answers the first
+        message stored at or after the time, 4.9.8 the *nearest* one (any of several
+        stored in that millisecond), so asking for ``begin_ms``/``end_ms`` themselves
+        could start after, or stop before, messages stored in the window's first or last
+        millisecond. Each message's store time is checked; at most ``max_num`` are kept
+        per queue, as the merged total is capped anyway.
         """
         if max_num <= 0 or end_ms < begin_ms:
             return []
@@ -534,8 +537,8 @@ class Admin(BrokerAdminMixin, AclAdminMixin, NamesrvAdminMixin):
         queues = await self.instance.subscribe_queues(topic, refresh=True)
 
         async def one(mq: MessageQueue) -> list[MessageExt]:
-            start = await api.search_offset(mq, begin_ms, self.timeout)
-            stop = await api.search_offset(mq, end_ms, self.timeout) + 1
+            start = await api.search_offset(mq, max(0, begin_ms - 1), self.timeout)
+            stop = await api.search_offset(mq, min(END_OF_TIME, end_ms + 1), self.timeout) + 1
             found: list[MessageExt] = []
             while start < stop and len(found) < max_num:
                 result = await api.pull(

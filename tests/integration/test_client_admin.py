@@ -14,6 +14,7 @@ from mqcore.client.admin import END_OF_TIME
 from mqcore.client.errors import TopicRouteNotFoundError
 from mqcore.errors import MQBrokerError
 from mqcore.protocol import ResponseCode
+from tests.support import until
 from tests.support.inproc import LiveCluster
 
 pytestmark = pytest.mark.timeout(60)
@@ -134,6 +135,32 @@ async def _clock_past(ms: int) -> int:
     return now
 
 
+async def test_query_by_time_keeps_every_message_of_a_shared_millisecond(
+    cluster: LiveCluster, admin: Admin, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Several messages of one queue stored in the window's first and last millisecond
+    are all found (asking the brokers for the window's own edges used to stop at the
+    first message of the last millisecond)."""
+    await admin.create_topic("SameMs", queues=2)
+    await cluster.wait_route("SameMs", brokers=2)
+    stamp = [1_800_000_000_000]
+    monkeypatch.setattr("mqcore.store.message_store._now_ms", lambda: stamp[0])
+    async with Producer("apg", namesrv=cluster.addr) as p:
+        for tag, at in (("before", 999), ("in", 1000), ("edge", 1005), ("after", 1006)):
+            stamp[0] = 1_800_000_000_000 + at
+            for i in range(8):  # two per queue
+                await p.send(make_message("SameMs", f"{tag}{i}"))
+
+    async def all_dispatched() -> bool:
+        return sum(q.max_offset for q in await admin.topic_status("SameMs")) == 32
+
+    await until(all_dispatched, 10, "the 32 messages in the consume queues")
+    found = await admin.query_by_time("SameMs", 1_800_000_001_000, 1_800_000_001_005)
+    assert sorted(m.body for m in found) == sorted(
+        f"{tag}{i}".encode() for tag in ("in", "edge") for i in range(8)
+    )
+
+
 async def test_query_by_time_takes_only_the_window(cluster: LiveCluster, admin: Admin) -> None:
     await admin.create_topic("Timed", queues=2)
     await cluster.wait_route("Timed", brokers=2)
@@ -150,6 +177,10 @@ async def test_query_by_time_takes_only_the_window(cluster: LiveCluster, admin: 
         await _clock_past(end)
         await batch("after")
 
+    async def all_dispatched() -> bool:  # a query by time reads the consume queues
+        return sum(q.max_offset for q in await admin.topic_status("Timed")) == 24
+
+    await until(all_dispatched, 10, "the 24 messages in the consume queues")
     found = await admin.query_by_time("Timed", begin, end)
     assert sorted(m.body for m in found) == sorted(f"in{i}".encode() for i in range(8))
     assert len({m.store_host for m in found}) == 2  # both brokers
