@@ -11,7 +11,6 @@ import asyncio
 import collections
 import contextlib
 import itertools
-import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,7 +32,7 @@ from mqcore.message import MessageExt
 from mqcore.namesrv.controller import NamesrvController
 from mqcore.protocol import ResponseCode
 from mqcore.protocol.bodies import MessageQueue
-from tests.support import until
+from tests.support import poll_messages, until
 from tests.support.inproc import broker_controller, namesrv_controller
 
 pytestmark = pytest.mark.timeout(60)
@@ -170,10 +169,7 @@ async def test_lite_pull_subscribe_and_commit(cluster: Cluster) -> None:
     )
     consumer.subscribe("T2", "*")
     async with consumer:
-        got: list[MessageExt] = []
-        deadline = time.monotonic() + 20
-        while len(got) < 30 and time.monotonic() < deadline:
-            got.extend(await consumer.poll(timeout=0.5))
+        got = await poll_messages(consumer, 30, 20)
         assert sorted(m.body.decode() for m in got) == sorted(sent)
         assert await consumer.poll(timeout=0.1) == []
         assert len(consumer.assignment()) == 4
@@ -194,27 +190,18 @@ async def test_lite_pull_assign_seek_pause(cluster: Cluster) -> None:
         consumer.assign([q0, q1])
         await until(lambda: consumer.assignment() == {q0, q1}, what="assignment")
         # LAST for a never-committed group on a young queue starts at 0 (spec §8.5).
-        got: list[MessageExt] = []
-        deadline = time.monotonic() + 10
-        while len(got) < 20 and time.monotonic() < deadline:
-            got.extend(await consumer.poll(timeout=0.5))
+        got = await poll_messages(consumer, 20, 10)
         assert len(got) == 20
         per_queue = collections.Counter(m.queue_id for m in got)
         consumer.pause([q1])
         await consumer.seek(q0, 3)
         await consumer.seek_to_begin(q1)
-        again: list[MessageExt] = []
-        deadline = time.monotonic() + 10
-        while len(again) < per_queue[0] - 3 and time.monotonic() < deadline:
-            again.extend(await consumer.poll(timeout=0.3))
+        again = await poll_messages(consumer, per_queue[0] - 3, 10, poll_timeout=0.3)
         assert sorted(m.queue_offset for m in again) == list(range(3, per_queue[0]))
         assert all(m.queue_id == 0 for m in again)
         assert await consumer.poll(timeout=0.3) == []  # q1 is paused
         consumer.resume([q1])
-        resumed: list[MessageExt] = []
-        deadline = time.monotonic() + 10
-        while len(resumed) < per_queue[1] and time.monotonic() < deadline:
-            resumed.extend(await consumer.poll(timeout=0.3))
+        resumed = await poll_messages(consumer, per_queue[1], 10, poll_timeout=0.3)
         assert sorted(m.queue_offset for m in resumed) == list(range(per_queue[1]))
         await consumer.seek_to_end(q0)
         with pytest.raises(ValueError):
@@ -545,9 +532,7 @@ async def test_position_is_the_next_offset_to_consume(cluster: Cluster) -> None:
     async with lite:
         assert lite.position(MessageQueue("Other", "broker-a", 0)) is None  # not owned
         got: list[MessageExt] = []
-        deadline = time.monotonic() + 10
-        while len(got) < 10 and time.monotonic() < deadline:
-            got.extend(await lite.poll(timeout=0.5))
+        got += await poll_messages(lite, 10, 10)
         assert {mq.queue_id: lite.position(mq) for mq in lite.assignment()} == ends
         assert await lite.committed(q0) in (None, 0)  # position is local: nothing committed
     assert lite.position(q0) is None  # shut down

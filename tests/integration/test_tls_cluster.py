@@ -4,7 +4,6 @@ port (permissive), and a master/slave pair replicates over TLS."""
 
 from __future__ import annotations
 
-import time
 from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 from typing import Any
@@ -19,6 +18,7 @@ from mqcore.namesrv.controller import NamesrvController
 from mqcore.remoting import Channel, RemotingServer
 from mqcore.remoting.tls import TlsMode
 from mqcore.store.store_config import BrokerRole
+from tests.support import poll_messages
 from tests.support.inproc import running_broker, running_namesrv
 from tests.support.polling import until
 from tests.support.tls_certs import Pki, make_pki
@@ -98,12 +98,8 @@ async def consume(
         client_config=config,
     )
     consumer.subscribe(topic, "*")
-    got: list[bytes] = []
     async with consumer:
-        deadline = time.monotonic() + 20
-        while len(got) < want and time.monotonic() < deadline:
-            got.extend(m.body for m in await consumer.poll(timeout=0.5))
-    return got
+        return [m.body for m in await poll_messages(consumer, want, 20)]
 
 
 async def test_enforcing_cluster_serves_tls_clients_only(tmp_path: Path, pki: Pki) -> None:

@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,6 +31,7 @@ from mqcore.client import (
 )
 from mqcore.message.record import decode_batch_body
 from mqcore.namesrv.controller import NamesrvController
+from tests.support import poll_messages
 from tests.support.inproc import running_broker, running_namesrv
 from tests.support.polling import until
 
@@ -163,7 +163,6 @@ def spec(topic: str, body: str, **fields: Any) -> dict[str, Any]:
 async def read_all(cluster: CppCluster, topic: str, count: int) -> list[MessageExt]:
     """What our own consumer reads of ``topic`` from the first offset (``count`` messages).
     It is assigned every queue: no group membership, no wait for a rebalance."""
-    got: list[MessageExt] = []
     async with LitePullConsumer(
         "our-reader",
         namesrv=cluster.ns,
@@ -171,9 +170,7 @@ async def read_all(cluster: CppCluster, topic: str, count: int) -> list[MessageE
         auto_commit=False,
     ) as consumer:
         consumer.assign(await consumer.fetch_message_queues(topic))
-        deadline = time.monotonic() + 20
-        while len(got) < count and time.monotonic() < deadline:
-            got.extend(await consumer.poll(timeout=0.5))
+        got = await poll_messages(consumer, count, 20)
     assert len(got) == count, [m.body for m in got]
     return got
 

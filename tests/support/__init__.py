@@ -1,6 +1,7 @@
 """One home for what tests of every folder share:
 
-- :mod:`tests.support.polling`: :func:`until`, the one poll-with-deadline wait;
+- :mod:`tests.support.polling`: :func:`until`, the one poll-with-deadline wait, and
+  :func:`poll_messages`, a lite consumer polled until N messages came;
 - :mod:`tests.support.inproc`: name server and brokers in the test's event loop;
 - :mod:`tests.support.processes`: the same as `mq` processes; :mod:`tests.support.cluster`
   a whole cluster of them with ways to run the CLI against it;
@@ -8,6 +9,6 @@
   :mod:`tests.support.tls_certs`: an ACL cluster, certificates.
 """
 
-from tests.support.polling import until, until_sync
+from tests.support.polling import poll_messages, until, until_sync
 
-__all__ = ["until", "until_sync"]
+__all__ = ["poll_messages", "until", "until_sync"]

@@ -12,6 +12,10 @@ import asyncio
 import inspect
 import time
 from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:
+    from mqcore.message import MessageExt
 
 Pause = Callable[[], Awaitable[object]]
 What = str | Callable[[], object]
@@ -61,3 +65,22 @@ def until_sync(
         if time.monotonic() > deadline:
             raise _failure(timeout, what, predicate)
         time.sleep(interval)
+
+
+class Polling(Protocol):
+    """A lite pull consumer, as far as :func:`poll_messages` is concerned."""
+
+    async def poll(self, timeout: float = ...) -> list[MessageExt]: ...
+
+
+async def poll_messages(
+    consumer: Polling, count: int, timeout: float = 20.0, *, poll_timeout: float = 0.5
+) -> list[MessageExt]:
+    """Poll ``consumer`` until it has handed over ``count`` messages or ``timeout`` s
+    passed; what arrived, for the test's own assertion to judge (it says more than a
+    deadline would: which messages are missing, or that too many came)."""
+    got: list[MessageExt] = []
+    deadline = time.monotonic() + timeout
+    while len(got) < count and time.monotonic() < deadline:
+        got.extend(await consumer.poll(timeout=poll_timeout))
+    return got
