@@ -85,18 +85,18 @@ class BrokerController:
         self.store_config = store_config
         self.store = MessageStore(store_config)
         root = store_config.root
-        self.topic_config_manager = TopicConfigManager(root)
-        self.consumer_offset_manager = ConsumerOffsetManager(root)
-        self.subscription_group_manager = SubscriptionGroupManager(root)
-        self.delay_offset_manager = DelayOffsetManager(root)
-        self.consumer_filter_manager = ConsumerFilterManager(root)
-        self.config_persister = ConfigPersister()
+        self.topic_configs = TopicConfigManager(root)
+        self.offsets = ConsumerOffsetManager(root)
+        self.groups = SubscriptionGroupManager(root)
+        self.delay_offsets = DelayOffsetManager(root)
+        self.filters = ConsumerFilterManager(root)
+        self.persister = ConfigPersister()
         """Writes config files off the loop, coalesced (heartbeats, the 60 s timer)."""
         self.topics = TopicService(
-            self.topic_config_manager,
+            self.topic_configs,
             config,
-            offsets=self.consumer_offset_manager,
-            persister=self.config_persister,
+            offsets=self.offsets,
+            persister=self.persister,
             request_register=self.request_register,
         )
         self._init_client_services()
@@ -166,9 +166,9 @@ class BrokerController:
 
     def _init_client_services(self) -> None:
         """Producer/consumer managers, the rebalance lock table and statistics."""
-        self.producer_manager = ProducerManager()
-        self.consumer_manager = ConsumerManager()
-        self.rebalance_lock_manager = RebalanceLockManager(self.config.rebalance_lock_max_live_time)
+        self.producers = ProducerManager()
+        self.consumers = ConsumerManager()
+        self.locks = RebalanceLockManager(self.config.rebalance_lock_max_live_time)
         self.stats = BrokerStatsManager()
 
     def _register_processors(self) -> None:
@@ -180,15 +180,15 @@ class BrokerController:
             store_config=self.store_config,
             store=self.store,
             topics=self.topics,
-            topic_configs=self.topic_config_manager,
-            groups=self.subscription_group_manager,
-            offsets=self.consumer_offset_manager,
-            delay_offsets=self.delay_offset_manager,
-            filters=self.consumer_filter_manager,
-            persister=self.config_persister,
-            producers=self.producer_manager,
-            consumers=self.consumer_manager,
-            locks=self.rebalance_lock_manager,
+            topic_configs=self.topic_configs,
+            groups=self.groups,
+            offsets=self.offsets,
+            delay_offsets=self.delay_offsets,
+            filters=self.filters,
+            persister=self.persister,
+            producers=self.producers,
+            consumers=self.consumers,
+            locks=self.locks,
             long_polling=self.long_polling,
             stats=self.stats,
             schedule=self.schedule_service,
@@ -275,7 +275,7 @@ class BrokerController:
             self.persist_consumer_offsets,
             name="persist-consumer-offsets",
         )
-        self.config_persister.start()
+        self.persister.start()
         self.schedule(60_000, self.request_persist_configs, name="persist-configs")
         for hook in self._start_hooks:
             await _maybe_await(hook())
@@ -325,12 +325,12 @@ class BrokerController:
         return await self.outer_api.commit_log_end(self.master_addr)
 
     def _load_metadata(self) -> None:
-        self.topic_config_manager.load()
-        self.consumer_offset_manager.load()
-        self.subscription_group_manager.load()
-        self.subscription_group_manager.ensure_system_groups()
-        self.delay_offset_manager.load()
-        self.consumer_filter_manager.load()
+        self.topic_configs.load()
+        self.offsets.load()
+        self.groups.load()
+        self.groups.ensure_system_groups()
+        self.delay_offsets.load()
+        self.filters.load()
         self.topics.init_system_topics()
 
     async def _listen(self) -> None:
@@ -386,7 +386,7 @@ class BrokerController:
         await self.outer_api.close()
         self.reput.stop()
         loop = asyncio.get_running_loop()
-        await loop.run_in_executor(None, self.config_persister.close)  # pending writes first
+        await loop.run_in_executor(None, self.persister.close)  # pending writes first
         try:
             self.persist_consumer_offsets()
             self.persist_configs()
@@ -400,23 +400,23 @@ class BrokerController:
 
     # -- persistence ----------------------------------------------------------------------
     def persist_consumer_offsets(self) -> None:
-        self.consumer_offset_manager.persist()
+        self.offsets.persist()
 
     def request_persist_configs(self) -> None:
         """The periodic write, off the loop: a large table takes long to encode and sync."""
-        self.config_persister.request(
-            self.topic_config_manager,
-            self.subscription_group_manager,
-            self.delay_offset_manager,
-            self.consumer_filter_manager,
+        self.persister.request(
+            self.topic_configs,
+            self.groups,
+            self.delay_offsets,
+            self.filters,
         )
 
     def persist_configs(self) -> None:
         """Everything but the offsets (those have their own, faster, timer)."""
-        self.topic_config_manager.persist()
-        self.subscription_group_manager.persist()
-        self.delay_offset_manager.persist()
-        self.consumer_filter_manager.persist()
+        self.topic_configs.persist()
+        self.groups.persist()
+        self.delay_offsets.persist()
+        self.filters.persist()
 
     # -- name server registration ---------------------------------------------------------
     def request_register(self, force: bool = True) -> None:

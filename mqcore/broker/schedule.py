@@ -363,9 +363,9 @@ def register(controller: BrokerController) -> ScheduleMessageService:
     service = ScheduleMessageService(
         controller.store,
         controller.store_config,
-        controller.delay_offset_manager,
+        controller.delay_offsets,
         stats=controller.stats,
-        persister=controller.config_persister,
+        persister=controller.persister,
         every=controller.schedule,
     )
     controller.add_start_hook(service.start)

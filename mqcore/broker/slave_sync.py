@@ -220,10 +220,10 @@ def register(controller: BrokerController) -> SlaveSynchronize | None:
         controller.outer_api.client,
         # Learnt from the REGISTER_BROKER answer; None until then or without a master.
         lambda: controller.master_addr,
-        controller.topic_config_manager,
-        controller.consumer_offset_manager,
-        controller.delay_offset_manager,
-        controller.subscription_group_manager,
+        controller.topic_configs,
+        controller.offsets,
+        controller.delay_offsets,
+        controller.groups,
         own_addr=lambda: controller.broker_addr,
     )
 

@@ -85,7 +85,7 @@ async def test_pull_needs_sub_on_topic_and_group(cluster: AclCluster) -> None:
                    "commitOffset": "0"}  # fmt: skip
         answer = await client.invoke(RequestCode.UPDATE_CONSUMER_OFFSET, offsets)
         assert answer.code == ResponseCode.NO_PERMISSION
-        assert cluster.broker.consumer_offset_manager.query("deniedGroup", "subOnly", 0) is None
+        assert cluster.broker.offsets.query("deniedGroup", "subOnly", 0) is None
         beat = await client.heartbeat(consumer_groups=["deniedGroup"], topics=["subOnly"])
         assert beat.code == ResponseCode.NO_PERMISSION
         beat = await client.heartbeat(consumer_groups=["okGroup"], topics=["subOnly"])
@@ -102,8 +102,8 @@ async def test_admin_codes_need_an_admin(cluster: AclCluster) -> None:
         assert "needs an admin account" in info.value.remark
         with pytest.raises(MQBrokerError):
             await user.delete_topic("both")
-    assert cluster.broker.topic_config_manager.select("newTopic") is None
-    assert cluster.broker.topic_config_manager.select("both") is not None
+    assert cluster.broker.topic_configs.select("newTopic") is None
+    assert cluster.broker.topic_configs.select("both") is not None
     client = cluster.client(USER)
     try:
         answer = await client.invoke(RequestCode.UPDATE_BROKER_CONFIG, body=b"brokerPermission=2\n")

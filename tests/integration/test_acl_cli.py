@@ -45,7 +45,7 @@ async def test_cli_keys_from_options_env_and_context(cluster: AclCluster, tmp_pa
     create = ["topic", "create", "-n", cluster.ns, "-t", "cliTopic", "-q", "2"]
     code, out = await mq(tmp_path, *create, env=env)
     assert code != 0 and "needs an admin account" in out
-    assert cluster.broker.topic_config_manager.select("cliTopic") is None
+    assert cluster.broker.topic_configs.select("cliTopic") is None
     code, out = await mq(
         tmp_path, "context", "add", "ops", "-n", cluster.ns, "--select",
         "--access-key", "adminKey", "--secret-key", "adminSecret",
@@ -53,6 +53,6 @@ async def test_cli_keys_from_options_env_and_context(cluster: AclCluster, tmp_pa
     assert code == 0, out
     code, out = await mq(tmp_path, "topic", "create", "-t", "cliTopic", "-q", "2")
     assert code == 0, out
-    assert cluster.broker.topic_config_manager.select("cliTopic") is not None
+    assert cluster.broker.topic_configs.select("cliTopic") is not None
     code, out = await mq(tmp_path, "context", "ls", "--json")
     assert "adminSecret" not in out

@@ -129,8 +129,8 @@ async def test_consume_stats_offsets_and_groups(tmp_path: Path) -> None:
             for i in range(10):  # N = 10: 5 per queue
                 put(broker, "Lag", i % 2)
             # the group committed M = 3 of queue 0 and 5 of queue 1
-            broker.consumer_offset_manager.commit("g1", "Lag", 0, 3)
-            broker.consumer_offset_manager.commit("g1", "Lag", 1, 5)
+            broker.offsets.commit("g1", "Lag", 0, 3)
+            broker.offsets.commit("g1", "Lag", 1, 5)
             broker.stats.on_get("g1", "Lag", 8, 800)
 
             for topic in ("Lag", None):  # one topic, or every topic with offsets
@@ -152,7 +152,7 @@ async def test_consume_stats_offsets_and_groups(tmp_path: Path) -> None:
             offsets = ConsumerOffsetSerializeWrapper.decode(resp.body).offset_table
             assert offsets["Lag@g1"] == {0: 3, 1: 5}
 
-            broker.delay_offset_manager.update(3, 7)
+            broker.delay_offsets.update(3, 7)
             resp = await client.invoke(RequestCode.GET_ALL_DELAY_OFFSET)
             assert DelayOffsetSerializeWrapper.decode(resp.body).offset_table == {3: 7}
 
@@ -180,8 +180,8 @@ async def test_consume_stats_offsets_and_groups(tmp_path: Path) -> None:
                     RequestCode.DELETE_SUBSCRIPTIONGROUP, fields.to_ext_fields()
                 )
                 assert resp.code == ResponseCode.SUCCESS
-            assert broker.subscription_group_manager.find("gX") is None
-            assert broker.consumer_offset_manager.query("g1", "Lag", 0) is None
+            assert broker.groups.find("gX") is None
+            assert broker.offsets.query("g1", "Lag", 0) is None
         finally:
             await client.close()
 
@@ -201,7 +201,7 @@ async def test_reset_offset_by_timestamp(tmp_path: Path) -> None:
                 pass
             for _ in range(2):
                 put(broker, "Reset")
-            broker.consumer_offset_manager.commit("g1", "Reset", 0, 5)
+            broker.offsets.commit("g1", "Reset", 0, 5)
 
             def fields(timestamp: int, force: bool = True) -> dict[str, str]:
                 return ResetOffsetRequestHeader("Reset", "g1", timestamp, force).to_ext_fields()
@@ -210,14 +210,14 @@ async def test_reset_offset_by_timestamp(tmp_path: Path) -> None:
             # nobody online: refused, nothing changed
             resp = await admin.invoke(reset, fields(ts))
             assert resp.code == ResponseCode.CONSUMER_NOT_ONLINE
-            assert broker.consumer_offset_manager.query("g1", "Reset", 0) == 5
+            assert broker.offsets.query("g1", "Reset", 0) == 5
 
             await consumer.heartbeat(["g1"], topics=["Reset"])
             resp = await admin.invoke(reset, fields(ts))
             assert resp.code == ResponseCode.SUCCESS, resp.remark
             mq = MessageQueue("Reset", BROKER_NAME, 0)
             assert ResetOffsetBody.decode(resp.body).offset_table == {mq: 3}
-            assert broker.consumer_offset_manager.query("g1", "Reset", 0) == 3
+            assert broker.offsets.query("g1", "Reset", 0) == 3
             code = RequestCode.RESET_CONSUMER_CLIENT_OFFSET
             await until(lambda: consumer.count(code) == 1, what="RESET_CONSUMER_CLIENT_OFFSET")
             notice = consumer.received[code][0]

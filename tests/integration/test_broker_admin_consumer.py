@@ -111,7 +111,7 @@ async def test_clone_and_correction_offsets(tmp_path: Path) -> None:
                 await admin.invoke(RequestCode.UPDATE_AND_CREATE_TOPIC, _create(topic, 2))
                 for i in range(10):
                     put(broker, topic, i % 2)
-            offsets = broker.consumer_offset_manager
+            offsets = broker.offsets
             offsets.commit("src", "T1", 0, 4)
             offsets.commit("src", "T1", 1, 2)
             offsets.commit("src", "T2", 0, 5)
@@ -159,7 +159,7 @@ async def test_time_span_producers_and_stats(tmp_path: Path) -> None:
         try:
             await admin.invoke(RequestCode.UPDATE_AND_CREATE_TOPIC, _create("Span", 2))
             msgs = [put(broker, "Span", 0) for _ in range(3)]
-            broker.consumer_offset_manager.commit("gs", "Span", 0, 1)
+            broker.offsets.commit("gs", "Span", 0, 1)
             fields = QueryConsumeTimeSpanRequestHeader("Span", "gs").to_ext_fields()
             resp = await admin.invoke(RequestCode.QUERY_CONSUME_TIME_SPAN, fields)
             spans = QueryConsumeTimeSpanBody.decode(resp.body).consume_time_span_set

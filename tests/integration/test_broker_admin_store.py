@@ -84,10 +84,10 @@ async def test_query_consume_queue_units_and_group_filter_data(tmp_path: Path) -
             assert body.subscription_data is not None and body.subscription_data.topic == "Cq"
 
             # with SQL92 filter data registered, the pretty JSON of it
-            broker.consumer_filter_manager.register_sql("Cq", "g1", "a > 1", "SQL92", 1, 1000)
+            broker.filters.register_sql("Cq", "g1", "a > 1", "SQL92", 1, 1000)
             resp = await client.invoke(RequestCode.QUERY_CONSUME_QUEUE, _cq("Cq", 1, 0, 1, "g1"))
             body = QueryConsumeQueueResponseBody.decode(resp.body)
-            data = broker.consumer_filter_manager.get("Cq", "g1")
+            data = broker.filters.get("Cq", "g1")
             assert data is not None
             assert body.filter_data == fastjson.dumps_pretty(data.to_json())
             assert '"expression":"a > 1"' in (body.filter_data or "")
@@ -108,8 +108,8 @@ async def test_broker_consume_stats_every_group(tmp_path: Path) -> None:
             for _ in range(4):
                 put(broker, "Ordered", 0)
             for group in ("gA", "gB"):
-                broker.subscription_group_manager.update(SubscriptionGroupConfig(group))
-            offsets = broker.consumer_offset_manager
+                broker.groups.update(SubscriptionGroupConfig(group))
+            offsets = broker.offsets
             offsets.commit("gA", "Plain", 0, 1)  # lag 2
             offsets.commit("gA", "Plain", 1, 3)  # lag 0
             offsets.commit("gA", "Ordered", 0, 1)  # lag 3

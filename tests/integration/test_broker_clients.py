@@ -112,8 +112,8 @@ async def test_heartbeat_membership_and_notifications(tmp_path: Path) -> None:
             await a.close()
             await b.close()
         # a's connection closing empties the group (the broker still runs)
-        await until(lambda: broker.consumer_manager.get_group("g1") is None, what="group gone")
-        assert broker.producer_manager.group_channels("pg") == []
+        await until(lambda: broker.consumers.get_group("g1") is None, what="group gone")
+        assert broker.producers.group_channels("pg") == []
 
 
 async def test_silent_clients_expire(tmp_path: Path) -> None:
@@ -160,8 +160,8 @@ async def test_orderly_locks_contend_and_expire(tmp_path: Path) -> None:
             # unlock releases only the requester's own queues
             body = UnlockBatchRequestBody("g1", "b", {q1, q2}).encode()
             assert (await b.invoke(RequestCode.UNLOCK_BATCH_MQ, body=body)).code == 0
-            assert broker.rebalance_lock_manager.holder("g1", q1) == "a"
-            assert broker.rebalance_lock_manager.holder("g1", q2) is None
+            assert broker.locks.holder("g1", q1) == "a"
+            assert broker.locks.holder("g1", q2) is None
             # a stops refreshing: after rebalanceLockMaxLiveTime b gets q1
             granted: set[MessageQueue] = set()
 
@@ -212,7 +212,7 @@ async def test_bad_requests_get_codes_and_the_broker_keeps_serving(tmp_path: Pat
             sql = SubscriptionData("TopicTest", "a > 5", sub_version=9, expression_type="SQL92")
             data = HeartbeatData("a", [], [ConsumerData("g2", subscription_data_set=[sql])])
             assert (await a.invoke(RequestCode.HEART_BEAT, body=data.encode())).code == 0
-            stored = broker.consumer_filter_manager.get("TopicTest", "g2")
+            stored = broker.filters.get("TopicTest", "g2")
             assert stored is not None and stored.expression == "a > 5"
             assert stored.client_version == 9
         finally:

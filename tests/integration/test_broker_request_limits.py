@@ -140,7 +140,7 @@ async def test_offset_updates_for_no_queue_or_a_negative_offset_are_refused(
 ) -> None:
     async with running_broker(tmp_path) as broker:
         broker.topics.create_in_send("Offsets", "TBW102", 4)
-        offsets = broker.consumer_offset_manager
+        offsets = broker.offsets
         client = TestClient(broker.broker_addr, "consumer")
         try:
             refused = [

@@ -43,8 +43,8 @@ async def test_consume_stats_queue_units_and_housekeeping(cluster: LiveCluster) 
         await cluster.wait_route("Units", brokers=2)
         a = cluster.brokers["broker-a"]
         msgs = [put(a, "Units", 0) for _ in range(4)]
-        a.subscription_group_manager.update(SubscriptionGroupConfig("gU"))
-        a.consumer_offset_manager.commit("gU", "Units", 0, 1)
+        a.groups.update(SubscriptionGroupConfig("gU"))
+        a.offsets.commit("gU", "Units", 0, 1)
 
         stats = await admin.broker_consume_stats(a.broker_addr)
         assert stats.broker_addr == a.broker_addr and stats.total_diff == 3
@@ -84,15 +84,15 @@ async def test_offsets_clients_and_stats(cluster: LiveCluster) -> None:
         for broker in (a, b):
             for _ in range(3):
                 put(broker, "Offs", 0)
-            broker.consumer_offset_manager.commit("src", "Offs", 0, 2)
+            broker.offsets.commit("src", "Offs", 0, 2)
 
         assert await admin.clone_group_offset("src", "dst", "Offs") == sorted(
             [a.broker_addr, b.broker_addr]
         )
-        assert a.consumer_offset_manager.query_all("dst", "Offs") == {0: 2}
-        assert b.consumer_offset_manager.query_all("dst", "Offs") == {0: 2}
+        assert a.offsets.query_all("dst", "Offs") == {0: 2}
+        assert b.offsets.query_all("dst", "Offs") == {0: 2}
 
-        a.consumer_offset_manager.commit("slow", "Offs", 0, 1)
+        a.offsets.commit("slow", "Offs", 0, 1)
         assert await admin.correction_offsets(a.broker_addr, "Offs", "slow") == {0: 1}
         assert await admin.correction_offsets(a.broker_addr, "Offs", "slow", ["slow"]) == {
             0: (1 << 63) - 1

@@ -58,7 +58,7 @@ class Cluster:
         )
 
     def consumer_offset(self, group: str, topic: str) -> dict[int, int]:
-        return dict(self.broker.consumer_offset_manager.query_all(group, topic))
+        return dict(self.broker.offsets.query_all(group, topic))
 
     async def produce(
         self, topic: str, count: int, *, tags: Callable[[int], str] = lambda i: "A"
@@ -291,11 +291,11 @@ async def test_orderly_per_key_order(cluster: Cluster) -> None:
     consumer.register_listener(listener, orderly=True)
     async with consumer:
         await until(lambda: sum(map(len, seen.values())) >= 50, what="50 ordered messages")
-        locks = cluster.broker.rebalance_lock_manager.table.get("g-order", {})
+        locks = cluster.broker.locks.table.get("g-order", {})
         assert {mq.queue_id for mq in locks if mq.topic == "T6"} == {0, 1, 2, 3}
     assert not overlap
     assert all(steps == list(range(10)) for steps in seen.values()) and len(seen) == 5
-    assert not cluster.broker.rebalance_lock_manager.table.get("g-order")  # released
+    assert not cluster.broker.locks.table.get("g-order")  # released
 
 
 async def test_restart_resumes_from_committed_offset(cluster: Cluster) -> None:

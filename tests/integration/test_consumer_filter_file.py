@@ -86,7 +86,7 @@ async def test_register_unregister_and_restart(tmp_path: Path) -> None:
 
     # across a restart: still there, still dead; the same heartbeat revives it
     async with running_broker(tmp_path, enable_property_filter=True) as broker:
-        loaded = broker.consumer_filter_manager.get("Scores", "g-sql")
+        loaded = broker.filters.get("Scores", "g-sql")
         assert loaded is not None and loaded.dead and loaded.expression == "score > 98"
         client = TestClient(broker.broker_addr, "10.0.0.1@sql")
         try:

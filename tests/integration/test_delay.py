@@ -291,8 +291,8 @@ async def test_progress_survives_a_clean_restart_exactly_once(tmp_path: Path) ->
     await broker.start()
     try:
         await until(lambda: len(real_queue(broker, "DR")) >= 6, timeout=10, what="level 4")
-        assert broker.delay_offset_manager.get(4) == 3
-        assert broker.delay_offset_manager.get(1) == 3
+        assert broker.delay_offsets.get(4) == 3
+        assert broker.delay_offsets.get(1) == 3
         keys = sorted(m.properties["KEYS"] for m in real_queue(broker, "DR"))
         assert keys == ["a0", "a1", "a2", "b0", "b1", "b2"]  # each exactly once
     finally:

@@ -90,7 +90,7 @@ async def under_load(broker: BrokerController, body: bytes) -> tuple[RemotingCom
             response = await client.invoke(broker.broker_addr, request, timeout=30.0)
             stop.set()
             latencies = await traffic
-        registered = len(broker.consumer_manager.groups)
+        registered = len(broker.consumers.groups)
     finally:
         await client.close()
     assert latencies, "the other client was served"
@@ -101,7 +101,7 @@ async def under_load(broker: BrokerController, body: bytes) -> tuple[RemotingCom
 async def test_a_heartbeat_of_10000_groups_is_refused_without_stalling(tmp_path: Path) -> None:
     body = heartbeat_body(10_000)  # about 3 MB, encoded before the probe starts
     async with running_broker(tmp_path) as broker:
-        groups = broker.subscription_group_manager
+        groups = broker.groups
         response, worst, registered = await under_load(broker, body)
         assert response.code == ResponseCode.SYSTEM_ERROR
         assert "limit" in (response.remark or "")
@@ -116,7 +116,7 @@ async def test_the_largest_allowed_heartbeat_is_applied_in_steps(tmp_path: Path)
     body = heartbeat_body(count)
     assert limits.inline_body_bytes < len(body) <= limits.max_body_bytes
     async with running_broker(tmp_path) as broker:
-        groups, topics = broker.subscription_group_manager, broker.topic_config_manager
+        groups, topics = broker.groups, broker.topic_configs
         persister = heartbeat_processor(broker).persister
         group_writes, topic_writes = groups.writes, topics.writes
         response, worst, registered = await under_load(broker, body)
@@ -135,7 +135,7 @@ async def test_the_largest_allowed_heartbeat_is_applied_in_steps(tmp_path: Path)
 
 async def test_many_heartbeats_creating_groups_coalesce_their_writes(tmp_path: Path) -> None:
     async with running_broker(tmp_path) as broker:
-        groups = broker.subscription_group_manager
+        groups = broker.groups
         persister = heartbeat_processor(broker).persister
         writes = groups.writes
         client = RemotingClient()
@@ -183,7 +183,7 @@ async def test_oversized_and_over_limit_heartbeats_get_a_clear_error(tmp_path: P
             refused = await send(long_name.encode())
             assert refused.code == ResponseCode.SYSTEM_ERROR
             assert "255" in (refused.remark or "")
-            assert "g" not in broker.consumer_manager.groups
+            assert "g" not in broker.consumers.groups
 
             # still serving ordinary heartbeats
             assert (await send(heartbeat_body(2))).code == ResponseCode.SUCCESS

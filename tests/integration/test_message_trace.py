@@ -292,7 +292,7 @@ async def test_message_track_per_group(tmp_path: Path) -> None:
             await consumed.persist_consumer_offset()
 
             def offset_of(group: str) -> int:
-                return dict(broker.consumer_offset_manager.query_all(group, TOPIC)).get(0, -1)
+                return dict(broker.offsets.query_all(group, TOPIC)).get(0, -1)
 
             await filtered.persist_consumer_offset()
             await until(lambda: offset_of("trk-filter") >= 1, 20, "the filtered group's offset")

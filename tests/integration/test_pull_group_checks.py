@@ -36,7 +36,7 @@ async def test_broadcasting_group_needs_consume_broadcast_enable(
         running_broker(tmp_path, f"127.0.0.1:{ns.port}") as broker,
     ):
         broker.topics.create_in_send("Bcast", "TBW102", 1)
-        groups = broker.subscription_group_manager
+        groups = broker.groups
         config = groups.find("bcast-cg", auto_create=True)
         assert config is not None
         groups.table["bcast-cg"] = dataclasses.replace(

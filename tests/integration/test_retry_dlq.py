@@ -134,7 +134,7 @@ async def test_dead_letter_after_max_or_negative_level(broker: BrokerController)
 
 
 async def test_group_retry_max_times_unless_header_overrides(broker: BrokerController) -> None:
-    broker.subscription_group_manager.update(SubscriptionGroupConfig("g", retry_max_times=1))
+    broker.groups.update(SubscriptionGroupConfig("g", retry_max_times=1))
     msg = stored(broker, reconsume_times=1)
     # No maxReconsumeTimes: the group's 1 applies -> DLQ.
     assert (await send_back(broker, msg.commit_log_offset, max_reconsume_times=None)).code == 0
@@ -151,7 +151,7 @@ async def test_group_retry_max_times_unless_header_overrides(broker: BrokerContr
 
 
 async def test_retry_queue_nums_zero_drops(broker: BrokerController) -> None:
-    broker.subscription_group_manager.update(SubscriptionGroupConfig("g0", retry_queue_nums=0))
+    broker.groups.update(SubscriptionGroupConfig("g0", retry_queue_nums=0))
     msg = stored(broker)
     max_phy = broker.store.max_phy_offset
     resp = await send_back(broker, msg.commit_log_offset, group="g0")
@@ -165,7 +165,7 @@ async def test_errors(tmp_path: Path) -> None:
         msg = stored(broker)
         resp = await send_back(broker, 987_654_321)
         assert resp.code == ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST  # checked first
-        broker.subscription_group_manager.update(SubscriptionGroupConfig("g"))
+        broker.groups.update(SubscriptionGroupConfig("g"))
         for offset in (987_654_321, -1, msg.commit_log_offset + 1):
             resp = await send_back(broker, offset)
             assert resp.code == ResponseCode.SYSTEM_ERROR

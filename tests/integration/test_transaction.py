@@ -113,9 +113,7 @@ class TxCluster:
         return self.broker.store.get_max_offset_in_queue(topic, 0)
 
     def half_progress(self) -> int | None:
-        return self.broker.consumer_offset_manager.query(
-            "CID_RMQ_SYS_TRANS", RMQ_SYS_TRANS_HALF_TOPIC, 0
-        )
+        return self.broker.offsets.query("CID_RMQ_SYS_TRANS", RMQ_SYS_TRANS_HALF_TOPIC, 0)
 
     async def checks_settled(self) -> None:
         """Every half message decided or checked: the check progress is at the end."""

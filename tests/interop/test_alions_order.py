@@ -130,7 +130,7 @@ async def alions_reads_in_order(
             sent_at = await produce(ns.listen_address)
             await ons.until(lambda: len(ons.messages) >= total, 20, f"{total} messages")
             # ali-ons consumed without ever locking a queue
-            assert group not in broker.rebalance_lock_manager.table
+            assert group not in broker.locks.table
         assert [e for e in ons.lines if "error" in e] == []
         by_key: dict[str, list[int]] = collections.defaultdict(list)
         for m in ons.messages:
@@ -197,14 +197,14 @@ async def test_alions_sharding_key_order_to_mq_orderly_consumer(
         consumer.register_listener(listener, orderly=True)
         async with consumer:
             await until(lambda: sum(map(len, by_key.values())) >= len(sent), 15, "all sent")
-            locks = broker.rebalance_lock_manager.table.get(group, {})
+            locks = broker.locks.table.get(group, {})
             assert {(mq.broker_name, mq.queue_id) for mq in locks if mq.topic == topic} == {
                 (BROKER_NAME, q) for q in range(QUEUES)
             }
             assert {e.client_id for e in locks.values()} == {consumer.client_id}
         assert dict(by_key) == {key: list(range(PER_KEY)) for key in KEYS}
         assert dict(queue_of) == {key: {alions_queue(key)} for key in KEYS}
-        assert group not in broker.rebalance_lock_manager.table  # unlocked at shutdown
+        assert group not in broker.locks.table  # unlocked at shutdown
 
 
 async def members_online(admin: Admin, group: str, count: int) -> ConsumerConnection:
@@ -280,6 +280,6 @@ async def test_alions_broadcasting_offsets_stay_local(tmp_path: Path, alions_dir
                 f'[topic="{topic}", brokerName="{BROKER_NAME}", queueId="{q}"]': off
                 for q, off in max_offsets.items()
             }
-        offsets = broker.consumer_offset_manager
+        offsets = broker.offsets
         assert offsets.topics_by_group(group) == set()
         assert offsets.query_all(control, topic) == max_offsets

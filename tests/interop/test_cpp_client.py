@@ -321,7 +321,7 @@ async def test_a_send_to_an_unknown_topic_creates_it_through_the_default_topic(
         "cpp-auto-pg", [{"how": "sync", "messages": [spec(topic, f"auto-{i}")]} for i in range(3)]
     )
     assert [r.get("status") for r in results] == [0, 0, 0], results
-    config = mq.broker.topic_config_manager.select(topic)
+    config = mq.broker.topic_configs.select(topic)
     assert config is not None and config.write_queue_nums == QUEUES
     got = await read_all(mq, topic, 3)
     assert sorted(m.body for m in got) == [b"auto-0", b"auto-1", b"auto-2"]

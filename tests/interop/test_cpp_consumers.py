@@ -36,7 +36,7 @@ async def owned_queues(mq: CppCluster, group: str, topic: str) -> dict[str, set[
     owned: dict[str, set[int]] = {}
     client = TestClient(mq.broker.broker_addr, "cpp-test@1")
     try:
-        for client_id in mq.broker.consumer_manager.client_ids(group):
+        for client_id in mq.broker.consumers.client_ids(group):
             fields = {"consumerGroup": group, "clientId": client_id, "jstackEnable": "false"}
             answer = await client.invoke(RequestCode.GET_CONSUMER_RUNNING_INFO, fields)
             assert answer.code == ResponseCode.SUCCESS, answer.remark
@@ -61,7 +61,7 @@ async def settled(mq: CppCluster, group: str, topic: str, want: list[set[int]]) 
 
 async def members(mq: CppCluster, group: str, *listeners: CppListener) -> None:
     """Every listener's consumer has registered (heartbeat) with the broker."""
-    ids = mq.broker.consumer_manager.client_ids
+    ids = mq.broker.consumers.client_ids
     try:
         await until(lambda: len(ids(group)) == len(listeners), 20)
     except AssertionError:
@@ -91,7 +91,7 @@ async def test_the_push_consumer_filters_by_tag_and_sees_keys_and_properties(
                                "--props", "color,UNIQ_KEY")  # fmt: skip
     try:
         got = await listener.wait_for(6)
-        sub = mq.broker.consumer_manager.find_subscription("cpp-tags-cg", topic)
+        sub = mq.broker.consumers.find_subscription("cpp-tags-cg", topic)
     finally:
         await listener.stop()
     assert sub is not None and sub.tags_set == {"TagA", "TagB"}, sub  # from its heartbeat
@@ -130,8 +130,8 @@ async def test_clustering_consumers_share_the_queues(mq: CppCluster) -> None:
     finally:
         await stop_all(a, b)
     # a clean shutdown commits the offsets and unregisters (UNREGISTER_CLIENT)
-    assert mq.broker.consumer_offset_manager.query_all(group, topic) == {q: 5 for q in range(4)}
-    assert mq.broker.consumer_manager.client_ids(group) == []
+    assert mq.broker.offsets.query_all(group, topic) == {q: 5 for q in range(4)}
+    assert mq.broker.consumers.client_ids(group) == []
     bodies = sorted(m["body"] for m in a.messages + b.messages)
     assert bodies == sorted(f"c-{i}" for i in range(20)), "each message once"
     for listener in (a, b):
@@ -168,7 +168,7 @@ async def test_broadcasting_consumers_each_get_every_message(mq: CppCluster) -> 
         assert sorted(got) == [f"b-{i}" for i in range(8)], "each consumer gets all, once"
         assert all(got[f"b-{i}"]["keys"] == f"k{i}" for i in range(8))
     # offsets stay with the consumers (local files under $HOME), not at the broker
-    assert mq.broker.consumer_offset_manager.query_all(group, topic) == {}
+    assert mq.broker.offsets.query_all(group, topic) == {}
 
 
 async def test_the_orderly_consumer_locks_its_queues_and_keeps_their_order(
@@ -184,8 +184,8 @@ async def test_the_orderly_consumer_locks_its_queues_and_keeps_their_order(
     listener = await mq.listen(topic, group, "--orderly")
     try:
         await listener.wait_for(5 * QUEUES)
-        (client_id,) = mq.broker.consumer_manager.client_ids(group)
-        locks = mq.broker.rebalance_lock_manager
+        (client_id,) = mq.broker.consumers.client_ids(group)
+        locks = mq.broker.locks
         held = [locks.holder(group, MessageQueue(topic, BROKER_NAME, q)) for q in range(QUEUES)]
     finally:
         await listener.stop()

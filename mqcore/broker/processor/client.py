@@ -439,12 +439,12 @@ def filter_listener(
 def register(controller: BrokerController) -> ClientProcessor:
     """Serve the client codes on both ports; watch closes; scan silent clients; write
     the metadata heartbeats create through one :class:`ConfigPersister`."""
-    persister = controller.config_persister
+    persister = controller.persister
     heartbeat = HeartbeatProcessor(
-        groups=controller.subscription_group_manager,
-        topics=controller.topic_config_manager,
-        consumers=controller.consumer_manager,
-        producers=controller.producer_manager,
+        groups=controller.groups,
+        topics=controller.topic_configs,
+        consumers=controller.consumers,
+        producers=controller.producers,
         persister=persister,
         request_register=controller.request_register,
         auto_create_groups=lambda: controller.config.auto_create_subscription_group,
@@ -452,10 +452,10 @@ def register(controller: BrokerController) -> ClientProcessor:
     proc = ClientProcessor(
         heartbeat,
         config=controller.config,
-        producers=controller.producer_manager,
-        consumers=controller.consumer_manager,
-        groups=controller.subscription_group_manager,
-        locks=controller.rebalance_lock_manager,
+        producers=controller.producers,
+        consumers=controller.consumers,
+        groups=controller.groups,
+        locks=controller.locks,
     )
     table: dict[int, Processor] = {
         RequestCode.HEART_BEAT: proc.heart_beat,
@@ -468,13 +468,13 @@ def register(controller: BrokerController) -> ClientProcessor:
     serve(controller.servers, table)
     for server in controller.servers:
         server.add_close_listener(proc.channel_closed)
-    listener = filter_listener(controller.consumer_filter_manager, controller.config, persister)
-    controller.consumer_manager.listeners.append(listener)
+    listener = filter_listener(controller.filters, controller.config, persister)
+    controller.consumers.listeners.append(listener)
 
     def clean_filters() -> None:
         """Drop filter entries dead for too long, writing the file only when some went."""
-        if controller.consumer_filter_manager.clean():
-            persister.request(controller.consumer_filter_manager)
+        if controller.filters.clean():
+            persister.request(controller.filters)
 
     def start() -> None:  # returns nothing: start hooks that return awaitables are awaited
         controller.schedule(

@@ -146,7 +146,7 @@ class OffsetProcessor:
 
 
 def register(controller: BrokerController) -> None:
-    p = OffsetProcessor(controller.store, controller.consumer_offset_manager, controller.topics)
+    p = OffsetProcessor(controller.store, controller.offsets, controller.topics)
     table: dict[int, Processor] = {
         RequestCode.QUERY_CONSUMER_OFFSET: p.query_consumer_offset,
         RequestCode.UPDATE_CONSUMER_OFFSET: p.update_consumer_offset,

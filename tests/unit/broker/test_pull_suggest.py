@@ -51,7 +51,7 @@ async def _start(tmp_path: Path, ratio: int) -> BrokerController:
         msg = MessageExt(topic=TOPIC, body=b"m%d" % i, queue_id=0, properties={"TAGS": "A"})
         assert controller.store.put_message(msg).ok
     controller.reput.run()
-    groups = controller.subscription_group_manager
+    groups = controller.groups
     groups.update(SubscriptionGroupConfig("slowly-1", which_broker_when_consume_slowly=1))
     groups.update(SubscriptionGroupConfig("slowly-2", which_broker_when_consume_slowly=2))
     groups.update(SubscriptionGroupConfig("pinned-1", broker_id=1))
@@ -164,7 +164,7 @@ async def test_a_slave_serves_pulls_and_ignores_the_commit_offset(
     in_memory: BrokerController,
 ) -> None:
     in_memory.store_config.broker_role = BrokerRole.SLAVE
-    offsets = in_memory.consumer_offset_manager
+    offsets = in_memory.offsets
     response = await _pull(
         in_memory, _request("slowly-1", flags=PullSysFlag.COMMIT_OFFSET, commit=2)
     )

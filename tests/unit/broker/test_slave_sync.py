@@ -93,14 +93,14 @@ async def synced(sync: SlaveSynchronize, step: str) -> bool:
 async def test_topics_are_replaced_wholesale_with_the_masters_version(
     broker: BrokerController, client: RemotingClient, slave: SlaveTables
 ) -> None:
-    broker.topic_config_manager.update(TopicConfig("Orders", 8, 8))
+    broker.topic_configs.update(TopicConfig("Orders", 8, 8))
     slave.topics.update(TopicConfig("OnlyOnSlave", 1, 1))
     slave.topics.data_version.counter += 10  # the same millisecond must not make them equal
     sync = synchronizer(client, slave, lambda: broker.broker_addr)
 
     assert await synced(sync, "topics")
 
-    master = broker.topic_config_manager
+    master = broker.topic_configs
     assert slave.topics.table.keys() == master.table.keys()
     assert "OnlyOnSlave" not in slave.topics.table
     assert slave.topics.table["Orders"].write_queue_nums == 8
@@ -122,7 +122,7 @@ async def test_topics_with_the_same_data_version_are_left_alone(
     assert not await sync.sync_topic_config(broker.broker_addr)
     assert "LocalOnly" in slave.topics.table
 
-    broker.topic_config_manager.update(TopicConfig("Later", 2, 2))
+    broker.topic_configs.update(TopicConfig("Later", 2, 2))
     assert await sync.sync_topic_config(broker.broker_addr)
     assert "Later" in slave.topics.table
     assert "LocalOnly" not in slave.topics.table
@@ -131,7 +131,7 @@ async def test_topics_with_the_same_data_version_are_left_alone(
 async def test_consumer_offsets_are_merged_master_first(
     broker: BrokerController, client: RemotingClient, slave: SlaveTables
 ) -> None:
-    broker.consumer_offset_manager.commit("g", "T", 0, 5)
+    broker.offsets.commit("g", "T", 0, 5)
     slave.offsets.commit("g", "T", 0, 1)
     slave.offsets.commit("g", "T", 1, 7)
     slave.offsets.commit("other", "X", 0, 3)
@@ -150,8 +150,8 @@ async def test_consumer_offsets_are_merged_master_first(
 async def test_delay_offsets_replace_the_slaves(
     broker: BrokerController, client: RemotingClient, slave: SlaveTables
 ) -> None:
-    broker.delay_offset_manager.update(1, 10)
-    broker.delay_offset_manager.update(3, 4)
+    broker.delay_offsets.update(1, 10)
+    broker.delay_offsets.update(3, 4)
     slave.delay.update(2, 9)
     sync = synchronizer(client, slave, lambda: broker.broker_addr)
 
@@ -164,7 +164,7 @@ async def test_delay_offsets_replace_the_slaves(
 async def test_subscription_groups_follow_the_data_version(
     broker: BrokerController, client: RemotingClient, slave: SlaveTables
 ) -> None:
-    broker.subscription_group_manager.update(
+    broker.groups.update(
         SubscriptionGroupConfig("billing", which_broker_when_consume_slowly=1, broker_id=0)
     )
     slave.groups.update(SubscriptionGroupConfig("slave-only"))
@@ -173,7 +173,7 @@ async def test_subscription_groups_follow_the_data_version(
 
     assert await synced(sync, "groups")
 
-    master = broker.subscription_group_manager
+    master = broker.groups
     assert slave.groups.table.keys() == master.table.keys()
     assert "slave-only" not in slave.groups.table
     assert slave.groups.data_version == master.data_version
@@ -192,9 +192,9 @@ async def test_one_failing_step_does_not_stop_the_others(
         return RemotingCommand.response_to(request, ResponseCode.SYSTEM_ERROR, "no offsets")
 
     broker.server.register(RequestCode.GET_ALL_CONSUMER_OFFSET, refuse)
-    broker.topic_config_manager.update(TopicConfig("Orders", 4, 4))
-    broker.delay_offset_manager.update(2, 6)
-    broker.subscription_group_manager.update(SubscriptionGroupConfig("billing"))
+    broker.topic_configs.update(TopicConfig("Orders", 4, 4))
+    broker.delay_offsets.update(2, 6)
+    broker.groups.update(SubscriptionGroupConfig("billing"))
     sync = synchronizer(client, slave, lambda: broker.broker_addr)
 
     results = await run(sync)
@@ -208,7 +208,7 @@ async def test_one_failing_step_does_not_stop_the_others(
 async def test_no_master_or_itself_as_master_asks_nothing(
     broker: BrokerController, client: RemotingClient, slave: SlaveTables
 ) -> None:
-    broker.topic_config_manager.update(TopicConfig("Orders", 4, 4))
+    broker.topic_configs.update(TopicConfig("Orders", 4, 4))
     for sync in (
         synchronizer(client, slave, lambda: None),
         synchronizer(client, slave, lambda: broker.broker_addr, own=broker.broker_addr),
@@ -225,7 +225,7 @@ async def test_the_master_address_is_asked_before_every_run(
 ) -> None:
     current: list[str | None] = [None]
     sync = synchronizer(client, slave, lambda: current[0])
-    broker.delay_offset_manager.update(1, 3)
+    broker.delay_offsets.update(1, 3)
     assert not await synced(sync, "delay_offsets")
     current[0] = broker.broker_addr
     assert await synced(sync, "delay_offsets")
@@ -320,10 +320,10 @@ class FakeController:
     def __init__(self, root: Path, role: BrokerRole, client: RemotingClient) -> None:
         self.store_config = type("SC", (), {"broker_role": role})()
         self.outer_api = type("API", (), {"client": client})()
-        self.topic_config_manager = TopicConfigManager(root)
-        self.consumer_offset_manager = ConsumerOffsetManager(root)
-        self.delay_offset_manager = DelayOffsetManager(root)
-        self.subscription_group_manager = SubscriptionGroupManager(root)
+        self.topic_configs = TopicConfigManager(root)
+        self.offsets = ConsumerOffsetManager(root)
+        self.delay_offsets = DelayOffsetManager(root)
+        self.groups = SubscriptionGroupManager(root)
         self.master_addr: str | None = "10.0.0.9:10911"
         self.broker_addr = "10.0.0.10:10911"
         self.start_hooks: list[Callable[[], object]] = []
@@ -357,7 +357,7 @@ async def test_register_schedules_a_slave_after_start(
     [(interval, fn, kw)] = fake.scheduled
     assert interval == 10_000 and kw["initial_delay_ms"] == 3_000
     assert fn == sync.sync_all
-    assert sync.client is client and sync.topics is fake.topic_config_manager
+    assert sync.client is client and sync.topics is fake.topic_configs
     assert sync.master_addr() == "10.0.0.9:10911"
     fake.master_addr = None
     assert sync.master_addr() is None
@@ -368,8 +368,8 @@ async def test_register_schedules_a_slave_after_start(
 async def test_concurrent_runs_do_not_corrupt_the_files(
     broker: BrokerController, client: RemotingClient, slave: SlaveTables
 ) -> None:
-    broker.topic_config_manager.update(TopicConfig("Orders", 4, 4))
-    broker.consumer_offset_manager.commit("g", "Orders", 0, 2)
+    broker.topic_configs.update(TopicConfig("Orders", 4, 4))
+    broker.offsets.commit("g", "Orders", 0, 2)
     sync = synchronizer(client, slave, lambda: broker.broker_addr)
     await asyncio.gather(sync.sync_all(), sync.sync_all())
     again = slave.reloaded()

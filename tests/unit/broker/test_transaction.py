@@ -60,7 +60,7 @@ def checker(broker: BrokerController) -> TransactionalMessageCheckService:
 
 def producer_channel(broker: BrokerController) -> FakeChannel:
     channel = FakeChannel()
-    broker.producer_manager.register(GROUP, ClientChannelInfo(channel, "client-1"))  # type: ignore[arg-type]
+    broker.producers.register(GROUP, ClientChannelInfo(channel, "client-1"))  # type: ignore[arg-type]
     return channel
 
 
@@ -272,7 +272,7 @@ async def test_an_old_undecided_half_message_is_checked_back(broker: BrokerContr
     assert (asked.topic, asked.queue_id, asked.body) == ("RealTopic", 2, b"q")
     assert "MQ_HALF_ORIGIN_OFFSET" not in asked.properties
     assert asked.keys == ["k1"] and asked.properties["PGROUP"] == GROUP
-    assert broker.consumer_offset_manager.query(SYS_TRANS_GROUP, RMQ_SYS_TRANS_HALF_TOPIC, 0) == 1
+    assert broker.offsets.query(SYS_TRANS_GROUP, RMQ_SYS_TRANS_HALF_TOPIC, 0) == 1
     # The copy is not asked about again before transactionTimeOut has passed.
     assert checker(broker).check().checked == []
     assert len(channel.sent) == 1
