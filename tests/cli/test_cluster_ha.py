@@ -1,6 +1,6 @@
 """Role, HA connection state and slave lag in `mq cluster list` and `mq broker status`,
 from runtime tables with the keys `mq` brokers add and without them (RocketMQ 4.9.8),
-served by the fakes of fake_cluster.py."""
+served by the fakes of status_tables.py."""
 
 from __future__ import annotations
 
@@ -12,14 +12,14 @@ from typing import Any
 
 import orjson
 import pytest
-from fake_cluster import FakeBroker, FakeCluster, fake_cluster, runtime
+from status_tables import StatusBroker, StatusCluster, runtime, serve_status_tables
 
 from mqcli.ha import ha_state, slave_lag
 
 MIB = 1024 * 1024
 
 
-def mq(cluster: FakeCluster, *args: str) -> subprocess.CompletedProcess[str]:
+def mq(cluster: StatusCluster, *args: str) -> subprocess.CompletedProcess[str]:
     env = {
         "COLUMNS": "250",
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
@@ -44,7 +44,7 @@ def by_key(rows: Any) -> dict[tuple[str, int], dict[str, Any]]:
     return {(r["broker"], r["brokerId"]): r for r in rows}
 
 
-def status_docs(cluster: FakeCluster, *args: str) -> dict[tuple[str, int], dict[str, Any]]:
+def status_docs(cluster: StatusCluster, *args: str) -> dict[tuple[str, int], dict[str, Any]]:
     out = mq(cluster, "broker", "status", *args, "--json").stdout
     return by_key(orjson.loads(line) for line in out.splitlines() if line.strip())
 
@@ -80,22 +80,22 @@ def test_ha_state_reads_mq_keys_and_derives_the_rest() -> None:
 def mq_pair() -> Any:
     """broker-a: a SYNC_MASTER with its slave 1 MiB behind; broker-b: an ASYNC_MASTER
     whose slave lost its master; broker-c: a slave whose master is down."""
-    with fake_cluster(
-        FakeBroker("broker-a", 0, runtime(5 * MIB, brokerRole="SYNC_MASTER",
+    with serve_status_tables(
+        StatusBroker("broker-a", 0, runtime(5 * MIB, brokerRole="SYNC_MASTER",
                    haConnectionCount="1", haPush2SlaveMaxOffset=str(4 * MIB))),
-        FakeBroker("broker-a", 1, runtime(4 * MIB, brokerRole="SLAVE",
+        StatusBroker("broker-a", 1, runtime(4 * MIB, brokerRole="SLAVE",
                    haMasterAddress="127.0.0.1:10912", haMasterConnected="true")),
-        FakeBroker("broker-b", 0, runtime(100, brokerRole="ASYNC_MASTER",
+        StatusBroker("broker-b", 0, runtime(100, brokerRole="ASYNC_MASTER",
                    haConnectionCount="0", haPush2SlaveMaxOffset="0")),
-        FakeBroker("broker-b", 1, runtime(100, brokerRole="SLAVE",
+        StatusBroker("broker-b", 1, runtime(100, brokerRole="SLAVE",
                    haMasterAddress="127.0.0.1:10922", haMasterConnected="false")),
-        FakeBroker("broker-c", 0, None),
-        FakeBroker("broker-c", 1, runtime(300, brokerRole="SLAVE", haMasterConnected="false")),
+        StatusBroker("broker-c", 0, None),
+        StatusBroker("broker-c", 1, runtime(300, brokerRole="SLAVE", haMasterConnected="false")),
     ) as cluster:  # fmt: skip
         yield cluster
 
 
-def test_cluster_list_json_has_role_ha_state_and_lag(mq_pair: FakeCluster) -> None:
+def test_cluster_list_json_has_role_ha_state_and_lag(mq_pair: StatusCluster) -> None:
     rows = by_key(orjson.loads(mq(mq_pair, "cluster", "list", "--json").stdout))
     a0, a1 = rows[("broker-a", 0)], rows[("broker-a", 1)]
     assert a0["role"] == "SYNC_MASTER" and a0["haConnectionCount"] == 1
@@ -114,7 +114,7 @@ def test_cluster_list_json_has_role_ha_state_and_lag(mq_pair: FakeCluster) -> No
         assert key in a1, key
 
 
-def test_cluster_list_table_shows_role_ha_and_lag(mq_pair: FakeCluster) -> None:
+def test_cluster_list_table_shows_role_ha_and_lag(mq_pair: StatusCluster) -> None:
     text = mq(mq_pair, "cluster", "list", "-o", "table").stdout
     for needle in ("ROLE", "HA", "SLAVE-LAG", "SYNC_MASTER", "ASYNC_MASTER"):
         assert needle in text, needle
@@ -130,7 +130,7 @@ def test_cluster_list_table_shows_role_ha_and_lag(mq_pair: FakeCluster) -> None:
     assert "down" in lines[("broker-c", "0")]
 
 
-def test_broker_status_of_a_slave_shows_its_master_and_lag(mq_pair: FakeCluster) -> None:
+def test_broker_status_of_a_slave_shows_its_master_and_lag(mq_pair: StatusCluster) -> None:
     """Asked for the slave alone, status still finds the lag (it asks the master)."""
     docs = status_docs(mq_pair, mq_pair.addr("broker-a", 1))
     assert list(docs) == [("broker-a", 1)]
@@ -145,7 +145,7 @@ def test_broker_status_of_a_slave_shows_its_master_and_lag(mq_pair: FakeCluster)
 
 
 def test_broker_status_of_masters_shows_slaves_and_acknowledged_offset(
-    mq_pair: FakeCluster,
+    mq_pair: StatusCluster,
 ) -> None:
     docs = status_docs(mq_pair, "--name", "broker-a")
     assert docs[("broker-a", 0)]["haConnectionCount"] == 1
@@ -158,7 +158,7 @@ def test_broker_status_of_masters_shows_slaves_and_acknowledged_offset(
     assert "0 slaves connected" in text and "SLAVE_NOT_AVAILABLE" not in text
 
 
-def test_a_slave_whose_master_is_down_has_no_lag(mq_pair: FakeCluster) -> None:
+def test_a_slave_whose_master_is_down_has_no_lag(mq_pair: StatusCluster) -> None:
     doc = status_docs(mq_pair, mq_pair.addr("broker-c", 1))[("broker-c", 1)]
     assert doc["role"] == "SLAVE" and doc["slaveLagBytes"] is None
     assert doc["haMasterConnected"] is False
@@ -167,14 +167,14 @@ def test_a_slave_whose_master_is_down_has_no_lag(mq_pair: FakeCluster) -> None:
 @pytest.fixture(scope="module")
 def rocketmq_pair() -> Any:
     """What RocketMQ 4.9.8 brokers report: no role and no HA keys at all."""
-    with fake_cluster(
-        FakeBroker("broker-a", 0, runtime(2048)),
-        FakeBroker("broker-a", 1, runtime(1024)),
+    with serve_status_tables(
+        StatusBroker("broker-a", 0, runtime(2048)),
+        StatusBroker("broker-a", 1, runtime(1024)),
     ) as cluster:
         yield cluster
 
 
-def test_rocketmq_brokers_show_dashes_and_a_computed_lag(rocketmq_pair: FakeCluster) -> None:
+def test_rocketmq_brokers_show_dashes_and_a_computed_lag(rocketmq_pair: StatusCluster) -> None:
     rows = by_key(orjson.loads(mq(rocketmq_pair, "cluster", "list", "--json").stdout))
     master, slave = rows[("broker-a", 0)], rows[("broker-a", 1)]
     assert master["role"] == "MASTER" and slave["role"] == "SLAVE"

@@ -24,7 +24,7 @@ DOWN = "127.0.0.1:1"
 
 
 @dataclass
-class FakeBroker:
+class StatusBroker:
     name: str
     broker_id: int
     runtime: dict[str, str] | None
@@ -34,9 +34,9 @@ class FakeBroker:
 
 
 @dataclass
-class FakeCluster:
+class StatusCluster:
     namesrv: str
-    brokers: list[FakeBroker] = field(default_factory=list)
+    brokers: list[StatusBroker] = field(default_factory=list)
 
     def addr(self, name: str, broker_id: int) -> str:
         return next(b.addr for b in self.brokers if (b.name, b.broker_id) == (name, broker_id))
@@ -70,15 +70,15 @@ def _answer(body: bytes) -> Processor:
 
 
 @contextmanager
-def fake_cluster(*brokers: FakeBroker) -> Iterator[FakeCluster]:
+def serve_status_tables(*brokers: StatusBroker) -> Iterator[StatusCluster]:
     """Serve ``brokers`` (those with a runtime table get a port) and a name server that
     lists all of them; stopped at the end of the ``with``."""
     loop = asyncio.new_event_loop()
-    thread = threading.Thread(target=loop.run_forever, name="fake-cluster", daemon=True)
+    thread = threading.Thread(target=loop.run_forever, name="status-tables", daemon=True)
     thread.start()
     servers: list[RemotingServer] = []
 
-    async def start() -> FakeCluster:
+    async def start() -> StatusCluster:
         for broker in brokers:
             if broker.runtime is None:
                 continue
@@ -100,7 +100,7 @@ def fake_cluster(*brokers: FakeBroker) -> Iterator[FakeCluster]:
         namesrv.register(RequestCode.GET_BROKER_CLUSTER_INFO, _answer(info.encode()))
         await namesrv.start()
         servers.append(namesrv)
-        return FakeCluster(f"127.0.0.1:{namesrv.port}", list(brokers))
+        return StatusCluster(f"127.0.0.1:{namesrv.port}", list(brokers))
 
     async def stop() -> None:
         for server in servers:
