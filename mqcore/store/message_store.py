@@ -53,7 +53,7 @@ from mqcore.store.flush import (
 from mqcore.store.index_service import IndexService
 from mqcore.store.lock import StoreLock, abort_file_exists, create_abort_file, remove_abort_file
 from mqcore.store.observer import StoreObserver
-from mqcore.store.reads import StoreReads
+from mqcore.store.reads import StoreReader
 from mqcore.store.recovery import RecoveryReport, recover
 from mqcore.store.results import (
     GetResult,
@@ -93,9 +93,10 @@ def _now_ms() -> int:
     return int(time.time() * 1000)
 
 
-class MessageStore(StoreReads):
-    """RocketMQ's DefaultMessageStore: load, start, put, get, query, shut down (the
-    reads, :class:`~mqcore.store.reads.StoreReads`, in their own module)."""
+class MessageStore:
+    """RocketMQ's DefaultMessageStore: load, start, put, get, query, shut down. Reads are
+    its :attr:`reader`'s (:class:`~mqcore.store.reads.StoreReader`); the methods below
+    that read hand over to it."""
 
     def __init__(self, config: MessageStoreConfig, *, readonly: bool = False) -> None:
         self.config = config
@@ -142,8 +143,13 @@ class MessageStore(StoreReads):
         self.cleanup = CleanupService(config, self.commit_log, self.queues, self.index)
         self._loaded = False
         self._running = False
-        self._memory_for_reads = (
-            physical_memory() * config.access_message_in_memory_max_ratio // 100
+        self.reader = StoreReader(
+            config,
+            self.commit_log,
+            self.queues,
+            self.index,
+            settle=self._settle,
+            memory_for_reads=physical_memory() * config.access_message_in_memory_max_ratio // 100,
         )
 
     # -- construction helpers ------------------------------------------------------------
@@ -383,6 +389,88 @@ class MessageStore(StoreReads):
             removed.append(key)
             log.info("consume queue %s/%d destroyed", *key)
         return removed
+
+    # -- reading (the reader's) -------------------------------------------------------
+    def get_message(self, phy_offset: int) -> memoryview:
+        """Raw record at a commit log offset (``VIEW_MESSAGE_BY_ID``)."""
+        return self.reader.get_message(phy_offset)
+
+    def look_message(self, phy_offset: int, *, read_body: bool = True) -> MessageExt:
+        """Decoded record at a commit log offset."""
+        return self.reader.look_message(phy_offset, read_body=read_body)
+
+    def consume_queue(self, topic: str, queue_id: int) -> ConsumeQueue | None:
+        return self.reader.consume_queue(topic, queue_id)
+
+    def get_messages(
+        self,
+        topic: str,
+        queue_id: int,
+        offset: int,
+        max_count: int,
+        max_bytes: int | None = None,
+        tag_filter: TagFilter | None = None,
+        record_filter: RecordFilter | None = None,
+    ) -> GetResult:
+        """Up to ``max_count`` records from queue ``offset``; see
+        :meth:`StoreReader.get_messages <mqcore.store.reads.StoreReader.get_messages>`.
+        The observer, when set, is told when the read began."""
+        read = self.reader.get_messages
+        observer = self.observer
+        if observer is None:
+            return read(topic, queue_id, offset, max_count, max_bytes, tag_filter, record_filter)
+        started = time.monotonic()
+        try:
+            return read(topic, queue_id, offset, max_count, max_bytes, tag_filter, record_filter)
+        finally:
+            observer.on_get(started)
+
+    def get_max_offset_in_queue(self, topic: str, queue_id: int) -> int:
+        return self.reader.get_max_offset_in_queue(topic, queue_id)
+
+    def get_min_offset_in_queue(self, topic: str, queue_id: int) -> int:
+        return self.reader.get_min_offset_in_queue(topic, queue_id)
+
+    def get_commit_log_offset_in_queue(self, topic: str, queue_id: int, offset: int) -> int:
+        """Commit log offset of a queue entry, or -1."""
+        return self.reader.get_commit_log_offset_in_queue(topic, queue_id, offset)
+
+    def check_in_disk_by_consume_offset(self, topic: str, queue_id: int, offset: int) -> bool:
+        """``checkInDiskByConsumeOffset``: is the message at queue ``offset`` further
+        behind the commit log head than memory holds?"""
+        return self.reader.check_in_disk_by_consume_offset(topic, queue_id, offset)
+
+    def get_store_time(self, phy_offset: int, size: int = 0) -> int | None:
+        """STORETIMESTAMP of the record at ``phy_offset`` (None when it is gone)."""
+        return self.reader.get_store_time(phy_offset, size)
+
+    def get_message_store_timestamp(self, topic: str, queue_id: int, offset: int) -> int:
+        return self.reader.get_message_store_timestamp(topic, queue_id, offset)
+
+    def get_earliest_message_time(self, topic: str, queue_id: int) -> int:
+        return self.reader.get_earliest_message_time(topic, queue_id)
+
+    def lookup_by_time(self, topic: str, queue_id: int, timestamp: int) -> int:
+        """First queue offset stored at or after ``timestamp`` (max offset if none)."""
+        return self.reader.lookup_by_time(topic, queue_id, timestamp)
+
+    def query_by_key(
+        self, topic: str, key: str, max_num: int = 32, begin: int = 0, end: int = 2**63 - 1
+    ) -> QueryResult:
+        """Records indexed under ``topic#key`` stored in ``[begin, end]`` (``queryMessage``)."""
+        return self.reader.query_by_key(topic, key, max_num, begin, end)
+
+    def topics(self) -> dict[str, list[int]]:
+        """Topic -> queue ids that have a consume queue."""
+        return self.reader.topics()
+
+    @property
+    def min_phy_offset(self) -> int:
+        return self.commit_log.min_offset
+
+    @property
+    def max_phy_offset(self) -> int:
+        return self.commit_log.max_offset
 
     # -- appending -----------------------------------------------------------------------
     def _check_writable(self) -> PutResult | None:

@@ -1,15 +1,18 @@
-"""The read side of :class:`~mqcore.store.message_store.MessageStore` (RocketMQ's
-``getMessage``, ``lookMessageByOffset``, ``queryMessage`` and the queue lookups).
+"""The read side of the message store (RocketMQ's ``getMessage``,
+``lookMessageByOffset``, ``queryMessage`` and the queue lookups).
 
-Reads come after the writes they must see: each one first settles what the dispatch
-driver has not dispatched yet (``_settle``), so an acknowledged append is readable at
-once. Mixed into MessageStore, which owns the files and provides the attributes below.
+:class:`StoreReader` is given what reads need and nothing else: the commit log, the
+consume queue table, the index service, the store config, a ``settle`` hook and how much
+of the log is still served from memory. Reads come after the writes they must see: each
+one first calls ``settle`` (the owning :class:`~mqcore.store.message_store.MessageStore`
+dispatches what its driver has not dispatched yet), so an acknowledged append is readable
+at once. Nothing here writes; the store owns one reader and delegates to it.
 """
 
 from __future__ import annotations
 
 import struct
-import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from mqcore.errors import CorruptRecordError
@@ -22,29 +25,37 @@ if TYPE_CHECKING:
     from mqcore.store.commitlog import CommitLog
     from mqcore.store.dispatcher import ConsumeQueueTable
     from mqcore.store.index_service import IndexService
-    from mqcore.store.observer import StoreObserver
     from mqcore.store.store_config import MessageStoreConfig
 
-__all__ = ["StoreReads"]
+__all__ = ["StoreReader"]
 
 _Q = struct.Struct(">q")
 
 
-class StoreReads:
-    """Records, queue offsets, store times and key queries; nothing here writes."""
+class StoreReader:
+    """Records, queue offsets, store times and key queries over one store's files."""
 
-    config: MessageStoreConfig
-    commit_log: CommitLog
-    queues: ConsumeQueueTable
-    index: IndexService | None
-    observer: StoreObserver | None
-    _memory_for_reads: int
-    """Bytes behind the commit log head still served from memory (RocketMQ's
-    ``accessMessageInMemoryMaxRatio`` of RAM); further back a read goes to disk."""
+    __slots__ = ("_config", "_settle", "commit_log", "index", "memory_for_reads", "queues")
 
-    if TYPE_CHECKING:
-
-        def _settle(self) -> None: ...
+    def __init__(
+        self,
+        config: MessageStoreConfig,
+        commit_log: CommitLog,
+        queues: ConsumeQueueTable,
+        index: IndexService | None,
+        *,
+        settle: Callable[[], None],
+        memory_for_reads: int,
+    ) -> None:
+        self._config = config
+        self.commit_log = commit_log
+        self.queues = queues
+        self.index = index
+        self._settle = settle
+        """Dispatches appends not dispatched yet, so a read sees every acknowledged one."""
+        self.memory_for_reads = memory_for_reads
+        """Bytes behind the commit log head still served from memory (RocketMQ's
+        ``accessMessageInMemoryMaxRatio`` of RAM); further back a read goes to disk."""
 
     # -- reading -------------------------------------------------------------------------
     def get_message(self, phy_offset: int) -> memoryview:
@@ -75,31 +86,6 @@ class StoreReads:
         tag_filter: TagFilter | None = None,
         record_filter: RecordFilter | None = None,
     ) -> GetResult:
-        """Up to ``max_count`` records from queue ``offset``; see :meth:`_get_messages`.
-        The observer, when set, is told when the read began."""
-        observer = self.observer
-        if observer is None:
-            return self._get_messages(
-                topic, queue_id, offset, max_count, max_bytes, tag_filter, record_filter
-            )
-        started = time.monotonic()
-        try:
-            return self._get_messages(
-                topic, queue_id, offset, max_count, max_bytes, tag_filter, record_filter
-            )
-        finally:
-            observer.on_get(started)
-
-    def _get_messages(
-        self,
-        topic: str,
-        queue_id: int,
-        offset: int,
-        max_count: int,
-        max_bytes: int | None,
-        tag_filter: TagFilter | None,
-        record_filter: RecordFilter | None,
-    ) -> GetResult:
         """Up to ``max_count`` records from queue ``offset`` (``getMessage``).
 
         Scans one consume queue file per call (like RocketMQ); ``next_begin_offset`` says
@@ -122,7 +108,7 @@ class StoreReads:
         view = cq.entries_view(offset)
         if view is None:
             return GetResult(GetStatus.OFFSET_FOUND_NULL, offset + 1, min_off, max_off)
-        limit_bytes = max_bytes or self.config.max_transfer_bytes_on_message_in_memory
+        limit_bytes = max_bytes or self._config.max_transfer_bytes_on_message_in_memory
         scan_limit = max(16000, max_count * CQ_STORE_UNIT_SIZE)
         view = view[: min(len(view), scan_limit) // CQ_STORE_UNIT_SIZE * CQ_STORE_UNIT_SIZE]
         result = GetResult(GetStatus.NO_MATCHED_MESSAGE, offset, min_off, max_off)
@@ -160,7 +146,7 @@ class StoreReads:
             # RocketMQ's hint: this reader is further behind than memory holds, so its
             # reads go to disk; a slave should serve it (``suggestWhichBrokerId``).
             behind = self.commit_log.max_offset - phy
-            result.suggest_pulling_from_slave = behind > self._memory_for_reads
+            result.suggest_pulling_from_slave = behind > self.memory_for_reads
         elif removing:
             result.status = GetStatus.MESSAGE_WAS_REMOVING
         return result
@@ -189,7 +175,7 @@ class StoreReads:
         phy = self.get_commit_log_offset_in_queue(topic, queue_id, offset)
         if phy < 0:
             return False
-        return self.commit_log.max_offset - phy > self._memory_for_reads
+        return self.commit_log.max_offset - phy > self.memory_for_reads
 
     def get_store_time(self, phy_offset: int, size: int = 0) -> int | None:
         """STORETIMESTAMP of the record at ``phy_offset`` (None when it is gone)."""
@@ -234,7 +220,7 @@ class StoreReads:
         self._settle()
         if self.index is None:
             return QueryResult([], [], 0, 0)
-        max_num = min(max_num, self.config.max_msgs_num_batch)
+        max_num = min(max_num, self._config.max_msgs_num_batch)
         res = self.index.query(topic, key, max_num, begin, end)
         buffers: list[memoryview] = []
         offsets: list[int] = []
@@ -247,14 +233,6 @@ class StoreReads:
         return QueryResult(
             buffers, offsets, res.index_last_update_timestamp, res.index_last_update_phyoffset
         )
-
-    @property
-    def min_phy_offset(self) -> int:
-        return self.commit_log.min_offset
-
-    @property
-    def max_phy_offset(self) -> int:
-        return self.commit_log.max_offset
 
     def topics(self) -> dict[str, list[int]]:
         """Topic -> queue ids that have a consume queue."""
