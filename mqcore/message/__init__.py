@@ -12,7 +12,7 @@ from mqcore.message.ids import (
 from mqcore.message.model import HostAddr, Message, MessageExt
 from mqcore.message.properties import decode_properties, encode_properties
 from mqcore.message.record import (
-    DispatchInfo,
+    DispatchRequest,
     decode_dispatch,
     decode_record,
     decode_records,
@@ -21,7 +21,7 @@ from mqcore.message.record import (
 )
 
 __all__ = [
-    "DispatchInfo",
+    "DispatchRequest",
     "HostAddr",
     "Message",
     "MessageExt",

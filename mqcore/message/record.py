@@ -35,6 +35,7 @@ import zlib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
+from mqcore.common.javahash import tags_hash_code
 from mqcore.errors import CorruptRecordError
 from mqcore.message.const import (
     BLANK_MAGIC_CODE,
@@ -435,46 +436,61 @@ def decode_records(
     return out
 
 
-@dataclass(frozen=True, slots=True)
-class DispatchInfo:
-    """The fields the dispatcher needs to write consume queue and index entries."""
+@dataclass(slots=True)
+class DispatchRequest:
+    """What dispatching needs from one record (RocketMQ's ``DispatchRequest``): the
+    consume queue entry, the index keys, the transaction state, and the properties (for
+    SQL92 filters). Made by the store's ``check_message`` and by :func:`decode_dispatch`."""
 
     topic: str
     queue_id: int
-    queue_offset: int
     commit_log_offset: int
     size: int
-    sys_flag: int
+    tags_code: int
+    """The consume queue's tag slot: the tags' hash, or a delayed record's delivery time."""
     store_timestamp: int
+    queue_offset: int
+    keys: str | None
+    uniq_key: str | None
+    sys_flag: int
     properties: dict[str, str]
+    prepared_transaction_offset: int = 0
+    damaged: bool = False
+    """Whole, but its body does not match BODYCRC: kept in the log, never delivered."""
 
     @property
     def tags(self) -> str | None:
         return self.properties.get(PROPERTY_TAGS)
 
     @property
-    def keys(self) -> str | None:
-        return self.properties.get(PROPERTY_KEYS)
+    def transaction_type(self) -> int:
+        return self.sys_flag & SysFlag.TRANSACTION_MASK
 
     @property
-    def uniq_key(self) -> str | None:
-        return self.properties.get(PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX)
+    def end_offset(self) -> int:
+        return self.commit_log_offset + self.size
 
 
 def decode_dispatch(
     buf: bytes | bytearray | memoryview, pos: int = 0, *, check_crc: bool = False
-) -> DispatchInfo:
-    """Decode only what dispatching needs (no body copy); strict."""
+) -> DispatchRequest:
+    """Decode only what dispatching needs (no body copy); strict. The tag slot is the
+    tags' hash (a delayed record's delivery time needs the store's delay table)."""
     msg = decode_record(buf, pos, strict=True, check_crc=check_crc, read_body=False)
-    return DispatchInfo(
+    props = msg.properties
+    return DispatchRequest(
         topic=msg.topic,
         queue_id=msg.queue_id,
-        queue_offset=msg.queue_offset,
         commit_log_offset=msg.commit_log_offset,
         size=msg.store_size,
-        sys_flag=msg.sys_flag,
+        tags_code=tags_hash_code(props.get(PROPERTY_TAGS)),
         store_timestamp=msg.store_timestamp,
-        properties=msg.properties,
+        queue_offset=msg.queue_offset,
+        keys=props.get(PROPERTY_KEYS),
+        uniq_key=props.get(PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX),
+        sys_flag=msg.sys_flag,
+        properties=props,
+        prepared_transaction_offset=msg.prepared_transaction_offset,
     )
 
 

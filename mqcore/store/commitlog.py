@@ -15,7 +15,6 @@ from __future__ import annotations
 import struct
 import zlib
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 from mqcore.common.javahash import tags_hash_code
@@ -40,6 +39,7 @@ from mqcore.message.record import (
     INT64,
     PEEK,
     TAIL_AND_BODY_LEN,
+    DispatchRequest,
 )
 from mqcore.store.mapped_file import MappedFile
 from mqcore.store.mapped_file_queue import MappedFileQueue
@@ -54,33 +54,6 @@ _STORE_V6 = SysFlag.STOREHOSTADDRESS_V6_FLAG
 TRANSACTION_MASK = SysFlag.TRANSACTION_MASK
 TRANSACTION_PREPARED = SysFlag.TRANSACTION_PREPARED_TYPE
 TRANSACTION_ROLLBACK = SysFlag.TRANSACTION_ROLLBACK_TYPE
-
-
-@dataclass(slots=True)
-class DispatchRequest:
-    """What the dispatcher needs from one record (RocketMQ's ``DispatchRequest``)."""
-
-    topic: str
-    queue_id: int
-    commit_log_offset: int
-    size: int
-    tags_code: int
-    store_timestamp: int
-    queue_offset: int
-    keys: str | None
-    uniq_key: str | None
-    sys_flag: int
-    prepared_transaction_offset: int = 0
-    damaged: bool = False
-    """Whole, but its body does not match BODYCRC: kept in the log, never delivered."""
-
-    @property
-    def transaction_type(self) -> int:
-        return self.sys_flag & TRANSACTION_MASK
-
-    @property
-    def end_offset(self) -> int:
-        return self.commit_log_offset + self.size
 
 
 def check_message(
@@ -171,6 +144,7 @@ def check_message(
         keys=props.get(PROPERTY_KEYS),
         uniq_key=props.get(PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX),
         sys_flag=sys_flag,
+        properties=props,
         prepared_transaction_offset=prepared,
         damaged=damaged,
     )

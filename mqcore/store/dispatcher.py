@@ -30,13 +30,13 @@ from pathlib import Path
 from typing import NamedTuple, Protocol
 
 from mqcore.common.javahash import tags_hash_code
+from mqcore.message.record import DispatchRequest
 from mqcore.store.batch_encoder import PreparedBatch
 from mqcore.store.commitlog import (
     TRANSACTION_MASK,
     TRANSACTION_PREPARED,
     TRANSACTION_ROLLBACK,
     CommitLog,
-    DispatchRequest,
     deliver_timestamp,
 )
 from mqcore.store.consume_queue import ConsumeQueue

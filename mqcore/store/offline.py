@@ -18,8 +18,9 @@ from pathlib import Path
 
 from mqcore.errors import CorruptRecordError, StoreError
 from mqcore.message import MessageExt, decode_record
+from mqcore.message.record import DispatchRequest
 from mqcore.store.checkpoint import StoreCheckpoint
-from mqcore.store.commitlog import CommitLog, DispatchRequest, check_message
+from mqcore.store.commitlog import CommitLog, check_message
 from mqcore.store.consume_queue import ConsumeQueue
 from mqcore.store.index_file import IndexFile
 from mqcore.store.index_service import IndexService

@@ -29,7 +29,7 @@ from mqcore.common import fastjson
 from mqcore.common.javahash import index_key_hash
 from mqcore.errors import CorruptRecordError
 from mqcore.message.const import SysFlag
-from mqcore.store.commitlog import DispatchRequest
+from mqcore.message.record import DispatchRequest
 from mqcore.store.consume_queue import is_filler
 from mqcore.store.index_file import IndexFile
 from mqcore.store.offline import OfflineStore

@@ -131,7 +131,7 @@ def test_records_back_to_back_then_junk() -> None:
     assert [m.topic for m in msgs] == ["A", "B"]
 
 
-def test_dispatch_info() -> None:
+def test_dispatch_request() -> None:
     rec = smoke_record()
     d = decode_dispatch(rec)
     assert (d.topic, d.queue_id, d.size, d.tags, d.keys) == ("SmokeTopic", 2, 199, "TagA", "key-0")

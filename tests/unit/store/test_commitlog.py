@@ -9,8 +9,8 @@ import pytest
 
 from mqcore.errors import CorruptRecordError
 from mqcore.message.const import BLANK_MAGIC_CODE
-from mqcore.message.record import decode_record, encode_record
-from mqcore.store.commitlog import CommitLog, DispatchRequest, check_message
+from mqcore.message.record import DispatchRequest, decode_record, encode_record
+from mqcore.store.commitlog import CommitLog, check_message
 
 FILE = 4096
 

@@ -18,9 +18,8 @@ import time
 from pathlib import Path
 
 from mqcore.common.javahash import tags_hash_code
-from mqcore.message.record import decode_record
+from mqcore.message.record import DispatchRequest, decode_record
 from mqcore.store import MessageStore
-from mqcore.store.commitlog import DispatchRequest
 
 REPO = Path(__file__).resolve().parents[3]
 
