@@ -19,7 +19,7 @@ from mqcore.client import Admin, Producer
 from mqcore.errors import MQClientError
 from mqcore.message import Message, MessageExt
 from mqcore.message import const as mc
-from mqcore.store.metadata.topic import DLQ_GROUP_TOPIC_PREFIX
+from mqcore.message.const import DLQ_GROUP_TOPIC_PREFIX
 
 __all__ = [
     "MAX_RESULTS",

@@ -12,11 +12,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from mqcli.ha import HAState
-from mqcore.store.metadata.topic import (
-    DLQ_GROUP_TOPIC_PREFIX,
-    RETRY_GROUP_TOPIC_PREFIX,
-    is_system_topic,
-)
+from mqcore.message.const import DLQ_GROUP_TOPIC_PREFIX, RETRY_GROUP_TOPIC_PREFIX
+from mqcore.store.metadata.topic import is_system_topic
 
 __all__ = [
     "DEFAULT_DELAY_LEVELS",

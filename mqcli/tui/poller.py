@@ -65,14 +65,11 @@ from mqcore.client import Admin
 from mqcore.client.admin import QueueProgress
 from mqcore.errors import MQBrokerError, MQError
 from mqcore.message import MessageExt
+from mqcore.message.const import REPLY_TOPIC_POSTFIX
 from mqcore.protocol import ResponseCode
 from mqcore.protocol.bodies import ClusterInfo
 from mqcore.store.metadata.subscription_group import SYSTEM_GROUPS
-from mqcore.store.metadata.topic import (
-    REPLY_TOPIC_POSTFIX,
-    RMQ_SYS_SCHEDULE_TOPIC,
-    perm_to_string,
-)
+from mqcore.store.metadata.topic import RMQ_SYS_SCHEDULE_TOPIC, perm_to_string
 
 __all__ = ["BrokerData", "ClusterPoller", "Poller", "parse_delay_levels", "peek"]
 

@@ -16,6 +16,7 @@ import logging
 from typing import TYPE_CHECKING
 
 from mqcore.errors import MQError
+from mqcore.message.const import AUTO_CREATE_TOPIC_KEY_TOPIC
 from mqcore.protocol.bodies.route import DataVersion, TopicConfigSerializeWrapper
 from mqcore.store.metadata import (
     PERM_INHERIT,
@@ -24,7 +25,6 @@ from mqcore.store.metadata import (
     TopicConfig,
     system_topic_configs,
 )
-from mqcore.store.metadata.topic import AUTO_CREATE_TOPIC_KEY_TOPIC
 
 if TYPE_CHECKING:
     from collections.abc import Callable

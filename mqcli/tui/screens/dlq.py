@@ -19,7 +19,7 @@ from mqcli.tui.screens.messages import MESSAGE_COLUMNS, message_cells
 from mqcli.tui.widgets.live_table import LiveTable
 from mqcli.tui.widgets.message_detail import MessageDetail, fmt_ms
 from mqcore.message import MessageExt
-from mqcore.store.metadata.topic import DLQ_GROUP_TOPIC_PREFIX
+from mqcore.message.const import DLQ_GROUP_TOPIC_PREFIX
 
 __all__ = ["DeadLettersScreen"]
 

@@ -19,7 +19,7 @@ from mqcli.tui.screens.base import ViewScreen, fmt_int, fmt_short_ms
 from mqcli.tui.widgets.lag_sparkline import LagSparkline, spark, trend
 from mqcli.tui.widgets.live_table import LiveTable
 from mqcli.tui.widgets.message_detail import fmt_ms
-from mqcore.store.metadata.topic import RETRY_GROUP_TOPIC_PREFIX
+from mqcore.message.const import RETRY_GROUP_TOPIC_PREFIX
 
 __all__ = ["NARROW_QUEUE_COLUMNS", "QUEUE_COLUMNS", "GroupsScreen"]
 
