@@ -19,7 +19,7 @@ from prompt_toolkit.document import Document
 from prompt_toolkit.history import FileHistory
 
 from mqcli.commands.produce_output import Printer
-from mqcli.commands.produce_spec import Spec, TemplateError, send_one
+from mqcli.commands.produce_spec import PlaceholderError, Spec, send_one
 from mqcli.connect import config_dir
 from mqcli.credentials import client_config
 from mqcli.output import err_console, fail
@@ -184,7 +184,7 @@ async def run_prompt(namesrv: str, group: str, spec: Spec, *, timeout: float, as
                 line = line[1:]
             try:
                 msg = spec.build(line.encode(), sent + failed + 1)
-            except (TemplateError, MQError) as exc:
+            except (PlaceholderError, MQError) as exc:
                 err_console.print(f"[red]{exc}[/]", highlight=False)
                 continue
             try:

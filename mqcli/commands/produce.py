@@ -25,8 +25,8 @@ from mqcli.commands.produce_output import Printer, Stats, progress_bar
 from mqcli.commands.produce_spec import (
     DEFAULT_GROUP,
     FATAL,
+    PlaceholderError,
     Spec,
-    TemplateError,
     expand,
     parse_props,
     send_one,
@@ -323,7 +323,7 @@ def produce(
         )
     try:
         expand(" ".join([body or "", *key, *spec.props.values(), order_key or ""]), 1)
-    except TemplateError as exc:
+    except PlaceholderError as exc:
         fail(str(exc))
     total = count if (body is not None or file is not None) else None
     mode = "async" if use_async else "oneway" if oneway else "sync"

@@ -35,14 +35,23 @@ from mqcore.message import Message
 if TYPE_CHECKING:
     from mqcore.client.transaction import TransactionProducer
 
-__all__ = ["DEFAULT_GROUP", "FATAL", "Spec", "TemplateError", "expand", "parse_props", "send_one"]
+__all__ = [
+    "DEFAULT_GROUP",
+    "FATAL",
+    "PlaceholderError",
+    "Spec",
+    "expand",
+    "parse_props",
+    "send_one",
+]
 
 DEFAULT_GROUP = "mq-cli-producer"
 _TEMPLATE = re.compile(r"\{\{\s*(\w+)((?:\s+[^\s}]+)*)\s*\}\}")
 
 
-class TemplateError(ValueError):
-    pass
+class PlaceholderError(ValueError):
+    """A ``{{Name}}`` placeholder in a message that is unknown or has bad arguments (the
+    ``-f`` output templates have their own :class:`mqcli.template.TemplateError`)."""
 
 
 def expand(text: str, count: int) -> str:
@@ -66,9 +75,9 @@ def expand(text: str, count: int) -> str:
             try:
                 low, high = (int(a) for a in args) if args else (0, 1_000_000)
             except ValueError:
-                raise TemplateError("use {{Random LOW HIGH}} with two integers") from None
+                raise PlaceholderError("use {{Random LOW HIGH}} with two integers") from None
             return str(random.randint(low, high))
-        raise TemplateError(
+        raise PlaceholderError(
             f"unknown template {{{{{name}}}}}: use Count, Time, Unix, UnixMs, ID, Random A B"
         )
 
