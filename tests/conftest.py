@@ -18,6 +18,14 @@ FIXTURE_STORE = SHARED_DIR / "fixtures" / "rocketmq-store"
 FIXTURE_MESSAGES = SHARED_DIR / "fixtures" / "rocketmq"
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        "cluster(**settings): how the `cluster` fixture of the folder's conftest.py starts "
+        "(in-process in tests/integration, `mq` processes in tests/cli); see there",
+    )
+
+
 @pytest.fixture(scope="session")
 def shared_dir() -> Path:
     assert SHARED_DIR.is_dir(), f"shared/ not found at {SHARED_DIR}"

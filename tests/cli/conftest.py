@@ -1,12 +1,15 @@
-"""Helpers for driving the real `mq` command in a subprocess."""
+"""Fixtures of the CLI tests: the real `mq` command in a subprocess, and the module's
+cluster of `mq` processes to run it against."""
 
 from __future__ import annotations
 
 import subprocess
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 import pytest
 
+from tests.support.cluster import Cluster, running
+from tests.support.marks import cluster_settings
 from tests.support.processes import CLEAN_ENV, run_mq
 
 MqRunner = Callable[..., subprocess.CompletedProcess[str]]
@@ -19,3 +22,22 @@ def _run(*args: str, check: bool = False, timeout: float = 60) -> subprocess.Com
 @pytest.fixture
 def mq() -> MqRunner:
     return _run
+
+
+@pytest.fixture(scope="module")
+def cluster(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Cluster]:
+    """A name server and brokers as processes, one set for the whole module, stopped after
+    it. The module's ``pytestmark = pytest.mark.cluster(...)`` says how they start:
+    ``brokers`` (1 or 2), ``files`` to write under the cluster's directory first (relative
+    path -> text), and broker.conf keys (``{wd}`` is the broker's own directory)."""
+    settings = cluster_settings(request)
+    brokers: int = settings.pop("brokers", 1)
+    files: dict[str, str] = settings.pop("files", None) or {}
+    base = tmp_path_factory.mktemp(request.module.__name__.rsplit(".", 1)[-1])
+    for name, text in files.items():
+        (base / name).parent.mkdir(parents=True, exist_ok=True)
+        (base / name).write_text(text)
+    with running(base, brokers, **settings) as started:
+        yield started

@@ -1,7 +1,7 @@
 """`mq topic create|update|delete|list|route|status` against a real name server and broker.
 
 Each test makes its own topics: under xdist the tests of a module may run in different
-workers, each with its own servers."""
+workers, each with its own cluster."""
 
 from __future__ import annotations
 
@@ -11,7 +11,6 @@ import select
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import orjson
@@ -19,15 +18,9 @@ import pexpect
 import pytest
 
 from mqcore.client import Admin, TopicRouteNotFoundError
-from tests.support.cluster import Cluster, running
+from tests.support.cluster import Cluster
 from tests.support.polling import until_sync
 from tests.support.processes import stop_process
-
-
-@pytest.fixture(scope="module")
-def servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
-    with running(tmp_path_factory.mktemp("admin-topic")) as s:
-        yield s
 
 
 def _ns_route(s: Cluster, topic: str) -> Any:
@@ -38,30 +31,30 @@ def _ns_route(s: Cluster, topic: str) -> Any:
     return asyncio.run(go())
 
 
-def test_create_shows_in_list_route_status_and_the_name_server(servers: Cluster) -> None:
-    out = servers.ok("topic", "create", "-t", "Orders", "-q", "4")
+def test_create_shows_in_list_route_status_and_the_name_server(cluster: Cluster) -> None:
+    out = cluster.ok("topic", "create", "-t", "Orders", "-q", "4")
     assert "created topic Orders on broker-a: 4 read / 4 write queues, perm RW-" in out
 
-    route = _ns_route(servers, "Orders")
+    route = _ns_route(cluster, "Orders")
     assert [
         (q.broker_name, q.read_queue_nums, q.write_queue_nums, q.perm) for q in route.queue_datas
     ] == [("broker-a", 4, 4, 6)]
 
-    listed = servers.json("topic", "list")
+    listed = cluster.json("topic", "list")
     assert {"topic": "Orders", "kind": "normal"} in listed
     assert all(t["kind"] == "normal" for t in listed)  # system topics hidden by default
-    everything = servers.json("topic", "list", "--all", "--long")
+    everything = cluster.json("topic", "list", "--all", "--long")
     kinds = {t["topic"]: t for t in everything}
     assert kinds["TBW102"]["kind"] == "system" and kinds["broker-a"]["kind"] == "system"
     assert kinds["Orders"]["readQueueNums"] == 4 and kinds["Orders"]["perm"] == "RW-"
-    assert "Orders" in servers.ok("topic", "list")
+    assert "Orders" in cluster.ok("topic", "list")
 
-    doc = servers.json("topic", "route", "-t", "Orders")
+    doc = cluster.json("topic", "route", "-t", "Orders")
     assert doc["brokers"] == [
         {
             "broker": "broker-a",
             "cluster": "DefaultCluster",
-            "master": servers.broker,
+            "master": cluster.broker,
             "slaves": [],
             "readQueueNums": 4,
             "writeQueueNums": 4,
@@ -69,65 +62,65 @@ def test_create_shows_in_list_route_status_and_the_name_server(servers: Cluster)
             "permText": "RW-",
         }
     ]
-    table = servers.ok("topic", "route", "-t", "Orders")
-    assert "READ-QUEUES" in table and servers.broker in table and "RW-" in table
+    table = cluster.ok("topic", "route", "-t", "Orders")
+    assert "READ-QUEUES" in table and cluster.broker in table and "RW-" in table
 
-    asyncio.run(servers.produce("Orders", 6))
-    status = servers.json("topic", "status", "-t", "Orders")
+    asyncio.run(cluster.produce("Orders", 6))
+    status = cluster.json("topic", "status", "-t", "Orders")
     assert status["total"] == 6
     assert [q["queueId"] for q in status["queues"]] == [0, 1, 2, 3]
     assert sum(q["maxOffset"] - q["minOffset"] for q in status["queues"]) == 6
-    done = servers.mq("topic", "status", "-t", "Orders", check=True)
+    done = cluster.mq("topic", "status", "-t", "Orders", check=True)
     assert "6 messages held" in done.stderr and "MAX-OFFSET" in done.stdout
 
 
 def test_topic_commands_take_the_topic_as_group_commands_take_the_group(
-    servers: Cluster,
+    cluster: Cluster,
 ) -> None:
     """TOPIC positional everywhere, -t still accepted; both at once must agree."""
-    servers.ok("topic", "create", "Positional", "-q", "2")
-    asyncio.run(servers.produce("Positional", 3))
-    by_arg: Any = servers.json("topic", "status", "Positional")
-    by_opt: Any = servers.json("topic", "status", "-t", "Positional")
+    cluster.ok("topic", "create", "Positional", "-q", "2")
+    asyncio.run(cluster.produce("Positional", 3))
+    by_arg: Any = cluster.json("topic", "status", "Positional")
+    by_opt: Any = cluster.json("topic", "status", "-t", "Positional")
     assert by_arg["topic"] == by_opt["topic"] == "Positional"
     assert by_arg["total"] == by_opt["total"] == 3
-    assert servers.json("topic", "route", "Positional") == servers.json(
+    assert cluster.json("topic", "route", "Positional") == cluster.json(
         "topic", "route", "-t", "Positional"
     )
-    assert servers.json("topic", "status", "Positional", "-t", "Positional")["total"] == 3
-    clash = servers.mq("topic", "status", "Positional", "-t", "Other")
+    assert cluster.json("topic", "status", "Positional", "-t", "Positional")["total"] == 3
+    clash = cluster.mq("topic", "status", "Positional", "-t", "Other")
     assert clash.returncode == 2 and "two topics given" in clash.stderr
-    servers.ok("topic", "update", "Positional", "--perm", "R")
-    assert servers.json("topic", "route", "Positional")["brokers"][0]["permText"] == "R--"
-    servers.ok("topic", "delete", "Positional", "--yes")
-    assert servers.mq("topic", "route", "Positional").returncode == 1
+    cluster.ok("topic", "update", "Positional", "--perm", "R")
+    assert cluster.json("topic", "route", "Positional")["brokers"][0]["permText"] == "R--"
+    cluster.ok("topic", "delete", "Positional", "--yes")
+    assert cluster.mq("topic", "route", "Positional").returncode == 1
 
 
-def test_update_changes_only_what_is_given_then_delete(servers: Cluster) -> None:
-    servers.ok("topic", "create", "-t", "Changing", "-q", "2")
-    out = servers.ok("topic", "update", "-t", "Changing", "-w", "6", "-r", "6")
+def test_update_changes_only_what_is_given_then_delete(cluster: Cluster) -> None:
+    cluster.ok("topic", "create", "-t", "Changing", "-q", "2")
+    out = cluster.ok("topic", "update", "-t", "Changing", "-w", "6", "-r", "6")
     assert "6 read / 6 write queues, perm RW-" in out
-    out = servers.ok("topic", "update", "-t", "Changing", "--perm", "R")
+    out = cluster.ok("topic", "update", "-t", "Changing", "--perm", "R")
     assert "6 read / 6 write queues, perm R--" in out
-    q = _ns_route(servers, "Changing").queue_datas[0]
+    q = _ns_route(cluster, "Changing").queue_datas[0]
     assert (q.read_queue_nums, q.write_queue_nums, q.perm) == (6, 6, 4)
 
-    refused = servers.mq("topic", "delete", "-t", "Changing", input="n\n")
+    refused = cluster.mq("topic", "delete", "-t", "Changing", input="n\n")
     assert refused.returncode == 1 and "not deleted" in refused.stderr
-    assert _ns_route(servers, "Changing").queue_datas
+    assert _ns_route(cluster, "Changing").queue_datas
 
-    out = servers.ok("topic", "delete", "-t", "Changing", "--yes")
+    out = cluster.ok("topic", "delete", "-t", "Changing", "--yes")
     assert "deleted topic Changing" in out
 
     def gone() -> bool:
         try:
-            _ns_route(servers, "Changing")
+            _ns_route(cluster, "Changing")
         except TopicRouteNotFoundError:
             return True
         return False
 
     until_sync(gone, timeout=10, what="the route to disappear")
-    assert "Changing" not in {t["topic"] for t in servers.json("topic", "list", "--all")}
+    assert "Changing" not in {t["topic"] for t in cluster.json("topic", "list", "--all")}
 
 
 @pytest.mark.parametrize(
@@ -142,9 +135,9 @@ def test_update_changes_only_what_is_given_then_delete(servers: Cluster) -> None
     ],
 )
 def test_wrong_input_is_one_clear_line(
-    servers: Cluster, args: tuple[str, ...], expect: str
+    cluster: Cluster, args: tuple[str, ...], expect: str
 ) -> None:
-    done = servers.mq(*args)
+    done = cluster.mq(*args)
     assert done.returncode == 1
     assert expect in done.stderr
     assert "Traceback" not in done.stderr
@@ -160,18 +153,18 @@ def test_wrong_input_is_one_clear_line(
         ("topic", "status"),
     ],
 )
-def test_bad_flags_exit_2_without_traceback(servers: Cluster, args: tuple[str, ...]) -> None:
-    done = servers.mq(*args)
+def test_bad_flags_exit_2_without_traceback(cluster: Cluster, args: tuple[str, ...]) -> None:
+    done = cluster.mq(*args)
     assert done.returncode == 2
     assert "Traceback" not in done.stderr
 
 
-def test_status_watch_refreshes_until_ctrl_c(servers: Cluster) -> None:
-    servers.ok("topic", "create", "-t", "Watched", "-q", "1")
-    child = servers.pty("topic", "status", "-t", "Watched", "--watch", "1")
+def test_status_watch_refreshes_until_ctrl_c(cluster: Cluster) -> None:
+    cluster.ok("topic", "create", "-t", "Watched", "-q", "1")
+    child = cluster.pty("topic", "status", "-t", "Watched", "--watch", "1")
     try:
         child.expect("Status of Watched · 0 messages held")
-        asyncio.run(servers.produce("Watched", 2))
+        asyncio.run(cluster.produce("Watched", 2))
         child.expect("Status of Watched · 2 messages held")
         child.sendintr()
         child.expect(pexpect.EOF)
@@ -180,12 +173,12 @@ def test_status_watch_refreshes_until_ctrl_c(servers: Cluster) -> None:
     assert child.exitstatus == 130 or child.signalstatus is not None
 
 
-def test_piped_watch_prints_plain_samples_one_line_per_queue(servers: Cluster) -> None:
+def test_piped_watch_prints_plain_samples_one_line_per_queue(cluster: Cluster) -> None:
     """--watch into a pipe: a time line, then the plain header and rows, every sample;
     no screen clearing, no box, the store time whole on its row at 80 columns."""
-    servers.ok("topic", "create", "WatchedPipe", "-q", "2")
-    asyncio.run(servers.produce("WatchedPipe", 2))
-    env = {**servers.env, "COLUMNS": "80"}
+    cluster.ok("topic", "create", "WatchedPipe", "-q", "2")
+    asyncio.run(cluster.produce("WatchedPipe", 2))
+    env = {**cluster.env, "COLUMNS": "80"}
     proc = subprocess.Popen(
         [sys.executable, "-m", "mqcli.main", "topic", "status", "WatchedPipe", "--watch", "0.3"],
         stdout=subprocess.PIPE,
@@ -217,10 +210,10 @@ def test_piped_watch_prints_plain_samples_one_line_per_queue(servers: Cluster) -
     assert all(re.search(r"\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}\.\d{3}$", r) for r in rows)
 
 
-def test_topic_names_complete_from_the_name_server(servers: Cluster) -> None:
-    servers.ok("topic", "create", "-t", "Completed", "-q", "1")
+def test_topic_names_complete_from_the_name_server(cluster: Cluster) -> None:
+    cluster.ok("topic", "create", "-t", "Completed", "-q", "1")
     env = {
-        **servers.env,
+        **cluster.env,
         "_MQ_COMPLETE": "complete_bash",
         "COMP_WORDS": "mq topic status -t Compl",
         "COMP_CWORD": "4",
@@ -243,21 +236,21 @@ def test_topic_names_complete_from_the_name_server(servers: Cluster) -> None:
     assert "Traceback" not in done.stderr
 
 
-def test_read_commands_take_format_table_wide_json(servers: Cluster) -> None:
-    servers.ok("topic", "create", "-t", "FormatsTopicWithALongName")
+def test_read_commands_take_format_table_wide_json(cluster: Cluster) -> None:
+    cluster.ok("topic", "create", "-t", "FormatsTopicWithALongName")
     route = ("topic", "route", "-t", "FormatsTopicWithALongName")
-    narrow = servers.mq(*route, "-o", "table", columns=80, check=True).stdout
-    wide = servers.mq(*route, "-o", "wide", columns=80, check=True).stdout
-    assert servers.broker in narrow and all(len(x) <= 80 for x in narrow.splitlines())
-    piped = servers.mq(*route, columns=80, check=True).stdout
+    narrow = cluster.mq(*route, "-o", "table", columns=80, check=True).stdout
+    wide = cluster.mq(*route, "-o", "wide", columns=80, check=True).stdout
+    assert cluster.broker in narrow and all(len(x) <= 80 for x in narrow.splitlines())
+    piped = cluster.mq(*route, columns=80, check=True).stdout
     assert "FormatsTopicWithALongName" not in piped  # the title is on stderr in a pipe
-    assert servers.broker in piped and "…" not in piped and "│" not in piped
-    assert servers.broker in wide and "…" not in wide and "WRITE-QUEUES" in wide
-    assert servers.json(*route) == orjson.loads(servers.ok(*route, "-o", "json"))
-    listed = servers.mq("topic", "list", "-o", "wide", columns=80, check=True).stdout
+    assert cluster.broker in piped and "…" not in piped and "│" not in piped
+    assert cluster.broker in wide and "…" not in wide and "WRITE-QUEUES" in wide
+    assert cluster.json(*route) == orjson.loads(cluster.ok(*route, "-o", "json"))
+    listed = cluster.mq("topic", "list", "-o", "wide", columns=80, check=True).stdout
     assert "FormatsTopicWithALongName" in listed and "BROKERS" in listed  # wide implies -l
     assert "…" not in listed
     status = ("topic", "status", "-t", "FormatsTopicWithALongName")
-    wide_status = servers.mq(*status, "--format", "wide", columns=40, check=True).stdout
+    wide_status = cluster.mq(*status, "--format", "wide", columns=40, check=True).stdout
     assert "LAST-UPDATED" in wide_status and "…" not in wide_status
-    assert orjson.loads(servers.ok(*status, "-o", "json"))["topic"] == route[-1]
+    assert orjson.loads(cluster.ok(*status, "-o", "json"))["topic"] == route[-1]

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Iterator
 
 import pexpect
 import pytest
@@ -16,12 +15,6 @@ from mqcli.commands.bench.e2e import StampedReceiver
 from mqcore.message import MessageExt
 from tests.support.cluster import Cluster, json_lines, running
 from tests.support.polling import until_sync
-
-
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
-    with running(tmp_path_factory.mktemp("bench")) as c:
-        yield c
 
 
 def stored(cluster: Cluster, topic: str) -> list[dict[str, object]]:

@@ -5,17 +5,12 @@ from __future__ import annotations
 import signal
 import subprocess
 import time
-from collections.abc import Iterator
 
 import pytest
 
-from tests.support.cluster import Cluster, json_lines, running
+from tests.support.cluster import Cluster, json_lines
 
-
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
-    with running(tmp_path_factory.mktemp("consume"), brokers=2) as c:
-        yield c
+pytestmark = pytest.mark.cluster(brokers=2)
 
 
 def produce(cluster: Cluster, topic: str, n: int, *extra: str, start: int = 0) -> None:

@@ -2,19 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 
-from tests.support.cluster import Cluster, json_lines, running
+from tests.support.cluster import Cluster, json_lines
 
-
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
-    # every retry level 1 s, so a redelivery comes back within the test
-    delays = " ".join(["1s"] * 18)
-    with running(tmp_path_factory.mktemp("retries"), messageDelayLevel=delays) as c:
-        yield c
+# every retry level 1 s, so a redelivery comes back within the test
+pytestmark = pytest.mark.cluster(messageDelayLevel=" ".join(["1s"] * 18))
 
 
 @pytest.mark.parametrize("mode", ["--push", "--pull"])

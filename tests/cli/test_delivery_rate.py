@@ -4,21 +4,16 @@ sample; `mq store inspect` is offline and says "-"."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import orjson
 import pytest
 
 from tests.support import until_sync
-from tests.support.cluster import Cluster, running
+from tests.support.cluster import Cluster
 
-
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
-    delays = " ".join(["1s"] * 18)  # level 2 comes due within a second
-    with running(tmp_path_factory.mktemp("rate"), messageDelayLevel=delays) as c:
-        yield c
+# level 2 comes due within a second
+pytestmark = pytest.mark.cluster(messageDelayLevel=" ".join(["1s"] * 18))
 
 
 def level(cluster: Cluster, n: int) -> dict[str, Any] | None:

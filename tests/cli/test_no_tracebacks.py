@@ -8,14 +8,13 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pexpect
 import pytest
 
 from mqcore.client import Admin
-from tests.support.cluster import Cluster, running
+from tests.support.cluster import Cluster
 
 MQ = [sys.executable, "-m", "mqcli.main"]
 
@@ -31,12 +30,6 @@ def _mq(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedPr
         stdin=subprocess.DEVNULL,
         check=False,
     )
-
-
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
-    with running(tmp_path_factory.mktemp("errors")) as c:
-        yield c
 
 
 @pytest.mark.parametrize(

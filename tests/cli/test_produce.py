@@ -10,18 +10,11 @@ import json
 import subprocess
 import sys
 from collections import defaultdict
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.support.cluster import Cluster, json_lines, running
-
-
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
-    with running(tmp_path_factory.mktemp("produce")) as c:
-        yield c
+from tests.support.cluster import Cluster, json_lines
 
 
 def read_all(cluster: Cluster, topic: str, group: str) -> list[dict[str, object]]:

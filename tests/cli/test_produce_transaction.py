@@ -2,19 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 
-from tests.support.cluster import Cluster, json_lines, running
+from tests.support.cluster import Cluster, json_lines
 
-
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
-    with running(
-        tmp_path_factory.mktemp("tx"), transactionTimeOut="300", transactionCheckInterval="300"
-    ) as c:
-        yield c
+pytestmark = pytest.mark.cluster(transactionTimeOut="300", transactionCheckInterval="300")
 
 
 def bodies(cluster: Cluster, topic: str, group: str) -> list[str]:

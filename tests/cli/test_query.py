@@ -8,22 +8,21 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Iterator
 
 import pytest
 
-from tests.support.cluster import Cluster, json_lines, running
+from tests.support.cluster import Cluster, json_lines
+
+pytestmark = pytest.mark.cluster(brokers=2)
 
 
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
-    with running(tmp_path_factory.mktemp("query"), brokers=2) as c:
-        body = "".join(f"order-{i}\n" for i in range(40))
-        c.mq("produce", "-t", "QOrders", "--key", "shared", "--tag", "T", "-q", input=body,
-             check=True)  # fmt: skip
-        c.mq("produce", "-t", "QOrders", "--key", "solo", "--prop", "p=1", "--body", "alone",
-             "-q", check=True)  # fmt: skip
-        yield c
+@pytest.fixture(scope="module", autouse=True)
+def _seeded(cluster: Cluster) -> None:
+    body = "".join(f"order-{i}\n" for i in range(40))
+    cluster.mq("produce", "-t", "QOrders", "--key", "shared", "--tag", "T", "-q", input=body,
+               check=True)  # fmt: skip
+    cluster.mq("produce", "-t", "QOrders", "--key", "solo", "--prop", "p=1", "--body", "alone",
+               "-q", check=True)  # fmt: skip
 
 
 def test_by_key_caps_the_total_across_brokers(cluster: Cluster) -> None:

@@ -7,7 +7,6 @@ written (queue and index entries past the end, a checkpoint ahead of the data).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -15,13 +14,9 @@ import pytest
 from mqcore.store.offline import OfflineStore
 from mqcore.store.verify import verify_scope
 from tests.support import until_sync
-from tests.support.cluster import Cluster, running
+from tests.support.cluster import Cluster
 
-
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
-    with running(tmp_path_factory.mktemp("verify-live"), flushIntervalConsumeQueue="200") as c:
-        yield c
+pytestmark = pytest.mark.cluster(flushIntervalConsumeQueue="200")
 
 
 def _stable_end(store: Path) -> int:
