@@ -2,27 +2,51 @@
 
 Every error the engine raises on purpose derives from :class:`MQError`, so callers
 (the CLI, servers answering a client) can catch one type and turn it into a clear line
-or a proper response code::
+or a proper response code. The whole tree, every class of every ``mqcore`` module, is
+drawn here; ``(module, Base)`` names where a class lives when it is not this module
+(``mqcore.`` left out) and any base besides its parent. tests/unit/test_errors_tree.py
+walks the modules and fails when this drawing and the classes part::
 
     MQError
-    ├── ConfigError              bad configuration value or file
-    ├── StoreError               the message store cannot do what was asked
-    │   ├── CorruptRecordError   bytes that are not a valid commit log record / file entry
-    │   └── StoreLockedError     another process holds the store's lock file
-    ├── ProtocolError            a remoting frame or header that does not parse
-    │   ├── LocalProtocolError   we were asked to encode something invalid
-    │   └── RemoteProtocolError  the peer sent something invalid
-    ├── FilterSyntaxError        a tag or SQL92 expression that does not parse
-    └── MQClientError            client-side failure (no route, not started, ...)
-        ├── MQTimeoutError       no answer in time (retriable)
-        ├── MQBrokerError        the server answered with an error code
-        ├── RemotingConnectError         (mqcore.remoting) cannot connect (retriable)
-        │   ├── NameServerUnreachableError   (mqcore.client.errors) no name server answers
-        │   └── BrokerUnreachableError       (mqcore.client.errors) a broker is down
-        ├── ChannelClosedError           (mqcore.remoting) connection lost mid-request
-        ├── TopicRouteNotFoundError      (mqcore.client.errors) no route (invalid_route)
-        ├── ClientStateError             (mqcore.client.errors) not started, closed, ...
-        └── InvalidMessageError          (mqcore.client.errors) bad topic/body; ValueError
+    ├── ConfigError                 a configuration value or file is invalid
+    │   └── TopicNameError          (store.metadata.topic) a topic name RocketMQ refuses
+    ├── StoreError                  the message store cannot do what was asked
+    │   ├── DiskFullError           no room for a file: writes stop, reads go on
+    │   ├── CorruptRecordError      bytes that are not a valid record / file entry
+    │   ├── StoreLockedError        another process holds the store's lock file
+    │   └── IllegalMessageError     (store.batch_encoder) a message the store refuses
+    ├── ProtocolError               a frame or header that does not parse
+    │   ├── LocalProtocolError      we were asked to encode something invalid
+    │   ├── RemoteProtocolError     the peer sent something invalid
+    │   └── HAProtocolError         (protocol.ha, ValueError) an HA stream no peer sends
+    ├── HeaderError                 (protocol.headers.base, ValueError) bad extFields
+    ├── BodyError                   (protocol.bodies.base, ValueError) a body not as expected
+    ├── FastjsonError               (common.fastjson, ValueError) text that is not JSON
+    ├── MessageIdError              (ValueError) a message id that cannot be decoded
+    ├── FilterSyntaxError           a tag or SQL92 expression that does not parse
+    ├── SlaveSyncError              (broker.slave_sync) the master refused a sync request
+    ├── TopicCreateError            (broker.topics, ValueError) a topic a send cannot make
+    └── MQClientError               client-side failure (no route, not started, ...)
+        ├── MQTimeoutError          no answer in time (retriable)
+        │   └── RequestTimeoutError     (client.request_reply) no reply in time
+        ├── MQBrokerError           the server answered with an error code
+        ├── RemotingConnectError    (remoting.errors) cannot connect (retriable)
+        │   ├── NameServerUnreachableError  (client.errors) no name server answers
+        │   └── BrokerUnreachableError      (client.errors) a broker is down
+        ├── ChannelClosedError      (remoting.errors) connection lost mid-request
+        ├── TopicRouteNotFoundError (client.errors) no route (invalid_route)
+        ├── ClientStateError        (client.errors) not started, closed, ...
+        ├── InvalidMessageError     (client.errors, ValueError) bad topic or body
+        ├── InvalidGroupError       (client.errors, ValueError) a group name RocketMQ refuses
+        └── ReplyMessageError       (client.request_reply, ValueError) not a request
+
+Outside the tree: signals their own module catches, which no caller ever sees, and one
+check for a bug (the test holds this list to the code as well)::
+
+    SendRefused                     a send check failed: the send processor answers its code
+    PullRefused                     a pull check failed: the pull processor answers its code
+    EvalError                       a SQL92 conversion Java throws on: the expression is false
+    StateError                      (RuntimeError) a process queue event out of order
 
 Classes carry behavioural flags (``retriable``) rather than forcing callers to enumerate
 types, as aiokafka does.
@@ -76,7 +100,7 @@ class StoreLockedError(StoreError):
 
 
 class ProtocolError(MQError):
-    """A remoting frame or header is malformed; the connection cannot continue."""
+    """A remoting or HA frame or header is malformed; the connection cannot continue."""
 
 
 class LocalProtocolError(ProtocolError):

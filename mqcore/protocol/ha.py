@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import struct
 
+from mqcore.errors import ProtocolError
+
 __all__ = [
     "MAX_TRANSFER_BODY",
     "REPORT",
@@ -32,7 +34,7 @@ MAX_TRANSFER_BODY = 4 * 1024 * 1024
 """A RocketMQ slave's whole read buffer; a larger announced body is a broken master."""
 
 
-class HAProtocolError(ValueError):
+class HAProtocolError(ProtocolError, ValueError):
     """Input no honest peer sends (the connection is closed, nothing else is harmed)."""
 
 

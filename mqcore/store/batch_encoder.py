@@ -18,6 +18,7 @@ import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from mqcore.errors import StoreError
 from mqcore.message.const import (
     MESSAGE_MAGIC_CODE,
     PROPERTY_KEYS,
@@ -43,7 +44,7 @@ _TRAN_SKIP_CQ = (SysFlag.TRANSACTION_PREPARED_TYPE, SysFlag.TRANSACTION_ROLLBACK
 """Prepared and rolled-back records get no queue offset."""
 
 
-class IllegalMessage(ValueError):
+class IllegalMessageError(StoreError):
     """A message the store refuses; ``status`` is the PutMessageStatus name."""
 
     def __init__(self, status: str, remark: str) -> None:
@@ -73,25 +74,27 @@ class PreparedBatch:
 
 
 def prepare(batch: Sequence[MessageExt], max_body: int) -> PreparedBatch:
-    """Validate and pre-encode; raises :class:`IllegalMessage`."""
+    """Validate and pre-encode; raises :class:`IllegalMessageError`."""
     first = batch[0]
     topic, queue_id = first.topic, first.queue_id
     topic_raw = topic.encode("utf-8")
     if not topic_raw or len(topic_raw) > MAX_TOPIC_LENGTH_V1:
-        raise IllegalMessage("MESSAGE_ILLEGAL", f"topic must be 1..{MAX_TOPIC_LENGTH_V1} bytes")
+        raise IllegalMessageError(
+            "MESSAGE_ILLEGAL", f"topic must be 1..{MAX_TOPIC_LENGTH_V1} bytes"
+        )
     topic_field = bytes([len(topic_raw)]) + topic_raw
     out = PreparedBatch(topic, queue_id)
     total = 0
     for msg in batch:
         if msg.topic != topic or msg.queue_id != queue_id:
-            raise IllegalMessage("MESSAGE_ILLEGAL", "a batch must target one topic and queue")
+            raise IllegalMessageError("MESSAGE_ILLEGAL", "a batch must target one topic and queue")
         body = msg.body
         if len(body) > max_body:
-            raise IllegalMessage("MESSAGE_ILLEGAL", f"body of {len(body)} B > maxMessageSize")
+            raise IllegalMessageError("MESSAGE_ILLEGAL", f"body of {len(body)} B > maxMessageSize")
         p = msg.properties
         props = encode_properties(p) if p else b""
         if len(props) > MAX_PROPERTIES_LENGTH:
-            raise IllegalMessage(
+            raise IllegalMessageError(
                 "PROPERTIES_SIZE_EXCEEDED", f"properties exceed {MAX_PROPERTIES_LENGTH} bytes"
             )
         born = encode_host(msg.born_host)

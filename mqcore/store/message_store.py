@@ -513,7 +513,7 @@ class MessageStore:
             return PutResult(PutStatus.MESSAGE_ILLEGAL, remark="empty batch")
         try:
             prepared = batch_encoder.prepare(batch, self.config.max_message_size)
-        except batch_encoder.IllegalMessage as exc:
+        except batch_encoder.IllegalMessageError as exc:
             return PutResult(PutStatus[exc.status], remark=str(exc))
         delay_level = None
         if prepared.topic == SCHEDULE_TOPIC:
