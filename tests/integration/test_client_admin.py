@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import AsyncIterator
-from pathlib import Path
 
 import pytest
 
@@ -17,16 +16,7 @@ from mqcore.protocol import ResponseCode
 from tests.support import until
 from tests.support.inproc import LiveCluster
 
-pytestmark = pytest.mark.timeout(60)
-
-
-@pytest.fixture
-async def cluster(tmp_path: Path) -> AsyncIterator[LiveCluster]:
-    c = LiveCluster(tmp_path)
-    try:
-        yield await c.start("broker-a", "broker-b")
-    finally:
-        await c.stop()
+pytestmark = [pytest.mark.timeout(60), pytest.mark.cluster(brokers=("broker-a", "broker-b"))]
 
 
 @pytest.fixture

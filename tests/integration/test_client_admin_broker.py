@@ -3,9 +3,6 @@ and two brokers."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from pathlib import Path
-
 import pytest
 from answering_consumer import AnsweringConsumer
 
@@ -17,16 +14,7 @@ from mqcore.store.metadata import SubscriptionGroupConfig
 from tests.support.clients import put
 from tests.support.inproc import LiveCluster
 
-pytestmark = pytest.mark.timeout(60)
-
-
-@pytest.fixture
-async def cluster(tmp_path: Path) -> AsyncIterator[LiveCluster]:
-    c = LiveCluster(tmp_path)
-    try:
-        yield await c.start("broker-a", "broker-b")
-    finally:
-        await c.stop()
+pytestmark = [pytest.mark.timeout(60), pytest.mark.cluster(brokers=("broker-a", "broker-b"))]
 
 
 async def test_consume_stats_queue_units_and_housekeeping(cluster: LiveCluster) -> None:

@@ -3,9 +3,6 @@ and broker: write permission and KV config."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from pathlib import Path
-
 import pytest
 
 from mqcore.client import Admin
@@ -13,15 +10,6 @@ from mqcore.common.metadata import PermName
 from tests.support.inproc import LiveCluster
 
 pytestmark = pytest.mark.timeout(60)
-
-
-@pytest.fixture
-async def cluster(tmp_path: Path) -> AsyncIterator[LiveCluster]:
-    c = LiveCluster(tmp_path)
-    try:
-        yield await c.start("broker-a")
-    finally:
-        await c.stop()
 
 
 async def test_wipe_and_add_write_perm(cluster: LiveCluster) -> None:

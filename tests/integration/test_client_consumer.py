@@ -9,15 +9,12 @@ from __future__ import annotations
 
 import asyncio
 import collections
-import contextlib
 import itertools
-from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from mqcore.broker.controller import BrokerController
 from mqcore.client.consume_service import ConsumeContext, ConsumeOrderlyStatus, ConsumeStatus
 from mqcore.client.errors import ClientStateError
 from mqcore.client.instance import ClientConfig, ClientInstance
@@ -26,78 +23,36 @@ from mqcore.client.process_queue import ProcessQueue
 from mqcore.client.producer import Producer, make_message, select_by_hash
 from mqcore.client.push_consumer import PushConsumer
 from mqcore.client.rebalance import ConsumeFromWhere, MessageModel, MessageSelector
-from mqcore.common.metadata import TopicConfig
 from mqcore.errors import MQBrokerError
 from mqcore.message import MessageExt
-from mqcore.namesrv.controller import NamesrvController
 from mqcore.protocol import ResponseCode
 from mqcore.protocol.bodies import MessageQueue
 from tests.support import poll_messages, until
-from tests.support.inproc import broker_controller, namesrv_controller
-
-pytestmark = pytest.mark.timeout(60)
+from tests.support.inproc import BROKER_NAME, LiveCluster
 
 _names = itertools.count()
 
-
-@dataclass
-class Cluster:
-    namesrv: NamesrvController
-    broker: BrokerController
-    tmp: Path
-
-    @property
-    def addr(self) -> str:
-        return self.namesrv.listen_address
-
-    async def create_topic(self, topic: str, queues: int = 4) -> None:
-        self.broker.topics.update(TopicConfig(topic, queues, queues))
-        await until(
-            lambda: self.namesrv.routes.pick_topic_route_data(topic) is not None,
-            what=f"route of {topic}",
-        )
-
-    def consumer_offset(self, group: str, topic: str) -> dict[int, int]:
-        return dict(self.broker.offsets.query_all(group, topic))
-
-    async def produce(
-        self, topic: str, count: int, *, tags: Callable[[int], str] = lambda i: "A"
-    ) -> list[str]:
-        """Send ``count`` messages with bodies ``m<i>``, keys ``k<i>``; returns bodies."""
-        bodies = []
-        async with Producer(f"pg{next(_names)}", namesrv=self.addr) as producer:
-            for i in range(count):
-                msg = make_message(topic, f"m{i}", tags=tags(i), keys=[f"k{i}", f"x{i}"])
-                result = await producer.send(msg)
-                assert result.ok
-                bodies.append(f"m{i}")
-        return bodies
+# Retries are delayed by level 3 + n: keep every level at 1 s for the retry test.
+STORE = {"message_delay_level": " ".join(["1s"] * 18)}
+pytestmark = [pytest.mark.timeout(60), pytest.mark.cluster(store=STORE)]
 
 
-@contextlib.asynccontextmanager
-async def running_cluster(tmp_path: Path, **broker: object) -> AsyncIterator[Cluster]:
-    namesrv = namesrv_controller(tmp_path / "kv.json")
-    await namesrv.start()
-    # Retries are delayed by level 3 + n: keep every level at 1 s for the retry test.
-    controller = broker_controller(
-        tmp_path / "store",
-        namesrv.listen_address,
-        store={"message_delay_level": " ".join(["1s"] * 18)},
-        **broker,
-    )
-    await controller.start()
-    try:
-        await until(lambda: bool(namesrv.routes.live_broker_addrs()), what="broker registration")
-        yield Cluster(namesrv, controller, tmp_path)
-    finally:
-        await controller.shutdown()
-        await namesrv.shutdown()
+def consumer_offset(cluster: LiveCluster, group: str, topic: str) -> dict[int, int]:
+    return dict(cluster.broker.offsets.query_all(group, topic))
 
 
-@pytest.fixture
-async def cluster(tmp_path: Path) -> AsyncIterator[Cluster]:
-    async with running_cluster(tmp_path) as running:
-        yield running
+async def produce(
+    cluster: LiveCluster, topic: str, count: int, *, tags: Callable[[int], str] = lambda i: "A"
+) -> list[str]:
+    """Send ``count`` messages with bodies ``m<i>``, keys ``k<i>``; returns bodies."""
+    bodies = []
+    async with Producer(f"pg{next(_names)}", namesrv=cluster.addr) as producer:
+        for i in range(count):
+            msg = make_message(topic, f"m{i}", tags=tags(i), keys=[f"k{i}", f"x{i}"])
+            result = await producer.send(msg)
+            assert result.ok
+            bodies.append(f"m{i}")
+    return bodies
 
 
 def owned(consumer: PushConsumer, topic: str) -> set[MessageQueue]:
@@ -124,7 +79,9 @@ class Collector:
         return [m.body.decode() for m in self.msgs]
 
 
-def push(cluster: Cluster, group: str, topic: str, expr: str = "*", **kw: object) -> PushConsumer:
+def push(
+    cluster: LiveCluster, group: str, topic: str, expr: str = "*", **kw: object
+) -> PushConsumer:
     kw.setdefault("instance_name", f"i{next(_names)}")
     consumer = PushConsumer(
         group,
@@ -137,10 +94,10 @@ def push(cluster: Cluster, group: str, topic: str, expr: str = "*", **kw: object
     return consumer
 
 
-async def test_push_tags_and_contents_exact(cluster: Cluster) -> None:
+async def test_push_tags_and_contents_exact(cluster: LiveCluster) -> None:
     await cluster.create_topic("T1", queues=2)
     # Each queue gets A, B, A, B, ... and ends with a B the broker filters out.
-    sent = await cluster.produce("T1", 40, tags=lambda i: "A" if i % 4 < 2 else "B")
+    sent = await produce(cluster, "T1", 40, tags=lambda i: "A" if i % 4 < 2 else "B")
     got = Collector()
     consumer = push(cluster, "g-tags", "T1", "A || C")
     consumer.register_listener(got)
@@ -153,13 +110,13 @@ async def test_push_tags_and_contents_exact(cluster: Cluster) -> None:
             assert msg.keys == [f"k{i}", f"x{i}"]
             assert msg.unique_key
     # Shutdown commits; the filtered-out tag B messages are skipped past, not left behind.
-    assert sum(cluster.consumer_offset("g-tags", "T1").values()) == 40
+    assert sum(consumer_offset(cluster, "g-tags", "T1").values()) == 40
     assert len(got.msgs) == 20
 
 
-async def test_lite_pull_subscribe_and_commit(cluster: Cluster) -> None:
+async def test_lite_pull_subscribe_and_commit(cluster: LiveCluster) -> None:
     await cluster.create_topic("T2")
-    sent = await cluster.produce("T2", 30)
+    sent = await produce(cluster, "T2", 30)
     consumer = LitePullConsumer(
         "g-lite",
         namesrv=cluster.addr,
@@ -174,14 +131,14 @@ async def test_lite_pull_subscribe_and_commit(cluster: Cluster) -> None:
         assert await consumer.poll(timeout=0.1) == []
         assert len(consumer.assignment()) == 4
         await consumer.commit_sync()
-        assert sum(cluster.consumer_offset("g-lite", "T2").values()) == 30
+        assert sum(consumer_offset(cluster, "g-lite", "T2").values()) == 30
         mq = min(consumer.assignment())
-        assert await consumer.committed(mq) == cluster.consumer_offset("g-lite", "T2")[0]
+        assert await consumer.committed(mq) == consumer_offset(cluster, "g-lite", "T2")[0]
 
 
-async def test_lite_pull_assign_seek_pause(cluster: Cluster) -> None:
+async def test_lite_pull_assign_seek_pause(cluster: LiveCluster) -> None:
     await cluster.create_topic("T3", queues=2)
-    await cluster.produce("T3", 20)
+    await produce(cluster, "T3", 20)
     consumer = LitePullConsumer("g-assign", namesrv=cluster.addr, instance_name="lite2")
     await consumer.start()
     try:
@@ -210,9 +167,9 @@ async def test_lite_pull_assign_seek_pause(cluster: Cluster) -> None:
         await consumer.shutdown()
 
 
-async def test_clustering_three_members_disjoint_union(cluster: Cluster) -> None:
+async def test_clustering_three_members_disjoint_union(cluster: LiveCluster) -> None:
     await cluster.create_topic("T4", queues=6)
-    sent = await cluster.produce("T4", 60)
+    sent = await produce(cluster, "T4", 60)
     collectors = [Collector() for _ in range(3)]
     consumers = []
     for got in collectors:
@@ -235,9 +192,9 @@ async def test_clustering_three_members_disjoint_union(cluster: Cluster) -> None
             await consumer.shutdown()
 
 
-async def test_broadcasting_and_second_group(cluster: Cluster) -> None:
+async def test_broadcasting_and_second_group(cluster: LiveCluster) -> None:
     await cluster.create_topic("T5")
-    sent = await cluster.produce("T5", 24)
+    sent = await produce(cluster, "T5", 24)
     members = [Collector(), Collector()]
     other = Collector()
     consumers = []
@@ -257,13 +214,13 @@ async def test_broadcasting_and_second_group(cluster: Cluster) -> None:
         await consumers[0].persist_consumer_offset()
         store = consumers[0]._offset_store
         assert store is not None and sum(store.offsets().values()) == 24
-        assert cluster.consumer_offset("g-bcast", "T5") == {}  # never sent to the broker
+        assert consumer_offset(cluster, "g-bcast", "T5") == {}  # never sent to the broker
     finally:
         for consumer in consumers:
             await consumer.shutdown()
 
 
-async def test_orderly_per_key_order(cluster: Cluster) -> None:
+async def test_orderly_per_key_order(cluster: LiveCluster) -> None:
     await cluster.create_topic("T6")
     keys = [f"order-{k}" for k in range(5)]
     async with Producer("pg-order", namesrv=cluster.addr) as producer:
@@ -298,9 +255,9 @@ async def test_orderly_per_key_order(cluster: Cluster) -> None:
     assert not cluster.broker.locks.table.get("g-order")  # released
 
 
-async def test_restart_resumes_from_committed_offset(cluster: Cluster) -> None:
+async def test_restart_resumes_from_committed_offset(cluster: LiveCluster) -> None:
     await cluster.create_topic("T7", queues=1)
-    sent = await cluster.produce("T7", 20)
+    sent = await produce(cluster, "T7", 20)
     first: list[str] = []
     stuck = asyncio.Event()
 
@@ -315,19 +272,19 @@ async def test_restart_resumes_from_committed_offset(cluster: Cluster) -> None:
     async with consumer:
         await until(stuck.is_set, what="m8 in flight")
     assert first == [f"m{i}" for i in range(8)]
-    assert cluster.consumer_offset("g-restart", "T7") == {0: 8}
+    assert consumer_offset(cluster, "g-restart", "T7") == {0: 8}
 
     second = Collector()
     consumer = push(cluster, "g-restart", "T7")
     consumer.register_listener(second)
     async with consumer:
         await until(lambda: len(second.msgs) >= 12, what="the rest")
-    assert cluster.consumer_offset("g-restart", "T7") == {0: 20}
+    assert consumer_offset(cluster, "g-restart", "T7") == {0: 20}
     # No loss; the only message seen twice would be the unacknowledged m8 (it was not).
     assert sorted(first + second.bodies()) == sorted(sent)
 
 
-async def test_rebalance_on_join_and_leave(cluster: Cluster) -> None:
+async def test_rebalance_on_join_and_leave(cluster: LiveCluster) -> None:
     await cluster.create_topic("T8", queues=4)
     a_got, b_got = Collector(), Collector()
     # The periodic rebalance is out of reach (300 s) and the waits short: only the
@@ -348,7 +305,7 @@ async def test_rebalance_on_join_and_leave(cluster: Cluster) -> None:
                 what="2 + 2 after the join notification",
             )
             assert owned(a, "T8").isdisjoint(owned(b, "T8"))
-            sent = await cluster.produce("T8", 20)
+            sent = await produce(cluster, "T8", 20)
             await until(lambda: len(a_got.msgs) + len(b_got.msgs) >= 20, what="20 messages")
             assert sorted(a_got.bodies() + b_got.bodies()) == sorted(sent)
             assert a_got.msgs and b_got.msgs
@@ -359,7 +316,7 @@ async def test_rebalance_on_join_and_leave(cluster: Cluster) -> None:
         )
 
 
-async def test_reconsume_later_goes_through_retry_topic(cluster: Cluster) -> None:
+async def test_reconsume_later_goes_through_retry_topic(cluster: LiveCluster) -> None:
     await cluster.create_topic("T9", queues=1)
     attempts: collections.Counter[str] = collections.Counter()
 
@@ -372,7 +329,7 @@ async def test_reconsume_later_goes_through_retry_topic(cluster: Cluster) -> Non
     got = Collector(status)
     consumer = push(cluster, "g-retry", "T9")
     consumer.register_listener(got)
-    await cluster.produce("T9", 3)
+    await produce(cluster, "T9", 3)
     async with consumer:
         await until(lambda: len(got.msgs) >= 3, what="first deliveries")
         retry_topic = "%RETRY%g-retry"
@@ -401,7 +358,7 @@ async def test_reconsume_later_goes_through_retry_topic(cluster: Cluster) -> Non
 
 
 async def test_sql92_subscription_checked_at_start(tmp_path: Path) -> None:
-    async with running_cluster(tmp_path / "plain") as plain:
+    async with LiveCluster(tmp_path / "plain", store=STORE).running(BROKER_NAME) as plain:
         await plain.create_topic("S1")
         consumer = PushConsumer("g-sql", namesrv=plain.addr, instance_name="sql1")
         consumer.subscribe("S1", MessageSelector.by_sql("a > 5"))
@@ -410,7 +367,10 @@ async def test_sql92_subscription_checked_at_start(tmp_path: Path) -> None:
             await consumer.start()
         # The failed start left nothing running.
         assert all(key[2] != "sql1" for key in ClientInstance._instances)
-    async with running_cluster(tmp_path / "sql", enable_property_filter=True) as sql:
+    sql_cluster = LiveCluster(
+        tmp_path / "sql", store=STORE, settings={"enable_property_filter": True}
+    )
+    async with sql_cluster.running(BROKER_NAME) as sql:
         await sql.create_topic("S1")
         bad = LitePullConsumer("g-sql", namesrv=sql.addr, instance_name="sql2")
         bad.subscribe("S1", MessageSelector.by_sql("a >"))
@@ -441,7 +401,7 @@ async def test_sql92_subscription_checked_at_start(tmp_path: Path) -> None:
             assert sorted(got.bodies()) == ["s7", "s9"]
 
 
-async def test_one_consumer_per_group_per_instance(cluster: Cluster) -> None:
+async def test_one_consumer_per_group_per_instance(cluster: LiveCluster) -> None:
     await cluster.create_topic("T10")
     first = push(cluster, "g-dup", "T10", instance_name="dup")
     first.register_listener(Collector())
@@ -453,7 +413,7 @@ async def test_one_consumer_per_group_per_instance(cluster: Cluster) -> None:
         assert first.instance.consumers["g-dup"] is first
 
 
-async def test_lite_pull_members_rebalance(cluster: Cluster) -> None:
+async def test_lite_pull_members_rebalance(cluster: LiveCluster) -> None:
     await cluster.create_topic("T11", queues=4)
     a = LitePullConsumer("g-lite2", namesrv=cluster.addr, instance_name="la")
     b = LitePullConsumer("g-lite2", namesrv=cluster.addr, instance_name="lb")
@@ -467,12 +427,12 @@ async def test_lite_pull_members_rebalance(cluster: Cluster) -> None:
         await until(lambda: len(a.assignment()) == 4, what="a owns all again")
 
 
-async def test_max_reconsume_times_ends_in_dlq(cluster: Cluster) -> None:
+async def test_max_reconsume_times_ends_in_dlq(cluster: LiveCluster) -> None:
     await cluster.create_topic("T12", queues=1)
     got = Collector(lambda m: ConsumeStatus.RECONSUME_LATER)
     consumer = push(cluster, "g-dlq", "T12", max_reconsume_times=1)
     consumer.register_listener(got)
-    await cluster.produce("T12", 1)
+    await produce(cluster, "T12", 1)
     store = cluster.broker.store
     async with consumer:
         await until(
@@ -486,9 +446,9 @@ async def test_max_reconsume_times_ends_in_dlq(cluster: Cluster) -> None:
         assert all(m.body == b"m0" and m.topic == "T12" for m in got.msgs)
 
 
-async def test_flow_control_bounds_the_cache(cluster: Cluster) -> None:
+async def test_flow_control_bounds_the_cache(cluster: LiveCluster) -> None:
     await cluster.create_topic("T13", queues=1)
-    await cluster.produce("T13", 40)
+    await produce(cluster, "T13", 40)
     gate = asyncio.Event()
     got: list[MessageExt] = []
 
@@ -518,9 +478,9 @@ async def test_flow_control_bounds_the_cache(cluster: Cluster) -> None:
         await until(lambda: len(got) == 40, what="everything after the release")
 
 
-async def test_position_is_the_next_offset_to_consume(cluster: Cluster) -> None:
+async def test_position_is_the_next_offset_to_consume(cluster: LiveCluster) -> None:
     await cluster.create_topic("TPos", queues=2)
-    await cluster.produce("TPos", 10)
+    await produce(cluster, "TPos", 10)
     ends = {qid: cluster.broker.store.get_max_offset_in_queue("TPos", qid) for qid in (0, 1)}
     q0 = MessageQueue("TPos", "broker-a", 0)
     lite = LitePullConsumer(

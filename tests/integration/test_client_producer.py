@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -27,16 +26,7 @@ from tests.support.clients import pull_all, pull_topic
 from tests.support.inproc import LiveCluster
 from tests.support.polling import until
 
-pytestmark = pytest.mark.timeout(60)
-
-
-@pytest.fixture
-async def cluster(tmp_path: Path) -> AsyncIterator[LiveCluster]:
-    c = LiveCluster(tmp_path)
-    try:
-        yield await c.start("broker-a", "broker-b")
-    finally:
-        await c.stop()
+pytestmark = [pytest.mark.timeout(60), pytest.mark.cluster(brokers=("broker-a", "broker-b"))]
 
 
 async def create(cluster: LiveCluster, topic: str, queues: int = 4) -> None:

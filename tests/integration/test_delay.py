@@ -9,12 +9,10 @@ no later than that + :data:`SLACK_MS`. Every wait is a poll with a deadline.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import struct
 import sys
 import time
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -31,19 +29,20 @@ from mqcore.message import MessageExt
 from mqcore.message.const import SCHEDULE_TOPIC
 from mqcore.message.ids import decode_offset_msg_id
 from mqcore.message.record import decode_record
-from mqcore.namesrv.controller import NamesrvController
 from mqcore.protocol import RemotingCommand, RequestCode, ResponseCode
 from mqcore.protocol.bodies.route import KVTable
 from mqcore.protocol.headers import SendMessageRequestHeader
 from mqcore.remoting import RemotingClient
 from tests.support import until
-from tests.support.inproc import LIVE_STORE, broker_controller, running_namesrv
-
-pytestmark = pytest.mark.timeout(60)
+from tests.support.inproc import LIVE_STORE, LiveCluster, broker_controller
 
 TABLE = "1s 2s 3s 4s " + "1s " * 13 + "2s"
 DELAY_MS = {1: 1000, 2: 2000, 3: 3000, 4: 4000, 18: 2000}
 SLACK_MS = 1500
+pytestmark = [
+    pytest.mark.timeout(60),
+    pytest.mark.cluster(store={**LIVE_STORE, "message_delay_level": TABLE}),
+]
 
 
 def make_broker(store: Path, namesrv: str | None, **store_settings: Any) -> BrokerController:
@@ -51,23 +50,10 @@ def make_broker(store: Path, namesrv: str | None, **store_settings: Any) -> Brok
     return broker_controller(store, namesrv, store=settings)
 
 
-@contextlib.asynccontextmanager
-async def running(tmp_path: Path) -> AsyncIterator[tuple[NamesrvController, BrokerController]]:
-    async with running_namesrv(tmp_path) as namesrv:
-        broker = make_broker(tmp_path / "store", namesrv.listen_address)
-        await broker.start()
-        try:
-            await until(lambda: bool(namesrv.routes.live_broker_addrs()), what="registration")
-            yield namesrv, broker
-        finally:
-            await broker.shutdown()
-
-
-async def create_topic(broker: BrokerController, namesrv: NamesrvController, topic: str) -> str:
+async def create_topic(cluster: LiveCluster, topic: str) -> str:
     """Create a one-queue topic and wait for its route; the name server's address."""
-    broker.topics.update(TopicConfig(topic, 1, 1))
-    await until(lambda: namesrv.routes.pick_topic_route_data(topic) is not None, what=topic)
-    return namesrv.listen_address
+    await cluster.create_topic(topic, 1)
+    return cluster.addr
 
 
 def raw_properties(view: memoryview) -> bytes:
@@ -125,125 +111,126 @@ def real_queue(broker: BrokerController, topic: str) -> list[MessageExt]:
     return [decode_record(b) for b in got.buffers]
 
 
-async def test_levels_deliver_on_time_with_keys_tags_and_properties(tmp_path: Path) -> None:
-    async with running(tmp_path) as (ns, broker):
-        namesrv = await create_topic(broker, ns, "D1")
-        received: list[MessageExt] = []
+async def test_levels_deliver_on_time_with_keys_tags_and_properties(
+    cluster: LiveCluster, tmp_path: Path
+) -> None:
+    broker = cluster.broker
+    namesrv = await create_topic(cluster, "D1")
+    received: list[MessageExt] = []
 
-        def listener(msgs: list[MessageExt], ctx: ConsumeContext) -> ConsumeStatus:
-            received.extend(msgs)
-            return ConsumeStatus.CONSUME_SUCCESS
+    def listener(msgs: list[MessageExt], ctx: ConsumeContext) -> ConsumeStatus:
+        received.extend(msgs)
+        return ConsumeStatus.CONSUME_SUCCESS
 
-        consumer = PushConsumer(
-            "g-delay",
-            namesrv=namesrv,
-            consume_from_where=ConsumeFromWhere.FIRST,
-            offset_store_dir=str(tmp_path / "offsets"),
-        )
-        consumer.subscribe("D1", "TagA")
-        consumer.register_listener(listener)
-        sent = {}
-        async with consumer, Producer("pg-delay", namesrv=namesrv) as producer:
-            for i, level in enumerate((1, 1, 2, 3)):
-                msg = make_message(
-                    "D1",
-                    f"m{i}",
-                    tags="TagA",
-                    keys=[f"k{i}", "shared"],
-                    properties={"color": "blue", "n": str(i)},
-                    delay_level=level,
-                )
-                result = await producer.send(msg)
-                assert result.ok
-                sent[result.msg_id] = (level, result)
-            # The answer mixes the queue asked for with the schedule queue's offset.
-            offsets = sorted((lv, r.queue_offset) for lv, r in sent.values())
-            assert offsets == [(1, 0), (1, 1), (2, 0), (3, 0)]
-            assert {r.message_queue.queue_id for _, r in sent.values()} == {0}
-            await until(lambda: len(received) >= 4, timeout=10, what="4 deliveries")
-        assert len(received) == 4
-        for msg in received:
-            uniq = msg.properties["UNIQ_KEY"]
-            level, result = sent[uniq]
-            original = schedule_copy(broker, result.offset_msg_id)
-            assert (original.topic, original.queue_id) == (SCHEDULE_TOPIC, level - 1)
-            late = msg.store_timestamp - (original.store_timestamp + DELAY_MS[level])
-            assert 0 <= late <= SLACK_MS, (level, late)
-            i = msg.body.decode()[1:]
-            assert msg.topic == "D1" and msg.queue_id == 0 and msg.tags == "TagA"
-            assert msg.keys == [f"k{i}", "shared"]
-            assert msg.properties["color"] == "blue" and msg.properties["n"] == i
-            assert msg.properties["DELAY"] == str(level)
-            assert msg.properties["REAL_TOPIC"] == "D1" and msg.properties["REAL_QID"] == "0"
-            stored = broker.store.get_message(msg.commit_log_offset)
-            original_raw = broker.store.get_message(original.commit_log_offset)
-            assert raw_properties(stored) == raw_properties(original_raw)
-        # Searchable by key in the real topic (the index entry of the delivered copy).
-        assert len(broker.store.query_by_key("D1", "shared").buffers) == 4
-
-
-async def test_level_18_and_clamping_above_the_maximum(tmp_path: Path) -> None:
-    async with running(tmp_path) as (ns, broker):
-        namesrv = await create_topic(broker, ns, "D18")
-        async with Producer("pg-18", namesrv=namesrv) as producer:
-            results = [
-                await producer.send(make_message("D18", f"m{lv}", delay_level=lv))
-                for lv in (18, 40)
-            ]
-        copies = [schedule_copy(broker, r.offset_msg_id) for r in results]
-        assert [(c.queue_id, c.properties["DELAY"]) for c in copies] == [(17, "18"), (17, "18")]
-        await until(lambda: len(real_queue(broker, "D18")) == 2, timeout=10, what="delivery")
-        for msg in real_queue(broker, "D18"):
-            original = next(c for c in copies if c.body == msg.body)
-            late = msg.store_timestamp - (original.store_timestamp + DELAY_MS[18])
-            assert 0 <= late <= SLACK_MS
+    consumer = PushConsumer(
+        "g-delay",
+        namesrv=namesrv,
+        consume_from_where=ConsumeFromWhere.FIRST,
+        offset_store_dir=str(tmp_path / "offsets"),
+    )
+    consumer.subscribe("D1", "TagA")
+    consumer.register_listener(listener)
+    sent = {}
+    async with consumer, Producer("pg-delay", namesrv=namesrv) as producer:
+        for i, level in enumerate((1, 1, 2, 3)):
+            msg = make_message(
+                "D1",
+                f"m{i}",
+                tags="TagA",
+                keys=[f"k{i}", "shared"],
+                properties={"color": "blue", "n": str(i)},
+                delay_level=level,
+            )
+            result = await producer.send(msg)
+            assert result.ok
+            sent[result.msg_id] = (level, result)
+        # The answer mixes the queue asked for with the schedule queue's offset.
+        offsets = sorted((lv, r.queue_offset) for lv, r in sent.values())
+        assert offsets == [(1, 0), (1, 1), (2, 0), (3, 0)]
+        assert {r.message_queue.queue_id for _, r in sent.values()} == {0}
+        await until(lambda: len(received) >= 4, timeout=10, what="4 deliveries")
+    assert len(received) == 4
+    for msg in received:
+        uniq = msg.properties["UNIQ_KEY"]
+        level, result = sent[uniq]
+        original = schedule_copy(broker, result.offset_msg_id)
+        assert (original.topic, original.queue_id) == (SCHEDULE_TOPIC, level - 1)
+        late = msg.store_timestamp - (original.store_timestamp + DELAY_MS[level])
+        assert 0 <= late <= SLACK_MS, (level, late)
+        i = msg.body.decode()[1:]
+        assert msg.topic == "D1" and msg.queue_id == 0 and msg.tags == "TagA"
+        assert msg.keys == [f"k{i}", "shared"]
+        assert msg.properties["color"] == "blue" and msg.properties["n"] == i
+        assert msg.properties["DELAY"] == str(level)
+        assert msg.properties["REAL_TOPIC"] == "D1" and msg.properties["REAL_QID"] == "0"
+        stored = broker.store.get_message(msg.commit_log_offset)
+        original_raw = broker.store.get_message(original.commit_log_offset)
+        assert raw_properties(stored) == raw_properties(original_raw)
+    # Searchable by key in the real topic (the index entry of the delivered copy).
+    assert len(broker.store.query_by_key("D1", "shared").buffers) == 4
 
 
-async def test_send_message_v1_delay_and_runtime_info(tmp_path: Path) -> None:
-    async with running(tmp_path) as (_, broker):
-        broker.topics.update(TopicConfig("DV1", 1, 1))
-        # ali-ons style: trailing separator, no UNIQ_KEY or WAIT.
-        resp = await send_v1(broker, "DV1", "DELAY\x014\x02TAGS\x01TagB\x02")
-        assert resp.code == ResponseCode.SUCCESS, resp.remark
-        assert resp.ext_fields["queueId"] == "0" and resp.ext_fields["queueOffset"] == "0"
-        copy = schedule_copy(broker, resp.ext_fields["msgId"])
-        assert (copy.topic, copy.queue_id) == (SCHEDULE_TOPIC, 3)
-        info = await runtime_info(broker)
-        assert info["scheduleMessageOffset_4"] == "0,1"
-        assert info["scheduleMessageHeadDue_4"] == str(copy.store_timestamp + 4000)
-        assert info["scheduleMessageOffset_1"] == "0,0"
-        assert len([k for k in info if k.startswith("scheduleMessageOffset_")]) == 18
-        await until(lambda: len(real_queue(broker, "DV1")) == 1, timeout=10, what="delivery")
-        delivered = real_queue(broker, "DV1")[0]
-        assert delivered.tags == "TagB" and delivered.body == b"raw"
-        assert 0 <= delivered.store_timestamp - copy.store_timestamp - 4000 <= SLACK_MS
-        info = await runtime_info(broker)
-        assert info["scheduleMessageOffset_4"] == "1,1"
-        assert info["scheduleMessageHeadDue_4"] == "-1"
-        await until(lambda: broker.schedule_service.delivery_tps(4, 600) > 0, what="delivery rate")
+async def test_level_18_and_clamping_above_the_maximum(cluster: LiveCluster) -> None:
+    broker = cluster.broker
+    namesrv = await create_topic(cluster, "D18")
+    async with Producer("pg-18", namesrv=namesrv) as producer:
+        results = [
+            await producer.send(make_message("D18", f"m{lv}", delay_level=lv)) for lv in (18, 40)
+        ]
+    copies = [schedule_copy(broker, r.offset_msg_id) for r in results]
+    assert [(c.queue_id, c.properties["DELAY"]) for c in copies] == [(17, "18"), (17, "18")]
+    await until(lambda: len(real_queue(broker, "D18")) == 2, timeout=10, what="delivery")
+    for msg in real_queue(broker, "D18"):
+        original = next(c for c in copies if c.body == msg.body)
+        late = msg.store_timestamp - (original.store_timestamp + DELAY_MS[18])
+        assert 0 <= late <= SLACK_MS
 
 
-async def test_delivered_copy_keeps_wait_as_4_9_8_stores_it(tmp_path: Path) -> None:
+async def test_send_message_v1_delay_and_runtime_info(cluster: LiveCluster) -> None:
+    broker = cluster.broker
+    broker.topics.update(TopicConfig("DV1", 1, 1))
+    # ali-ons style: trailing separator, no UNIQ_KEY or WAIT.
+    resp = await send_v1(broker, "DV1", "DELAY\x014\x02TAGS\x01TagB\x02")
+    assert resp.code == ResponseCode.SUCCESS, resp.remark
+    assert resp.ext_fields["queueId"] == "0" and resp.ext_fields["queueOffset"] == "0"
+    copy = schedule_copy(broker, resp.ext_fields["msgId"])
+    assert (copy.topic, copy.queue_id) == (SCHEDULE_TOPIC, 3)
+    info = await runtime_info(broker)
+    assert info["scheduleMessageOffset_4"] == "0,1"
+    assert info["scheduleMessageHeadDue_4"] == str(copy.store_timestamp + 4000)
+    assert info["scheduleMessageOffset_1"] == "0,0"
+    assert len([k for k in info if k.startswith("scheduleMessageOffset_")]) == 18
+    await until(lambda: len(real_queue(broker, "DV1")) == 1, timeout=10, what="delivery")
+    delivered = real_queue(broker, "DV1")[0]
+    assert delivered.tags == "TagB" and delivered.body == b"raw"
+    assert 0 <= delivered.store_timestamp - copy.store_timestamp - 4000 <= SLACK_MS
+    info = await runtime_info(broker)
+    assert info["scheduleMessageOffset_4"] == "1,1"
+    assert info["scheduleMessageHeadDue_4"] == "-1"
+    await until(lambda: broker.schedule_service.delivery_tps(4, 600) > 0, what="delivery rate")
+
+
+async def test_delivered_copy_keeps_wait_as_4_9_8_stores_it(cluster: LiveCluster) -> None:
     """A plain send stores no ``WAIT`` (4.9.8 drops those 9 bytes), but 4.9.8's delay
     rewrite re-serializes the properties with it: the schedule copy and the delivered
     message carry ``WAIT=true``, with ``DELAY``/``REAL_TOPIC``/``REAL_QID`` kept, in its
     ``HashMap`` order (the order a real 4.9.8 broker stored for this key set)."""
-    async with running(tmp_path) as (_, broker):
-        broker.topics.update(TopicConfig("DW", 1, 1))
-        plain = await send_v1(broker, "DW", "WAIT\x01true\x02UNIQ_KEY\x01U0")
-        assert plain.code == ResponseCode.SUCCESS, plain.remark
-        resp = await send_v1(broker, "DW", "DELAY\x011\x02WAIT\x01true\x02UNIQ_KEY\x01U1")
-        assert resp.code == ResponseCode.SUCCESS, resp.remark
-        await until(lambda: len(real_queue(broker, "DW")) == 2, timeout=10, what="delivery")
-        first, delivered = real_queue(broker, "DW")
-        assert first.properties == {"UNIQ_KEY": "U0", "CLUSTER": "DefaultCluster"}
-        expected = (
-            b"REAL_TOPIC\x01DW\x02UNIQ_KEY\x01U1\x02CLUSTER\x01DefaultCluster\x02"
-            b"DELAY\x011\x02WAIT\x01true\x02REAL_QID\x010"
-        )
-        copy = schedule_copy(broker, resp.ext_fields["msgId"])
-        assert raw_properties(broker.store.get_message(copy.commit_log_offset)) == expected
-        assert raw_properties(broker.store.get_message(delivered.commit_log_offset)) == expected
+    broker = cluster.broker
+    broker.topics.update(TopicConfig("DW", 1, 1))
+    plain = await send_v1(broker, "DW", "WAIT\x01true\x02UNIQ_KEY\x01U0")
+    assert plain.code == ResponseCode.SUCCESS, plain.remark
+    resp = await send_v1(broker, "DW", "DELAY\x011\x02WAIT\x01true\x02UNIQ_KEY\x01U1")
+    assert resp.code == ResponseCode.SUCCESS, resp.remark
+    await until(lambda: len(real_queue(broker, "DW")) == 2, timeout=10, what="delivery")
+    first, delivered = real_queue(broker, "DW")
+    assert first.properties == {"UNIQ_KEY": "U0", "CLUSTER": "DefaultCluster"}
+    expected = (
+        b"REAL_TOPIC\x01DW\x02UNIQ_KEY\x01U1\x02CLUSTER\x01DefaultCluster\x02"
+        b"DELAY\x011\x02WAIT\x01true\x02REAL_QID\x010"
+    )
+    copy = schedule_copy(broker, resp.ext_fields["msgId"])
+    assert raw_properties(broker.store.get_message(copy.commit_log_offset)) == expected
+    assert raw_properties(broker.store.get_message(delivered.commit_log_offset)) == expected
 
 
 async def store_inspect(store: Path) -> dict[str, object]:

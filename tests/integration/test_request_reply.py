@@ -6,13 +6,9 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-from collections.abc import AsyncIterator
-from dataclasses import dataclass
-from pathlib import Path
 
 import pytest
 
-from mqcore.broker.controller import BrokerController
 from mqcore.client.api import SendResult, SendStatus
 from mqcore.client.consume_service import ConsumeContext, ConsumeStatus
 from mqcore.client.producer import Producer, make_message
@@ -24,53 +20,25 @@ from mqcore.client.request_reply import (
     create_reply_message,
 )
 from mqcore.client.sync import SyncProducer
-from mqcore.common.metadata import TopicConfig
 from mqcore.message import Message, MessageExt
-from mqcore.namesrv.controller import NamesrvController
 from mqcore.protocol import RequestCode
-from tests.support.inproc import running_broker, running_namesrv
+from tests.support.inproc import LiveCluster
 from tests.support.polling import until
-
-pytestmark = pytest.mark.timeout(60)
 
 TOPIC = "RequestTopic"
 REPLY_TOPIC = "DefaultCluster_REPLY_TOPIC"
+pytestmark = [
+    pytest.mark.timeout(60),
+    # the request topic, and the routes of it and of the reply topic
+    pytest.mark.cluster(store={}, topics={TOPIC: 2}, routes=(REPLY_TOPIC,)),
+]
 _names = itertools.count()
-
-
-@dataclass
-class Cluster:
-    namesrv: NamesrvController
-    broker: BrokerController
-    tmp: Path
-
-    @property
-    def addr(self) -> str:
-        return self.namesrv.listen_address
-
-
-@pytest.fixture
-async def cluster(tmp_path: Path) -> AsyncIterator[Cluster]:
-    async with (
-        running_namesrv(tmp_path) as namesrv,
-        running_broker(tmp_path, namesrv.listen_address) as broker,
-    ):
-        broker.topics.update(TopicConfig(TOPIC, 2, 2))
-        await until(
-            lambda: (
-                namesrv.routes.pick_topic_route_data(TOPIC) is not None
-                and namesrv.routes.pick_topic_route_data(REPLY_TOPIC) is not None
-            ),
-            10.0,
-            "routes of the request and reply topics",
-        )
-        yield Cluster(namesrv, broker, tmp_path)
 
 
 class Replier:
     """Answers each request with ``re:<body>`` (``skip`` bodies get no answer)."""
 
-    def __init__(self, cluster: Cluster, skip: frozenset[bytes] = frozenset()) -> None:
+    def __init__(self, cluster: LiveCluster, skip: frozenset[bytes] = frozenset()) -> None:
         n = next(_names)
         self.producer = Producer(f"replier-pg{n}", namesrv=cluster.addr, instance_name=f"r{n}")
         self.consumer = PushConsumer(
@@ -105,12 +73,12 @@ class Replier:
         await self.producer.shutdown()
 
 
-def requester(cluster: Cluster) -> Producer:
+def requester(cluster: LiveCluster) -> Producer:
     n = next(_names)
     return Producer(f"requester-pg{n}", namesrv=cluster.addr, instance_name=f"q{n}")
 
 
-async def test_request_gets_the_reply(cluster: Cluster) -> None:
+async def test_request_gets_the_reply(cluster: LiveCluster) -> None:
     async with Replier(cluster) as replier, requester(cluster) as producer:
         msg = make_message(TOPIC, "ping", tags="TagA")
         answer = await producer.request(msg, timeout=15.0)
@@ -134,7 +102,7 @@ async def test_request_gets_the_reply(cluster: Cluster) -> None:
     assert cluster.broker.store.get_max_offset_in_queue(REPLY_TOPIC, 0) >= 1
 
 
-async def test_concurrent_requests_get_their_own_replies(cluster: Cluster) -> None:
+async def test_concurrent_requests_get_their_own_replies(cluster: LiveCluster) -> None:
     async with Replier(cluster), requester(cluster) as producer:
         bodies = [f"q{i}" for i in range(12)]
         answers = await asyncio.gather(
@@ -143,14 +111,14 @@ async def test_concurrent_requests_get_their_own_replies(cluster: Cluster) -> No
         assert [a.body.decode() for a in answers] == [f"re:{b}" for b in bodies]
 
 
-async def test_large_reply_body_is_inflated(cluster: Cluster) -> None:
+async def test_large_reply_body_is_inflated(cluster: LiveCluster) -> None:
     body = b"x" * 10_000  # over compress_msg_body_over_howmuch: sent zlib-compressed
     async with Replier(cluster), requester(cluster) as producer:
         answer = await producer.request(make_message(TOPIC, body), timeout=15.0)
         assert answer.body == b"re:" + body
 
 
-async def test_request_without_reply_times_out(cluster: Cluster) -> None:
+async def test_request_without_reply_times_out(cluster: LiveCluster) -> None:
     async with (
         Replier(cluster, skip=frozenset({b"lonely"})) as replier,
         requester(cluster) as producer,
@@ -164,7 +132,7 @@ async def test_request_without_reply_times_out(cluster: Cluster) -> None:
         assert len(producer.instance.request_futures) == 0
 
 
-async def test_reply_after_the_timeout_is_answered_and_dropped(cluster: Cluster) -> None:
+async def test_reply_after_the_timeout_is_answered_and_dropped(cluster: LiveCluster) -> None:
     """A late reply must not break anything: the requester acknowledges and forgets it."""
     async with requester(cluster) as producer:
         with pytest.raises(RequestTimeoutError):
@@ -203,7 +171,7 @@ def test_create_reply_message_needs_a_request() -> None:
     }
 
 
-async def test_replies_go_out_as_send_reply_message_v2(cluster: Cluster) -> None:
+async def test_replies_go_out_as_send_reply_message_v2(cluster: LiveCluster) -> None:
     seen: list[int] = []
     dispatcher = cluster.broker.server.dispatcher
     original = dispatcher.processor_for(RequestCode.SEND_REPLY_MESSAGE_V2)
@@ -220,7 +188,7 @@ async def test_replies_go_out_as_send_reply_message_v2(cluster: Cluster) -> None
     assert seen == [RequestCode.SEND_REPLY_MESSAGE_V2]
 
 
-async def test_sync_producer_request(cluster: Cluster) -> None:
+async def test_sync_producer_request(cluster: LiveCluster) -> None:
     """The blocking facade, from a worker thread (its own loop thread does the work)."""
 
     def blocking() -> MessageExt:

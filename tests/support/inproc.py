@@ -8,14 +8,16 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 from mqcore.broker.config import BrokerConfig
 from mqcore.broker.controller import BrokerController
+from mqcore.common.metadata import TopicConfig
 from mqcore.namesrv.config import NamesrvConfig
 from mqcore.namesrv.controller import NamesrvController
 from mqcore.store.store_config import MessageStoreConfig
 from tests.support.polling import until
+from tests.support.processes import restartable_broker_port
 
 BROKER_NAME = "broker-a"
 
@@ -101,18 +103,42 @@ LIVE_STORE = {
 """Store overrides for tests that send more: 4 MiB commit log files, 10,000-entry queues."""
 
 
+class Closable(Protocol):
+    async def shutdown(self) -> None: ...
+
+
+C = TypeVar("C", bound=Closable)
+
+
 @dataclass
 class LiveCluster:
-    """A name server and named brokers the test adds and stops as it goes."""
+    """A name server and named brokers (their stores in ``tmp/<name>``) the test adds,
+    restarts and stops as it goes. Every broker gets ``store`` (MessageStoreConfig) and
+    ``settings`` (BrokerConfig) overrides; clients the test hands to :meth:`track` are
+    shut down before the servers. ``restartable``: brokers listen below the ephemeral
+    range, so that nothing takes the port of one that restarts."""
 
     tmp: Path
+    store: dict[str, Any] = field(default_factory=lambda: dict(LIVE_STORE))
+    settings: dict[str, Any] = field(default_factory=dict)
+    restartable: bool = False
     namesrv: NamesrvController | None = None
     brokers: dict[str, BrokerController] = field(default_factory=dict)
+    clients: list[Closable] = field(default_factory=list)
 
     @property
     def addr(self) -> str:
         assert self.namesrv is not None
         return self.namesrv.listen_address
+
+    @property
+    def broker(self) -> BrokerController:
+        """The first broker (the only one of most tests)."""
+        return next(iter(self.brokers.values()))
+
+    def store_dir(self, name: str = BROKER_NAME) -> Path:
+        """Where broker ``name`` keeps its store (also once it is stopped)."""
+        return self.tmp / name
 
     async def start(self, *broker_names: str) -> LiveCluster:
         self.namesrv = namesrv_controller(self.tmp / "kv.json")
@@ -121,9 +147,30 @@ class LiveCluster:
             await self.add_broker(name)
         return self
 
-    async def add_broker(self, name: str) -> BrokerController:
+    @asynccontextmanager
+    async def running(self, *broker_names: str) -> AsyncIterator[LiveCluster]:
+        """:meth:`start`, and :meth:`stop` after the ``async with``."""
+        try:
+            yield await self.start(*broker_names)
+        finally:
+            await self.stop()
+
+    async def add_broker(self, name: str, *, port: int = 0, **overrides: Any) -> BrokerController:
+        """Start broker ``name`` (on ``port``; 0: an ephemeral one) with the cluster's
+        settings and ``overrides``; wait until the name server has it."""
+        if port == 0 and self.restartable:
+            port = restartable_broker_port()
         broker = broker_controller(
-            self.tmp / name, self.addr, name=name, store=LIVE_STORE, log_dir=str(self.tmp / "logs")
+            self.store_dir(name),
+            self.addr,
+            name=name,
+            store=self.store,
+            **{
+                "log_dir": str(self.tmp / "logs"),
+                "listen_port": port,
+                **self.settings,
+                **overrides,
+            },
         )
         await broker.start()
         self.brokers[name] = broker
@@ -131,18 +178,48 @@ class LiveCluster:
         routes = self.namesrv.routes
 
         def registered() -> bool:
+            if broker.broker_addr not in routes.live_broker_addrs():
+                return False
+            if not broker.config.auto_create_topic_enable:
+                return True
             route = routes.pick_topic_route_data("TBW102")
             return route is not None and name in {b.broker_name for b in route.broker_datas}
 
         await until(registered, 15.0, f"{name} registered")
         return broker
 
+    async def restart_broker(
+        self, name: str = BROKER_NAME, /, **overrides: Any
+    ) -> BrokerController:
+        """A clean stop and a new broker on the same store and port, with the cluster's
+        settings and ``overrides``."""
+        old = self.brokers.pop(name)
+        port = old.server.port
+        await old.shutdown()
+        return await self.add_broker(name, port=port, **overrides)
+
+    def track(self, client: C) -> C:
+        """``client`` is shut down at :meth:`stop`, before the servers."""
+        self.clients.append(client)
+        return client
+
     async def stop(self) -> None:
+        """Stop the clients, the brokers and the name server (again: nothing happens)."""
+        for client in self.clients:
+            await client.shutdown()
+        self.clients.clear()
         for broker in self.brokers.values():
             await broker.shutdown()
         self.brokers.clear()
         if self.namesrv is not None:
             await self.namesrv.shutdown()
+            self.namesrv = None
+
+    async def create_topic(self, topic: str, queues: int = 4) -> None:
+        """``topic`` with ``queues`` queues on every broker, once the route has them all."""
+        for broker in self.brokers.values():
+            broker.topics.update(TopicConfig(topic, queues, queues))
+        await self.wait_route(topic, len(self.brokers))
 
     async def wait_route(self, topic: str, brokers: int = 1) -> None:
         assert self.namesrv is not None

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from pathlib import Path
 
 from pilot_support import poll, wait_until
@@ -25,15 +23,6 @@ from tests.support.inproc import LiveCluster
 from tests.support.polling import until
 
 SCHEDULE = "SCHEDULE_TOPIC_XXXX"
-
-
-@asynccontextmanager
-async def live(tmp_path: Path, *brokers: str) -> AsyncIterator[LiveCluster]:
-    cluster = await LiveCluster(tmp_path).start(*brokers)
-    try:
-        yield cluster
-    finally:
-        await cluster.stop()
 
 
 def store_put(broker: BrokerController, topic: str, queue_id: int, props: dict[str, str]) -> None:
@@ -77,7 +66,7 @@ async def seed(cluster: LiveCluster) -> None:
 
 
 async def test_views_show_depth_lag_delay_and_lookups(tmp_path: Path) -> None:
-    async with live(tmp_path, "broker-a") as cluster:
+    async with LiveCluster(tmp_path).running("broker-a") as cluster:
         await seed(cluster)
         app = MQApp(cluster.addr, refresh=0)
         async with app.run_test(size=(200, 50)) as pilot:
@@ -159,7 +148,7 @@ async def test_views_show_depth_lag_delay_and_lookups(tmp_path: Path) -> None:
 
 
 async def test_a_broker_stopped_mid_run_shows_as_down(tmp_path: Path) -> None:
-    async with live(tmp_path, "broker-a", "broker-b") as cluster:
+    async with LiveCluster(tmp_path).running("broker-a", "broker-b") as cluster:
         app = MQApp(cluster.addr, refresh=0)
         toasts: list[str] = []
         async with app.run_test(size=(160, 40)) as pilot:
@@ -192,7 +181,7 @@ async def test_a_broker_stopped_mid_run_shows_as_down(tmp_path: Path) -> None:
 
 
 async def test_dead_letters_browse_and_resend_after_typing_the_group(tmp_path: Path) -> None:
-    async with live(tmp_path, "broker-a") as cluster:
+    async with LiveCluster(tmp_path).running("broker-a") as cluster:
         async with Admin(cluster.addr) as admin:
             await admin.create_topic("Orders", queues=1)
             await cluster.wait_route("Orders")
@@ -232,7 +221,7 @@ async def test_group_model_comes_from_the_live_consumers(tmp_path: Path) -> None
     from mqcore.client.rebalance import MessageModel
     from mqcore.common.metadata import SubscriptionGroupConfig
 
-    async with live(tmp_path, "broker-a") as cluster:
+    async with LiveCluster(tmp_path).running("broker-a") as cluster:
         async with Admin(cluster.addr) as admin:
             await admin.create_topic("Orders", queues=2)
             await cluster.wait_route("Orders")
@@ -278,7 +267,7 @@ async def test_cluster_view_shows_a_real_slave_connected_and_caught_up(tmp_path:
     from mqcore.broker.config import BrokerConfig
     from mqcore.store.store_config import BrokerRole, MessageStoreConfig
 
-    async with live(tmp_path, "broker-a") as cluster:
+    async with LiveCluster(tmp_path).running("broker-a") as cluster:
         async with Producer("p-tui-ha", cluster.addr) as producer:
             for i in range(5):
                 await producer.send(make_message("Orders", f"order {i}"))
