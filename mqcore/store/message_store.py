@@ -24,12 +24,14 @@ future from the group commit. Reads hand out memoryviews of the mapped files.
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import threading
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Concatenate, ParamSpec, TypeVar
 
 from mqcore.errors import DiskFullError, StoreError
 from mqcore.message.const import (
@@ -79,6 +81,8 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
 
 
 def physical_memory() -> int:
@@ -91,6 +95,27 @@ def physical_memory() -> int:
 
 def _now_ms() -> int:
     return int(time.time() * 1000)
+
+
+def _read(
+    method: Callable[Concatenate[StoreReader, _P], _R], *, observed: bool = False
+) -> Callable[Concatenate[MessageStore, _P], _R]:
+    """A :class:`MessageStore` method that hands the call to the store's reader: same
+    name, parameters and docstring as ``method``. ``observed`` tells the store's
+    observer, when it has one, when each call began."""
+
+    def forward(store: MessageStore, /, *args: _P.args, **kwargs: _P.kwargs) -> _R:
+        observer = store.observer if observed else None
+        if observer is None:
+            return method(store.reader, *args, **kwargs)
+        started = time.monotonic()
+        try:
+            return method(store.reader, *args, **kwargs)
+        finally:
+            observer.on_get(started)
+
+    functools.update_wrapper(forward, method)
+    return forward
 
 
 class MessageStore:
@@ -390,79 +415,22 @@ class MessageStore:
             log.info("consume queue %s/%d destroyed", *key)
         return removed
 
-    # -- reading (the reader's) -------------------------------------------------------
-    def get_message(self, phy_offset: int) -> memoryview:
-        """Raw record at a commit log offset (``VIEW_MESSAGE_BY_ID``)."""
-        return self.reader.get_message(phy_offset)
-
-    def look_message(self, phy_offset: int, *, read_body: bool = True) -> MessageExt:
-        """Decoded record at a commit log offset."""
-        return self.reader.look_message(phy_offset, read_body=read_body)
-
-    def consume_queue(self, topic: str, queue_id: int) -> ConsumeQueue | None:
-        return self.reader.consume_queue(topic, queue_id)
-
-    def get_messages(
-        self,
-        topic: str,
-        queue_id: int,
-        offset: int,
-        max_count: int,
-        max_bytes: int | None = None,
-        tag_filter: TagFilter | None = None,
-        record_filter: RecordFilter | None = None,
-    ) -> GetResult:
-        """Up to ``max_count`` records from queue ``offset``; see
-        :meth:`StoreReader.get_messages <mqcore.store.reads.StoreReader.get_messages>`.
-        The observer, when set, is told when the read began."""
-        read = self.reader.get_messages
-        observer = self.observer
-        if observer is None:
-            return read(topic, queue_id, offset, max_count, max_bytes, tag_filter, record_filter)
-        started = time.monotonic()
-        try:
-            return read(topic, queue_id, offset, max_count, max_bytes, tag_filter, record_filter)
-        finally:
-            observer.on_get(started)
-
-    def get_max_offset_in_queue(self, topic: str, queue_id: int) -> int:
-        return self.reader.get_max_offset_in_queue(topic, queue_id)
-
-    def get_min_offset_in_queue(self, topic: str, queue_id: int) -> int:
-        return self.reader.get_min_offset_in_queue(topic, queue_id)
-
-    def get_commit_log_offset_in_queue(self, topic: str, queue_id: int, offset: int) -> int:
-        """Commit log offset of a queue entry, or -1."""
-        return self.reader.get_commit_log_offset_in_queue(topic, queue_id, offset)
-
-    def check_in_disk_by_consume_offset(self, topic: str, queue_id: int, offset: int) -> bool:
-        """``checkInDiskByConsumeOffset``: is the message at queue ``offset`` further
-        behind the commit log head than memory holds?"""
-        return self.reader.check_in_disk_by_consume_offset(topic, queue_id, offset)
-
-    def get_store_time(self, phy_offset: int, size: int = 0) -> int | None:
-        """STORETIMESTAMP of the record at ``phy_offset`` (None when it is gone)."""
-        return self.reader.get_store_time(phy_offset, size)
-
-    def get_message_store_timestamp(self, topic: str, queue_id: int, offset: int) -> int:
-        return self.reader.get_message_store_timestamp(topic, queue_id, offset)
-
-    def get_earliest_message_time(self, topic: str, queue_id: int) -> int:
-        return self.reader.get_earliest_message_time(topic, queue_id)
-
-    def lookup_by_time(self, topic: str, queue_id: int, timestamp: int) -> int:
-        """First queue offset stored at or after ``timestamp`` (max offset if none)."""
-        return self.reader.lookup_by_time(topic, queue_id, timestamp)
-
-    def query_by_key(
-        self, topic: str, key: str, max_num: int = 32, begin: int = 0, end: int = 2**63 - 1
-    ) -> QueryResult:
-        """Records indexed under ``topic#key`` stored in ``[begin, end]`` (``queryMessage``)."""
-        return self.reader.query_by_key(topic, key, max_num, begin, end)
-
-    def topics(self) -> dict[str, list[int]]:
-        """Topic -> queue ids that have a consume queue."""
-        return self.reader.topics()
+    # -- reading: the reader's methods, handed over as they are ---------------------------
+    get_message = _read(StoreReader.get_message)
+    look_message = _read(StoreReader.look_message)
+    consume_queue = _read(StoreReader.consume_queue)
+    get_messages = _read(StoreReader.get_messages, observed=True)
+    """The observer, when set, is told when each of these reads began."""
+    get_max_offset_in_queue = _read(StoreReader.get_max_offset_in_queue)
+    get_min_offset_in_queue = _read(StoreReader.get_min_offset_in_queue)
+    get_commit_log_offset_in_queue = _read(StoreReader.get_commit_log_offset_in_queue)
+    check_in_disk_by_consume_offset = _read(StoreReader.check_in_disk_by_consume_offset)
+    get_store_time = _read(StoreReader.get_store_time)
+    get_message_store_timestamp = _read(StoreReader.get_message_store_timestamp)
+    get_earliest_message_time = _read(StoreReader.get_earliest_message_time)
+    lookup_by_time = _read(StoreReader.lookup_by_time)
+    query_by_key = _read(StoreReader.query_by_key)
+    topics = _read(StoreReader.topics)
 
     @property
     def min_phy_offset(self) -> int:
