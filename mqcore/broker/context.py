@@ -1,8 +1,10 @@
-"""`BrokerContext`: what the request processors share, handed to them explicitly.
+"""`BrokerContext`: what the request handlers share, handed to them explicitly.
 
-The controller builds the broker's parts and then one frozen context; a processor reads
-the parts it needs from it (or is given them one by one when they are few) instead of
-keeping the controller and reaching two levels into it. Tests build a context from fakes.
+The controller builds every part of a broker once and then one frozen context; each
+processor module's ``handlers(ctx)`` builds its processors from the parts it needs and
+returns its request table. A processor never sees the controller, starts no service and
+schedules no timer. Each part has one name here and on the controller. Tests build a
+context from stand-ins.
 """
 
 from __future__ import annotations
@@ -12,6 +14,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from mqcore.acl.guard import AclGuard
+    from mqcore.broker.append import Appender
     from mqcore.broker.client_manager import ConsumerManager, ProducerManager
     from mqcore.broker.config import BrokerConfig
     from mqcore.broker.ha.master import HAService
@@ -20,7 +24,9 @@ if TYPE_CHECKING:
     from mqcore.broker.rebalance_lock import RebalanceLockManager
     from mqcore.broker.schedule import ScheduleMessageService
     from mqcore.broker.stats import BrokerStatsManager
+    from mqcore.broker.stats_history import StatsHistory
     from mqcore.broker.topics import TopicService
+    from mqcore.broker.transaction import TransactionalMessageService
     from mqcore.message.model import HostAddr
     from mqcore.store.message_store import MessageStore
     from mqcore.store.metadata import (
@@ -40,7 +46,10 @@ __all__ = ["BrokerContext"]
 class BrokerContext:
     config: BrokerConfig
     store_config: MessageStoreConfig
+    """``brokerRole`` included: it changes when the broker changes role."""
     store: MessageStore
+    """Reads; every append goes through ``appender``."""
+    appender: Appender
     topics: TopicService
     topic_configs: TopicConfigManager
     """The topic table as stored (its data version, the whole table for slaves);
@@ -56,12 +65,16 @@ class BrokerContext:
     locks: RebalanceLockManager
     long_polling: LongPollingService
     stats: BrokerStatsManager
-    schedule: ScheduleMessageService
+    stats_history: StatsHistory
+    schedule_service: ScheduleMessageService
     """Delay levels: rewrites a delayed put into SCHEDULE_TOPIC_XXXX."""
-    ha: HAService | None
-    """The master's replication (None on a slave): SYNC_MASTER puts wait for it."""
-    ha_client: HAClient | None
-    """The slave's connection to its master (None on a master)."""
+    transaction_service: TransactionalMessageService
+    ha: HAService
+    """The master's replication endpoint (listening while the broker is a master)."""
+    ha_client: HAClient
+    """The slave's connection to its master (running while the broker is a slave)."""
+    acl_guard: AclGuard | None
+    """The plain ACL (``aclEnable``), None without it."""
     store_host: Callable[[], HostAddr]
     """``brokerIP1`` and the real listen port (known once the server listens)."""
     broker_addr: Callable[[], str]

@@ -20,12 +20,11 @@ of ports is picked and ``config.listen_port`` becomes the real one.
 from __future__ import annotations
 
 import asyncio
-import inspect
 import logging
-from collections.abc import Callable
 
 from mqcore.acl.guard import AclGuard
-from mqcore.broker import schedule, slave_sync
+from mqcore.broker.append import Appender
+from mqcore.broker.client_housekeeping import FILTER_CLEAN_INTERVAL_MS, ClientHousekeeping
 from mqcore.broker.client_manager import ConsumerManager, ProducerManager
 from mqcore.broker.config import BrokerConfig
 from mqcore.broker.context import BrokerContext
@@ -47,13 +46,24 @@ from mqcore.broker.processor import (
     reply_message,
     send,
     send_back,
+    serve,
 )
 from mqcore.broker.rebalance_lock import RebalanceLockManager
 from mqcore.broker.reput import ReputService
+from mqcore.broker.schedule import ScheduleMessageService
+from mqcore.broker.services import Service, ServiceSet, Timers, periodic
+from mqcore.broker.slave_sync import SYNC_INITIAL_DELAY_MS, SYNC_INTERVAL_MS, SlaveSynchronize
 from mqcore.broker.stats import BrokerStatsManager
+from mqcore.broker.stats_history import DAY_SAMPLE_SECONDS, HOUR_SAMPLE_SECONDS, StatsHistory
 from mqcore.broker.store_stats import observe_store
 from mqcore.broker.topics import TopicService
-from mqcore.common.aio import cancel_and_wait, wait_event
+from mqcore.broker.transaction import (
+    TransactionalMessageBridge,
+    TransactionalMessageCheckService,
+    TransactionalMessageService,
+)
+from mqcore.common.aio import wait_event
+from mqcore.message.model import HostAddr
 from mqcore.protocol import DEFAULT_MAX_FRAME
 from mqcore.remoting import ChannelLimits, RemotingServer
 from mqcore.remoting.tls import ServerTls, client_context_from_config
@@ -75,14 +85,17 @@ log = logging.getLogger("mq.broker")
 FAST_PORT_DISTANCE = 2
 """RocketMQ's VIP channel listens on ``listenPort - 2``."""
 _PORT_PAIR_ATTEMPTS = 50
+_STATS_SAMPLE_MS = 1000
 
 
 class BrokerController:
-    """One broker (master). Construct, ``await start()``, ``await shutdown()``."""
+    """One broker. Construct, ``await start()``, ``await shutdown()``; change role at
+    run time with :meth:`become_master` / :meth:`become_slave`."""
 
     def __init__(self, config: BrokerConfig, store_config: MessageStoreConfig) -> None:
         self.config = config
         self.store_config = store_config
+        # -- the store and its metadata ---------------------------------------------------
         self.store = MessageStore(store_config)
         root = store_config.root
         self.topic_configs = TopicConfigManager(root)
@@ -99,31 +112,39 @@ class BrokerController:
             persister=self.persister,
             request_register=self.request_register,
         )
-        self._init_client_services()
-        self.long_polling = LongPollingService()
-        self.ha: HAService | None = None
-        """The master's replication endpoint (None on a slave)."""
-        self.ha_client: HAClient | None = None
-        """The slave's connection to its master (None on a master)."""
-        self.master_addr: str | None = None
-        """A slave's master (remoting address), from the name server's answer."""
-        server_tls = ServerTls.from_config(config)  # main, fast and HA ports alike
-        if store_config.broker_role is BrokerRole.SLAVE:
-            self.ha_client = HAClient(
-                self.store,
-                store_config,
-                master_end=self._master_end,
-                ssl_context=client_context_from_config(config),
-            )
-        else:
-            self.ha = HAService(
-                self.store.commit_log, store_config, host=config.bind_address, tls=server_tls
-            )
-        self.reput = ReputService(
-            self.store,
-            self.long_polling,
-            after_dispatch=self.ha.notify_data if self.ha is not None else None,
+        # -- clients and statistics -------------------------------------------------------
+        self.producers = ProducerManager()
+        self.consumers = ConsumerManager()
+        self.locks = RebalanceLockManager(config.rebalance_lock_max_live_time)
+        self.stats = BrokerStatsManager()
+        self.stats_history = StatsHistory(self.stats, lambda: config.broker_cluster_name)
+        observe_store(self.store, self.stats.store_stats)
+        self.housekeeping = ClientHousekeeping(
+            config, self.producers, self.consumers, self.filters, self.persister
         )
+        # -- replication: both ends exist; the role says which one runs -------------------
+        server_tls = ServerTls.from_config(config)  # main, fast and HA ports alike
+        self.ha = HAService(
+            self.store.commit_log, store_config, host=config.bind_address, tls=server_tls
+        )
+        """The master's replication endpoint (listening while this broker is a master)."""
+        self.ha_client = HAClient(
+            self.store,
+            store_config,
+            master_end=self._master_end,
+            ssl_context=client_context_from_config(config),
+        )
+        """The slave's connection to its master (running while this broker is a slave)."""
+        self.master_addr: str | None = None
+        """A slave's master (remoting address), from the name server or a role change."""
+        self._ha_port = config.listen_port + 1 if config.listen_port else 0
+        """Where the HA service listens unless ``haListenPort`` says: ``listenPort + 1``,
+        or a free port; kept from the first start so a role change keeps the address."""
+        # -- the one append path, dispatch and long polling -------------------------------
+        self.appender = Appender(self.store, store_config, self.stats, self.ha)
+        self.long_polling = LongPollingService()
+        self.reput = ReputService(self.store, self.long_polling, after_dispatch=self.ha.notify_data)
+        # -- servers and the name servers -------------------------------------------------
         limits = ChannelLimits.from_config(config)  # idle, half-sent frame, per-address cap
         self.server = RemotingServer(
             host=config.bind_address,
@@ -142,9 +163,6 @@ class BrokerController:
         self.acl_guard = AclGuard.from_config(
             config.acl_enable, config.plain_acl_file, store_config.root / "config"
         )
-        if self.acl_guard is not None:  # ACL: one check at dispatch, on both ports
-            self.server.dispatcher.pre_dispatch = self.acl_guard
-            self.fast_server.dispatcher.pre_dispatch = self.acl_guard
         self.outer_api = BrokerOuterAPI(
             config,
             self.topics,
@@ -152,33 +170,77 @@ class BrokerController:
             ha_addr=lambda: self.ha_addr,
             on_registered=self.on_registered,
         )
-        self._tasks: list[asyncio.Task[None]] = []
         self._register_wanted: asyncio.Event | None = None
         self._register_force = False
+        # -- what runs: broker-wide, and per role -----------------------------------------
+        self.timers = Timers()
+        master_timers, slave_timers = Timers(), Timers()
+        self.schedule_service = ScheduleMessageService(
+            self.store,
+            store_config,
+            self.delay_offsets,
+            appender=self.appender,
+            persister=self.persister,
+            every=master_timers.every,
+        )
+        bridge = TransactionalMessageBridge(
+            self.store, self.offsets, self.topics, self._store_host, self.appender
+        )
+        self.transaction_service = TransactionalMessageService(bridge)
+        check = TransactionalMessageCheckService(
+            self.transaction_service,
+            config=config,
+            store_config=store_config,
+            producers=self.producers,
+            persister=self.persister,
+            every=master_timers.every,
+        )
+        self.transaction_service.check_service = check
+        self.slave_sync = SlaveSynchronize(
+            self.outer_api.client,
+            lambda: self.master_addr,  # None until known, or without a master
+            self.topic_configs,
+            self.offsets,
+            self.delay_offsets,
+            self.groups,
+            own_addr=lambda: self.broker_addr,
+        )
+        self.services = ServiceSet("broker", self._broker_services(), self.timers)
+        """What every broker runs, whatever its role."""
+        self.master_services = ServiceSet(
+            "master",
+            [
+                Service("ha-service", self._listen_ha, self.ha.close),
+                Service("schedule", self.schedule_service.start, self.schedule_service.stop),
+                Service("transaction-check", check.start),
+            ],
+            master_timers,
+        )
+        """What a master runs: replication to slaves, delay-level deliveries and the
+        transaction check-back (4.9.8 starts the last two on masters only)."""
+        self.slave_services = ServiceSet(
+            "slave",
+            [
+                Service("ha-client", self.ha_client.start, self.ha_client.close),
+                periodic(
+                    slave_timers,
+                    "slave-sync",
+                    SYNC_INTERVAL_MS,
+                    self.slave_sync.sync_all,
+                    initial_delay_ms=SYNC_INITIAL_DELAY_MS,
+                ),
+            ],
+            slave_timers,
+        )
+        """What a slave runs: replication from its master and the metadata copy."""
+        self._role_change = asyncio.Lock()
         self._started = False
-        self._start_hooks: list[Callable[[], object]] = []
-        self._stop_hooks: list[Callable[[], object]] = []
-        self._register_processors()
-        self.slave_sync = slave_sync.register(self)
-        if self.acl_guard is not None:
-            self._start_hooks.append(self.acl_guard.start)
-            self._stop_hooks.append(self.acl_guard.close)
-
-    def _init_client_services(self) -> None:
-        """Producer/consumer managers, the rebalance lock table and statistics."""
-        self.producers = ProducerManager()
-        self.consumers = ConsumerManager()
-        self.locks = RebalanceLockManager(self.config.rebalance_lock_max_live_time)
-        self.stats = BrokerStatsManager()
-
-    def _register_processors(self) -> None:
-        """Every request processor, on ``server`` and (minus PULL_MESSAGE) ``fast_server``."""
-        # -- delay levels (SCHEDULE_TOPIC_XXXX) first: sends and send-backs rewrite into it --
-        self.schedule_service = schedule.register(self)
+        # -- one context, and every request handler on the ports --------------------------
         self.context = BrokerContext(
-            config=self.config,
-            store_config=self.store_config,
+            config=config,
+            store_config=store_config,
             store=self.store,
+            appender=self.appender,
             topics=self.topics,
             topic_configs=self.topic_configs,
             groups=self.groups,
@@ -191,38 +253,69 @@ class BrokerController:
             locks=self.locks,
             long_polling=self.long_polling,
             stats=self.stats,
-            schedule=self.schedule_service,
+            stats_history=self.stats_history,
+            schedule_service=self.schedule_service,
+            transaction_service=self.transaction_service,
             ha=self.ha,
             ha_client=self.ha_client,
-            store_host=lambda: (self.config.broker_ip1, self.server.port),
+            acl_guard=self.acl_guard,
+            store_host=self._store_host,
             broker_addr=lambda: self.broker_addr,
             request_register=self.request_register,
         )
-        send.register(self)
-        pull.register(self)
-        offsets.register(self)
-        client.register(self)
-        query.register(self)
-        admin.register(self)
-        self._observe_stats()
-        admin_group.register(self)
-        admin_consumer.register(self)
-        acl_admin.register(self)
-        admin_store.register(self)
-        # -- transactions: END_TRANSACTION and the check-back --
-        self.transaction_service = end_transaction.register(self)
-        # -- CONSUMER_SEND_MSG_BACK --
-        send_back.register(self)
-        reply_message.register(self)
+        self._serve()
 
-    def _observe_stats(self) -> None:
-        """The store reports its puts to the statistics, sampled once a second."""
-        observe_store(self.store, self.stats.store_stats)
+    def _serve(self) -> None:
+        """Every processor module's handlers on both ports (pulls on the main one only, as
+        RocketMQ's fast port has none); the ACL check and close listener on each."""
+        ctx = self.context
+        for module in (
+            send,
+            offsets,
+            client,
+            query,
+            admin,
+            admin_group,
+            admin_consumer,
+            acl_admin,
+            admin_store,
+            end_transaction,
+            send_back,
+            reply_message,
+        ):
+            serve(self.servers, module.handlers(ctx))
+        serve([self.server], pull.handlers(ctx))
+        for server in self.servers:
+            server.add_close_listener(self.housekeeping.channel_closed)
+            if self.acl_guard is not None:  # ACL: one check at dispatch, on both ports
+                server.dispatcher.pre_dispatch = self.acl_guard
 
-        def start() -> None:  # not returning the task: start hooks' awaitables are awaited
-            self.schedule(1000, self.stats.sample, name="stats-sample")
+    def _broker_services(self) -> list[Service]:
+        """Registration, the periodic persistence, client scans and statistics samples."""
+        t, c = self.timers, self.config
+        services = [
+            Service("name-server-registration", self._start_register_loop),
+            periodic(
+                t,
+                "persist-consumer-offsets",
+                c.flush_consumer_offset_interval,
+                self.persist_consumer_offsets,
+            ),
+            periodic(t, "persist-configs", 60_000, self.request_persist_configs),
+            periodic(t, "client-scan", c.client_scan_interval, self.housekeeping.scan_not_active),
+            periodic(t, "filter-clean", FILTER_CLEAN_INTERVAL_MS, self.housekeeping.clean_filters),
+            periodic(t, "stats-sample", _STATS_SAMPLE_MS, self.stats.sample),
+            periodic(
+                t, "stats-hour", HOUR_SAMPLE_SECONDS * 1000, self.stats_history.sample_hour_ring
+            ),
+            periodic(t, "stats-day", DAY_SAMPLE_SECONDS * 1000, self.stats_history.sample_day_ring),
+        ]
+        if self.acl_guard is not None:
+            services.append(Service("acl-watch", self.acl_guard.start, self.acl_guard.close))
+        return services
 
-        self.add_start_hook(start)
+    def _store_host(self) -> HostAddr:
+        return (self.config.broker_ip1, self.server.port)
 
     # -- addresses ------------------------------------------------------------------------
     @property
@@ -241,8 +334,8 @@ class BrokerController:
 
     # -- lifecycle ------------------------------------------------------------------------
     async def start(self) -> None:
-        """Lock and recover the store, load metadata, listen, register once (the result in
-        ``outer_api.last_results``), start timers.
+        """Lock and recover the store, load metadata, listen, start the role's services,
+        register once (the result in ``outer_api.last_results``), start the rest.
 
         Raises StoreError/ConfigError (bad store or config files) or OSError (ports)."""
         loop = asyncio.get_running_loop()
@@ -252,10 +345,9 @@ class BrokerController:
             self.store.start()
             self.reput.start(loop)
             await self._listen()
-            await self._start_ha()
+            await self._role_services().start()
         except BaseException:
-            if self.ha is not None:
-                await self.ha.close()
+            await self._stop_role_services()
             await self.fast_server.close()
             await self.server.close()
             self.reput.stop()
@@ -269,16 +361,8 @@ class BrokerController:
             await self.outer_api.register_all(force=True)
         except Exception:
             log.exception("registering with the name servers failed")
-        self._tasks.append(asyncio.create_task(self._register_loop(), name="broker-register"))
-        self.schedule(
-            self.config.flush_consumer_offset_interval,
-            self.persist_consumer_offsets,
-            name="persist-consumer-offsets",
-        )
         self.persister.start()
-        self.schedule(60_000, self.request_persist_configs, name="persist-configs")
-        for hook in self._start_hooks:
-            await _maybe_await(hook())
+        await self.services.start()
         log.info(
             "broker %s (%s, cluster %s) started on %s, fast port %d",
             self.config.broker_name,
@@ -288,33 +372,98 @@ class BrokerController:
             self.fast_server.port,
         )
 
-    async def _start_ha(self) -> None:
-        """The master listens on ``haListenPort`` (``listenPort + 1`` unless set); the
-        slave starts copying as soon as it knows its master's HA address."""
-        if self.ha is not None:
-            port = self.store_config.ha_listen_port
-            if port is None:
-                port = self.server.port + 1 if self.config.listen_port else 0
-            await self.ha.start(port)
-        if self.ha_client is not None:
-            self.ha_client.start()
+    def _role_services(self) -> ServiceSet:
+        """The set of services the configured role runs."""
+        if self.store_config.broker_role is BrokerRole.SLAVE:
+            return self.slave_services
+        return self.master_services
+
+    async def _stop_role_services(self) -> None:
+        """Whichever role's services run (a set not running has nothing to stop)."""
+        await self.master_services.stop()
+        await self.slave_services.stop()
+
+    @property
+    def running_services(self) -> list[str]:
+        """The names of the services running now: the broker-wide ones, then the role's."""
+        return [
+            *self.services.running_names,
+            *self.master_services.running_names,
+            *self.slave_services.running_names,
+        ]
+
+    async def _listen_ha(self) -> None:
+        """The master listens on ``haListenPort`` (``listenPort + 1`` unless set)."""
+        port = self.store_config.ha_listen_port
+        await self.ha.start(self._ha_port if port is None else port)
+        self._ha_port = self.ha.port
 
     @property
     def ha_addr(self) -> str:
         """What the name server hands this broker's slaves (brokerIP2 as RocketMQ)."""
-        port = self.ha.port if self.ha is not None else self.server.port + 1
+        port = self.ha.port if self.ha.listening else self.server.port + 1
         return f"{self.config.broker_ip2 or self.config.broker_ip1}:{port}"
+
+    # -- role changes -----------------------------------------------------------------------
+    async def become_master(self, role: BrokerRole = BrokerRole.SYNC_MASTER) -> None:
+        """Take over as the master of this broker name (brokerId 0), at once.
+
+        The slave's services stop (no more replicated bytes arrive), every replicated
+        record is dispatched, so the consume queues and the next queue offsets continue
+        where the old master stopped; then the master's services start and the broker
+        registers again. ``role`` is SYNC_MASTER (RocketMQ 5's promoted master) unless
+        given."""
+        if role is BrokerRole.SLAVE:
+            raise ValueError("become_master needs a master role")
+        async with self._role_change:
+            if self.store_config.broker_role is not BrokerRole.SLAVE:
+                self.store_config.broker_role = role
+                return
+            await self.slave_services.stop()
+            self.store.dispatch_replicated()
+            self.reput.run()
+            self.master_addr = None
+            self.store_config.broker_role = role
+            self.config.broker_id = 0
+            await self.master_services.start()
+            log.warning("broker %s is now the master (%s)", self.config.broker_name, role.value)
+        self.request_register(force=True)
+
+    async def become_slave(
+        self,
+        broker_id: int = 1,
+        master_addr: str | None = None,
+        master_ha_addr: str | None = None,
+    ) -> None:
+        """Follow another master as ``broker_id``, at once: sends are refused from now
+        on, the master's services stop (slaves are disconnected, the schedule service
+        records its progress), and replication starts from this log's end, from
+        ``master_ha_addr`` or from what the name server names as master."""
+        if broker_id <= 0:
+            raise ValueError("a slave's brokerId is > 0")
+        async with self._role_change:
+            if self.store_config.broker_role is not BrokerRole.SLAVE:
+                self.store_config.broker_role = BrokerRole.SLAVE  # the store refuses puts now
+                await self.master_services.stop()
+                self.reput.run()
+            self.config.broker_id = broker_id
+            if master_addr is not None:
+                self.master_addr = master_addr
+            if master_ha_addr is not None and not self.store_config.ha_master_address:
+                self.ha_client.update_master_address(master_ha_addr)
+            await self.slave_services.start()
+            log.warning("broker %s is now a slave (id %d)", self.config.broker_name, broker_id)
+        self.request_register(force=True)
 
     def on_registered(self, master_addr: str | None, ha_server_addr: str | None) -> None:
         """A slave learns its master from the name server (as RocketMQ's
         registerBrokerAll): the HA address unless ``haMasterAddress`` fixes it."""
-        if self.ha_client is None:
+        if self.store_config.broker_role is not BrokerRole.SLAVE:
             return
         known, self.master_addr = self.master_addr, master_addr
-        if master_addr and master_addr != known and self.slave_sync is not None:
+        if master_addr and master_addr != known and self.slave_services.running:
             # A new master: copy its metadata now rather than at the next 10 s tick.
-            task = asyncio.create_task(self.slave_sync.sync_all(), name="slave-sync-now")
-            self._tasks.append(task)
+            self.slave_services.timers.spawn(self.slave_sync.sync_all(), name="slave-sync-now")
         if not self.store_config.ha_master_address:
             self.ha_client.update_master_address(ha_server_addr)
 
@@ -361,26 +510,18 @@ class BrokerController:
         raise OSError(f"no free port pair (port, port-2) found: {last}")
 
     async def shutdown(self) -> None:
-        """Unregister, stop accepting, answer held pulls, flush, persist, unlock the store."""
+        """Stop the services, unregister, stop accepting, answer held pulls, flush,
+        persist, unlock the store."""
         if not self._started:
             return
         self._started = False
-        await cancel_and_wait(self._tasks)
-        self._tasks.clear()
-        for hook in self._stop_hooks:
-            try:
-                await _maybe_await(hook())
-            except Exception:
-                log.exception("broker stop hook failed")
+        await self.services.stop()
+        await self._stop_role_services()
         try:
             await self.outer_api.unregister_all()
         except Exception:
             log.exception("unregistering from the name servers failed")
         self.long_polling.shutdown()
-        if self.ha_client is not None:
-            await self.ha_client.close()
-        if self.ha is not None:
-            await self.ha.close()
         await self.fast_server.close()
         await self.server.close()
         await self.outer_api.close()
@@ -426,6 +567,9 @@ class BrokerController:
         self._register_force = self._register_force or force
         self._register_wanted.set()
 
+    def _start_register_loop(self) -> None:
+        self.timers.spawn(self._register_loop(), name="broker-register")
+
     async def _register_loop(self) -> None:
         assert self._register_wanted is not None
         period = self.config.register_name_server_period / 1000
@@ -437,45 +581,6 @@ class BrokerController:
                 await self.outer_api.register_all(force=force)
             except Exception:
                 log.exception("registering with the name servers failed")
-
-    # -- periodic tasks -------------------------------------------------------------------
-    def schedule(
-        self,
-        interval_ms: int,
-        fn: Callable[[], object],
-        *,
-        name: str | None = None,
-        initial_delay_ms: int | None = None,
-    ) -> asyncio.Task[None]:
-        """Run ``fn`` (plain or coroutine function) every ``interval_ms`` until shutdown;
-        a failing run is logged and the next one still happens."""
-
-        async def loop() -> None:
-            delay = interval_ms if initial_delay_ms is None else initial_delay_ms
-            while True:
-                await asyncio.sleep(delay / 1000)
-                delay = interval_ms
-                try:
-                    await _maybe_await(fn())
-                except Exception:
-                    log.exception("periodic task %s failed", name or fn)
-
-        task = asyncio.create_task(loop(), name=name)
-        self._tasks.append(task)
-        return task
-
-    def add_start_hook(self, hook: Callable[[], object]) -> None:
-        """``hook()`` (maybe async) runs at the end of :meth:`start` (services' timers)."""
-        self._start_hooks.append(hook)
-
-    def add_stop_hook(self, hook: Callable[[], object]) -> None:
-        """``hook()`` (maybe async) runs first in :meth:`shutdown`."""
-        self._stop_hooks.append(hook)
-
-
-async def _maybe_await(value: object) -> None:
-    if inspect.isawaitable(value):
-        await value
 
 
 def _max_frame(store_config: MessageStoreConfig) -> int:

@@ -38,9 +38,7 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, cast
 
-from mqcore.broker.durability import wait_flushed
 from mqcore.broker.java_order import rewrite_properties
-from mqcore.broker.processor.send import count_put
 from mqcore.broker.stats import StatsItem
 from mqcore.common.aio import cancel_and_wait, wait_event
 from mqcore.errors import CorruptRecordError
@@ -62,14 +60,13 @@ from mqcore.store.store_config import BrokerRole, FlushDiskType
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from mqcore.broker.controller import BrokerController
-    from mqcore.broker.stats import BrokerStatsManager
+    from mqcore.broker.append import Appender
     from mqcore.store.message_store import MessageStore
     from mqcore.store.metadata import DelayOffsetManager
     from mqcore.store.metadata.persister import ConfigPersister
     from mqcore.store.store_config import MessageStoreConfig
 
-__all__ = ["DeliveredMessage", "ScheduleMessageService", "register"]
+__all__ = ["DeliveredMessage", "ScheduleMessageService"]
 
 log = logging.getLogger("mq.broker.schedule")
 
@@ -108,17 +105,18 @@ class ScheduleMessageService:
         store_config: MessageStoreConfig,
         offsets: DelayOffsetManager,
         *,
-        stats: BrokerStatsManager,
+        appender: Appender,
         persister: ConfigPersister,
         every: Callable[..., object] | None = None,
     ) -> None:
         self.store = store
         self.store_config = store_config
         self.offsets = offsets
-        self.stats = stats
+        self.appender = appender
+        """Deliveries are appended (and counted) as every broker-side put is."""
         self.persister = persister
         self.every = every
-        """The broker's periodic timer (``BrokerController.schedule``): offsets and rates."""
+        """The master role's timers (:meth:`Timers.every`): offsets and rates."""
         self.delay_table = store_config.delay_level_table()
         self.max_level = max(self.delay_table)
         self.flush_interval_ms = max(100, store_config.flush_delay_offset_interval)
@@ -277,8 +275,8 @@ class ScheduleMessageService:
 
     async def _await_flush(self, result: PutResult) -> None:
         """Wait for the group commit covering a batch (its flush timeout at most)."""
-        timeout = self.store_config.sync_flush_timeout / 1000
-        if not await wait_flushed(result, timeout):
+        if not await self.appender.flushed(result):
+            timeout = self.store_config.sync_flush_timeout / 1000
             log.warning("delayed message flush took longer than %.1f s", timeout)
 
     def _deliver_one(self, level: int, phy: int) -> PutResult | None:
@@ -292,9 +290,8 @@ class ScheduleMessageService:
         msg = self.build_delivery(stored)
         if msg is None:
             return _SKIPPED
-        result = self.store.put_messages((msg,))
+        result = self.appender.put((msg,))
         if result.ok:
-            count_put(self.stats, [msg], result)
             return result
         if result.status in _SKIP_STATUSES:
             log.error("delay level %d: record at %d refused (%s); skipped", level, phy, result)
@@ -356,18 +353,3 @@ class ScheduleMessageService:
                 repr(round(self.delivery_tps(level, w), 2)) for w in _RATE_WINDOWS
             )
         return out
-
-
-def register(controller: BrokerController) -> ScheduleMessageService:
-    """Create the service and tie it to the broker's start and stop."""
-    service = ScheduleMessageService(
-        controller.store,
-        controller.store_config,
-        controller.delay_offsets,
-        stats=controller.stats,
-        persister=controller.persister,
-        every=controller.schedule,
-    )
-    controller.add_start_hook(service.start)
-    controller.add_stop_hook(service.stop)
-    return service

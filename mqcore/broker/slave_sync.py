@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from mqcore.common.metadata import DataVersion
 from mqcore.errors import MQError
@@ -43,17 +43,12 @@ from mqcore.store.metadata import (
     SubscriptionGroupManager,
     TopicConfigManager,
 )
-from mqcore.store.store_config import BrokerRole
-
-if TYPE_CHECKING:
-    from mqcore.broker.controller import BrokerController
 
 __all__ = [
     "SYNC_INITIAL_DELAY_MS",
     "SYNC_INTERVAL_MS",
     "SlaveSyncError",
     "SlaveSynchronize",
-    "register",
     "vip_addr",
 ]
 
@@ -209,31 +204,3 @@ def _take_if_changed(
         manager.table.update(table)
         manager.persist()
     return True
-
-
-def register(controller: BrokerController) -> SlaveSynchronize | None:
-    """For a SLAVE: build the synchroniser from the controller and run it on 4.9.8's
-    schedule once the broker has started; None for a master."""
-    if controller.store_config.broker_role is not BrokerRole.SLAVE:
-        return None
-    sync = SlaveSynchronize(
-        controller.outer_api.client,
-        # Learnt from the REGISTER_BROKER answer; None until then or without a master.
-        lambda: controller.master_addr,
-        controller.topic_configs,
-        controller.offsets,
-        controller.delay_offsets,
-        controller.groups,
-        own_addr=lambda: controller.broker_addr,
-    )
-
-    def start() -> None:
-        controller.schedule(
-            SYNC_INTERVAL_MS,
-            sync.sync_all,
-            name="slave-synchronize",
-            initial_delay_ms=SYNC_INITIAL_DELAY_MS,
-        )
-
-    controller.add_start_hook(start)
-    return sync

@@ -83,6 +83,11 @@ class HAService:
                 fut.cancel()
         self._waiters.clear()
 
+    @property
+    def listening(self) -> bool:
+        """Between :meth:`start` and :meth:`close` (while the broker is a master)."""
+        return self._server is not None
+
     # -- what the send path asks --------------------------------------------------------
     @property
     def connection_count(self) -> int:

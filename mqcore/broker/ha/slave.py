@@ -70,6 +70,11 @@ class HAClient:
             await cancel_and_wait([self._task])
             self._task = None
 
+    @property
+    def running(self) -> bool:
+        """Between :meth:`start` and :meth:`close` (while the broker is a slave)."""
+        return self._task is not None
+
     def update_master_address(self, address: str | None) -> None:
         """From the name server's registration answer (unless ``haMasterAddress`` is set)."""
         if address and address != self.master_address:

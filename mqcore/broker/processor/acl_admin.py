@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 import orjson
 
 from mqcore.acl.updates import AccountUpdate, split_list
-from mqcore.broker.processor import reply, serve
+from mqcore.broker.processor import reply
 from mqcore.errors import ConfigError
 from mqcore.protocol import RemotingCommand, RequestCode, ResponseCode
 from mqcore.protocol.headers import HeaderError
@@ -37,9 +37,9 @@ from mqcore.remoting import Channel, Processor
 
 if TYPE_CHECKING:
     from mqcore.acl.guard import AclGuard
-    from mqcore.broker.controller import BrokerController
+    from mqcore.broker.context import BrokerContext
 
-__all__ = ["AclAdminProcessor", "register"]
+__all__ = ["AclAdminProcessor", "handlers"]
 
 _NOT_ENABLED = "ACL is not enabled on this broker (aclEnable=false)"
 
@@ -146,18 +146,16 @@ class AclAdminProcessor:
         return reply(request, header=header)
 
 
-def register(controller: BrokerController) -> AclAdminProcessor:
+def handlers(ctx: BrokerContext) -> dict[int, Processor]:
     processor = AclAdminProcessor(
-        controller.acl_guard,
-        broker_name=controller.config.broker_name,
-        cluster_name=controller.config.broker_cluster_name,
-        broker_addr=lambda: controller.broker_addr,
+        ctx.acl_guard,
+        broker_name=ctx.config.broker_name,
+        cluster_name=ctx.config.broker_cluster_name,
+        broker_addr=ctx.broker_addr,
     )
-    handlers: dict[int, Processor] = {
+    return {
         RequestCode.UPDATE_AND_CREATE_ACL_CONFIG: processor.update_account,
         RequestCode.DELETE_ACL_CONFIG: processor.delete_account,
         RequestCode.GET_BROKER_CLUSTER_ACL_INFO: processor.version,
         RequestCode.UPDATE_GLOBAL_WHITE_ADDRS_CONFIG: processor.update_global_white_addresses,
     }
-    serve(controller.servers, handlers)
-    return processor

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from mqcore.broker.config import BROKER_CONFIG_BLACK_LIST, BROKER_CONFIG_FIELDS
 from mqcore.broker.config_file import save_properties
-from mqcore.broker.processor import reply, serve
+from mqcore.broker.processor import reply
 from mqcore.common.properties import PropertiesConfig, camel, parse_properties
 from mqcore.errors import ConfigError
 from mqcore.protocol import MQ_VERSION, RemotingCommand, RequestCode, ResponseCode
@@ -59,14 +59,13 @@ from mqcore.store.store_config import MESSAGE_STORE_CONFIG_FIELDS, BrokerRole
 
 if TYPE_CHECKING:
     from mqcore.broker.context import BrokerContext
-    from mqcore.broker.controller import BrokerController
 
 __all__ = [
     "BROKER_RUNTIME_KEYS",
     "BROKER_VERSION_DESC",
     "STORE_RUNTIME_KEYS",
     "AdminProcessor",
-    "register",
+    "handlers",
 ]
 
 log = logging.getLogger("mq.broker.admin")
@@ -329,11 +328,12 @@ class AdminProcessor:
     def _ha_info(self) -> dict[str, str]:
         """Replication state: keys of ``mq`` only (4.9.8 has none; tools show "-")."""
         c = self.ctx
-        info = {"brokerRole": c.store_config.broker_role.value}
-        if c.ha is not None:
+        role = c.store_config.broker_role
+        info = {"brokerRole": role.value}
+        if role is not BrokerRole.SLAVE:
             info["haConnectionCount"] = str(c.ha.connection_count)
             info["haPush2SlaveMaxOffset"] = str(c.ha.push2slave_max_offset)
-        if c.ha_client is not None:
+        else:
             info["haMasterAddress"] = c.ha_client.master_address or ""
             info["haMasterConnected"] = "true" if c.ha_client.connected else "false"
         return info
@@ -387,7 +387,7 @@ class AdminProcessor:
     def _schedule_offsets(self) -> dict[str, str]:
         """``scheduleMessageOffset_<level>`` = ``"<delivered>,<max>"`` for every level, and
         mq's per-level head due time and delivery rate (see :mod:`mqcore.broker.schedule`)."""
-        return self.ctx.schedule.runtime_info()
+        return self.ctx.schedule_service.runtime_info()
 
     def get_broker_runtime_info(
         self, channel: Channel, request: RemotingCommand
@@ -550,9 +550,9 @@ def _checked_values(config: PropertiesConfig, props: dict[str, str]) -> dict[str
     return values
 
 
-def register(controller: BrokerController) -> AdminProcessor:
-    proc = AdminProcessor(controller.context)
-    table: dict[int, Processor] = {
+def handlers(ctx: BrokerContext) -> dict[int, Processor]:
+    proc = AdminProcessor(ctx)
+    return {
         RequestCode.UPDATE_AND_CREATE_TOPIC: proc.update_and_create_topic,
         RequestCode.DELETE_TOPIC_IN_BROKER: proc.delete_topic,
         RequestCode.GET_ALL_TOPIC_CONFIG: proc.get_all_topic_config,
@@ -562,5 +562,3 @@ def register(controller: BrokerController) -> AdminProcessor:
         RequestCode.GET_BROKER_CONFIG: proc.get_broker_config,
         RequestCode.UPDATE_BROKER_CONFIG: proc.update_broker_config,
     }
-    serve(controller.servers, table)
-    return proc

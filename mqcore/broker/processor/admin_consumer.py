@@ -17,8 +17,8 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from mqcore.broker.processor import reply, serve
-from mqcore.broker.stats_history import DAY_SAMPLE_SECONDS, HOUR_SAMPLE_SECONDS, StatsHistory
+from mqcore.broker.processor import reply
+from mqcore.broker.stats_history import StatsHistory
 from mqcore.errors import MessageIdError, MQError, MQTimeoutError, StoreError
 from mqcore.message.ids import decode_offset_msg_id
 from mqcore.protocol import RemotingCommand, RequestCode, ResponseCode
@@ -45,9 +45,8 @@ from mqcore.store.metadata.consumer_offset import TOPIC_GROUP_SEPARATOR
 
 if TYPE_CHECKING:
     from mqcore.broker.context import BrokerContext
-    from mqcore.broker.controller import BrokerController
 
-__all__ = ["ConsumerAdminProcessor", "register"]
+__all__ = ["ConsumerAdminProcessor", "handlers"]
 
 log = logging.getLogger("mq.broker.admin")
 
@@ -305,11 +304,9 @@ class ConsumerAdminProcessor:
         return reply(request, body=BrokerStatsData(minute, hour, day).encode())
 
 
-def register(controller: BrokerController) -> ConsumerAdminProcessor:
-    c = controller
-    history = StatsHistory(c.stats, lambda: c.config.broker_cluster_name)
-    proc = ConsumerAdminProcessor(c.context, history)
-    table: dict[int, Processor] = {
+def handlers(ctx: BrokerContext) -> dict[int, Processor]:
+    proc = ConsumerAdminProcessor(ctx, ctx.stats_history)
+    return {
         RequestCode.CONSUME_MESSAGE_DIRECTLY: proc.consume_message_directly,
         RequestCode.GET_CONSUMER_RUNNING_INFO: proc.get_consumer_running_info,
         RequestCode.INVOKE_BROKER_TO_GET_CONSUMER_STATUS: proc.get_consumer_status,
@@ -319,11 +316,3 @@ def register(controller: BrokerController) -> ConsumerAdminProcessor:
         RequestCode.GET_ALL_PRODUCER_INFO: proc.get_all_producer_info,
         RequestCode.VIEW_BROKER_STATS_DATA: proc.view_broker_stats_data,
     }
-    serve(c.servers, table)
-
-    def start() -> None:
-        c.schedule(HOUR_SAMPLE_SECONDS * 1000, history.sample_hour_ring, name="stats-hour")
-        c.schedule(DAY_SAMPLE_SECONDS * 1000, history.sample_day_ring, name="stats-day")
-
-    c.add_start_hook(start)
-    return proc

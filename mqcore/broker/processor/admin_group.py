@@ -8,7 +8,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
-from mqcore.broker.processor import reply, serve
+from mqcore.broker.processor import reply
 from mqcore.errors import MQError
 from mqcore.protocol import RemotingCommand, RequestCode, ResponseCode
 from mqcore.protocol.bodies import (
@@ -35,9 +35,8 @@ from mqcore.store.metadata import SubscriptionGroupConfig
 
 if TYPE_CHECKING:
     from mqcore.broker.context import BrokerContext
-    from mqcore.broker.controller import BrokerController
 
-__all__ = ["GroupAdminProcessor", "add_queue_offsets", "register"]
+__all__ = ["GroupAdminProcessor", "add_queue_offsets", "handlers"]
 
 log = logging.getLogger("mq.broker.admin")
 
@@ -241,9 +240,9 @@ class GroupAdminProcessor:
         return reply(request, body=body)
 
 
-def register(controller: BrokerController) -> GroupAdminProcessor:
-    proc = GroupAdminProcessor(controller.context)
-    table: dict[int, Processor] = {
+def handlers(ctx: BrokerContext) -> dict[int, Processor]:
+    proc = GroupAdminProcessor(ctx)
+    return {
         RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP: proc.update_and_create_subscription_group,
         RequestCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG: proc.get_all_subscription_group_config,
         RequestCode.DELETE_SUBSCRIPTIONGROUP: proc.delete_subscription_group,
@@ -255,5 +254,3 @@ def register(controller: BrokerController) -> GroupAdminProcessor:
         RequestCode.GET_PRODUCER_CONNECTION_LIST: proc.get_producer_connection_list,
         RequestCode.INVOKE_BROKER_TO_RESET_OFFSET: proc.reset_offset,
     }
-    serve(controller.servers, table)
-    return proc

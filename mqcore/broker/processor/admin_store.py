@@ -15,7 +15,7 @@ import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING, TypeVar
 
-from mqcore.broker.processor import reply, serve
+from mqcore.broker.processor import reply
 from mqcore.broker.processor.admin_group import add_queue_offsets
 from mqcore.common import fastjson
 from mqcore.errors import MQError
@@ -38,9 +38,8 @@ from mqcore.store.consume_queue import CQ_STORE_UNIT_SIZE, ENTRY
 
 if TYPE_CHECKING:
     from mqcore.broker.context import BrokerContext
-    from mqcore.broker.controller import BrokerController
 
-__all__ = ["StoreAdminProcessor", "register"]
+__all__ = ["StoreAdminProcessor", "handlers"]
 
 log = logging.getLogger("mq.broker.admin")
 T = TypeVar("T")
@@ -98,7 +97,7 @@ class StoreAdminProcessor:
             _ip, _port, offset = decode_offset_msg_id(header.msg_id or "")
             msg = self.ctx.store.look_message(offset)
             msg.properties[PROPERTY_TRANSACTION_CHECK_TIMES] = "0"
-            result = self.ctx.store.put_message(msg)
+            result = self.ctx.appender.put((msg,))
         except (MQError, ValueError):
             log.error("Exception was thrown when putting message back to RMQ_SYS_TRANS_HALF_TOPIC.")
             return reply(
@@ -190,9 +189,9 @@ async def _off_loop(fn: Callable[[], T]) -> T:
     return await asyncio.get_running_loop().run_in_executor(None, fn)
 
 
-def register(controller: BrokerController) -> StoreAdminProcessor:
-    proc = StoreAdminProcessor(controller.context)
-    table: dict[int, Processor] = {
+def handlers(ctx: BrokerContext) -> dict[int, Processor]:
+    proc = StoreAdminProcessor(ctx)
+    return {
         RequestCode.CLEAN_EXPIRED_CONSUMEQUEUE: proc.clean_expired_consume_queue,
         RequestCode.CLEAN_UNUSED_TOPIC: proc.clean_unused_topic,
         RequestCode.DELETE_EXPIRED_COMMITLOG: proc.delete_expired_commit_log,
@@ -200,5 +199,3 @@ def register(controller: BrokerController) -> StoreAdminProcessor:
         RequestCode.GET_BROKER_CONSUME_STATS: proc.get_broker_consume_stats,
         RequestCode.RESUME_CHECK_HALF_MESSAGE: proc.resume_check_half_message,
     }
-    serve(controller.servers, table)
-    return proc

@@ -12,21 +12,19 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from mqcore.broker.client_manager import (
     ClientChannelInfo,
-    ConsumerGroupEvent,
-    ConsumerGroupListener,
     ConsumerManager,
     ProducerManager,
 )
-from mqcore.broker.processor import reply, serve
+from mqcore.broker.processor import reply
 from mqcore.errors import FilterSyntaxError
 from mqcore.filter import compile_sql
+from mqcore.message.const import RETRY_GROUP_TOPIC_PREFIX
 from mqcore.protocol import RemotingCommand, RequestCode, ResponseCode
 from mqcore.protocol.bodies import (
     CheckClientRequestBody,
@@ -35,7 +33,6 @@ from mqcore.protocol.bodies import (
     HeartbeatData,
     LockBatchRequestBody,
     LockBatchResponseBody,
-    SubscriptionData,
     UnlockBatchRequestBody,
 )
 from mqcore.protocol.headers import (
@@ -46,21 +43,19 @@ from mqcore.remoting import Channel, Processor
 from mqcore.store.metadata import (
     PERM_READ,
     PERM_WRITE,
-    ConsumerFilterManager,
     SubscriptionGroupConfig,
     SubscriptionGroupManager,
     TopicConfig,
     TopicConfigManager,
 )
 from mqcore.store.metadata.persister import ConfigPersister
-from mqcore.store.metadata.topic import RETRY_GROUP_TOPIC_PREFIX
 
 if TYPE_CHECKING:
     from mqcore.broker.config import BrokerConfig
-    from mqcore.broker.controller import BrokerController
+    from mqcore.broker.context import BrokerContext
     from mqcore.broker.rebalance_lock import RebalanceLockManager
 
-__all__ = ["ClientProcessor", "HeartbeatLimits", "HeartbeatProcessor", "register"]
+__all__ = ["ClientProcessor", "HeartbeatLimits", "HeartbeatProcessor", "handlers"]
 
 log = logging.getLogger("mq.broker.client")
 
@@ -135,7 +130,7 @@ class HeartbeatProcessor:
         consumers: ConsumerManager,
         producers: ProducerManager,
         persister: ConfigPersister,
-        request_register: Callable[[], None],
+        request_register: Callable[[bool], None],
         auto_create_groups: Callable[[], bool],
         limits: HeartbeatLimits | None = None,
     ) -> None:
@@ -285,7 +280,7 @@ class HeartbeatProcessor:
         if batch.topics:
             log.info("created %d retry topic(s)", batch.topics)
             self.persister.request(self.topics)
-            self.request_register()
+            self.request_register(True)
 
 
 @dataclass(slots=True)
@@ -332,16 +327,6 @@ class ClientProcessor:
             notify = group_config.notify_consumer_ids_changed_enable if group_config else True
             self.consumers.unregister_consumer(header.consumer_group, channel, notify=notify)
         return reply(request)
-
-    def channel_closed(self, channel: Channel) -> None:
-        self.producers.on_channel_closed(channel)
-        self.consumers.on_channel_closed(channel)
-
-    def scan_not_active(self) -> None:
-        """ClientHousekeepingService: drop clients silent for ``channelExpiredTimeout``."""
-        timeout = self.config.channel_expired_timeout / 1000
-        self.producers.scan_not_active(timeout)
-        self.consumers.scan_not_active(timeout)
 
     # -- queries ------------------------------------------------------------------------
 
@@ -408,56 +393,28 @@ def _compile_sql92(expression: str) -> str | None:
     return None
 
 
-def filter_listener(
-    filters: ConsumerFilterManager, config: BrokerConfig, persister: ConfigPersister
-) -> ConsumerGroupListener:
-    """Keep ``consumerFilter.json`` in step with SQL92 subscriptions, as RocketMQ's
-    ConsumerFilterManager is fed by the same REGISTER / UNREGISTER events: a group gone
-    is marked dead, not removed (see :mod:`mqcore.store.metadata.consumer_filter`); the
-    file is written (by ``persister``) soon after the table changes; ``config``'s
-    ``enablePropertyFilter`` is read at each event (it can change at run time)."""
-
-    def on_event(event: ConsumerGroupEvent, group: str, args: Sequence[object]) -> None:
-        now_ms = time.time_ns() // 1_000_000
-        if event is ConsumerGroupEvent.UNREGISTER:
-            changed = filters.unregister(group, now_ms)
-        elif event is ConsumerGroupEvent.REGISTER and config.enable_property_filter:
-            subs = [
-                (s.topic, s.sub_string, s.expression_type or "TAG", s.sub_version)
-                for s in args
-                if isinstance(s, SubscriptionData)
-            ]
-            changed = filters.register_group(group, subs, now_ms)
-        else:
-            return
-        if changed:
-            persister.request(filters)
-
-    return on_event
-
-
-def register(controller: BrokerController) -> ClientProcessor:
-    """Serve the client codes on both ports; watch closes; scan silent clients; write
-    the metadata heartbeats create through one :class:`ConfigPersister`."""
-    persister = controller.persister
+def handlers(ctx: BrokerContext) -> dict[int, Processor]:
+    """Heartbeats, unregistering, the group's member list, client config checks and the
+    orderly locks (closed connections and silent clients are :mod:`client_housekeeping`'s)."""
+    config = ctx.config
     heartbeat = HeartbeatProcessor(
-        groups=controller.groups,
-        topics=controller.topic_configs,
-        consumers=controller.consumers,
-        producers=controller.producers,
-        persister=persister,
-        request_register=controller.request_register,
-        auto_create_groups=lambda: controller.config.auto_create_subscription_group,
+        groups=ctx.groups,
+        topics=ctx.topic_configs,
+        consumers=ctx.consumers,
+        producers=ctx.producers,
+        persister=ctx.persister,
+        request_register=ctx.request_register,
+        auto_create_groups=lambda: config.auto_create_subscription_group,
     )
     proc = ClientProcessor(
         heartbeat,
-        config=controller.config,
-        producers=controller.producers,
-        consumers=controller.consumers,
-        groups=controller.groups,
-        locks=controller.locks,
+        config=config,
+        producers=ctx.producers,
+        consumers=ctx.consumers,
+        groups=ctx.groups,
+        locks=ctx.locks,
     )
-    table: dict[int, Processor] = {
+    return {
         RequestCode.HEART_BEAT: proc.heart_beat,
         RequestCode.UNREGISTER_CLIENT: proc.unregister_client,
         RequestCode.GET_CONSUMER_LIST_BY_GROUP: proc.get_consumer_list_by_group,
@@ -465,22 +422,3 @@ def register(controller: BrokerController) -> ClientProcessor:
         RequestCode.LOCK_BATCH_MQ: proc.lock_batch_mq,
         RequestCode.UNLOCK_BATCH_MQ: proc.unlock_batch_mq,
     }
-    serve(controller.servers, table)
-    for server in controller.servers:
-        server.add_close_listener(proc.channel_closed)
-    listener = filter_listener(controller.filters, controller.config, persister)
-    controller.consumers.listeners.append(listener)
-
-    def clean_filters() -> None:
-        """Drop filter entries dead for too long, writing the file only when some went."""
-        if controller.filters.clean():
-            persister.request(controller.filters)
-
-    def start() -> None:  # returns nothing: start hooks that return awaitables are awaited
-        controller.schedule(
-            controller.config.client_scan_interval, proc.scan_not_active, name="client-scan"
-        )
-        controller.schedule(10_000, clean_filters, name="filter-clean")
-
-    controller.add_start_hook(start)
-    return proc

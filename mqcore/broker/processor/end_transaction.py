@@ -2,8 +2,8 @@
 
 The producer reports its local transaction's outcome for a half message (or answers a
 CHECK_TRANSACTION_STATE with ``fromTransactionCheck=true``). The work is
-:meth:`TransactionalMessageService.end_transaction`; this module decodes, refuses on a
-slave, and wires the service and its check-back timer into the broker.
+:meth:`TransactionalMessageService.end_transaction`; this module decodes and refuses on a
+slave (the service and its check-back are built and started by the controller).
 
 Although producers send it oneway, a two-way request gets the outcome as its answer
 (RocketMQ's processor builds one too), which is how tools and tests see a refusal.
@@ -14,21 +14,19 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
-from mqcore.broker.processor import reply, serve
+from mqcore.broker.processor import reply
 from mqcore.broker.transaction import (
-    TransactionalMessageBridge,
-    TransactionalMessageCheckService,
     TransactionalMessageService,
 )
 from mqcore.protocol import RemotingCommand, RequestCode, ResponseCode
 from mqcore.protocol.headers import EndTransactionRequestHeader, HeaderError
-from mqcore.remoting import Channel
+from mqcore.remoting import Channel, Processor
 
 if TYPE_CHECKING:
     from mqcore.broker.config import BrokerConfig
-    from mqcore.broker.controller import BrokerController
+    from mqcore.broker.context import BrokerContext
 
-__all__ = ["EndTransactionProcessor", "register"]
+__all__ = ["EndTransactionProcessor", "handlers"]
 
 log = logging.getLogger("mq.broker.transaction")
 
@@ -64,20 +62,10 @@ class EndTransactionProcessor:
         return reply(request, outcome.code, outcome.remark)
 
 
-def register(controller: BrokerController) -> TransactionalMessageService:
-    """END_TRANSACTION on both servers; the check-back starts with the broker."""
-    ctx = controller.context
-    bridge = TransactionalMessageBridge(ctx.store, ctx.offsets, ctx.topics, ctx.store_host)
-    service = TransactionalMessageService(bridge)
-    service.check_service = TransactionalMessageCheckService(
-        service,
-        config=ctx.config,
-        store_config=ctx.store_config,
-        producers=ctx.producers,
-        persister=ctx.persister,
-        every=controller.schedule,
-    )
-    controller.add_start_hook(service.check_service.start)
-    processor = EndTransactionProcessor(ctx.config, service)
-    serve(controller.servers, {RequestCode.END_TRANSACTION: processor.process})
-    return service
+def handlers(ctx: BrokerContext) -> dict[int, Processor]:
+    """END_TRANSACTION (the service and its check-back are the controller's)."""
+    return {
+        RequestCode.END_TRANSACTION: EndTransactionProcessor(
+            ctx.config, ctx.transaction_service
+        ).process
+    }

@@ -33,15 +33,15 @@ from mqcore.protocol.headers import (
 )
 from mqcore.remoting import Channel, Processor
 
-from . import reply, serve
+from . import reply
 
 if TYPE_CHECKING:
-    from mqcore.broker.controller import BrokerController
+    from mqcore.broker.context import BrokerContext
     from mqcore.broker.topics import TopicService
     from mqcore.store.message_store import MessageStore
     from mqcore.store.metadata import ConsumerOffsetManager
 
-__all__ = ["OffsetProcessor", "register"]
+__all__ = ["OffsetProcessor", "handlers"]
 
 log = logging.getLogger("mq.broker.offsets")
 
@@ -145,9 +145,9 @@ class OffsetProcessor:
         return reply(request, header=GetEarliestMsgStoretimeResponseHeader(ts))
 
 
-def register(controller: BrokerController) -> None:
-    p = OffsetProcessor(controller.store, controller.offsets, controller.topics)
-    table: dict[int, Processor] = {
+def handlers(ctx: BrokerContext) -> dict[int, Processor]:
+    p = OffsetProcessor(ctx.store, ctx.offsets, ctx.topics)
+    return {
         RequestCode.QUERY_CONSUMER_OFFSET: p.query_consumer_offset,
         RequestCode.UPDATE_CONSUMER_OFFSET: p.update_consumer_offset,
         RequestCode.GET_MAX_OFFSET: p.get_max_offset,
@@ -155,4 +155,3 @@ def register(controller: BrokerController) -> None:
         RequestCode.SEARCH_OFFSET_BY_TIMESTAMP: p.search_offset,
         RequestCode.GET_EARLIEST_MSG_STORETIME: p.get_earliest_msg_storetime,
     }
-    serve(controller.servers, table)

@@ -49,7 +49,7 @@ from mqcore.protocol.headers import (
     PullMessageResponseHeader,
     PullSysFlag,
 )
-from mqcore.remoting import Channel
+from mqcore.remoting import Channel, Processor
 from mqcore.remoting.channel import DEFAULT_HIGH_WATER
 from mqcore.store.metadata import PERM_READ, SubscriptionGroupConfig
 from mqcore.store.results import GetResult, GetStatus, RecordFilter, TagFilter
@@ -59,9 +59,8 @@ from . import reply
 
 if TYPE_CHECKING:
     from mqcore.broker.context import BrokerContext
-    from mqcore.broker.controller import BrokerController
 
-__all__ = ["PullMessageProcessor", "build_subscription", "register", "tag_filter"]
+__all__ = ["PullMessageProcessor", "build_subscription", "handlers", "tag_filter"]
 
 log = logging.getLogger("mq.broker.pull")
 
@@ -368,6 +367,6 @@ class PullMessageProcessor:
         return _NOT_FOUND, result.next_begin_offset
 
 
-def register(controller: BrokerController) -> None:
-    processor = PullMessageProcessor(controller.context)
-    controller.server.register(RequestCode.PULL_MESSAGE, processor.process)
+def handlers(ctx: BrokerContext) -> dict[int, Processor]:
+    """PULL_MESSAGE: served on the main port only (RocketMQ's fast port has no pulls)."""
+    return {RequestCode.PULL_MESSAGE: PullMessageProcessor(ctx).process}

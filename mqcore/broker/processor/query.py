@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
-from mqcore.broker.processor import reply, serve
+from mqcore.broker.processor import reply
 from mqcore.errors import CorruptRecordError, StoreError
 from mqcore.protocol import RemotingCommand, RequestCode, ResponseCode
 from mqcore.protocol.headers import (
@@ -19,14 +19,14 @@ from mqcore.protocol.headers import (
     QueryMessageResponseHeader,
     ViewMessageRequestHeader,
 )
-from mqcore.remoting import Channel
+from mqcore.remoting import Channel, Processor
 
 if TYPE_CHECKING:
-    from mqcore.broker.controller import BrokerController
+    from mqcore.broker.context import BrokerContext
     from mqcore.store.message_store import MessageStore
     from mqcore.store.store_config import MessageStoreConfig
 
-__all__ = ["QueryProcessor", "register"]
+__all__ = ["QueryProcessor", "handlers"]
 
 log = logging.getLogger("mq.broker.query")
 
@@ -76,13 +76,9 @@ class QueryProcessor:
         return reply(request, body=record)
 
 
-def register(controller: BrokerController) -> QueryProcessor:
-    proc = QueryProcessor(controller.store, controller.store_config)
-    serve(
-        controller.servers,
-        {
-            RequestCode.QUERY_MESSAGE: proc.query_message,
-            RequestCode.VIEW_MESSAGE_BY_ID: proc.view_message_by_id,
-        },
-    )
-    return proc
+def handlers(ctx: BrokerContext) -> dict[int, Processor]:
+    proc = QueryProcessor(ctx.store, ctx.store_config)
+    return {
+        RequestCode.QUERY_MESSAGE: proc.query_message,
+        RequestCode.VIEW_MESSAGE_BY_ID: proc.view_message_by_id,
+    }

@@ -11,7 +11,7 @@ the reply topic so it can be looked at later.
 The answer reports the push, as 4.9.8's does: SUCCESS, or SYSTEM_ERROR with 4.9.8's remark
 when ``REPLY_TO_CLIENT`` is missing, names no connected producer, or the push failed. A
 failed store only shows as the missing (or ``"0"``) msgId, never as the code. Checks and
-topic auto-creation are the send path's (:func:`~mqcore.broker.processor.send.msg_check`).
+topic auto-creation are the send path's (:func:`~mqcore.broker.send_checks.msg_check`).
 
 The module is not named ``reply``: the package's :func:`~mqcore.broker.processor.reply`
 helper has that name.
@@ -24,13 +24,8 @@ import random
 import time
 from typing import TYPE_CHECKING
 
-from mqcore.broker.processor import reply, serve
-from mqcore.broker.processor.send import (
-    SendRefused,
-    born_host,
-    count_put,
-    msg_check,
-)
+from mqcore.broker.processor import reply
+from mqcore.broker.send_checks import SendRefused, born_host, msg_check
 from mqcore.message import encode_properties
 from mqcore.message.const import PROPERTY_MESSAGE_REPLY_TO_CLIENT, PROPERTY_PUSH_REPLY_TIME
 from mqcore.message.ids import create_offset_msg_id
@@ -43,14 +38,13 @@ from mqcore.protocol.headers import (
     decode_send_message_header,
 )
 from mqcore.protocol.headers.reply import ReplyMessageRequestHeader
-from mqcore.remoting import Channel
+from mqcore.remoting import Channel, Processor
 from mqcore.store.results import PutStatus
 
 if TYPE_CHECKING:
     from mqcore.broker.context import BrokerContext
-    from mqcore.broker.controller import BrokerController
 
-__all__ = ["PUSH_REPLY_TIMEOUT", "ReplyMessageProcessor", "register"]
+__all__ = ["PUSH_REPLY_TIMEOUT", "ReplyMessageProcessor", "handlers"]
 
 log = logging.getLogger("mq.broker.reply")
 
@@ -175,24 +169,19 @@ class ReplyMessageProcessor:
 
     def _store(self, msg: MessageExt, ext: dict[str, str]) -> None:
         """Append the reply; on success the answer names the stored record."""
-        result = self.ctx.store.put_messages([msg])
+        result = self.ctx.appender.put([msg])
         if result.status not in _STORED:
             log.warning("reply to %s not stored: %s %s", msg.topic, result.status, result.remark)
             return
-        count_put(self.ctx.stats, [msg], result)
         ext["msgId"] = create_offset_msg_id(msg.store_host, result.wrote_offset)
         ext["queueId"] = str(msg.queue_id)
         ext["queueOffset"] = str(result.queue_offset)
 
 
-def register(controller: BrokerController) -> ReplyMessageProcessor:
-    ctx = controller.context
+def handlers(ctx: BrokerContext) -> dict[int, Processor]:
+    """SEND_REPLY_MESSAGE and its V2 (``storeReplyMessageEnable`` read once, as 4.9.8)."""
     processor = ReplyMessageProcessor(ctx, store_reply=ctx.config.store_reply_message_enable)
-    serve(
-        controller.servers,
-        {
-            RequestCode.SEND_REPLY_MESSAGE: processor.process,
-            RequestCode.SEND_REPLY_MESSAGE_V2: processor.process,
-        },
-    )
-    return processor
+    return {
+        RequestCode.SEND_REPLY_MESSAGE: processor.process,
+        RequestCode.SEND_REPLY_MESSAGE_V2: processor.process,
+    }

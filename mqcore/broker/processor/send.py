@@ -24,7 +24,7 @@ from collections.abc import Awaitable
 from typing import TYPE_CHECKING
 
 from mqcore.broker.body_check import compressed_body_problem
-from mqcore.broker.durability import await_durable, must_wait
+from mqcore.broker.send_checks import SendRefused, born_host, msg_check
 from mqcore.broker.transaction import is_half_message, prepare_half_message
 from mqcore.errors import CorruptRecordError
 from mqcore.message.const import (
@@ -47,35 +47,16 @@ from mqcore.protocol.headers import (
     SendMessageRequestHeader,
     decode_send_message_header,
 )
-from mqcore.remoting import Channel
-from mqcore.store.metadata import (
-    PERM_READ,
-    PERM_WRITE,
-    TopicConfig,
-    TopicNameError,
-    is_not_allowed_send_topic,
-    validate_topic_name,
-)
+from mqcore.remoting import Channel, Processor
+from mqcore.store.metadata import PERM_READ, PERM_WRITE, TopicConfig
 from mqcore.store.results import PutResult, PutStatus
 
-from . import reply, serve
+from . import reply
 
 if TYPE_CHECKING:
-    from mqcore.broker.config import BrokerConfig
     from mqcore.broker.context import BrokerContext
-    from mqcore.broker.controller import BrokerController
-    from mqcore.broker.stats import BrokerStatsManager
-    from mqcore.broker.topics import TopicService
-    from mqcore.store.metadata import SubscriptionGroupManager
 
-__all__ = [
-    "SendMessageProcessor",
-    "SendRefused",
-    "born_host",
-    "count_put",
-    "msg_check",
-    "register",
-]
+__all__ = ["SendMessageProcessor", "handlers"]
 
 log = logging.getLogger("mq.broker.send")
 
@@ -111,25 +92,6 @@ _STORED = (
     ResponseCode.FLUSH_SLAVE_TIMEOUT,
     ResponseCode.SLAVE_NOT_AVAILABLE,
 )
-
-
-class SendRefused(Exception):
-    """A check failed: answer ``code`` with ``remark``, store nothing."""
-
-    def __init__(self, code: int, remark: str) -> None:
-        super().__init__(remark)
-        self.code = code
-        self.remark = remark
-
-
-def born_host(channel: Channel) -> HostAddr:
-    """The producer's address as stored in BORNHOST (parsed once per connection)."""
-    host: HostAddr | None = channel.attrs.get("born_host")
-    if host is None:
-        ip, _, port = channel.remote_address.rpartition(":")
-        host = (ip.strip("[]") or "0.0.0.0", int(port) if port.isdigit() else 0)
-        channel.attrs["born_host"] = host
-    return host
 
 
 class SendMessageProcessor:
@@ -171,9 +133,8 @@ class SendMessageProcessor:
         if header.batch:
             keys = [m.properties.get(PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX, "") for m in batch]
             uniq_key = ",".join(keys) if any(keys) else ""
-        result = self.ctx.store.put_messages(batch)
-        count_put(self.ctx.stats, batch, result)
-        if must_wait(result, wait, self.ctx.store_config):
+        result = self.ctx.appender.put(batch)
+        if self.ctx.appender.must_wait(result, wait):
             return self._await_durable(request, header, queue_id, uniq_key, result)
         return self.answer(request, header, queue_id, uniq_key, result, result.status)
 
@@ -185,7 +146,7 @@ class SendMessageProcessor:
         uniq_key: str,
         result: PutResult,
     ) -> RemotingCommand:
-        status = await await_durable(result, self.ctx.store_config, self.ctx.ha)
+        status = await self.ctx.appender.durable(result)
         return self.answer(request, header, queue_id, uniq_key, result, status)
 
     # -- checks ---------------------------------------------------------------------------
@@ -354,7 +315,7 @@ class SendMessageProcessor:
     def rewrite_delay(self, msg: MessageExt) -> MessageExt:
         """A ``DELAY`` > 0 message goes to ``SCHEDULE_TOPIC_XXXX`` queue ``level - 1`` with
         ``REAL_TOPIC``/``REAL_QID`` (spec §11; see :mod:`mqcore.broker.schedule`)."""
-        return self.ctx.schedule.rewrite_delay(msg)
+        return self.ctx.schedule_service.rewrite_delay(msg)
 
     # -- the answer -----------------------------------------------------------------------
     def answer(
@@ -391,72 +352,6 @@ class SendMessageProcessor:
         return RemotingCommand.response_to(request, code, remark, ext)
 
 
-def msg_check(
-    channel: Channel,
-    header: SendMessageRequestHeader,
-    *,
-    broker_config: BrokerConfig,
-    topics: TopicService,
-    groups: SubscriptionGroupManager,
-) -> TopicConfig:
-    """Permission, topic and queue id checks (``AbstractSendMessageProcessor.msgCheck``,
-    shared by sends and replies); the topic's config, maybe just created. Raises
-    :class:`SendRefused`."""
-    topic = header.topic
-    broker_ip = broker_config.broker_ip1
-    if not broker_config.broker_permission & PERM_WRITE:
-        raise SendRefused(
-            ResponseCode.NO_PERMISSION, f"the broker[{broker_ip}] sending message is forbidden"
-        )
-    try:
-        validate_topic_name(topic)
-    except TopicNameError as exc:
-        raise SendRefused(ResponseCode.SYSTEM_ERROR, str(exc)) from None
-    if is_not_allowed_send_topic(topic):
-        raise SendRefused(
-            ResponseCode.NO_PERMISSION, f"Sending message to topic[{topic}] is forbidden."
-        )
-    config = topics.select(topic)
-    if config is None:
-        config = topics.create_in_send(
-            topic,
-            header.default_topic,
-            header.default_topic_queue_nums,
-            1 if header.unit_mode else 0,
-        )
-        if config is None and topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
-            group = groups.find(topic[len(RETRY_GROUP_TOPIC_PREFIX) :])
-            if group is not None:
-                config = topics.create_in_send_back(
-                    topic, group.retry_queue_nums, PERM_READ | PERM_WRITE
-                )
-        if config is None:
-            auto = str(broker_config.auto_create_topic_enable).lower()
-            raise SendRefused(
-                ResponseCode.TOPIC_NOT_EXIST,
-                f"topic[{topic}] not exist, apply first please! (autoCreateTopicEnable={auto})",
-            )
-    if not config.perm & PERM_WRITE:
-        raise SendRefused(
-            ResponseCode.NO_PERMISSION, f"the topic[{topic}] sending message is forbidden"
-        )
-    limit = max(config.write_queue_nums, config.read_queue_nums)
-    if header.queue_id >= limit:
-        raise SendRefused(
-            ResponseCode.SYSTEM_ERROR,
-            f"request queueId[{header.queue_id}] is illegal, topic {topic} has "
-            f"{limit} queues; producer {channel.remote_address}",
-        )
-    return config
-
-
-def count_put(stats: BrokerStatsManager, batch: list[MessageExt], result: PutResult) -> None:
-    """Count an append in the broker statistics (the send path, CONSUMER_SEND_MSG_BACK and
-    the schedule service's deliveries share it; held pulls are woken by the dispatch)."""
-    if result.ok:
-        stats.on_put(batch[0].topic, result.msg_count, result.wrote_bytes)
-
-
 def _delay_level(props: dict[str, str]) -> int:
     try:
         return int(props.get(PROPERTY_DELAY_TIME_LEVEL, "0"))
@@ -464,7 +359,8 @@ def _delay_level(props: dict[str, str]) -> int:
         return 0
 
 
-def register(controller: BrokerController) -> None:
-    processor = SendMessageProcessor(controller.context)
+def handlers(ctx: BrokerContext) -> dict[int, Processor]:
+    """SEND_MESSAGE, SEND_MESSAGE_V2 and SEND_BATCH_MESSAGE, one processor for the three."""
+    processor = SendMessageProcessor(ctx)
     codes = (RequestCode.SEND_MESSAGE, RequestCode.SEND_MESSAGE_V2, RequestCode.SEND_BATCH_MESSAGE)
-    serve(controller.servers, dict.fromkeys(codes, processor.process))
+    return dict.fromkeys(codes, processor.process)

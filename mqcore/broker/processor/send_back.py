@@ -21,7 +21,6 @@ import random
 from collections.abc import Awaitable
 from typing import TYPE_CHECKING
 
-from mqcore.broker.durability import await_durable, must_wait
 from mqcore.errors import CorruptRecordError
 from mqcore.message.const import (
     DLQ_GROUP_TOPIC_PREFIX,
@@ -35,18 +34,16 @@ from mqcore.message.model import MessageExt
 from mqcore.message.record import decode_record
 from mqcore.protocol import RemotingCommand, RequestCode, ResponseCode
 from mqcore.protocol.headers import ConsumerSendMsgBackRequestHeader, HeaderError
-from mqcore.remoting import Channel
+from mqcore.remoting import Channel, Processor
 from mqcore.store.metadata import PERM_READ, PERM_WRITE
 from mqcore.store.results import PutResult, PutStatus
 
-from . import reply, serve
-from .send import count_put
+from . import reply
 
 if TYPE_CHECKING:
     from mqcore.broker.context import BrokerContext
-    from mqcore.broker.controller import BrokerController
 
-__all__ = ["SendBackProcessor", "register"]
+__all__ = ["SendBackProcessor", "handlers"]
 
 log = logging.getLogger("mq.broker.send_back")
 
@@ -128,13 +125,12 @@ class SendBackProcessor:
         msg = stored.rerouted(
             topic, queue_id, properties=props, reconsume_times=stored.reconsume_times + 1
         )
-        msg = c.schedule.rewrite_delay(msg)
-        result = c.store.put_messages((msg,))
-        count_put(c.stats, [msg], result)
+        msg = c.schedule_service.rewrite_delay(msg)
+        result = c.appender.put((msg,))
         # WAIT is "false" on a send-back copy, so (as in 4.9.8) it is answered without
         # waiting for the flush or the slave: the original stays unconsumed until then.
         wait = msg.properties.get(PROPERTY_WAIT_STORE_MSG_OK) != "false"
-        if must_wait(result, wait, c.store_config):
+        if c.appender.must_wait(result, wait):
             return self._await_durable(request, result)
         return self._answer(request, result.status, result)
 
@@ -150,7 +146,7 @@ class SendBackProcessor:
             return None
 
     async def _await_durable(self, request: RemotingCommand, result: PutResult) -> RemotingCommand:
-        status = await await_durable(result, self.ctx.store_config, self.ctx.ha)
+        status = await self.ctx.appender.durable(result)
         return self._answer(request, status, result)
 
     @staticmethod
@@ -163,7 +159,5 @@ class SendBackProcessor:
         return reply(request, ResponseCode.SYSTEM_ERROR, status.name)
 
 
-def register(controller: BrokerController) -> SendBackProcessor:
-    processor = SendBackProcessor(controller.context)
-    serve(controller.servers, {RequestCode.CONSUMER_SEND_MSG_BACK: processor.process})
-    return processor
+def handlers(ctx: BrokerContext) -> dict[int, Processor]:
+    return {RequestCode.CONSUMER_SEND_MSG_BACK: SendBackProcessor(ctx).process}

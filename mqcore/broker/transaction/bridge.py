@@ -36,6 +36,7 @@ from mqcore.store.metadata import PERM_READ, PERM_WRITE
 from mqcore.store.results import GetStatus, PutResult
 
 if TYPE_CHECKING:
+    from mqcore.broker.append import Appender
     from mqcore.broker.topics import TopicService
     from mqcore.store.message_store import MessageStore
     from mqcore.store.metadata import ConsumerOffsetManager
@@ -92,8 +93,11 @@ class TransactionalMessageBridge:
         offsets: ConsumerOffsetManager,
         topics: TopicService,
         store_host: Callable[[], HostAddr],
+        appender: Appender,
     ) -> None:
         self.store = store
+        self.appender = appender
+        """Half, op and final messages are appended (and counted) as every put is."""
         self.offsets = offsets
         """Progress of the half and op queues, under ``CID_RMQ_SYS_TRANS``."""
         self.topics = topics
@@ -162,7 +166,7 @@ class TransactionalMessageBridge:
     # -- writing --------------------------------------------------------------------------
     def put(self, msg: MessageExt) -> PutResult:
         """Append (the dispatch wakes long polls of the queue)."""
-        result = self.store.put_message(msg)
+        result = self.appender.put((msg,))
         if not result.ok:
             log.warning("put to %s failed: %s %s", msg.topic, result.status, result.remark)
         return result

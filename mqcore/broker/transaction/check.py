@@ -117,7 +117,7 @@ class TransactionalMessageCheckService:
         self.persister = persister
         """Writes the half/op progress (consumer offsets) soon after a round moved it."""
         self.every = every
-        """The broker's periodic timer (``BrokerController.schedule``)."""
+        """The master role's timers (:meth:`~mqcore.broker.services.Timers.every`)."""
         self.rounds = 0
 
     def start(self) -> None:

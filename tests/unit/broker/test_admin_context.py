@@ -76,6 +76,7 @@ class Broker:
             config=self.config,
             store_config=self.store_config,
             store=cast(Any, FakeStore()),
+            appender=cast(Any, None),  # no admin request here appends
             topics=topics,
             topic_configs=self.topic_configs,
             groups=SubscriptionGroupManager(root),
@@ -88,9 +89,12 @@ class Broker:
             locks=self.locks,
             long_polling=LongPollingService(),
             stats=BrokerStatsManager(),
-            schedule=cast(Any, None),  # no admin request here reads the delay levels
-            ha=None,
-            ha_client=None,
+            stats_history=cast(Any, None),
+            schedule_service=cast(Any, None),  # no admin request here reads the delay levels
+            transaction_service=cast(Any, None),
+            ha=cast(Any, None),
+            ha_client=cast(Any, None),
+            acl_guard=None,
             store_host=lambda: ("127.0.0.1", 10911),
             broker_addr=lambda: "127.0.0.1:10911",
             request_register=self.request_register,

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from mqcore.broker import schedule as schedule_mod
+from mqcore.broker.append import Appender
 from mqcore.broker.schedule import DeliveredMessage, ScheduleMessageService
 from mqcore.broker.stats import BrokerStatsManager
 from mqcore.message.const import SCHEDULE_TOPIC, SysFlag
@@ -23,6 +24,16 @@ from mqcore.store.results import PutResult, PutStatus
 from mqcore.store.store_config import MessageStoreConfig
 
 TABLE = "1s 2s 3s"
+
+
+class FakeReplication:
+    """No slave: these tests never wait for one."""
+
+    def is_slave_ok(self, master_put_where: int) -> bool:
+        return False
+
+    async def wait_for_slave(self, offset: int, timeout: float) -> bool:
+        return False
 
 
 @pytest.fixture
@@ -43,7 +54,7 @@ def service(tmp_path: Path) -> Iterator[ScheduleMessageService]:
             store,
             config,
             offsets,
-            stats=BrokerStatsManager(),
+            appender=Appender(store, config, BrokerStatsManager(), FakeReplication()),
             persister=ConfigPersister(),  # not started: requests are only queued
         )
     finally:
@@ -169,7 +180,7 @@ async def test_delivered_copy_keeps_record_and_properties(
     # the tag slot of the real queue is the tags hash again, so tag filters work
     cq = store.consume_queue("T", 3)
     assert cq is not None and cq.entry(0) == (copy.commit_log_offset, copy.store_size, 2598919)
-    assert service.stats.topic_put_snapshot("T").msgs == 1
+    assert service.appender.stats.topic_put_snapshot("T").msgs == 1
 
 
 async def test_clock_gone_back_counts_as_due(

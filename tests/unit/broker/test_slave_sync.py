@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from mqcore.broker import slave_sync
+from mqcore.broker.config import BrokerConfig
 from mqcore.broker.controller import BrokerController
 from mqcore.broker.slave_sync import SlaveSynchronize, vip_addr
 from mqcore.common.metadata import DataVersion, SubscriptionGroupConfig, TopicConfig
@@ -22,7 +23,7 @@ from mqcore.store.metadata import (
     SubscriptionGroupManager,
     TopicConfigManager,
 )
-from mqcore.store.store_config import BrokerRole
+from mqcore.store.store_config import BrokerRole, MessageStoreConfig
 
 
 class SlaveTables:
@@ -311,58 +312,71 @@ def test_vip_addr_is_two_ports_below() -> None:
     assert vip_addr("[::1]:10911") == "[::1]:10909"
 
 
-# -- register(): only slaves, on 4.9.8's schedule ------------------------------------------
+# -- in a broker: only the slave role runs it, on 4.9.8's schedule --------------------------
 
 
-class FakeController:
-    """What register() reads from a BrokerController, and a recorder of its timers."""
-
-    def __init__(self, root: Path, role: BrokerRole, client: RemotingClient) -> None:
-        self.store_config = type("SC", (), {"broker_role": role})()
-        self.outer_api = type("API", (), {"client": client})()
-        self.topic_configs = TopicConfigManager(root)
-        self.offsets = ConsumerOffsetManager(root)
-        self.delay_offsets = DelayOffsetManager(root)
-        self.groups = SubscriptionGroupManager(root)
-        self.master_addr: str | None = "10.0.0.9:10911"
-        self.broker_addr = "10.0.0.10:10911"
-        self.start_hooks: list[Callable[[], object]] = []
-        self.scheduled: list[tuple[int, Callable[[], object], dict[str, Any]]] = []
-
-    def add_start_hook(self, hook: Callable[[], object]) -> None:
-        self.start_hooks.append(hook)
-
-    def schedule(self, interval_ms: int, fn: Callable[[], object], **kw: Any) -> None:
-        self.scheduled.append((interval_ms, fn, kw))
+def controller_of(root: Path, role: BrokerRole) -> BrokerController:
+    return BrokerController(
+        BrokerConfig(
+            broker_name="broker-a",
+            broker_id=0 if role is not BrokerRole.SLAVE else 1,
+            broker_ip1="127.0.0.1",
+            bind_address="127.0.0.1",
+            listen_port=0,
+            namesrv_addr=None,
+        ),
+        MessageStoreConfig(
+            store_path_root_dir=str(root),
+            broker_role=role,
+            mapped_file_size_commit_log=1024 * 1024,
+            mapped_file_size_consume_queue=20 * 1000,
+            max_hash_slot_num=1000,
+            max_index_num=4000,
+        ),
+    )
 
 
 @pytest.mark.parametrize("role", [BrokerRole.ASYNC_MASTER, BrokerRole.SYNC_MASTER])
-async def test_register_does_nothing_for_a_master(
-    tmp_path: Path, client: RemotingClient, role: BrokerRole
-) -> None:
-    fake = FakeController(tmp_path, role, client)
-    assert slave_sync.register(fake) is None  # type: ignore[arg-type]
-    assert fake.start_hooks == [] and fake.scheduled == []
+async def test_a_master_does_not_synchronize(tmp_path: Path, role: BrokerRole) -> None:
+    broker = controller_of(tmp_path, role)
+    await broker.start()
+    try:
+        assert "slave-sync" not in broker.running_services
+        assert "slave-sync" not in broker.slave_services.timers.names
+    finally:
+        await broker.shutdown()
 
 
-async def test_register_schedules_a_slave_after_start(
-    tmp_path: Path, client: RemotingClient
+async def test_a_slave_synchronizes_every_10_s_from_3_s_after_start(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    fake = FakeController(tmp_path, BrokerRole.SLAVE, client)
-    sync = slave_sync.register(fake)  # type: ignore[arg-type]
-    assert sync is not None
-    assert fake.scheduled == []  # nothing before the broker starts
-    for hook in fake.start_hooks:
-        hook()
-    [(interval, fn, kw)] = fake.scheduled
-    assert interval == 10_000 and kw["initial_delay_ms"] == 3_000
-    assert fn == sync.sync_all
-    assert sync.client is client and sync.topics is fake.topic_configs
-    assert sync.master_addr() == "10.0.0.9:10911"
-    fake.master_addr = None
-    assert sync.master_addr() is None
-    fake.master_addr = fake.broker_addr
-    assert sync._target() is None  # its own address is never its master
+    broker = controller_of(tmp_path, BrokerRole.SLAVE)
+    assert broker.slave_services.timers.names == []  # nothing before the broker starts
+    scheduled: list[tuple[int, Any, dict[str, Any]]] = []
+    every = broker.slave_services.timers.every
+
+    def record(interval_ms: int, fn: Any, **kw: Any) -> asyncio.Task[None]:
+        scheduled.append((interval_ms, fn, kw))
+        return every(interval_ms, fn, **kw)
+
+    monkeypatch.setattr(broker.slave_services.timers, "every", record)
+    await broker.start()
+    try:
+        [(interval, fn, kw)] = scheduled
+        assert interval == 10_000 and kw["initial_delay_ms"] == 3_000
+        sync = broker.slave_sync
+        assert fn == sync.sync_all
+        assert "slave-sync" in broker.slave_services.timers.names
+        assert sync.client is broker.outer_api.client and sync.topics is broker.topic_configs
+        broker.master_addr = "10.0.0.9:10911"
+        assert sync.master_addr() == "10.0.0.9:10911"
+        broker.master_addr = None
+        assert sync.master_addr() is None
+        broker.master_addr = broker.broker_addr
+        assert sync._target() is None  # its own address is never its master
+    finally:
+        await broker.shutdown()
+    assert broker.slave_services.timers.names == []
 
 
 async def test_concurrent_runs_do_not_corrupt_the_files(
