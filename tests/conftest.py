@@ -24,6 +24,11 @@ def pytest_configure(config: pytest.Config) -> None:
         "cluster(**settings): how the `cluster` fixture of the folder's conftest.py starts "
         "(in-process in tests/integration, `mq` processes in tests/cli); see there",
     )
+    config.addinivalue_line(
+        "markers",
+        "process_cluster(**settings): how the module's `process_cluster` fixture (`mq` "
+        "processes) of tests/integration/conftest.py starts; see there",
+    )
 
 
 @pytest.fixture(scope="session")

@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
-from tests.support.cluster import Cluster, running
+from tests.support.cluster import Cluster, running_as_marked
 from tests.support.marks import cluster_settings
 from tests.support.processes import CLEAN_ENV, run_mq
 
@@ -29,15 +29,8 @@ def cluster(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Cluster]:
     """A name server and brokers as processes, one set for the whole module, stopped after
-    it. The module's ``pytestmark = pytest.mark.cluster(...)`` says how they start:
-    ``brokers`` (1 or 2), ``files`` to write under the cluster's directory first (relative
-    path -> text), and broker.conf keys (``{wd}`` is the broker's own directory)."""
-    settings = cluster_settings(request)
-    brokers: int = settings.pop("brokers", 1)
-    files: dict[str, str] = settings.pop("files", None) or {}
+    it. The module's ``pytestmark = pytest.mark.cluster(...)`` says how they start (see
+    :func:`tests.support.cluster.running_as_marked`)."""
     base = tmp_path_factory.mktemp(request.module.__name__.rsplit(".", 1)[-1])
-    for name, text in files.items():
-        (base / name).parent.mkdir(parents=True, exist_ok=True)
-        (base / name).write_text(text)
-    with running(base, brokers, **settings) as started:
+    with running_as_marked(base, cluster_settings(request)) as started:
         yield started

@@ -16,19 +16,13 @@ from pathlib import Path
 import orjson
 import pytest
 
-from mqcore.broker.config import BrokerConfig
-from mqcore.broker.controller import BrokerController
 from mqcore.client.consume_service import ConsumeContext, ConsumeStatus
 from mqcore.client.producer import Producer
 from mqcore.client.push_consumer import PushConsumer
 from mqcore.client.rebalance import ConsumeFromWhere
 from mqcore.client.request_reply import create_reply_message
-from mqcore.common.metadata import TopicConfig
 from mqcore.message import MessageExt
-from mqcore.namesrv.config import NamesrvConfig
-from mqcore.namesrv.controller import NamesrvController
-from mqcore.store.store_config import MessageStoreConfig
-from tests.support import until
+from tests.support.inproc import BROKER_NAME, LiveCluster
 
 pytestmark = pytest.mark.timeout(90)
 
@@ -39,41 +33,12 @@ REPLY_TOPIC = "DefaultCluster_REPLY_TOPIC"
 
 @pytest.fixture
 async def namesrv(tmp_path: Path) -> AsyncIterator[str]:
-    ns = NamesrvController(
-        NamesrvConfig(
-            listen_port=0, bind_address="127.0.0.1", kv_config_path=str(tmp_path / "kv.json")
-        )
-    )
-    await ns.start()
-    broker = BrokerController(
-        BrokerConfig(
-            listen_port=0,
-            broker_ip1="127.0.0.1",
-            bind_address="127.0.0.1",
-            broker_name="broker-a",
-            namesrv_addr=ns.listen_address,
-        ),
-        MessageStoreConfig(
-            store_path_root_dir=str(tmp_path / "store"),
-            mapped_file_size_commit_log=1024 * 1024,
-            mapped_file_size_consume_queue=20 * 1000,
-        ),
-    )
-    await broker.start()
-    try:
+    """An in-process name server and broker-a, the request topics (2 queues) routed."""
+    async with LiveCluster(tmp_path, store={}).running(BROKER_NAME) as cluster:
         for topic in (TOPIC, SILENT):
-            broker.topics.update(TopicConfig(topic, 2, 2))
-        await until(
-            lambda: all(
-                ns.routes.pick_topic_route_data(t) is not None for t in (TOPIC, SILENT, REPLY_TOPIC)
-            ),
-            10.0,
-            "topic routes",
-        )
-        yield ns.listen_address
-    finally:
-        await broker.shutdown()
-        await ns.shutdown()
+            await cluster.create_topic(topic, 2)
+        await cluster.wait_route(REPLY_TOPIC)
+        yield cluster.addr
 
 
 @pytest.fixture

@@ -12,7 +12,14 @@ import orjson
 import pytest
 
 from tests.support.polling import until_sync
-from tests.support.processes import CLEAN_ENV, ServerProcess, launch, run_mq
+from tests.support.processes import (
+    CLEAN_ENV,
+    ServerProcess,
+    launch,
+    run_mq,
+    start_broker,
+    start_namesrv,
+)
 from tests.support.tls_certs import Pki, make_pki
 
 pytestmark = pytest.mark.timeout(180)
@@ -27,30 +34,17 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Pki
     """An enforcing name server and broker (the broker registers over TLS)."""
     base = tmp_path_factory.mktemp("tls-cluster")
     pki = make_pki(base / "pki")
-    server = (
-        "tls.server.mode=enforcing\n"
-        f"tls.server.certPath={pki.server_cert}\ntls.server.keyPath={pki.server_key}\n"
-    )
-    ns_dir = base / "ns"
-    ns_dir.mkdir()
-    (ns_dir / "ns.conf").write_text(
-        f"kvConfigPath={ns_dir / 'kv.json'}\nlogDir={ns_dir / 'logs'}\n{server}"
-    )
+    server = {
+        "tls.server.mode": "enforcing",
+        "tls.server.certPath": str(pki.server_cert),
+        "tls.server.keyPath": str(pki.server_key),
+    }
     procs: list[ServerProcess] = []
     try:
-        ns = launch(["namesrv", "-c", str(ns_dir / "ns.conf"), "--listen", "127.0.0.1:0"], ns_dir)
+        ns = start_namesrv(base / "ns", **server)
         procs.append(ns)
-        wd = base / "broker"
-        wd.mkdir()
-        (wd / "broker.conf").write_text(
-            f"brokerName=broker-a\nbrokerIP1=127.0.0.1\nnamesrvAddr={ns.addr}\n"
-            f"storePathRootDir={wd / 'store'}\nlogDir={wd / 'logs'}\n"
-            f"mappedFileSizeCommitLog={4 * 1024 * 1024}\n{server}"
-            f"tls.enable=true\ntls.client.trustCertPath={pki.ca}\n"
-        )
-        procs.append(
-            launch(["broker", "-c", str(wd / "broker.conf"), "--listen", "127.0.0.1:0"], wd)
-        )
+        client = {"tls.enable": "true", "tls.client.trustCertPath": str(pki.ca)}
+        procs.append(start_broker(base / "broker", ns.addr, **server, **client))
         until_sync(
             lambda: "broker-a" in cluster_list(ns.addr, pki),
             30,

@@ -1,12 +1,14 @@
-"""Fixtures of the integration tests: the in-process cluster every test gets afresh."""
+"""Fixtures of the integration tests: the in-process cluster every test gets afresh, and
+a module's cluster of `mq` processes."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
 
+from tests.support.cluster import Cluster, running_as_marked
 from tests.support.inproc import LIVE_STORE, LiveCluster
 from tests.support.marks import cluster_settings
 
@@ -31,4 +33,16 @@ async def cluster(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterat
             await started.create_topic(topic, queues)
         for topic in routes:
             await started.wait_route(topic, len(brokers))
+        yield started
+
+
+@pytest.fixture(scope="module")
+def process_cluster(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Cluster]:
+    """A name server and brokers as `mq` processes, one set for the module, stopped after
+    it; ``pytest.mark.process_cluster(...)`` says how they start (see
+    :func:`tests.support.cluster.running_as_marked`)."""
+    base = tmp_path_factory.mktemp(request.module.__name__.rsplit(".", 1)[-1])
+    with running_as_marked(base, cluster_settings(request, "process_cluster")) as started:
         yield started

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 
 import pytest
 
@@ -18,30 +18,18 @@ from mqcore.protocol.bodies import TopicRouteData
 from mqcore.protocol.headers import GetRouteInfoRequestHeader
 from mqcore.remoting import RemotingClient
 from tests.support.clients import RawBrokerClient, send_header
+from tests.support.cluster import Cluster
 from tests.support.polling import until
-from tests.support.processes import BrokerProcess, ServerProcess, start_broker, start_namesrv
+from tests.support.processes import BrokerProcess
 
-
-@pytest.fixture(scope="module")
-def cluster(
-    tmp_path_factory: pytest.TempPathFactory,
-) -> Iterator[tuple[ServerProcess, BrokerProcess]]:
-    base = tmp_path_factory.mktemp("broker")
-    ns = start_namesrv(base / "ns")
-    broker = start_broker(
-        base / "broker", ns.addr, maxMessageSize=str(64 * 1024), enablePropertyFilter="true"
-    )
-    yield ns, broker
-    try:
-        assert broker.stop() == 0
-    finally:
-        broker.kill()
-        ns.stop()
+pytestmark = pytest.mark.process_cluster(
+    maxMessageSize=str(64 * 1024), enablePropertyFilter="true", clean_exit=True
+)
 
 
 @pytest.fixture
-def broker(cluster: tuple[ServerProcess, BrokerProcess]) -> BrokerProcess:
-    return cluster[1]
+def broker(process_cluster: Cluster) -> BrokerProcess:
+    return process_cluster.broker_processes[0]
 
 
 @pytest.fixture
@@ -262,9 +250,8 @@ async def test_bad_requests_get_codes_and_the_broker_keeps_serving(
 
 
 async def test_route_at_the_name_server_lists_auto_created_topics(
-    cluster: tuple[ServerProcess, BrokerProcess], client: RawBrokerClient
+    process_cluster: Cluster, broker: BrokerProcess, client: RawBrokerClient
 ) -> None:
-    ns, broker = cluster
     assert (await client.send("Routed", b"x")).code == 0
     async with RemotingClient() as rc:
         answers: list[RemotingCommand] = []
@@ -274,7 +261,7 @@ async def test_route_at_the_name_server_lists_auto_created_topics(
                 RequestCode.GET_ROUTEINFO_BY_TOPIC,
                 GetRouteInfoRequestHeader("Routed").to_ext_fields(),
             )
-            answers.append(await rc.invoke(ns.addr, request))
+            answers.append(await rc.invoke(process_cluster.namesrv, request))
             return answers[-1].code == ResponseCode.SUCCESS
 
         await until(routed, 10, lambda: f"route of Routed: {answers[-1].remark}", interval=0.05)

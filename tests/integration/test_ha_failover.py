@@ -32,10 +32,9 @@ from mqcore.client.rebalance import ConsumeFromWhere
 from mqcore.message import MessageExt
 from mqcore.protocol import ResponseCode
 from mqcore.store.metadata import ConsumerOffsetManager
-from mqcore.store.store_config import BrokerRole
 from tests.support import until as until_every_10ms
 from tests.support.clients import RawBrokerClient
-from tests.support.inproc import running_broker, running_namesrv
+from tests.support.inproc import running_ha_pair
 from tests.support.processes import BrokerProcess, start_broker, start_namesrv
 
 until = functools.partial(until_every_10ms, interval=0.05)
@@ -279,18 +278,10 @@ async def _produce_until_broker_a(producer: Producer) -> dict[str, str]:
 
 async def test_a_consumer_follows_the_suggestion_to_the_slave_and_back(tmp_path: Path) -> None:
     behind = {"access_message_in_memory_max_ratio": 0}
-    async with (
-        running_namesrv(tmp_path) as namesrv,
-        running_broker(
-            tmp_path / "m", namesrv.listen_address, store=behind, slave_read_enable=True
-        ) as master,
-        running_broker(
-            tmp_path / "s",
-            namesrv.listen_address,
-            broker_id=1,
-            slave_read_enable=True,
-            store={"broker_role": BrokerRole.SLAVE},
-        ) as slave,
+    async with running_ha_pair(tmp_path, master_store=behind, slave_read_enable=True) as (
+        namesrv,
+        master,
+        slave,
     ):
         ns = namesrv.listen_address
         config = ClientConfig(client_ip="127.0.0.1", poll_name_server_interval=1.0)

@@ -22,7 +22,7 @@ from mqcore.protocol.bodies.route import KVTable
 from mqcore.store.offline import OfflineStore
 from tests.support.clients import RawBrokerClient
 from tests.support.polling import until
-from tests.support.processes import BrokerProcess, start_broker, start_namesrv
+from tests.support.processes import BrokerProcess, start_namesrv, start_pair_member
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -51,13 +51,6 @@ def slave_keys(store: Path) -> list[str]:
 
 def commit_log(store: Path) -> bytes:
     return b"".join(f.read_bytes() for f in sorted((store / "commitlog").iterdir()))
-
-
-def start_pair_member(tmp: Path, namesrv: str, role: str, **props: str) -> BrokerProcess:
-    broker_id = "1" if role == "SLAVE" else "0"
-    return start_broker(
-        tmp, namesrv, name="broker-a", store=None, brokerId=broker_id, brokerRole=role, **props
-    )
 
 
 def slave_connected_to(master: BrokerProcess) -> Callable[[], Awaitable[bool]]:

@@ -8,10 +8,7 @@ import random
 import shutil
 import subprocess
 import sys
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -21,36 +18,18 @@ from mqcore.protocol import ResponseCode
 from mqcore.protocol.ha import encode_report
 from mqcore.store.store_config import BrokerRole
 from tests.support.clients import RawBrokerClient
-from tests.support.inproc import running_broker, running_namesrv
+from tests.support.inproc import (
+    running_broker,
+    running_ha_pair,
+    running_namesrv,
+    running_slave,
+)
 from tests.support.polling import until
 
 pytestmark = pytest.mark.timeout(120)
 
 TOPIC = "HaTopic"
 PAST_END = (1 << 40).to_bytes(8, "big")
-
-
-@asynccontextmanager
-async def slave_of(tmp_path: Path, namesrv: str) -> AsyncIterator[BrokerController]:
-    """A slave (brokerId 1) of ``broker-a`` that learns its master from the name server."""
-    async with running_broker(
-        tmp_path, namesrv, broker_id=1, store={"broker_role": BrokerRole.SLAVE}
-    ) as slave:
-        yield slave
-
-
-@asynccontextmanager
-async def ha_pair(
-    tmp_path: Path, **master_store: Any
-) -> AsyncIterator[tuple[BrokerController, BrokerController]]:
-    """A name server, a master (under ``m``) and its slave (under ``s``), connected."""
-    async with (
-        running_namesrv(tmp_path) as ns,
-        running_broker(tmp_path / "m", ns.listen_address, store=master_store) as master,
-        slave_of(tmp_path / "s", ns.listen_address) as slave,
-    ):
-        await connected(master)
-        yield master, slave
 
 
 async def connected(master: BrokerController) -> None:
@@ -79,7 +58,8 @@ def commit_log_bytes(broker: BrokerController) -> dict[str, bytes]:
 
 async def test_slave_copies_the_master_byte_for_byte(tmp_path: Path) -> None:
     rng = random.Random(11)
-    async with ha_pair(tmp_path) as (master, slave):
+    async with running_ha_pair(tmp_path) as (_, master, slave):
+        await connected(master)
         async with RawBrokerClient(master.broker_addr) as client:
             sent = 0
             while sent < 10_000:
@@ -117,7 +97,7 @@ async def test_sync_master_answers_after_the_slave_has_it(tmp_path: Path) -> Non
     ):
         alone = await client.send(TOPIC, b"no slave yet")
         assert alone.code == ResponseCode.SLAVE_NOT_AVAILABLE
-        async with slave_of(tmp_path / "s", ns.listen_address) as slave:
+        async with running_slave(tmp_path / "s", ns.listen_address) as slave:
             await connected(master)
             for i in range(50):
                 r = await client.send(TOPIC, f"m{i}".encode())
@@ -146,11 +126,13 @@ async def test_sync_master_times_out_on_a_slave_that_never_acknowledges(tmp_path
 
 
 async def test_a_slave_refuses_sends(tmp_path: Path) -> None:
-    async with ha_pair(tmp_path) as (_, slave), RawBrokerClient(slave.broker_addr) as client:
-        r = await client.send(TOPIC, b"to a slave")
-        assert r.code == ResponseCode.SERVICE_NOT_AVAILABLE
-        assert "slave" in (r.remark or "")
-        assert slave.store.max_phy_offset == 0
+    async with running_ha_pair(tmp_path) as (_, master, slave):
+        await connected(master)
+        async with RawBrokerClient(slave.broker_addr) as client:
+            r = await client.send(TOPIC, b"to a slave")
+            assert r.code == ResponseCode.SERVICE_NOT_AVAILABLE
+            assert "slave" in (r.remark or "")
+            assert slave.store.max_phy_offset == 0
 
 
 @pytest.mark.parametrize(
@@ -164,7 +146,8 @@ async def test_a_slave_refuses_sends(tmp_path: Path) -> None:
 async def test_garbage_on_the_ha_port_harms_no_real_slave(
     tmp_path: Path, first: bytes, then: bytes, dropped: bool
 ) -> None:
-    async with ha_pair(tmp_path) as (master, slave):
+    async with running_ha_pair(tmp_path) as (_, master, slave):
+        await connected(master)
         ha = master.ha
         assert ha is not None
         async with RawBrokerClient(master.broker_addr) as client:
@@ -211,7 +194,7 @@ async def test_a_slave_ahead_of_its_master_is_truncated_to_it(tmp_path: Path) ->
         shutil.copytree(tmp_path / "m-old", master_store)
         async with (
             running_broker(tmp_path / "m", namesrv) as master,
-            slave_of(tmp_path / "s", namesrv) as slave,
+            running_slave(tmp_path / "s", namesrv) as slave,
         ):
             old_end = master.store.max_phy_offset
             # The slave asks where the master ends before replicating: 150 -> 100.

@@ -12,8 +12,7 @@ import pytest
 from interop_support import node, registered, run_json_lines
 
 from mqcore.client import Admin, Producer, make_message
-from mqcore.store.store_config import BrokerRole
-from tests.support.inproc import running_broker, running_namesrv
+from tests.support.inproc import running_ha_pair
 from tests.support.polling import until
 
 pytestmark = pytest.mark.interop
@@ -24,12 +23,7 @@ TOPIC = "OnsHa"
 @asynccontextmanager
 async def master_down_slave_serving(tmp_path: Path) -> AsyncIterator[str]:
     """20 messages on a master and its slave, then the master stopped: the name server."""
-    slave_store = {"broker_role": BrokerRole.SLAVE}
-    async with (
-        running_namesrv(tmp_path) as ns,
-        running_broker(tmp_path / "m", ns.listen_address) as master,
-        running_broker(tmp_path / "s", ns.listen_address, broker_id=1, store=slave_store) as slave,
-    ):
+    async with running_ha_pair(tmp_path) as (ns, master, slave):
         async with Admin(namesrv=ns.listen_address) as admin:
             await registered(admin)
             await admin.create_topic(TOPIC, queues=4)

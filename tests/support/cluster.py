@@ -16,13 +16,21 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import orjson
 import pexpect
 
 from mqcore.client import Admin, ConsumeFromWhere, LitePullConsumer, Producer, make_message
 from tests.support.polling import until_sync
-from tests.support.processes import MQ, ServerProcess, run_mq, start_broker, start_namesrv
+from tests.support.processes import (
+    MQ,
+    BrokerProcess,
+    ServerProcess,
+    run_mq,
+    start_broker,
+    start_namesrv,
+)
 
 
 @dataclass
@@ -31,6 +39,10 @@ class Cluster:
     brokers: dict[str, str]
     base: Path
     procs: list[ServerProcess] = field(default_factory=list)
+
+    @property
+    def broker_processes(self) -> list[BrokerProcess]:
+        return [p for p in self.procs if isinstance(p, BrokerProcess)]
 
     @property
     def broker(self) -> str:
@@ -181,3 +193,22 @@ def running(base: Path, brokers: int = 1, **props: str) -> Iterator[Cluster]:
         yield cluster
     finally:
         cluster.stop()
+
+
+@contextlib.contextmanager
+def running_as_marked(base: Path, settings: dict[str, Any]) -> Iterator[Cluster]:
+    """:func:`running` as a mark says: ``brokers`` (1 or 2), ``files`` to write under
+    ``base`` first (relative path -> text), ``clean_exit`` (every broker must exit 0 when
+    stopped), and broker.conf keys (``{wd}`` is the broker's own directory)."""
+    settings = dict(settings)
+    brokers: int = settings.pop("brokers", 1)
+    files: dict[str, str] = settings.pop("files", None) or {}
+    clean_exit: bool = settings.pop("clean_exit", False)
+    for name, text in files.items():
+        (base / name).parent.mkdir(parents=True, exist_ok=True)
+        (base / name).write_text(text)
+    with running(base, brokers, **settings) as cluster:
+        yield cluster
+        if clean_exit:
+            for broker in cluster.broker_processes:
+                assert broker.stop() == 0, f"{broker.workdir.name} exited {broker.proc.returncode}"

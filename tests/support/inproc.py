@@ -15,7 +15,7 @@ from mqcore.broker.controller import BrokerController
 from mqcore.common.metadata import TopicConfig
 from mqcore.namesrv.config import NamesrvConfig
 from mqcore.namesrv.controller import NamesrvController
-from mqcore.store.store_config import MessageStoreConfig
+from mqcore.store.store_config import BrokerRole, MessageStoreConfig
 from tests.support.polling import until
 from tests.support.processes import restartable_broker_port
 
@@ -94,6 +94,43 @@ async def running_broker(
         yield broker
     finally:
         await broker.shutdown()
+
+
+@asynccontextmanager
+async def running_slave(
+    tmp_path: Path,
+    namesrv: str,
+    *,
+    store: dict[str, Any] | None = None,
+    **overrides: Any,
+) -> AsyncIterator[BrokerController]:
+    """A started slave (brokerId 1) of broker-a, its store under ``tmp_path/store``, that
+    learns its master from the name server; shut down after."""
+    slave_store = {"broker_role": BrokerRole.SLAVE, **(store or {})}
+    async with running_broker(
+        tmp_path, namesrv, broker_id=1, store=slave_store, **overrides
+    ) as slave:
+        yield slave
+
+
+@asynccontextmanager
+async def running_ha_pair(
+    tmp_path: Path,
+    *,
+    master_store: dict[str, Any] | None = None,
+    **overrides: Any,
+) -> AsyncIterator[tuple[NamesrvController, BrokerController, BrokerController]]:
+    """A name server, a master broker-a (under ``tmp_path/m``; ``master_store``: its
+    MessageStoreConfig overrides) and its slave (under ``tmp_path/s``); ``overrides`` are
+    both brokers' BrokerConfig fields. The slave may not have connected yet."""
+    async with (
+        running_namesrv(tmp_path) as namesrv,
+        running_broker(
+            tmp_path / "m", namesrv.listen_address, store=master_store, **overrides
+        ) as master,
+        running_slave(tmp_path / "s", namesrv.listen_address, **overrides) as slave,
+    ):
+        yield namesrv, master, slave
 
 
 LIVE_STORE = {

@@ -1,5 +1,6 @@
 """How a test module or test says how its fixtures start: ``pytest.mark.cluster(...)``
-(registered in tests/conftest.py) on the module (``pytestmark``), a class or a test."""
+or ``pytest.mark.process_cluster(...)`` (registered in tests/conftest.py) on the module
+(``pytestmark``), a class or a test."""
 
 from __future__ import annotations
 
@@ -8,10 +9,10 @@ from typing import Any
 import pytest
 
 
-def cluster_settings(request: pytest.FixtureRequest) -> dict[str, Any]:
-    """The keyword arguments of every ``cluster`` mark on the requesting module, class
-    and test, merged: the closer mark wins a key."""
+def cluster_settings(request: pytest.FixtureRequest, mark: str = "cluster") -> dict[str, Any]:
+    """The keyword arguments of every ``mark`` mark on the requesting module, class and
+    test, merged: the closer mark wins a key."""
     settings: dict[str, Any] = {}
-    for mark in reversed(list(request.node.iter_markers("cluster"))):
-        settings.update(mark.kwargs)
+    for found in reversed(list(request.node.iter_markers(mark))):
+        settings.update(found.kwargs)
     return settings

@@ -175,6 +175,15 @@ def start_broker(
     return BrokerProcess(started.proc, started.addr, workdir, started.stdout_lines, store=store)
 
 
+def start_pair_member(workdir: Path, namesrv: str, role: str, **props: str) -> BrokerProcess:
+    """broker-a of a master/slave pair as a process: ``role`` is its brokerRole
+    (SYNC_MASTER, ASYNC_MASTER or SLAVE, which is brokerId 1)."""
+    broker_id = "1" if role == "SLAVE" else "0"
+    return start_broker(
+        workdir, namesrv, name="broker-a", brokerId=broker_id, brokerRole=role, **props
+    )
+
+
 @contextmanager
 def serving(
     args: list[str], workdir: Path, *, netns: str | None = None
