@@ -176,7 +176,7 @@ async def test_switching_to_the_role_a_broker_has_changes_nothing(
 async def test_a_stopped_broker_stops_the_services_of_its_current_role(
     pair: tuple[BrokerController, BrokerController],
 ) -> None:
-    a, b = pair
+    _, b = pair
     await b.become_master(BrokerRole.ASYNC_MASTER)
     await b.shutdown()
     assert b.running_services == []
