@@ -5,9 +5,13 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
+from interop_support import DELAY_LEVELS, CppClients
+
+from tests.support.inproc import BROKER_NAME, LiveCluster
 
 NODE_DIR = Path(os.environ.get("MQ_INTEROP_NODE_DIR", Path(__file__).parent / ".node"))
 ALI_ONS = "ali-ons@3"
@@ -49,3 +53,14 @@ def cpp_client() -> list[str]:
         "rocketmq==0.4.4 is a dev dependency: pip install -e '.[dev]'"
     )
     return [sys.executable, str(CPP_CLIENT)]
+
+
+@pytest.fixture
+async def mq(tmp_path: Path, cpp_client: list[str]) -> AsyncIterator[CppClients]:
+    """The C++-core client against an in-process name server and broker-a (short delay
+    levels); its HOME is ``tmp_path/home``."""
+    home = tmp_path / "home"
+    home.mkdir()
+    cluster = LiveCluster(tmp_path, store={"message_delay_level": DELAY_LEVELS})
+    async with cluster.running(BROKER_NAME) as running:
+        yield CppClients(running, cpp_client, home)

@@ -6,11 +6,14 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from mqcore.broker.controller import BrokerController
 from mqcore.client import Admin
 from tests.support import until
+from tests.support.inproc import LiveCluster
 
 ALIONS_SCRIPT = Path(__file__).with_name("alions_clients.js")
 
@@ -52,3 +55,114 @@ async def node(alions_dir: Path, *args: str, timeout: float = 60) -> list[dict[s
 async def registered(admin: Admin, timeout: float = 15) -> None:
     """Wait (with a deadline) until a broker has registered at the name server."""
     await until(admin.master_addrs, timeout, "a broker to register", interval=0.05)
+
+
+DELAY_LEVELS = "1s 2s " + "1s " * 16
+"""Short delays: level 2 is the delay test's, 3.. are the retries' (3 + reconsume times)."""
+QUEUES = 4
+
+
+@dataclass
+class CppListener:
+    """A running ``cpp_clients.py listen``: its JSON lines as they come."""
+
+    proc: asyncio.subprocess.Process
+    stderr: Path
+    lines: list[dict[str, Any]] = field(default_factory=list)
+    _reader: asyncio.Task[None] = field(init=False)
+
+    def __post_init__(self) -> None:
+        self._reader = asyncio.create_task(self._read())
+
+    @property
+    def messages(self) -> list[dict[str, Any]]:
+        return [line for line in self.lines if "body" in line]
+
+    async def _read(self) -> None:
+        assert self.proc.stdout is not None
+        async for raw in self.proc.stdout:
+            if raw.startswith(b"{"):
+                self.lines.append(json.loads(raw))
+
+    async def wait_for(self, count: int, timeout: float = 20) -> list[dict[str, Any]]:
+        """The first ``count`` messages (fails at the deadline with what came)."""
+
+        def arrived() -> bool:  # a consumer that exited fails at once, not at the deadline
+            if len(self.messages) >= count:
+                return True
+            assert self.proc.returncode is None, f"{count} wanted: {self}"
+            return False
+
+        await until(arrived, timeout, lambda: f"{count} wanted: {self}", interval=0.05)
+        return self.messages[:count]
+
+    def __str__(self) -> str:
+        """For failure messages: what it printed, its exit status, its stderr's end."""
+        err = self.stderr.read_text(errors="replace")[-1500:] if self.stderr.exists() else ""
+        return f"pid {self.proc.pid} rc {self.proc.returncode} lines {self.lines} stderr {err!r}"
+
+    async def stop(self) -> list[dict[str, Any]]:
+        """Close stdin (the script shuts the consumer down), or kill it after 15 s."""
+        assert self.proc.stdin is not None
+        self.proc.stdin.close()
+        try:
+            await asyncio.wait_for(self.proc.wait(), 15)
+        finally:
+            if self.proc.returncode is None:
+                self.proc.kill()
+                await self.proc.wait()
+        await self._reader
+        return self.messages
+
+
+@dataclass
+class CppClients:
+    """The C++-core client (``cpp``, HOME in ``home``) against an in-process cluster."""
+
+    cluster: LiveCluster
+    cpp: list[str]
+    home: Path
+
+    @property
+    def ns(self) -> str:
+        return self.cluster.addr
+
+    @property
+    def broker(self) -> BrokerController:
+        return self.cluster.broker
+
+    @property
+    def env(self) -> dict[str, str]:
+        return {"HOME": str(self.home)}
+
+    async def create_topic(self, topic: str) -> None:
+        async with Admin(self.ns) as admin:
+            await admin.create_topic(topic, queues=QUEUES)
+
+    async def run(self, *args: str, timeout: float = 30) -> list[dict[str, Any]]:
+        return await run_json_lines(self.cpp, *args, env=self.env, timeout=timeout)
+
+    async def send(self, group: str, sends: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        return await self.run("send", self.ns, group, json.dumps(sends))
+
+    async def listen(self, topic: str, group: str, *flags: str) -> CppListener:
+        """A ``listen`` subprocess (it stops itself after 40 s at the latest); its stderr
+        goes to a file under HOME."""
+        stderr = self.home / f"listen-{len(list(self.home.glob('listen-*')))}.err"
+        with stderr.open("wb") as err:
+            proc = await asyncio.create_subprocess_exec(
+                *self.cpp, "listen", self.ns, topic, group, "--timeout", "40", *flags,
+                stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+                stderr=err, env={**os.environ, **self.env},
+            )  # fmt: skip
+        return CppListener(proc, stderr)
+
+    def max_offset(self, topic: str) -> int:
+        return sum(self.broker.store.get_max_offset_in_queue(topic, q) for q in range(QUEUES))
+
+    async def polled(self, topic: str, per_queue: int, timeout: float = 20) -> None:
+        """Every queue of ``topic`` has ``per_queue`` pulls parked at the broker: the
+        consumers' rebalance is done and they poll what they own."""
+        held = self.broker.long_polling.held_by_queue
+        want = {q: per_queue for q in range(QUEUES)}
+        await until(lambda: held(topic) == want, timeout, f"held pulls {want} on {topic}")

@@ -9,18 +9,11 @@ logs and local offsets go there) and every run under a timeout.
 
 from __future__ import annotations
 
-import asyncio
-import json
-import os
-from collections.abc import AsyncIterator
-from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import pytest
-from interop_support import run_json_lines
+from interop_support import QUEUES, CppClients
 
-from mqcore.broker.controller import BrokerController
 from mqcore.client import (
     Admin,
     ConsumeFromWhere,
@@ -30,137 +23,17 @@ from mqcore.client import (
     make_message,
 )
 from mqcore.message.record import decode_batch_body
-from mqcore.namesrv.controller import NamesrvController
 from tests.support import poll_messages
-from tests.support.inproc import running_broker, running_namesrv
 from tests.support.polling import until
 
 pytestmark = [pytest.mark.interop, pytest.mark.timeout(60)]
-
-DELAY_LEVELS = "1s 2s " + "1s " * 16
-"""Short delays: level 2 is the delay test's, 3.. are the retries' (3 + reconsume times)."""
-QUEUES = 4
-
-
-@dataclass
-class CppListener:
-    """A running ``cpp_clients.py listen``: its JSON lines as they come."""
-
-    proc: asyncio.subprocess.Process
-    stderr: Path
-    lines: list[dict[str, Any]] = field(default_factory=list)
-    _reader: asyncio.Task[None] = field(init=False)
-
-    def __post_init__(self) -> None:
-        self._reader = asyncio.create_task(self._read())
-
-    @property
-    def messages(self) -> list[dict[str, Any]]:
-        return [line for line in self.lines if "body" in line]
-
-    async def _read(self) -> None:
-        assert self.proc.stdout is not None
-        async for raw in self.proc.stdout:
-            if raw.startswith(b"{"):
-                self.lines.append(json.loads(raw))
-
-    async def wait_for(self, count: int, timeout: float = 20) -> list[dict[str, Any]]:
-        """The first ``count`` messages (fails at the deadline with what came)."""
-
-        def arrived() -> bool:  # a consumer that exited fails at once, not at the deadline
-            if len(self.messages) >= count:
-                return True
-            assert self.proc.returncode is None, f"{count} wanted: {self}"
-            return False
-
-        await until(arrived, timeout, lambda: f"{count} wanted: {self}", interval=0.05)
-        return self.messages[:count]
-
-    def __str__(self) -> str:
-        """For failure messages: what it printed, its exit status, its stderr's end."""
-        err = self.stderr.read_text(errors="replace")[-1500:] if self.stderr.exists() else ""
-        return f"pid {self.proc.pid} rc {self.proc.returncode} lines {self.lines} stderr {err!r}"
-
-    async def stop(self) -> list[dict[str, Any]]:
-        """Close stdin (the script shuts the consumer down), or kill it after 15 s."""
-        assert self.proc.stdin is not None
-        self.proc.stdin.close()
-        try:
-            await asyncio.wait_for(self.proc.wait(), 15)
-        finally:
-            if self.proc.returncode is None:
-                self.proc.kill()
-                await self.proc.wait()
-        await self._reader
-        return self.messages
-
-
-@dataclass
-class CppCluster:
-    namesrv: NamesrvController
-    broker: BrokerController
-    cpp: list[str]
-    home: Path
-
-    @property
-    def ns(self) -> str:
-        return f"127.0.0.1:{self.namesrv.port}"
-
-    @property
-    def env(self) -> dict[str, str]:
-        return {"HOME": str(self.home)}
-
-    async def create_topic(self, topic: str) -> None:
-        async with Admin(self.ns) as admin:
-            await admin.create_topic(topic, queues=QUEUES)
-
-    async def run(self, *args: str, timeout: float = 30) -> list[dict[str, Any]]:
-        return await run_json_lines(self.cpp, *args, env=self.env, timeout=timeout)
-
-    async def send(self, group: str, sends: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        return await self.run("send", self.ns, group, json.dumps(sends))
-
-    async def listen(self, topic: str, group: str, *flags: str) -> CppListener:
-        """A ``listen`` subprocess (it stops itself after 40 s at the latest); its stderr
-        goes to a file under HOME."""
-        stderr = self.home / f"listen-{len(list(self.home.glob('listen-*')))}.err"
-        with stderr.open("wb") as err:
-            proc = await asyncio.create_subprocess_exec(
-                *self.cpp, "listen", self.ns, topic, group, "--timeout", "40", *flags,
-                stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-                stderr=err, env={**os.environ, **self.env},
-            )  # fmt: skip
-        return CppListener(proc, stderr)
-
-    def max_offset(self, topic: str) -> int:
-        return sum(self.broker.store.get_max_offset_in_queue(topic, q) for q in range(QUEUES))
-
-    async def polled(self, topic: str, per_queue: int, timeout: float = 20) -> None:
-        """Every queue of ``topic`` has ``per_queue`` pulls parked at the broker: the
-        consumers' rebalance is done and they poll what they own."""
-        held = self.broker.long_polling.held_by_queue
-        want = {q: per_queue for q in range(QUEUES)}
-        await until(lambda: held(topic) == want, timeout, f"held pulls {want} on {topic}")
-
-
-@pytest.fixture
-async def mq(tmp_path: Path, cpp_client: list[str]) -> AsyncIterator[CppCluster]:
-    store = {"message_delay_level": DELAY_LEVELS}
-    async with (
-        running_namesrv(tmp_path) as namesrv,
-        running_broker(tmp_path, f"127.0.0.1:{namesrv.port}", store=store) as broker,
-    ):
-        await until(lambda: bool(namesrv.routes.live_broker_addrs()), what="registration")
-        home = tmp_path / "home"
-        home.mkdir()
-        yield CppCluster(namesrv, broker, cpp_client, home)
 
 
 def spec(topic: str, body: str, **fields: Any) -> dict[str, Any]:
     return {"topic": topic, "body": body, **fields}
 
 
-async def read_all(cluster: CppCluster, topic: str, count: int) -> list[MessageExt]:
+async def read_all(cluster: CppClients, topic: str, count: int) -> list[MessageExt]:
     """What our own consumer reads of ``topic`` from the first offset (``count`` messages).
     It is assigned every queue: no group membership, no wait for a rebalance."""
     async with LitePullConsumer(
@@ -175,7 +48,7 @@ async def read_all(cluster: CppCluster, topic: str, count: int) -> list[MessageE
     return got
 
 
-async def test_sync_and_oneway_sends_keep_tags_keys_and_properties(mq: CppCluster) -> None:
+async def test_sync_and_oneway_sends_keep_tags_keys_and_properties(mq: CppClients) -> None:
     topic = "CppSend"
     await mq.create_topic(topic)
     sends = [
@@ -209,7 +82,7 @@ async def test_sync_and_oneway_sends_keep_tags_keys_and_properties(mq: CppCluste
 
 
 async def test_a_big_body_is_compressed_by_the_client_and_read_back_whole(
-    mq: CppCluster,
+    mq: CppClients,
 ) -> None:
     """cpp 1.2.3 zlib-compresses bodies from 4 KiB on (compressMsgBodyOverHowmuch) and
     sets the compressed sysflag; the broker stores it as is, our consumer inflates it."""
@@ -226,7 +99,7 @@ async def test_a_big_body_is_compressed_by_the_client_and_read_back_whole(
 
 
 async def test_a_batch_is_stored_as_one_message_as_4_9_8_reads_its_batch_flag(
-    mq: CppCluster,
+    mq: CppClients,
 ) -> None:
     """rocketmq-client-cpp 1.2.3 sends a batch as SEND_MESSAGE with ``batch`` = "1" (a
     C++ bool through an ostream); 4.9.8 parses flags with Boolean.parseBoolean, so "1" is
@@ -246,7 +119,7 @@ async def test_a_batch_is_stored_as_one_message_as_4_9_8_reads_its_batch_flag(
         assert (props["TAGS"], props["KEYS"], props["n"]) == ("TagD", f"b{i}", str(i))
 
 
-async def test_orderly_sends_go_to_the_queue_their_argument_selects(mq: CppCluster) -> None:
+async def test_orderly_sends_go_to_the_queue_their_argument_selects(mq: CppClients) -> None:
     topic = "CppOrderly"
     await mq.create_topic(topic)
     sends = [
@@ -266,7 +139,7 @@ async def test_orderly_sends_go_to_the_queue_their_argument_selects(mq: CppClust
     assert seqs == {**{str(a): [0, 1, 2] for a in range(6)}, "7": [0]}, "in order per key"
 
 
-async def test_a_delayed_message_is_held_then_delivered(mq: CppCluster) -> None:
+async def test_a_delayed_message_is_held_then_delivered(mq: CppClients) -> None:
     topic = "CppDelay"
     await mq.create_topic(topic)
     results = await mq.send(
@@ -282,7 +155,7 @@ async def test_a_delayed_message_is_held_then_delivered(mq: CppCluster) -> None:
     assert m.store_timestamp - m.born_timestamp >= 1900, "level 2 is 2 s here"
 
 
-async def test_the_pull_consumer_reads_what_our_producer_wrote(mq: CppCluster) -> None:
+async def test_the_pull_consumer_reads_what_our_producer_wrote(mq: CppClients) -> None:
     topic = "CppPull"
     await mq.create_topic(topic)
     sent = {}
@@ -311,7 +184,7 @@ async def test_the_pull_consumer_reads_what_our_producer_wrote(mq: CppCluster) -
 
 
 async def test_a_send_to_an_unknown_topic_creates_it_through_the_default_topic(
-    mq: CppCluster,
+    mq: CppClients,
 ) -> None:
     """autoCreateTopicEnable (the 4.9.8 default): the client finds no route, sends with
     the TBW102 route, and the broker creates the topic with the client's

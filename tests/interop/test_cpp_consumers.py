@@ -10,8 +10,8 @@ import re
 from typing import Any
 
 import pytest
-from test_cpp_client import QUEUES, CppCluster, CppListener, read_all
-from test_cpp_client import mq as mq  # the fixture
+from interop_support import QUEUES, CppClients, CppListener
+from test_cpp_client import read_all
 
 from mqcore.client import Admin, Producer, make_message
 from mqcore.common.metadata import SubscriptionGroupConfig
@@ -29,7 +29,7 @@ def on_queue(queue_id: int) -> Any:
     return lambda mqs, _msg, _arg: mqs[queue_id]
 
 
-async def owned_queues(mq: CppCluster, group: str, topic: str) -> dict[str, set[int]]:
+async def owned_queues(mq: CppClients, group: str, topic: str) -> dict[str, set[int]]:
     """Client id -> the queues of ``topic`` it consumes, from each C++ consumer's own
     running info (GET_CONSUMER_RUNNING_INFO through the broker; dropped queues are not
     listed, so this is the settled rebalance, not what the broker guesses)."""
@@ -47,7 +47,7 @@ async def owned_queues(mq: CppCluster, group: str, topic: str) -> dict[str, set[
     return owned
 
 
-async def settled(mq: CppCluster, group: str, topic: str, want: list[set[int]]) -> None:
+async def settled(mq: CppClients, group: str, topic: str, want: list[set[int]]) -> None:
     """Poll the consumers' running info until they own ``want`` (one set per consumer)."""
     latest: dict[str, set[int]] = {}
 
@@ -59,7 +59,7 @@ async def settled(mq: CppCluster, group: str, topic: str, want: list[set[int]]) 
     await until(check, 20, lambda: f"rebalance not settled: {latest}, want {want}", interval=0.2)
 
 
-async def members(mq: CppCluster, group: str, *listeners: CppListener) -> None:
+async def members(mq: CppClients, group: str, *listeners: CppListener) -> None:
     """Every listener's consumer has registered (heartbeat) with the broker."""
     ids = mq.broker.consumers.client_ids
     try:
@@ -75,7 +75,7 @@ async def stop_all(*listeners: CppListener) -> None:
 
 
 async def test_the_push_consumer_filters_by_tag_and_sees_keys_and_properties(
-    mq: CppCluster,
+    mq: CppClients,
 ) -> None:
     topic = "CppPushTags"
     await mq.create_topic(topic)
@@ -113,8 +113,8 @@ async def test_the_push_consumer_filters_by_tag_and_sees_keys_and_properties(
         await again.stop()
 
 
-async def test_clustering_consumers_share_the_queues(mq: CppCluster) -> None:
-    topic, group = "CppCluster", "cpp-cluster-cg"
+async def test_clustering_consumers_share_the_queues(mq: CppClients) -> None:
+    topic, group = "CppClients", "cpp-cluster-cg"
     await mq.create_topic(topic)
     a = await mq.listen(topic, group)
     b = await mq.listen(topic, group)
@@ -141,7 +141,7 @@ async def test_clustering_consumers_share_the_queues(mq: CppCluster) -> None:
             assert int(m["body"].split("-")[1]) % QUEUES == m["queueId"]
 
 
-async def test_broadcasting_consumers_each_get_every_message(mq: CppCluster) -> None:
+async def test_broadcasting_consumers_each_get_every_message(mq: CppClients) -> None:
     topic, group = "CppBroadcast", "cpp-broadcast-cg"
     await mq.create_topic(topic)
     # cpp 1.2.3 keeps broadcasting offsets in $HOME/.rocketmq_offsets/<ip>@<instance
@@ -172,7 +172,7 @@ async def test_broadcasting_consumers_each_get_every_message(mq: CppCluster) -> 
 
 
 async def test_the_orderly_consumer_locks_its_queues_and_keeps_their_order(
-    mq: CppCluster,
+    mq: CppClients,
 ) -> None:
     topic, group = "CppOrderlyPush", "cpp-orderly-cg"
     await mq.create_topic(topic)
@@ -201,7 +201,7 @@ async def test_the_orderly_consumer_locks_its_queues_and_keeps_their_order(
 
 
 async def test_a_failing_listener_retries_then_the_message_goes_to_the_dlq(
-    mq: CppCluster,
+    mq: CppClients,
 ) -> None:
     """The C++ client sends CONSUMER_SEND_MSG_BACK without maxReconsumeTimes (cpp 1.2.3
     ConsumerSendMsgBackRequestHeader has group, delayLevel and offset only), so the
