@@ -187,7 +187,7 @@ class BrokerController:
             self.store, self.offsets, self.topics, self._store_host, self.appender
         )
         self.transaction_service = TransactionalMessageService(bridge)
-        check = TransactionalMessageCheckService(
+        self.transaction_check = TransactionalMessageCheckService(
             self.transaction_service,
             config=config,
             store_config=store_config,
@@ -195,7 +195,6 @@ class BrokerController:
             persister=self.persister,
             every=master_timers.every,
         )
-        self.transaction_service.check_service = check
         self.slave_sync = SlaveSynchronize(
             self.outer_api.client,
             lambda: self.master_addr,  # None until known, or without a master
@@ -212,7 +211,7 @@ class BrokerController:
             [
                 Service("ha-service", self._listen_ha, self.ha.close),
                 Service("schedule", self.schedule_service.start, self.schedule_service.stop),
-                Service("transaction-check", check.start),
+                Service("transaction-check", self.transaction_check.start),
             ],
             master_timers,
         )

@@ -229,9 +229,9 @@ async def test_after_transaction_check_max_it_moves_to_the_check_max_topic(
     )
     assert moved.body == b"forever" and moved.properties["TRANSACTION_CHECK_TIMES"] == "3"
     await checks_settled(cluster)
-    rounds = cluster.broker.transaction_service.check_service.rounds  # type: ignore[union-attr]
+    rounds = cluster.broker.transaction_check.rounds
     await until(
-        lambda: cluster.broker.transaction_service.check_service.rounds > rounds + 3,  # type: ignore[union-attr]
+        lambda: cluster.broker.transaction_check.rounds > rounds + 3,
         what="more check rounds",
     )
     assert producer.checks_answered == 3  # never asked again
@@ -263,9 +263,9 @@ async def test_a_pending_half_message_is_checked_back_after_a_restart(cluster: L
     answered = producer.checks_answered
     await cluster.restart_broker(**FAST_CHECKS)
     await checks_settled(cluster)
-    rounds = cluster.broker.transaction_service.check_service.rounds  # type: ignore[union-attr]
+    rounds = cluster.broker.transaction_check.rounds
     await until(
-        lambda: cluster.broker.transaction_service.check_service.rounds > rounds + 2,  # type: ignore[union-attr]
+        lambda: cluster.broker.transaction_check.rounds > rounds + 2,
         what="check rounds after the second restart",
     )
     assert producer.checks_answered == answered

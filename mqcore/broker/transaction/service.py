@@ -46,7 +46,6 @@ from mqcore.protocol.headers import EndTransactionRequestHeader
 
 if TYPE_CHECKING:
     from mqcore.broker.topics import TopicService
-    from mqcore.broker.transaction.check import TransactionalMessageCheckService
 
 __all__ = [
     "END_ACTIONS",
@@ -128,8 +127,6 @@ class TransactionalMessageService:
     def __init__(self, bridge: TransactionalMessageBridge) -> None:
         self.bridge = bridge
         self._ended: OrderedDict[int, None] = OrderedDict()
-        self.check_service: TransactionalMessageCheckService | None = None
-        """Set by :func:`mqcore.broker.processor.end_transaction.register`."""
 
     # -- what is over ---------------------------------------------------------------------
     def mark_ended(self, *half_offsets: int) -> None:

@@ -52,8 +52,7 @@ def service(broker: BrokerController) -> TransactionalMessageService:
 
 
 def checker(broker: BrokerController) -> TransactionalMessageCheckService:
-    check = broker.transaction_service.check_service
-    assert check is not None
+    check = broker.transaction_check
     broker.reput.run()  # a check round starts on a later loop pass than the puts before it
     return check
 
