@@ -21,48 +21,78 @@ import asyncio
 import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar
 
-from mqcore.client.admin_acl import AclAdminMixin
-from mqcore.client.admin_broker import TOOLS_GROUP, BrokerAdminMixin
-from mqcore.client.admin_namesrv import NamesrvAdminMixin
-from mqcore.client.api import PullStatus
-from mqcore.client.config import default_namesrv, with_credentials
-from mqcore.client.errors import ClientStateError, check_ok
+from mqcore.client.admin_acl import AclAdmin
+from mqcore.client.admin_namesrv import NamesrvAdmin
+from mqcore.client.api import PULL_TIMEOUT, PullResult, PullStatus
+from mqcore.client.errors import check_ok
 from mqcore.client.instance import ClientConfig, ClientInstance, subscribe_queues
+from mqcore.client.role import ClientRole
 from mqcore.client.validators import validate_topic
 from mqcore.common.metadata import PermName, SubscriptionGroupConfig
+from mqcore.common.properties import parse_properties
 from mqcore.errors import MessageIdError, MQBrokerError, MQClientError
 from mqcore.message import MessageExt
 from mqcore.protocol import RemotingCommand, RequestCode, ResponseCode
 from mqcore.protocol.bodies import (
     ClusterInfo,
     ConsumerConnection,
+    ConsumerOffsetSerializeWrapper,
     ConsumeStats,
     GroupList,
     KVTable,
     MessageQueue,
+    QueryConsumeTimeSpanBody,
+    QueueTimeSpan,
     ResetOffsetBody,
     SubscriptionGroupWrapper,
+    TopicConfigSerializeWrapper,
     TopicList,
+    TopicOffset,
     TopicRouteData,
     TopicStatsTable,
+    decode_json,
 )
+from mqcore.protocol.bodies.consumer_admin import (
+    BrokerStatsData,
+    GetConsumerStatusBody,
+    ProducerTableInfo,
+    QueryCorrectionOffsetBody,
+)
+from mqcore.protocol.bodies.store_admin import ConsumeStatsList, QueryConsumeQueueResponseBody
 from mqcore.protocol.headers import (
+    CloneGroupOffsetRequestHeader,
+    ConsumeMessageDirectlyResultRequestHeader,
     CreateTopicRequestHeader,
     DeleteSubscriptionGroupRequestHeader,
     DeleteTopicFromNamesrvRequestHeader,
     DeleteTopicRequestHeader,
     GetConsumerConnectionListRequestHeader,
+    GetConsumerStatusRequestHeader,
     GetConsumeStatsRequestHeader,
     GetTopicStatsInfoRequestHeader,
+    PullMessageRequestHeader,
+    QueryConsumeQueueRequestHeader,
+    QueryConsumeTimeSpanRequestHeader,
+    QueryCorrectionOffsetHeader,
     QueryTopicConsumeByWhoRequestHeader,
     ResetOffsetRequestHeader,
+    ViewBrokerStatsDataRequestHeader,
 )
+from mqcore.protocol.headers.consume import PullSysFlag
+from mqcore.protocol.headers.store_admin import GetConsumeStatsInBrokerHeader
+
+if TYPE_CHECKING:
+    from mqcore.common.metadata import TopicConfig
+    from mqcore.protocol.headers import CommandHeader
 
 __all__ = ["END_OF_TIME", "TOOLS_GROUP", "Admin", "QueueProgress", "QueueStatus", "ResetRow"]
 
 T = TypeVar("T")
+P = ParamSpec("P")
+Part = TypeVar("Part")
+TOOLS_GROUP = "TOOLS_CONSUMER"  # RocketMQ's MixAll.TOOLS_CONSUMER_GROUP, for admin pulls
 END_OF_TIME = 2**63 - 1
 _PULL_BATCH = 32
 
@@ -113,10 +143,25 @@ class ResetRow:
     new_offset: int
 
 
-class Admin(BrokerAdminMixin, AclAdminMixin, NamesrvAdminMixin):
-    """Admin operations over a shared :class:`ClientInstance`; see the module docstring
-    (broker-level operations come from :class:`BrokerAdminMixin`, remote ACL changes from
-    :class:`AclAdminMixin`, write permission and KV config from :class:`NamesrvAdminMixin`)."""
+def _on(
+    part: Callable[[Admin], Part], method: Callable[Concatenate[Part, P], T]
+) -> Callable[Concatenate[Admin, P], T]:
+    """An Admin method that calls ``method`` of the part ``part(admin)``."""
+
+    def call(admin: Admin, /, *args: P.args, **kwargs: P.kwargs) -> T:
+        return method(part(admin), *args, **kwargs)
+
+    call.__name__ = call.__qualname__ = method.__name__
+    call.__doc__ = method.__doc__
+    return call
+
+
+class Admin(ClientRole):
+    """Admin operations over a :class:`ClientInstance` (its own, or a shared
+    ``instance``); see the module docstring. Remote ACL changes are the part ``acl``
+    (:class:`~mqcore.client.admin_acl.AclAdmin`), write permission and KV config the
+    part ``name_servers`` (:class:`~mqcore.client.admin_namesrv.NamesrvAdmin`); their
+    methods are the admin's too."""
 
     def __init__(
         self,
@@ -127,38 +172,33 @@ class Admin(BrokerAdminMixin, AclAdminMixin, NamesrvAdminMixin):
         client_config: ClientConfig | None = None,
         access_key: str | None = None,
         secret_key: str | None = None,
+        instance: ClientInstance | None = None,
     ) -> None:
-        self.namesrv = namesrv if namesrv is not None else default_namesrv()
-        self.instance_name = instance_name
+        super().__init__(namesrv, instance_name, client_config, access_key, secret_key, instance)
         self.timeout = timeout
-        self.client_config = with_credentials(client_config, access_key, secret_key)
-        self._instance: ClientInstance | None = None
+        self.acl = AclAdmin(self._ask)
+        self.name_servers = NamesrvAdmin(self._ask, lambda: self.instance.transport)
 
-    async def start(self) -> None:
-        if self._instance is None:
-            instance = ClientInstance.get(
-                self.namesrv, instance_name=self.instance_name, config=self.client_config
-            )
-            await instance.acquire()
-            self._instance = instance
-
-    async def shutdown(self) -> None:
-        instance, self._instance = self._instance, None
-        if instance is not None:
-            await instance.release()
-
-    async def __aenter__(self) -> Admin:
-        await self.start()
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.shutdown()
+    def _not_started(self) -> str:
+        return "admin is not started: use `async with Admin(...)`"
 
     @property
-    def instance(self) -> ClientInstance:
-        if self._instance is None:
-            raise ClientStateError("admin is not started: use `async with Admin(...)`")
-        return self._instance
+    def namesrv_addrs(self) -> list[str]:
+        """The name servers this admin asks, in their configured order."""
+        return self.name_servers.namesrv_addrs
+
+    update_acl_account = _on(lambda a: a.acl, AclAdmin.update_acl_account)
+    delete_acl_account = _on(lambda a: a.acl, AclAdmin.delete_acl_account)
+    update_global_white_addresses = _on(lambda a: a.acl, AclAdmin.update_global_white_addresses)
+    acl_version = _on(lambda a: a.acl, AclAdmin.acl_version)
+    cluster_info_from = _on(lambda a: a.name_servers, NamesrvAdmin.cluster_info_from)
+    wipe_write_perm = _on(lambda a: a.name_servers, NamesrvAdmin.wipe_write_perm)
+    add_write_perm = _on(lambda a: a.name_servers, NamesrvAdmin.add_write_perm)
+    topics_by_cluster = _on(lambda a: a.name_servers, NamesrvAdmin.topics_by_cluster)
+    put_kv_config = _on(lambda a: a.name_servers, NamesrvAdmin.put_kv_config)
+    delete_kv_config = _on(lambda a: a.name_servers, NamesrvAdmin.delete_kv_config)
+    get_kv_config = _on(lambda a: a.name_servers, NamesrvAdmin.get_kv_config)
+    kv_list = _on(lambda a: a.name_servers, NamesrvAdmin.kv_list)
 
     async def _call(self, addr: str, request: RemotingCommand) -> RemotingCommand:
         return await self.instance.invoke(addr, request, self.timeout)
@@ -541,10 +581,8 @@ class Admin(BrokerAdminMixin, AclAdminMixin, NamesrvAdminMixin):
             stop = await api.search_offset(mq, min(END_OF_TIME, end_ms + 1), self.timeout) + 1
             found: list[MessageExt] = []
             while start < stop and len(found) < max_num:
-                result = await api.pull(
-                    mq, group=TOOLS_GROUP, offset=start, max_nums=min(_PULL_BATCH, stop - start),
-                    suspend=False, send_subscription=True, timeout=self.timeout,
-                )  # fmt: skip
+                batch = min(_PULL_BATCH, stop - start)
+                result = await self.read_queue(mq, start, batch, timeout=self.timeout)
                 if result.status is not PullStatus.FOUND or result.next_begin_offset <= start:
                     break
                 found += [
@@ -578,6 +616,252 @@ class Admin(BrokerAdminMixin, AclAdminMixin, NamesrvAdminMixin):
             if not found:
                 raise MQClientError(f"no message {msg_id} in topic {topic}") from exc
             return found[0]
+
+    # -- for tools: queues, offsets and reads of one queue -------------------------------
+
+    async def topic_queues(self, topic: str) -> list[MessageQueue]:
+        """The readable queues of ``topic`` in the name servers' current route (raises
+        TopicRouteNotFoundError)."""
+        return await self.instance.subscribe_queues(topic, refresh=True)
+
+    async def min_offset(self, mq: MessageQueue) -> int:
+        return await self.instance.api.min_offset(mq)
+
+    async def max_offset(self, mq: MessageQueue) -> int:
+        """The next offset to be written in ``mq``."""
+        return await self.instance.api.max_offset(mq)
+
+    async def search_offset(self, mq: MessageQueue, timestamp_ms: int) -> int:
+        return await self.instance.api.search_offset(mq, timestamp_ms)
+
+    async def read_queue(
+        self, mq: MessageQueue, offset: int, max_nums: int = 32, *, timeout: float = PULL_TIMEOUT
+    ) -> PullResult:
+        """Messages of ``mq`` from ``offset``, pulled as TOOLS_CONSUMER without waiting for
+        new ones: reading them commits nothing."""
+        return await self.instance.api.pull(
+            mq, group=TOOLS_GROUP, offset=offset, max_nums=max_nums, suspend=False,
+            timeout=timeout,
+        )  # fmt: skip
+
+    # -- one broker's operations (the methods that name a broker take its address) -------
+
+    async def _ask(
+        self, addr: str, code: int, header: CommandHeader | None = None, *,
+        timeout: float | None = None,
+    ) -> RemotingCommand:  # fmt: skip
+        request = self.instance.request(code, header)
+        return await self.instance.invoke(addr, request, timeout or self.timeout)
+
+    async def masters_of(
+        self, *, cluster: str | None = None, broker_name: str | None = None
+    ) -> dict[str, str]:
+        """Broker name -> master address: one broker, one cluster's, or every one."""
+        masters = await self.master_addrs(cluster)
+        if broker_name is not None:
+            if broker_name not in masters:
+                known = ", ".join(sorted(masters)) or "none"
+                raise MQClientError(f"no master for broker {broker_name!r} (known: {known})")
+            return {broker_name: masters[broker_name]}
+        if not masters:
+            raise MQClientError("no broker is registered with the name server: is one running?")
+        return masters
+
+    # -- one broker's tables (what a dashboard polls, broker by broker) -----------------
+
+    async def broker_config(self, addr: str) -> dict[str, str]:
+        """GET_BROKER_CONFIG: the broker's running configuration (``messageDelayLevel``...)."""
+        body = check_ok(await self._ask(addr, RequestCode.GET_BROKER_CONFIG)).body
+        return parse_properties(bytes(body or b"").decode("utf-8", "replace"))
+
+    async def broker_topic_configs(self, addr: str) -> dict[str, TopicConfig]:
+        """GET_ALL_TOPIC_CONFIG: every topic one broker hosts."""
+        response = check_ok(await self._ask(addr, RequestCode.GET_ALL_TOPIC_CONFIG))
+        return TopicConfigSerializeWrapper.decode(response.body).topic_config_table
+
+    async def broker_consumer_offsets(self, addr: str) -> dict[str, dict[int, int]]:
+        """GET_ALL_CONSUMER_OFFSET: ``topic@group`` -> {queue id: offset}, every group's
+        offsets at one broker in one answer (no request per group)."""
+        response = check_ok(await self._ask(addr, RequestCode.GET_ALL_CONSUMER_OFFSET))
+        return ConsumerOffsetSerializeWrapper.decode(response.body).offset_table
+
+    async def broker_subscription_groups(self, addr: str) -> dict[str, SubscriptionGroupConfig]:
+        """GET_ALL_SUBSCRIPTIONGROUP_CONFIG at one broker."""
+        response = check_ok(await self._ask(addr, RequestCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG))
+        return SubscriptionGroupWrapper.decode(response.body).subscription_group_table
+
+    async def broker_topic_stats(self, addr: str, topic: str) -> dict[MessageQueue, TopicOffset]:
+        """GET_TOPIC_STATS_INFO at one broker: min/max offset and last update per queue."""
+        header = GetTopicStatsInfoRequestHeader(topic)
+        response = check_ok(await self._ask(addr, RequestCode.GET_TOPIC_STATS_INFO, header))
+        return TopicStatsTable.decode(response.body).offset_table
+
+    async def peek(
+        self, addr: str, topic: str, queue_id: int, offset: int, max_nums: int = 32
+    ) -> list[MessageExt]:
+        """Messages of one queue at ``addr`` from ``offset``, pulled as TOOLS_CONSUMER (no
+        offset committed, no long poll), so reading them consumes nothing."""
+        header = PullMessageRequestHeader(
+            consumer_group=TOOLS_GROUP, topic=topic, queue_id=queue_id, queue_offset=offset,
+            max_msg_nums=max_nums, sys_flag=PullSysFlag.SUBSCRIPTION, commit_offset=0,
+            suspend_timeout_millis=0, sub_version=0, subscription="*", expression_type="TAG",
+        )  # fmt: skip
+        return (await self.instance.api.pull_message(addr, header, self.timeout)).messages
+
+    # -- store housekeeping -------------------------------------------------------------
+
+    async def clean_expired_consume_queue(self, addrs: Iterable[str]) -> None:
+        """CLEAN_EXPIRED_CONSUMEQUEUE: each broker destroys the consume queues whose
+        messages are all deleted from its commit log."""
+        await self._each_ok(addrs, RequestCode.CLEAN_EXPIRED_CONSUMEQUEUE)
+
+    async def clean_unused_topic(self, addrs: Iterable[str]) -> None:
+        """CLEAN_UNUSED_TOPIC: each broker destroys the consume queues of topics it no
+        longer has in its topic table."""
+        await self._each_ok(addrs, RequestCode.CLEAN_UNUSED_TOPIC)
+
+    async def delete_expired_commit_log(self, addrs: Iterable[str]) -> None:
+        """DELETE_EXPIRED_COMMITLOG: one cleanup pass now, as at ``deleteWhen``."""
+        await self._each_ok(addrs, RequestCode.DELETE_EXPIRED_COMMITLOG)
+
+    async def _each_ok(self, addrs: Iterable[str], code: int) -> None:
+        # file deletion can take a while: 3 x the timeout, as mqadmin's housekeeping calls
+        responses = await asyncio.gather(
+            *(self._ask(a, code, timeout=self.timeout * 3) for a in sorted(set(addrs)))
+        )
+        for response in responses:
+            check_ok(response)
+
+    # -- consume queues and consume stats -----------------------------------------------
+
+    async def query_consume_queue(
+        self,
+        addr: str,
+        topic: str,
+        queue_id: int,
+        index: int,
+        count: int = 10,
+        *,
+        group: str | None = None,
+    ) -> tuple[QueryConsumeQueueResponseBody | None, str | None]:
+        """QUERY_CONSUME_QUEUE: ``count`` units from ``index`` (at most to the end of
+        their file), the queue's bounds and ``group``'s subscription. The broker answers
+        an index it has no unit for with a remark and no body: ``(None, remark)``."""
+        header = QueryConsumeQueueRequestHeader(topic, queue_id, index, count, group)
+        response = check_ok(await self._ask(addr, RequestCode.QUERY_CONSUME_QUEUE, header))
+        if not response.body:
+            return None, response.remark
+        return QueryConsumeQueueResponseBody.decode(response.body), response.remark
+
+    async def broker_consume_stats(
+        self, addr: str, *, order_only: bool = False
+    ) -> ConsumeStatsList:
+        """GET_BROKER_CONSUME_STATS: every subscription group's ConsumeStats per topic."""
+        header = GetConsumeStatsInBrokerHeader(order_only)
+        response = await self._ask(
+            addr, RequestCode.GET_BROKER_CONSUME_STATS, header, timeout=self.timeout * 3
+        )
+        return ConsumeStatsList.decode(check_ok(response).body)
+
+    async def consume_time_span(self, topic: str, group: str) -> list[QueueTimeSpan]:
+        """QUERY_CONSUME_TIME_SPAN on every master of the topic: per queue the oldest,
+        newest and last consumed store times and how long the next message has waited."""
+        header = QueryConsumeTimeSpanRequestHeader(topic, group)
+        addrs = await self._route_masters(topic)
+        responses = await asyncio.gather(
+            *(self._ask(a, RequestCode.QUERY_CONSUME_TIME_SPAN, header) for a in addrs)
+        )
+        spans = [
+            s
+            for r in responses
+            for s in QueryConsumeTimeSpanBody.decode(check_ok(r).body).consume_time_span_set
+        ]
+        return sorted(spans, key=lambda s: s.message_queue)
+
+    async def _route_masters(self, topic: str) -> list[str]:
+        route = await self.topic_route(topic)
+        return sorted({b.master_addr() or "" for b in route.broker_datas if b.master_addr()})
+
+    # -- offsets ------------------------------------------------------------------------
+
+    async def clone_group_offset(
+        self, src_group: str, dest_group: str, topic: str | None = None, *, offline: bool = False
+    ) -> list[str]:
+        """CLONE_GROUP_OFFSET on every master (of ``topic``'s route, or of all clusters
+        without one): ``dest_group`` gets ``src_group``'s offsets. ``offline`` copies even
+        topics an online ``src_group`` no longer subscribes to. Returns the addresses."""
+        header = CloneGroupOffsetRequestHeader(src_group, dest_group, topic, offline)
+        if topic:
+            addrs = await self._route_masters(topic)
+        else:
+            addrs = sorted(set((await self.master_addrs()).values()))
+        responses = await asyncio.gather(
+            *(self._ask(a, RequestCode.CLONE_GROUP_OFFSET, header) for a in addrs)
+        )
+        for response in responses:
+            check_ok(response)
+        return addrs
+
+    async def correction_offsets(
+        self, addr: str, topic: str, compare_group: str, filter_groups: Iterable[str] = ()
+    ) -> dict[int, int]:
+        """QUERY_CORRECTION_OFFSET: per queue id the smallest readable offset of the other
+        groups on ``topic`` (2**63-1 where ``compare_group`` is behind it)."""
+        header = QueryCorrectionOffsetHeader(compare_group, topic, ",".join(filter_groups) or None)
+        response = check_ok(await self._ask(addr, RequestCode.QUERY_CORRECTION_OFFSET, header))
+        return QueryCorrectionOffsetBody.decode(response.body).correction_offsets
+
+    # -- clients ------------------------------------------------------------------------
+
+    async def producer_table(self, addr: str) -> ProducerTableInfo:
+        """GET_ALL_PRODUCER_INFO: every producer group's connections to one broker."""
+        response = check_ok(await self._ask(addr, RequestCode.GET_ALL_PRODUCER_INFO))
+        return ProducerTableInfo.decode(response.body)
+
+    async def consumer_status(
+        self, group: str, topic: str, client_addr: str | None = None
+    ) -> dict[str, dict[MessageQueue, int]]:
+        """INVOKE_BROKER_TO_GET_CONSUMER_STATUS on the topic's masters: each live
+        client's offsets (its own view), merged by client id. A broker the group is not
+        connected to is passed over; MQBrokerError when none answers."""
+        header = GetConsumerStatusRequestHeader(topic, group, client_addr)
+        addrs = await self._route_masters(topic)
+        responses = await asyncio.gather(
+            *(self._ask(a, RequestCode.INVOKE_BROKER_TO_GET_CONSUMER_STATUS, header) for a in addrs)
+        )
+        answered = [r for r in responses if r.code == ResponseCode.SUCCESS]
+        if responses and not answered:
+            check_ok(responses[0])
+        out: dict[str, dict[MessageQueue, int]] = {}
+        for response in answered:
+            body = GetConsumerStatusBody.decode(response.body)
+            for cid, table in body.consumer_table.items():
+                out.setdefault(cid, {}).update(table)
+        return out
+
+    async def consume_message_directly(
+        self, addr: str, group: str, client_id: str, msg_id: str
+    ) -> dict[str, Any]:
+        """CONSUME_MESSAGE_DIRECTLY: the broker at ``addr`` (where the offset msg id
+        points) hands the message to ``client_id``, which consumes it and answers its
+        ConsumeMessageDirectlyResult (``consumeResult``, ``spentTimeMills``, ...)."""
+        header = ConsumeMessageDirectlyResultRequestHeader(group, client_id, msg_id)
+        response = await self._ask(
+            addr, RequestCode.CONSUME_MESSAGE_DIRECTLY, header, timeout=max(self.timeout, 12.0)
+        )
+        check_ok(response)
+        result = decode_json(response.body) if response.body else {}
+        return result if isinstance(result, dict) else {"result": result}
+
+    # -- statistics ---------------------------------------------------------------------
+
+    async def broker_stats(self, addr: str, stats_name: str, stats_key: str) -> BrokerStatsData:
+        """VIEW_BROKER_STATS_DATA: one statistic (``TOPIC_PUT_NUMS`` of a topic,
+        ``GROUP_GET_NUMS`` of ``topic@group``, ``BROKER_PUT_NUMS`` of the cluster...)
+        over the last minute, hour and day."""
+        header = ViewBrokerStatsDataRequestHeader(stats_name, stats_key)
+        response = check_ok(await self._ask(addr, RequestCode.VIEW_BROKER_STATS_DATA, header))
+        return BrokerStatsData.decode(response.body)
 
     def __repr__(self) -> str:
         return f"<Admin {self.namesrv} {'started' if self._instance else 'new'}>"

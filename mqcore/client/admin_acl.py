@@ -1,6 +1,6 @@
 """Remote plain-ACL administration (what mqadmin's updateAclConfig, deleteAclConfig,
-updateGlobalWhiteAddr and clusterAclConfigVersion send), mixed into
-:class:`~mqcore.client.admin.Admin`.
+updateGlobalWhiteAddr and clusterAclConfigVersion send): :class:`AclAdmin`, a part of
+:class:`~mqcore.client.admin.Admin` (``admin.acl``, its methods also on the admin).
 
 Every method takes the broker addresses to change: ACL files are per broker, so a cluster
 is changed broker by broker (``Admin.masters_of`` gives the masters). A broker that
@@ -18,7 +18,7 @@ import orjson
 
 from mqcore.acl.updates import AccountUpdate, DataVersion
 from mqcore.errors import MQBrokerError
-from mqcore.protocol import RemotingCommand, RequestCode, ResponseCode
+from mqcore.protocol import RequestCode, ResponseCode
 from mqcore.protocol.headers.acl import (
     CreateAccessConfigRequestHeader,
     DeleteAccessConfigRequestHeader,
@@ -26,9 +26,10 @@ from mqcore.protocol.headers.acl import (
 )
 
 if TYPE_CHECKING:
+    from mqcore.client.transport import Ask
     from mqcore.protocol.headers import CommandHeader
 
-__all__ = ["AclAdminMixin", "AclVersion"]
+__all__ = ["AclAdmin", "AclVersion"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,13 +49,11 @@ def _version(raw: object) -> DataVersion:
     return DataVersion()
 
 
-class AclAdminMixin:
-    if TYPE_CHECKING:
+class AclAdmin:
+    """ACL changes and versions, sent with ``ask`` (the admin's request to one broker)."""
 
-        async def _ask(
-            self, addr: str, code: int, header: CommandHeader | None = None, *,
-            timeout: float | None = None,
-        ) -> RemotingCommand: ...  # fmt: skip
+    def __init__(self, ask: Ask) -> None:
+        self._ask = ask
 
     async def _acl_each(self, addrs: Iterable[str], code: int, header: CommandHeader) -> None:
         responses = await asyncio.gather(*(self._ask(a, code, header) for a in sorted(set(addrs))))

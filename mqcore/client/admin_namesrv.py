@@ -1,6 +1,8 @@
-"""Name-server admin operations of :class:`~mqcore.client.admin.Admin`: a broker's write
-permission (mqadmin wipeWritePerm / addWritePerm, how an operator drains a broker before
-maintenance) and the KV config store (updateKvConfig, deleteKvConfig, updateOrderConf).
+"""Name-server admin operations, :class:`NamesrvAdmin`, a part of
+:class:`~mqcore.client.admin.Admin` (``admin.name_servers``, its methods also on the
+admin): a broker's write permission (mqadmin wipeWritePerm / addWritePerm, how an
+operator drains a broker before maintenance) and the KV config store (updateKvConfig,
+deleteKvConfig, updateOrderConf).
 
 Changes go to every name server the admin knows, as mqadmin sends them; reads ask the
 name servers in turn until one answers.
@@ -28,21 +30,21 @@ from mqcore.protocol.headers import (
 )
 
 if TYPE_CHECKING:
-    from mqcore.client.instance import ClientInstance
+    from collections.abc import Callable
+
+    from mqcore.client.transport import Ask, ClientTransport
     from mqcore.protocol.headers import CommandHeader
 
-__all__ = ["NamesrvAdminMixin"]
+__all__ = ["NamesrvAdmin"]
 
 
-class NamesrvAdminMixin:
-    """Mixed into :class:`~mqcore.client.admin.Admin`, which provides the attributes."""
+class NamesrvAdmin:
+    """Requests to the name servers of ``transport()`` (the admin's connections while it
+    is started), each sent with ``ask`` (the admin's request and timeout)."""
 
-    timeout: float
-
-    if TYPE_CHECKING:
-
-        @property
-        def instance(self) -> ClientInstance: ...
+    def __init__(self, ask: Ask, transport: Callable[[], ClientTransport]) -> None:
+        self._ask = ask
+        self._transport = transport
 
     async def _each_namesrv(
         self, code: int, header: CommandHeader | None = None
@@ -50,9 +52,8 @@ class NamesrvAdminMixin:
         """The request to every name server, one after the other (as mqadmin); name
         server address -> its answer. Raises MQBrokerError on the first refusal."""
         out: dict[str, RemotingCommand] = {}
-        for addr in self.instance.namesrv_addrs:
-            request = self.instance.request(code, header)
-            out[addr] = check_ok(await self.instance.invoke(addr, request, self.timeout))
+        for addr in self._transport().namesrv_addrs:
+            out[addr] = check_ok(await self._ask(addr, code, header))
         if not out:
             raise MQClientError("no name server address is configured")
         return out
@@ -62,9 +63,8 @@ class NamesrvAdminMixin:
     ) -> RemotingCommand | None:
         """The first name server's answer; None when every one answers ``missing``."""
         last: RemotingCommand | None = None
-        for addr in self.instance.namesrv_addrs:
-            request = self.instance.request(code, header)
-            last = await self.instance.invoke(addr, request, self.timeout)
+        for addr in self._transport().namesrv_addrs:
+            last = await self._ask(addr, code, header)
             if last.code == ResponseCode.SUCCESS:
                 return last
             if last.code != missing:
@@ -76,18 +76,17 @@ class NamesrvAdminMixin:
     @property
     def namesrv_addrs(self) -> list[str]:
         """The name servers this admin asks, in their configured order."""
-        return list(self.instance.namesrv_addrs)
+        return list(self._transport().namesrv_addrs)
 
     async def cluster_info_from(self, addr: str) -> ClusterInfo:
         """GET_BROKER_CLUSTER_INFO from the name server at ``addr`` alone (no fail-over,
         as a dashboard checking each one's health asks). Any failure closes the channel,
         so the next ask connects afresh instead of waiting on a dead connection."""
-        request = self.instance.request(RequestCode.GET_BROKER_CLUSTER_INFO)
         try:
-            response = check_ok(await self.instance.invoke(addr, request, self.timeout))
+            response = check_ok(await self._ask(addr, RequestCode.GET_BROKER_CLUSTER_INFO))
             return ClusterInfo.decode(response.body)
         except Exception:
-            self.instance.remoting.close_channel(addr)
+            self._transport().remoting.close_channel(addr)
             raise
 
     # -- write permission ---------------------------------------------------------------

@@ -1,8 +1,11 @@
 """`MQClientAPI`: one typed coroutine per broker request the clients make.
 
-RocketMQ's ``MQClientAPIImpl`` (and the pull half of ``PullAPIWrapper``), over a
-:class:`~mqcore.client.instance.ClientInstance` (``instance.api``). Producers, consumers and
-the admin all go through here, so response-code handling lives in one place:
+RocketMQ's ``MQClientAPIImpl`` (and the pull half of ``PullAPIWrapper``), given a
+:class:`~mqcore.client.transport.ClientTransport` to send through and a
+:class:`~mqcore.client.route_table.RouteTable` to find brokers in (a
+:class:`~mqcore.client.instance.ClientInstance` builds one as ``instance.api``).
+Producers, consumers and the admin all go through here, so response-code handling lives
+in one place:
 
 * a non-success code the request does not expect raises ``MQBrokerError(code, remark)``;
 * an unreachable broker raises :class:`~mqcore.client.errors.BrokerUnreachableError`,
@@ -22,6 +25,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from mqcore.client.errors import TopicRouteNotFoundError
 from mqcore.client.pull_decode import UndecodableMessage, decode_pulled
 from mqcore.errors import MessageIdError, MQBrokerError, MQClientError
 from mqcore.message import decode_offset_msg_id, decode_records
@@ -33,10 +37,12 @@ from mqcore.message.const import (
 from mqcore.message.model import MessageExt
 from mqcore.protocol import RemotingCommand, RequestCode, ResponseCode
 from mqcore.protocol.bodies import (
+    CheckClientRequestBody,
     GetConsumerListByGroupResponseBody,
     LockBatchRequestBody,
     LockBatchResponseBody,
     MessageQueue,
+    SubscriptionData,
     UnlockBatchRequestBody,
 )
 from mqcore.protocol.bodies.route import MASTER_ID
@@ -63,7 +69,8 @@ from mqcore.protocol.headers import (
 )
 
 if TYPE_CHECKING:
-    from mqcore.client.instance import ClientInstance
+    from mqcore.client.route_table import RouteTable
+    from mqcore.client.transport import ClientTransport
 
 __all__ = [
     "MQClientAPI",
@@ -151,16 +158,25 @@ def _expect(response: RemotingCommand, *ok: int) -> RemotingCommand:
     return response
 
 
+def _send_code(header: SendMessageRequestHeader, reply: bool) -> int:
+    if reply:
+        return RequestCode.SEND_REPLY_MESSAGE_V2
+    return RequestCode.SEND_BATCH_MESSAGE if header.batch else RequestCode.SEND_MESSAGE_V2
+
+
 class MQClientAPI:
     """Typed broker requests; see the module docstring."""
 
-    def __init__(self, instance: ClientInstance) -> None:
-        self.instance = instance
+    def __init__(self, transport: ClientTransport, routes: RouteTable) -> None:
+        self.transport = transport
+        """Where requests go (connections, language, signing)."""
+        self.routes = routes
+        """Where brokers are: the route cache the requests look addresses up in."""
         self.pull_from_which_node: dict[MessageQueue, int] = {}
         """Per queue, the broker id the last pull answer suggested (0 = master)."""
 
     def _timeout(self, timeout: float | None) -> float:
-        return timeout if timeout is not None else self.instance.config.request_timeout
+        return timeout if timeout is not None else self.transport.request_timeout
 
     # -- sending --------------------------------------------------------------------------
 
@@ -173,22 +189,24 @@ class MQClientAPI:
         *,
         msg_id: str,
         timeout: float | None = None,
+        reply: bool = False,
     ) -> SendResult:
-        """SEND_MESSAGE_V2 (or SEND_BATCH_MESSAGE when ``header.batch``) and its result.
+        """SEND_MESSAGE_V2 (SEND_BATCH_MESSAGE when ``header.batch``, SEND_REPLY_MESSAGE_V2
+        for a ``reply``, as 4.9.8 sends ``MSG_TYPE=reply``) and its result.
 
         ``msg_id`` is the UNIQ_KEY (comma-joined for batches) the result reports.
         """
-        code = RequestCode.SEND_BATCH_MESSAGE if header.batch else RequestCode.SEND_MESSAGE_V2
-        request = self.instance.request(code, header.to_v2(), body)
-        response = await self.instance.invoke(addr, request, self._timeout(timeout))
+        request = self.transport.request(_send_code(header, reply), header.to_v2(), body)
+        response = await self.transport.invoke(addr, request, self._timeout(timeout))
         return self.send_result(response, header.topic, broker_name, msg_id)
 
     async def send_message_oneway(
-        self, addr: str, header: SendMessageRequestHeader, body: bytes
+        self, addr: str, header: SendMessageRequestHeader, body: bytes, *, reply: bool = False
     ) -> None:
-        code = RequestCode.SEND_BATCH_MESSAGE if header.batch else RequestCode.SEND_MESSAGE_V2
-        request = self.instance.request(code, header.to_v2(), body, oneway=True)
-        await self.instance.invoke_oneway(addr, request)
+        request = self.transport.request(
+            _send_code(header, reply), header.to_v2(), body, oneway=True
+        )
+        await self.transport.invoke_oneway(addr, request)
 
     @staticmethod
     def send_result(
@@ -214,10 +232,10 @@ class MQClientAPI:
     async def end_transaction_oneway(
         self, addr: str, header: EndTransactionRequestHeader, remark: str | None = None
     ) -> None:
-        request = self.instance.request(
+        request = self.transport.request(
             RequestCode.END_TRANSACTION, header, oneway=True, remark=remark
         )
-        await self.instance.invoke_oneway(addr, request)
+        await self.transport.invoke_oneway(addr, request)
 
     # -- pulling --------------------------------------------------------------------------
 
@@ -225,8 +243,8 @@ class MQClientAPI:
         self, addr: str, header: PullMessageRequestHeader, timeout: float = PULL_TIMEOUT
     ) -> PullResult:
         """One PULL_MESSAGE; messages decoded, unfiltered. Error codes raise."""
-        request = self.instance.request(RequestCode.PULL_MESSAGE, header)
-        response = await self.instance.invoke(addr, request, timeout)
+        request = self.transport.request(RequestCode.PULL_MESSAGE, header)
+        response = await self.transport.invoke(addr, request, timeout)
         status = _PULL_STATUS.get(response.code)
         if status is None:
             raise MQBrokerError(response.code, response.remark)
@@ -272,10 +290,10 @@ class MQClientAPI:
         is remembered for the next pull of this queue.
         """
         broker_id = self.pull_from_which_node.get(mq, MASTER_ID)
-        found = self.instance.find_broker_addr_in_subscribe(mq.broker_name, broker_id)
+        found = self.routes.find_broker_addr_in_subscribe(mq.broker_name, broker_id)
         if found is None:
-            await self.instance.update_route(mq.topic)
-            found = self.instance.find_broker_addr_in_subscribe(mq.broker_name, broker_id)
+            await self.routes.update(mq.topic)
+            found = self.routes.find_broker_addr_in_subscribe(mq.broker_name, broker_id)
         if found is None:
             raise MQClientError(
                 f"broker {mq.broker_name} of {mq.topic} is not in any route: is it running?"
@@ -324,35 +342,64 @@ class MQClientAPI:
 
     @property
     def client_id(self) -> str:
-        return self.instance.client_id
+        return self.transport.client_id
 
     async def topic_queues(self, topic: str) -> list[MessageQueue]:
         """Readable queues of ``topic`` from the route cache; raises
         TopicRouteNotFoundError when the name servers know no route."""
-        return await self.instance.subscribe_queues(topic)
+        return await self.routes.subscribe_queues(topic)
 
     async def _master(self, mq: MessageQueue) -> str:
-        return await self.instance.master_addr_or_refresh(mq)
+        return await self.routes.master_addr_or_refresh(mq)
 
     async def _any_node(self, mq: MessageQueue) -> str:
-        addr = self.instance.find_any_broker_addr(mq.broker_name)
+        addr = self.routes.find_any_broker_addr(mq.broker_name)
         return addr if addr is not None else await self._master(mq)
 
     async def consumer_ids(self, topic: str, group: str, timeout: float | None = None) -> list[str]:
         """GET_CONSUMER_LIST_BY_GROUP at a broker of ``topic`` (master preferred);
         [] when that broker has no live consumer of the group."""
-        route = await self.instance.get_route(topic)
+        route = await self.routes.get(topic)
         names = sorted(b.broker_name for b in route.broker_datas)
         if not names:
             return []
         addr = await self._any_node(MessageQueue(topic, names[0], 0))
         header = GetConsumerListByGroupRequestHeader(group)
-        request = self.instance.request(RequestCode.GET_CONSUMER_LIST_BY_GROUP, header)
-        response = await self.instance.invoke(addr, request, timeout)
+        request = self.transport.request(RequestCode.GET_CONSUMER_LIST_BY_GROUP, header)
+        response = await self.transport.invoke(addr, request, timeout)
         if response.code == ResponseCode.SYSTEM_ERROR and "no consumer" in (response.remark or ""):
             return []
         _expect(response)
         return GetConsumerListByGroupResponseBody.decode(response.body).consumer_id_list
+
+    async def check_client_config(
+        self, group: str, subscriptions: Iterable[SubscriptionData]
+    ) -> None:
+        """CHECK_CLIENT_CONFIG for every non-TAG subscription at the masters of its topic, as
+        the Java consumer does at start: a broker without ``enablePropertyFilter``, or one
+        that cannot parse the expression, fails ``start()`` with its reason instead of every
+        pull failing later. Topics without a route yet are skipped."""
+        for sub in subscriptions:
+            if sub.expression_type == "TAG":
+                continue
+            try:
+                route = await self.routes.get(sub.topic)
+            except TopicRouteNotFoundError:
+                continue
+            body = CheckClientRequestBody(self.transport.client_id, group, sub).encode()
+            for broker in route.broker_datas:
+                addr = broker.master_addr()
+                if addr is None:
+                    continue
+                request = self.transport.request(RequestCode.CHECK_CLIENT_CONFIG, body=body)
+                response = await self.transport.invoke(addr, request)
+                if response.code != ResponseCode.SUCCESS:
+                    raise MQBrokerError(
+                        response.code,
+                        f"broker {broker.broker_name} refuses the {sub.expression_type}"
+                        f" subscription {sub.sub_string!r} of {sub.topic}: {response.remark}"
+                        " (SQL92 needs enablePropertyFilter=true in broker.conf)",
+                    )
 
     # -- consumer offsets (at the master, or a slave while the master is gone) --------------
 
@@ -361,9 +408,9 @@ class MQClientAPI:
     ) -> int | None:
         """The committed offset, or None when the broker has none (code 22)."""
         header = QueryConsumerOffsetRequestHeader(group, mq.topic, mq.queue_id, mq.broker_name)
-        request = self.instance.request(RequestCode.QUERY_CONSUMER_OFFSET, header)
-        addr = await self.instance.offset_broker_addr(mq)
-        response = await self.instance.invoke(addr, request, timeout)
+        request = self.transport.request(RequestCode.QUERY_CONSUMER_OFFSET, header)
+        addr = await self.routes.offset_broker_addr(mq)
+        response = await self.transport.invoke(addr, request, timeout)
         if response.code == ResponseCode.QUERY_NOT_FOUND:
             return None
         _expect(response)
@@ -383,26 +430,26 @@ class MQClientAPI:
         header = UpdateConsumerOffsetRequestHeader(
             group, mq.topic, mq.queue_id, offset, mq.broker_name
         )
-        request = self.instance.request(RequestCode.UPDATE_CONSUMER_OFFSET, header, oneway=oneway)
-        addr = await self.instance.offset_broker_addr(mq)
+        request = self.transport.request(RequestCode.UPDATE_CONSUMER_OFFSET, header, oneway=oneway)
+        addr = await self.routes.offset_broker_addr(mq)
         if oneway:
-            await self.instance.invoke_oneway(addr, request)
+            await self.transport.invoke_oneway(addr, request)
         else:
-            _expect(await self.instance.invoke(addr, request, timeout))
+            _expect(await self.transport.invoke(addr, request, timeout))
 
     # -- queue offsets and time (at the master) -------------------------------------------
 
     async def max_offset(self, mq: MessageQueue, timeout: float | None = None) -> int:
         """GET_MAX_OFFSET: the next offset to be written in the queue."""
         header = GetMaxOffsetRequestHeader(mq.topic, mq.queue_id, mq.broker_name)
-        request = self.instance.request(RequestCode.GET_MAX_OFFSET, header)
-        response = await self.instance.invoke(await self._master(mq), request, timeout)
+        request = self.transport.request(RequestCode.GET_MAX_OFFSET, header)
+        response = await self.transport.invoke(await self._master(mq), request, timeout)
         return GetMaxOffsetResponseHeader.from_command(_expect(response)).offset
 
     async def min_offset(self, mq: MessageQueue, timeout: float | None = None) -> int:
         header = GetMinOffsetRequestHeader(mq.topic, mq.queue_id, mq.broker_name)
-        request = self.instance.request(RequestCode.GET_MIN_OFFSET, header)
-        response = await self.instance.invoke(await self._master(mq), request, timeout)
+        request = self.transport.request(RequestCode.GET_MIN_OFFSET, header)
+        response = await self.transport.invoke(await self._master(mq), request, timeout)
         return GetMinOffsetResponseHeader.from_command(_expect(response)).offset
 
     async def search_offset(
@@ -410,15 +457,15 @@ class MQClientAPI:
     ) -> int:
         """SEARCH_OFFSET_BY_TIMESTAMP: the queue offset of the message stored nearest then."""
         header = SearchOffsetRequestHeader(mq.topic, mq.queue_id, timestamp_ms, mq.broker_name)
-        request = self.instance.request(RequestCode.SEARCH_OFFSET_BY_TIMESTAMP, header)
-        response = await self.instance.invoke(await self._master(mq), request, timeout)
+        request = self.transport.request(RequestCode.SEARCH_OFFSET_BY_TIMESTAMP, header)
+        response = await self.transport.invoke(await self._master(mq), request, timeout)
         return SearchOffsetResponseHeader.from_command(_expect(response)).offset
 
     async def earliest_msg_store_time(self, mq: MessageQueue, timeout: float | None = None) -> int:
         """GET_EARLIEST_MSG_STORETIME: store time (ms) of the queue's oldest message."""
         header = GetEarliestMsgStoretimeRequestHeader(mq.topic, mq.queue_id, mq.broker_name)
-        request = self.instance.request(RequestCode.GET_EARLIEST_MSG_STORETIME, header)
-        response = await self.instance.invoke(await self._master(mq), request, timeout)
+        request = self.transport.request(RequestCode.GET_EARLIEST_MSG_STORETIME, header)
+        response = await self.transport.invoke(await self._master(mq), request, timeout)
         return GetEarliestMsgStoretimeResponseHeader.from_command(_expect(response)).timestamp
 
     # -- orderly consumption (locks at the master) ----------------------------------------
@@ -435,9 +482,9 @@ class MQClientAPI:
         if not mqs:
             return set()
         addr = await self._master(next(iter(mqs)))
-        body = LockBatchRequestBody(group, self.instance.client_id, mqs).encode()
-        request = self.instance.request(RequestCode.LOCK_BATCH_MQ, body=body)
-        response = _expect(await self.instance.invoke(addr, request, timeout))
+        body = LockBatchRequestBody(group, self.transport.client_id, mqs).encode()
+        request = self.transport.request(RequestCode.LOCK_BATCH_MQ, body=body)
+        response = _expect(await self.transport.invoke(addr, request, timeout))
         return LockBatchResponseBody.decode(response.body).lock_ok_mq_set
 
     async def unlock_batch(
@@ -453,12 +500,12 @@ class MQClientAPI:
         if not mqs:
             return
         addr = await self._master(next(iter(mqs)))
-        body = UnlockBatchRequestBody(group, self.instance.client_id, mqs).encode()
-        request = self.instance.request(RequestCode.UNLOCK_BATCH_MQ, body=body, oneway=oneway)
+        body = UnlockBatchRequestBody(group, self.transport.client_id, mqs).encode()
+        request = self.transport.request(RequestCode.UNLOCK_BATCH_MQ, body=body, oneway=oneway)
         if oneway:
-            await self.instance.invoke_oneway(addr, request)
+            await self.transport.invoke_oneway(addr, request)
         else:
-            _expect(await self.instance.invoke(addr, request, timeout))
+            _expect(await self.transport.invoke(addr, request, timeout))
 
     # -- retries --------------------------------------------------------------------------
 
@@ -475,7 +522,7 @@ class MQClientAPI:
         """CONSUMER_SEND_MSG_BACK to the master of ``broker_name`` (else the message's store
         host): the broker copies the message to ``%RETRY%group`` (or the DLQ).
         ``delay_level`` 0 lets the broker pick 3 + reconsume times; -1 = straight to DLQ."""
-        addr = self.instance.find_master_addr(broker_name) if broker_name else None
+        addr = self.routes.find_master_addr(broker_name) if broker_name else None
         if addr is None:
             ip, port = msg.store_host
             addr = f"[{ip}]:{port}" if ":" in ip else f"{ip}:{port}"
@@ -489,8 +536,8 @@ class MQClientAPI:
             max_reconsume_times=max_reconsume_times,
             bname=broker_name,
         )
-        request = self.instance.request(RequestCode.CONSUMER_SEND_MSG_BACK, header)
-        _expect(await self.instance.invoke(addr, request, timeout))
+        request = self.transport.request(RequestCode.CONSUMER_SEND_MSG_BACK, header)
+        _expect(await self.transport.invoke(addr, request, timeout))
 
     # -- looking messages up --------------------------------------------------------------
 
@@ -517,8 +564,8 @@ class MQClientAPI:
             end_timestamp=end_ms,
             unique_key_query=unique_key,
         )
-        request = self.instance.request(RequestCode.QUERY_MESSAGE, header)
-        response = await self.instance.invoke(addr, request, timeout)
+        request = self.transport.request(RequestCode.QUERY_MESSAGE, header)
+        response = await self.transport.invoke(addr, request, timeout)
         if response.code == ResponseCode.QUERY_NOT_FOUND:
             return []
         return decode_records(_expect(response).body)
@@ -530,8 +577,8 @@ class MQClientAPI:
         from mqcore.protocol.headers.admin import ViewMessageRequestHeader  # tools only
 
         header = ViewMessageRequestHeader(commit_log_offset)
-        response = await self.instance.invoke(
-            addr, self.instance.request(RequestCode.VIEW_MESSAGE_BY_ID, header), timeout
+        response = await self.transport.invoke(
+            addr, self.transport.request(RequestCode.VIEW_MESSAGE_BY_ID, header), timeout
         )
         messages = decode_records(_expect(response).body)
         if not messages:

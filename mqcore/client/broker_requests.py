@@ -10,7 +10,8 @@
 * GET_CONSUMER_STATUS_FROM_CLIENT: the group's offsets of a topic, as this client holds
   them (mqadmin getConsumerStatus, through the broker).
 
-:func:`register_broker_requests` installs them on the instance's dispatcher. The last
+:func:`register_broker_requests` installs them on the dispatcher of the instance's
+connections. The last
 four import their admin headers and bodies when called: a process that only produces
 never loads them (start-up time of one-shot commands).
 """
@@ -34,7 +35,7 @@ from mqcore.protocol.headers import (
 
 if TYPE_CHECKING:
     from mqcore.client.instance import ClientInstance
-    from mqcore.remoting import Channel
+    from mqcore.remoting import Channel, RequestDispatcher
 
 __all__ = ["BrokerRequestHandlers", "maybe_await", "register_broker_requests"]
 
@@ -46,10 +47,11 @@ async def maybe_await(value: object) -> None:
         await value
 
 
-def register_broker_requests(instance: ClientInstance) -> BrokerRequestHandlers:
-    """Serve the broker-initiated requests on ``instance.dispatcher``."""
+def register_broker_requests(
+    instance: ClientInstance, d: RequestDispatcher
+) -> BrokerRequestHandlers:
+    """Serve the broker-initiated requests for ``instance`` on its dispatcher ``d``."""
     handlers = BrokerRequestHandlers(instance)
-    d = instance.dispatcher
     d.register(RequestCode.NOTIFY_CONSUMER_IDS_CHANGED, handlers.on_notify_consumer_ids_changed)
     d.register(RequestCode.CHECK_TRANSACTION_STATE, handlers.on_check_transaction_state)
     d.register(RequestCode.RESET_CONSUMER_CLIENT_OFFSET, handlers.on_reset_offset)

@@ -55,8 +55,7 @@ class ClientConfig:
     connect_timeout: float = 3.0
     tls: bool = field(default_factory=lambda: _env_flag("MQ_TLS") or bool(_env("MQ_TLS_CA")))
     """Talk to name servers and brokers over TLS (default: ``MQ_TLS=1``, or ``MQ_TLS_CA``
-    set). The instance is shared per name servers and instance name: a plain and a TLS
-    client in one process need different ``instance_name``s."""
+    set)."""
     tls_ca_path: str | None = field(default_factory=lambda: _env("MQ_TLS_CA"))
     """PEM file of the CA the servers' certificates chain to (implies ``tls``; default
     ``MQ_TLS_CA``, else the system's CAs)."""

@@ -16,7 +16,6 @@ from collections.abc import Coroutine, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, TypedDict
 
 from mqcore.client.allocate import AllocateStrategy
-from mqcore.client.config import default_namesrv, with_credentials
 from mqcore.client.errors import ClientStateError
 from mqcore.client.instance import ClientConfig, ClientInstance
 from mqcore.client.offset_store import LocalFileOffsetStore, OffsetStore, RemoteBrokerOffsetStore
@@ -27,11 +26,11 @@ from mqcore.client.rebalance import (
     MessageSelector,
     RebalanceImpl,
     build_subscription,
-    check_client_config,
     compute_pull_from_where,
     resolve_strategy,
     timestamp_ms,
 )
+from mqcore.client.role import ClientRole
 from mqcore.client.trace import ConsumeTraceHook
 from mqcore.client.trace_dispatcher import TraceDispatcher
 from mqcore.client.validators import validate_group
@@ -56,8 +55,9 @@ class ConsumerOptions(TypedDict, total=False):
     """Keyword options both consumers take, with :class:`ConsumerBase`'s defaults:
     ``namesrv`` (``MQ_NAMESRV_ADDR``, ``NAMESRV_ADDR``, then 127.0.0.1:9876), the group's
     model and start position, the allocation strategy, per-queue cache limits, where
-    BROADCASTING offsets are kept, the shared instance (``instance_name`` /
-    ``client_config``), ACL keys, and message trace (``trace`` / ``trace_topic``)."""
+    BROADCASTING offsets are kept, the client instance (``instance_name`` /
+    ``client_config``, or a shared ``instance``), ACL keys, and message trace (``trace`` /
+    ``trace_topic``)."""
 
     namesrv: str | Sequence[str] | None
     message_model: MessageModel
@@ -73,9 +73,10 @@ class ConsumerOptions(TypedDict, total=False):
     secret_key: str | None
     trace: bool
     trace_topic: str | None
+    instance: ClientInstance | None
 
 
-class ConsumerBase:
+class ConsumerBase(ClientRole):
     """Shared state and lifecycle of the two consumers; not used on its own."""
 
     CONSUME_TYPE: ClassVar[str]
@@ -101,10 +102,11 @@ class ConsumerBase:
         secret_key: str | None = None,
         trace: bool = False,
         trace_topic: str | None = None,
+        instance: ClientInstance | None = None,
     ) -> None:
         validate_group(group)
+        super().__init__(namesrv, instance_name, client_config, access_key, secret_key, instance)
         self._group = group
-        self.namesrv = namesrv if namesrv is not None else default_namesrv()
         self.message_model = message_model
         self.consume_from_where = consume_from_where
         self.consume_timestamp = timestamp_ms(consume_timestamp)
@@ -113,8 +115,6 @@ class ConsumerBase:
         self.pull_threshold_for_queue = pull_threshold_for_queue
         self.pull_threshold_size_for_queue = pull_threshold_size_for_queue
         self.offset_store_dir = offset_store_dir
-        self.instance_name = instance_name
-        self.client_config = with_credentials(client_config, access_key, secret_key)
         self.trace_dispatcher: TraceDispatcher | None = None
         """With ``trace``: SubBefore/SubAfter records of what is consumed (message trace)."""
         self._trace: ConsumeTraceHook | None = None
@@ -129,7 +129,7 @@ class ConsumerBase:
         self._subscriptions: dict[str, SubscriptionData] = {}
         self._pull_tasks: dict[MessageQueue, asyncio.Task[None]] = {}
         self._tasks: set[asyncio.Task[Any]] = set()
-        self._instance: ClientInstance | None = None
+        self._left: ClientInstance | None = None
         self._rebalance: RebalanceImpl | None = None
         self._offset_store: OffsetStore | None = None
         self._running = False
@@ -158,13 +158,11 @@ class ConsumerBase:
 
     @property
     def client_id(self) -> str | None:
-        return self._instance.client_id if self._instance else None
+        instance = self._instance or self._left
+        return instance.client_id if instance else None
 
-    @property
-    def instance(self) -> ClientInstance:
-        if self._instance is None:
-            raise ClientStateError(f"consumer {self._group} is not started")
-        return self._instance
+    def _not_started(self) -> str:
+        return f"consumer {self._group} is not started"
 
     @property
     def api(self) -> MQClientAPI:
@@ -185,50 +183,56 @@ class ConsumerBase:
         return dict(self._offset_store.offsets(topic)) if self._offset_store is not None else {}
 
     # -- lifecycle -------------------------------------------------------------------------
-    async def _join(self, **rebalance_options: Any) -> ClientInstance:
-        """Start's common part: instance, offset store, config check, rebalance, then
-        :meth:`_prepare` and registration. On failure everything is released."""
+    async def start(self) -> None:
         if self._closed:
             raise ClientStateError(f"consumer {self._group} was shut down; create a new one")
-        instance = self._instance = ClientInstance.get(
-            self.namesrv, instance_name=self.instance_name, config=self.client_config
-        )
-        await instance.acquire()  # held until registered, so a failed start cleans up
-        try:
-            if self.message_model is MessageModel.CLUSTERING:
-                self._offset_store = RemoteBrokerOffsetStore(self._group, instance.api)
-            else:
-                self._offset_store = LocalFileOffsetStore(
-                    self._group, instance.client_id, self.offset_store_dir
-                )
-            await self._offset_store.load()
-            await check_client_config(instance, self._group, self._subscriptions.values())
-            self._rebalance = RebalanceImpl(
-                self._group,
-                instance.api,
-                self,
-                message_model=self.message_model,
-                strategy=self.strategy,
-                **rebalance_options,
+        await super().start()
+
+    async def shutdown(self) -> None:
+        self._closed = True
+        self._left = self._instance or self._left
+        await super().shutdown()
+
+    @property
+    def instance(self) -> ClientInstance:
+        """The client instance; after shutdown the one it left (a consumer is not restarted)."""
+        return self._left or super().instance
+
+    async def _join(self, instance: ClientInstance, **rebalance_options: Any) -> None:
+        """Start's common part: offset store, config check, rebalance, then
+        :meth:`_prepare` and registration (a failure undoes the start)."""
+        await instance.start()
+        if self.message_model is MessageModel.CLUSTERING:
+            self._offset_store = RemoteBrokerOffsetStore(self._group, instance.api)
+        else:
+            self._offset_store = LocalFileOffsetStore(
+                self._group, instance.client_id, self.offset_store_dir
             )
-            self._rebalance.subscriptions.update(self._subscriptions)
-            self._prepare()
-            self._running = True
+        await self._offset_store.load()
+        await instance.api.check_client_config(self._group, self._subscriptions.values())
+        self._rebalance = RebalanceImpl(
+            self._group,
+            instance.api,
+            self,
+            message_model=self.message_model,
+            strategy=self.strategy,
+            **rebalance_options,
+        )
+        self._rebalance.subscriptions.update(self._subscriptions)
+        self._prepare()
+        self._running = True
+        try:
             await instance.register_consumer(self)
         except BaseException:
             self._running = False
-            await instance.release()
             raise
-        await instance.release()
-        return instance
 
     def _prepare(self) -> None:
         """Hook: set up what the subclass needs once the rebalance exists."""
 
     async def _stop_tasks(self) -> bool:
-        """Shutdown's common start: mark closed, cancel and await every task. False when
-        the consumer was not running (nothing more to do)."""
-        self._closed = True
+        """Shutdown's common start: cancel and await every task. False when the consumer
+        was not running (nothing more to do)."""
         if not self._running:
             return False
         self._running = False

@@ -1,18 +1,20 @@
-"""`ClientInstance`: what producers, consumers and admins of one process share.
+"""`ClientInstance`: what the producers, consumers and admins that share it share.
 
-RocketMQ's ``MQClientInstance``. There is one per event loop, name-server list and
-instance name (:meth:`ClientInstance.get`); it owns
+RocketMQ's ``MQClientInstance``, built explicitly: a producer, consumer or admin given
+none (no ``instance=``) builds its own. It owns
 
+* the **connections** (a :class:`~mqcore.client.transport.ClientTransport`: one
+  connection per broker and name server), with handlers for what brokers send us
+  (:mod:`mqcore.client.broker_requests`): NOTIFY_CONSUMER_IDS_CHANGED (rebalance that
+  group now), CHECK_TRANSACTION_STATE (ask the producer of PGROUP),
+  RESET_CONSUMER_CLIENT_OFFSET and GET_CONSUMER_RUNNING_INFO (ask the consumer);
+  PUSH_REPLY_MESSAGE_TO_CLIENT (a reply to one of our producers' requests,
+  :mod:`mqcore.client.request_reply`);
 * the **route cache** (a :class:`~mqcore.client.route_table.RouteTable`):
   ``GET_ROUTEINFO_BY_TOPIC`` per topic, asked of one live name server (failing over to
   the next), refreshed every 30 s and whenever a caller says the route failed; the broker
   address table (broker name -> id -> address) is derived from the cached routes;
-* **one connection per broker** (a :class:`~mqcore.remoting.RemotingClient`), with
-  handlers for what brokers send us (:mod:`mqcore.client.broker_requests`):
-  NOTIFY_CONSUMER_IDS_CHANGED (rebalance that group now), CHECK_TRANSACTION_STATE (ask
-  the producer of PGROUP), RESET_CONSUMER_CLIENT_OFFSET and GET_CONSUMER_RUNNING_INFO
-  (ask the consumer); PUSH_REPLY_MESSAGE_TO_CLIENT (a reply to one of our producers'
-  requests, :mod:`mqcore.client.request_reply`);
+* the typed requests over both (``api``, a :class:`~mqcore.client.api.MQClientAPI`);
 * **heartbeats**: HEART_BEAT with every producer and consumer group every 30 s to every
   broker it uses (masters only while it has no consumers), and at once on registration;
   UNREGISTER_CLIENT when a group leaves;
@@ -20,8 +22,11 @@ instance name (:meth:`ClientInstance.get`); it owns
   for consumers that have one, the 5 s offset-persistence timer.
 
 The client id is RocketMQ's ``<ip>@<instanceName>``, the instance name defaulting to the
-pid, so broker-side tools show our clients the way they show Java ones. Requests carry
-``language=PYTHON`` (a member of 4.9.8's ``LanguageCode``; spec §2).
+pid, so broker-side tools show our clients the way they show Java ones. Two instances of
+one process with the same client id look like one client to a broker: producers and
+consumers that share brokers should share an instance, or have distinct
+``instance_name``s. Requests carry ``language=PYTHON`` (a member of 4.9.8's
+``LanguageCode``; spec §2).
 """
 
 from __future__ import annotations
@@ -30,15 +35,12 @@ import asyncio
 import logging
 import os
 from collections.abc import Awaitable, Callable, Sequence
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any
 
+from mqcore.client.api import MQClientAPI
 from mqcore.client.broker_requests import maybe_await, register_broker_requests
-from mqcore.client.config import ClientConfig, ConsumerHandle, ProducerHandle, signing_hook
-from mqcore.client.errors import (
-    BrokerUnreachableError,
-    ClientStateError,
-    NameServerUnreachableError,
-)
+from mqcore.client.config import ClientConfig, ConsumerHandle, ProducerHandle
+from mqcore.client.errors import ClientStateError
 from mqcore.client.request_reply import RequestFutureTable, register_reply_handler
 from mqcore.client.route import (
     AUTO_CREATE_TOPIC_KEY,
@@ -48,9 +50,10 @@ from mqcore.client.route import (
     subscribe_queues,
 )
 from mqcore.client.route_table import RouteTable
+from mqcore.client.transport import ClientTransport
 from mqcore.common.aio import cancel_and_wait
-from mqcore.errors import MQBrokerError, MQClientError, MQTimeoutError
-from mqcore.protocol import RemotingCommand, RequestCode, ResponseCode
+from mqcore.errors import MQClientError
+from mqcore.protocol import RequestCode, ResponseCode
 from mqcore.protocol.bodies import (
     HeartbeatData,
     MessageQueue,
@@ -58,20 +61,7 @@ from mqcore.protocol.bodies import (
     TopicRouteData,
 )
 from mqcore.protocol.bodies.route import MASTER_ID
-from mqcore.protocol.headers import (
-    CommandHeader,
-    GetRouteInfoRequestHeader,
-    UnregisterClientRequestHeader,
-)
-from mqcore.remoting import (
-    ChannelClosedError,
-    RemotingClient,
-    RemotingConnectError,
-    RequestDispatcher,
-)
-
-if TYPE_CHECKING:
-    from mqcore.client.api import MQClientAPI
+from mqcore.protocol.headers import UnregisterClientRequestHeader
 
 __all__ = [
     "AUTO_CREATE_TOPIC_KEY",
@@ -88,28 +78,21 @@ __all__ = [
 log = logging.getLogger("mq.client")
 
 
-_InstanceKey = tuple[int, tuple[str, ...], str, str | None]
-"""(loop, name servers, instance name, access key): other keys get their own connections."""
-
-
 class ClientInstance:
-    """Shared routes, connections, heartbeats and timers; see the module docstring."""
+    """Shared routes, connections, heartbeats and timers; see the module docstring.
 
-    _instances: ClassVar[dict[_InstanceKey, ClientInstance]] = {}
+    Built by whoever shares it: a producer, consumer or admin given none builds its own
+    (and shuts it down with itself); one passed as ``instance=`` is the caller's to shut
+    down (``async with ClientInstance(...)``, or :meth:`shutdown`).
+    """
 
-    @classmethod
-    def get(
-        cls,
+    def __init__(
+        self,
         namesrv_addrs: str | Sequence[str],
         *,
         instance_name: str | None = None,
         config: ClientConfig | None = None,
-    ) -> ClientInstance:
-        """The instance for this event loop, name-server list and instance name.
-
-        Must be called with a running loop: an instance's connections and timers live on
-        one loop (the blocking facade runs its own loop, hence its own instance).
-        """
+    ) -> None:
         addrs = split_namesrv(namesrv_addrs)
         if not addrs:
             raise MQClientError("no name server address given (e.g. 127.0.0.1:9876)")
@@ -117,50 +100,34 @@ class ClientInstance:
         name = instance_name or config.instance_name or "DEFAULT"
         if name == "DEFAULT":
             name = str(os.getpid())  # as Java's changeInstanceNameToPID
-        signer = config.credentials.access_key if config.credentials is not None else None
-        key = (id(asyncio.get_running_loop()), addrs, name, signer)
-        instance = cls._instances.get(key)
-        if instance is None or instance._closed:
-            instance = cls(addrs, name, config)
-            cls._instances[key] = instance
-            instance._key = key
-        return instance
-
-    def __init__(self, namesrv_addrs: Sequence[str], instance_name: str, config: ClientConfig):
-        from mqcore.client.api import MQClientAPI
-
-        self.namesrv_addrs = list(namesrv_addrs)
-        self.instance_name = instance_name
+        self.instance_name = name
         self.config = config
-        self.client_id = f"{config.client_ip}@{instance_name}"
-        self.dispatcher = RequestDispatcher()
-        register_broker_requests(self)
+        self.client_id = f"{config.client_ip}@{name}"
+        self.transport = ClientTransport(addrs, self.client_id, config)
+        register_broker_requests(self, self.transport.dispatcher)
         self.request_futures = RequestFutureTable()
         """Requests of this client's producers waiting for their reply."""
-        register_reply_handler(self.dispatcher, self.request_futures)
-        if config.remoting_factory is not None:
-            self.remoting = config.remoting_factory(self.dispatcher)
-        else:
-            self.remoting = RemotingClient(
-                self.dispatcher,
-                connect_timeout=config.connect_timeout,
-                ssl_context=config.ssl_context(),
-            )
-        if config.credentials is not None:
-            self.remoting.rpc_hook = signing_hook(config.credentials)
-        self.api: MQClientAPI = MQClientAPI(self)
+        register_reply_handler(self.transport.dispatcher, self.request_futures)
+        self.request = self.transport.request
+        self.invoke = self.transport.invoke
+        self.invoke_oneway = self.transport.invoke_oneway
+        self.invoke_namesrv = self.transport.invoke_namesrv
+        self.fetch_route = self.transport.fetch_route
+        """GET_ROUTEINFO_BY_TOPIC without touching the cache; None if the topic has none."""
         self.route_table = RouteTable(self.fetch_route, self._on_new_brokers)
+        self.api = MQClientAPI(self.transport, self.route_table)
         self.broker_versions: dict[str, int] = {}
         self.producers: dict[str, ProducerHandle] = {}
         self.consumers: dict[str, ConsumerHandle] = {}
-        self._admins = 0
-        self._ns_index = 0
         self._tasks: list[asyncio.Task[None]] = []
         self._background: set[asyncio.Task[Any]] = set()
         self._heartbeat_lock = asyncio.Lock()
         self._started = False
         self._closed = False
-        self._key: _InstanceKey | None = None
+
+    @property
+    def namesrv_addrs(self) -> list[str]:
+        return self.transport.namesrv_addrs
 
     # -- lifecycle ------------------------------------------------------------------------
 
@@ -190,37 +157,25 @@ class ClientInstance:
         self._tasks.append(asyncio.create_task(loop(), name=f"mq-client-{name}"))
 
     async def shutdown(self) -> None:
-        """Stop timers and close every connection (called when the last user leaves)."""
+        """Stop timers and close every connection."""
         if self._closed:
             return
         self._closed = True
         await cancel_and_wait([*self._tasks, *self._background])
         self._tasks.clear()
-        await self.remoting.close()
-        if self._key is not None and self._instances.get(self._key) is self:
-            del self._instances[self._key]
+        await self.transport.close()
         log.info("client instance %s shut down", self.client_id)
 
     @property
     def closed(self) -> bool:
         return self._closed
 
-    def _users(self) -> int:
-        return len(self.producers) + len(self.consumers) + self._admins
-
-    async def _release_if_unused(self) -> None:
-        if self._users() == 0:
-            await self.shutdown()
-
-    async def acquire(self) -> None:
-        """An admin (or tool) starts using the instance."""
+    async def __aenter__(self) -> ClientInstance:
         await self.start()
-        self._admins += 1
+        return self
 
-    async def release(self) -> None:
-        """The admin is done; the last user shuts the instance down."""
-        self._admins = max(0, self._admins - 1)
-        await self._release_if_unused()
+    async def __aexit__(self, *exc: object) -> None:
+        await self.shutdown()
 
     # -- producers and consumers ----------------------------------------------------------
 
@@ -229,7 +184,7 @@ class ClientInstance:
         if producer.group in self.producers:
             raise ClientStateError(
                 f"producer group {producer.group!r} is already used by a producer of this"
-                " process; give each producer its own group or instance_name"
+                " client instance; give each producer its own group or instance"
             )
         await self.start()
         self.producers[producer.group] = producer
@@ -239,7 +194,6 @@ class ClientInstance:
         if self.producers.pop(group, None) is None:
             return
         await self._unregister_client(producer_group=group)
-        await self._release_if_unused()
 
     async def register_consumer(self, consumer: ConsumerHandle) -> None:
         """Add a consumer group; routes of its subscriptions are fetched, then a heartbeat
@@ -247,7 +201,7 @@ class ClientInstance:
         if consumer.group in self.consumers:
             raise ClientStateError(
                 f"consumer group {consumer.group!r} is already used by a consumer of this"
-                " process; give each consumer its own group or instance_name"
+                " client instance; give each consumer its own group or instance"
             )
         await self.start()
         self.consumers[consumer.group] = consumer
@@ -259,7 +213,6 @@ class ClientInstance:
         if self.consumers.pop(group, None) is None:
             return
         await self._unregister_client(consumer_group=group)
-        await self._release_if_unused()
 
     async def _unregister_client(
         self, *, producer_group: str | None = None, consumer_group: str | None = None
@@ -281,84 +234,7 @@ class ClientInstance:
 
         await asyncio.gather(*(one(a) for a in sorted(addrs)))
 
-    # -- requests -------------------------------------------------------------------------
-
-    def request(
-        self,
-        code: int,
-        header: CommandHeader | None = None,
-        body: bytes | bytearray | memoryview = b"",
-        *,
-        oneway: bool = False,
-        ext_fields: dict[str, str] | None = None,
-        remark: str | None = None,
-    ) -> RemotingCommand:
-        """A request with our language; ``ext_fields`` adds to (or replaces) the header."""
-        ext = header.to_ext_fields() if header is not None else {}
-        if ext_fields:
-            ext.update(ext_fields)
-        return RemotingCommand.request(
-            code, ext, body, oneway=oneway, language=self.config.language, remark=remark
-        )
-
-    async def invoke(
-        self, addr: str, request: RemotingCommand, timeout: float | None = None
-    ) -> RemotingCommand:
-        """Send to a broker; an address that does not accept connections raises
-        :class:`BrokerUnreachableError`, no answer in time :class:`MQTimeoutError`."""
-        if self._closed:
-            raise ClientStateError("the client is shut down")
-        try:
-            return await self.remoting.invoke(addr, request, timeout or self.config.request_timeout)
-        except RemotingConnectError as exc:
-            if isinstance(exc, BrokerUnreachableError):
-                raise
-            raise BrokerUnreachableError(addr, str(exc)) from None
-
-    async def invoke_oneway(self, addr: str, request: RemotingCommand) -> None:
-        if self._closed:
-            raise ClientStateError("the client is shut down")
-        try:
-            await self.remoting.invoke_oneway(addr, request)
-        except RemotingConnectError as exc:
-            raise BrokerUnreachableError(addr, str(exc)) from None
-
-    async def invoke_namesrv(
-        self, request: RemotingCommand, timeout: float | None = None
-    ) -> RemotingCommand:
-        """Ask the name server we last reached, failing over to the others in turn."""
-        if self._closed:
-            raise ClientStateError("the client is shut down")
-        addrs = self.namesrv_addrs
-        errors: list[str] = []
-        for i in range(len(addrs)):
-            index = (self._ns_index + i) % len(addrs)
-            addr = addrs[index]
-            try:
-                response = await self.remoting.invoke(
-                    addr, request, timeout or self.config.request_timeout
-                )
-            except (RemotingConnectError, ChannelClosedError, MQTimeoutError) as exc:
-                errors.append(f"{addr}: {exc}")
-                self.remoting.close_channel(addr)
-                continue
-            self._ns_index = index
-            return response
-        raise NameServerUnreachableError(addrs, "; ".join(errors))
-
     # -- routes (kept in self.route_table) -----------------------------------------------
-
-    async def fetch_route(self, topic: str, timeout: float | None = None) -> TopicRouteData | None:
-        """GET_ROUTEINFO_BY_TOPIC without touching the cache; None if the topic has none."""
-        request = self.request(
-            RequestCode.GET_ROUTEINFO_BY_TOPIC, GetRouteInfoRequestHeader(topic=topic)
-        )
-        response = await self.invoke_namesrv(request, timeout)
-        if response.code == ResponseCode.TOPIC_NOT_EXIST:
-            return None
-        if response.code != ResponseCode.SUCCESS:
-            raise MQBrokerError(response.code, response.remark)
-        return TopicRouteData.decode(response.body)
 
     def _on_new_brokers(self) -> None:
         # A broker we had no route to yet must learn our groups now, not at the next

@@ -29,7 +29,7 @@ import time
 from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Unpack
+from typing import TYPE_CHECKING, Unpack
 
 from mqcore.client.consumer_base import FLOW_CONTROL_DELAY, ConsumerBase, ConsumerOptions
 from mqcore.client.errors import ClientStateError
@@ -42,6 +42,9 @@ from mqcore.client.rebalance import (
 from mqcore.errors import MQError
 from mqcore.message import MessageExt
 from mqcore.protocol.bodies import MessageQueue
+
+if TYPE_CHECKING:
+    from mqcore.client.instance import ClientInstance
 
 __all__ = ["LitePullConsumer"]
 
@@ -116,7 +119,10 @@ class LitePullConsumer(ConsumerBase):
     async def start(self) -> None:
         if self._running:
             return
-        instance = await self._join(drop_idle_queues=False)
+        await super().start()
+
+    async def _open(self, instance: ClientInstance) -> None:
+        await self._join(instance, drop_idle_queues=False)
         if self.trace_dispatcher is not None:
             await self.trace_dispatcher.start()
         if self._assigned is not None:
@@ -130,7 +136,7 @@ class LitePullConsumer(ConsumerBase):
             assert self._rebalance is not None
             self._queues = self._rebalance.process_queues  # one table, rebalance's
 
-    async def shutdown(self) -> None:
+    async def _close(self, instance: ClientInstance) -> None:
         """Stop pulling, commit (with auto-commit) and leave the group."""
         if not await self._stop_tasks():
             return
@@ -142,16 +148,8 @@ class LitePullConsumer(ConsumerBase):
             pq.drop()
         self._queues.clear()
         self._buffer.clear()
-        assert self._instance is not None
-        await self._instance.unregister_consumer(self._group)
+        await instance.unregister_consumer(self._group)
         log.info("lite pull consumer %s shut down", self._group)
-
-    async def __aenter__(self) -> LitePullConsumer:
-        await self.start()
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.shutdown()
 
     async def _apply_assignment(self) -> None:
         wanted = self._assigned or set()

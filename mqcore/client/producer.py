@@ -37,20 +37,19 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 from mqcore.client.api import SendResult, SendStatus
-from mqcore.client.config import DEFAULT_NAMESRV, default_namesrv, with_credentials
+from mqcore.client.config import DEFAULT_NAMESRV, default_namesrv
 from mqcore.client.errors import (
-    ClientStateError,
     InvalidMessageError,
     is_retriable,
 )
 from mqcore.client.instance import AUTO_CREATE_TOPIC_KEY, ClientConfig, ClientInstance
 from mqcore.client.latency import MQFaultStrategy
 from mqcore.client.request_reply import (
+    RequestTimeoutError,
     is_reply_message,
-    send_reply_message,
-    send_reply_message_oneway,
-    send_request,
+    prepare_request,
 )
+from mqcore.client.role import ClientRole
 from mqcore.client.selectors import (
     MessageQueueSelector,
     select_by_hash,
@@ -164,8 +163,11 @@ def split_batches(
     return batches
 
 
-class Producer:
-    """Sends messages; see the module docstring. Not started until :meth:`start`."""
+class Producer(ClientRole):
+    """Sends messages; see the module docstring. Not started until :meth:`start`.
+
+    ``instance`` shares a :class:`ClientInstance` with other producers and consumers
+    (its owner shuts it down); without one the producer builds its own."""
 
     def __init__(
         self,
@@ -186,11 +188,11 @@ class Producer:
         secret_key: str | None = None,
         trace: bool = False,
         trace_topic: str | None = None,
+        instance: ClientInstance | None = None,
     ) -> None:
         validate_group(group)
+        super().__init__(namesrv, instance_name, client_config, access_key, secret_key, instance)
         self.group = group
-        self.namesrv = namesrv if namesrv is not None else default_namesrv()
-        self.instance_name = instance_name
         self.send_timeout = send_timeout
         self.retry_times_when_send_failed = retry_times_when_send_failed
         self.retry_another_broker_when_not_store_ok = retry_another_broker_when_not_store_ok
@@ -199,8 +201,6 @@ class Producer:
         self.max_message_size = max_message_size
         self.default_topic_queue_nums = default_topic_queue_nums
         self.fault_strategy = MQFaultStrategy(send_latency_fault_enable)
-        self.client_config = with_credentials(client_config, access_key, secret_key)
-        self._instance: ClientInstance | None = None
         self._tasks: set[asyncio.Task[Any]] = set()
         self.trace_dispatcher: TraceDispatcher | None = None
         """With ``trace``: writes a Pub record per stored send (``enableMsgTrace``)."""
@@ -217,43 +217,24 @@ class Producer:
 
     # -- lifecycle ------------------------------------------------------------------------
 
-    async def start(self) -> None:
-        if self._instance is not None:
-            return
-        instance = ClientInstance.get(
-            self.namesrv, instance_name=self.instance_name, config=self.client_config
-        )
+    async def _open(self, instance: ClientInstance) -> None:
         await instance.register_producer(self)
-        self._instance = instance
         if self.trace_dispatcher is not None:
             await self.trace_dispatcher.start()
 
-    async def shutdown(self) -> None:
+    async def _close(self, instance: ClientInstance) -> None:
         """Wait for sends in flight, then leave the brokers (UNREGISTER_CLIENT)."""
-        instance, self._instance = self._instance, None
-        if instance is None:
-            return
         if self._tasks:
             await asyncio.gather(*self._tasks, return_exceptions=True)
         if self.trace_dispatcher is not None:
             await self.trace_dispatcher.shutdown()
         await instance.unregister_producer(self.group)
 
-    async def __aenter__(self) -> Producer:
-        await self.start()
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.shutdown()
-
-    @property
-    def instance(self) -> ClientInstance:
-        if self._instance is None:
-            raise ClientStateError(
-                f"producer {self.group} is not started: call `await producer.start()`"
-                " or use `async with Producer(...)`"
-            )
-        return self._instance
+    def _not_started(self) -> str:
+        return (
+            f"producer {self.group} is not started: call `await producer.start()`"
+            " or use `async with Producer(...)`"
+        )
 
     # -- sending --------------------------------------------------------------------------
 
@@ -336,10 +317,7 @@ class Producer:
         header = self._header(msg, queue, sys_flag, batch=False)
         begin = time.monotonic()
         try:
-            if is_reply_message(msg):
-                await send_reply_message_oneway(instance, addr, header, body)
-            else:
-                await instance.api.send_message_oneway(addr, header, body)
+            await instance.api.send_message_oneway(addr, header, body, reply=is_reply_message(msg))
         except MQClientError:
             self._record(queue.broker_name, begin, isolation=True)
             raise
@@ -358,9 +336,29 @@ class Producer:
         (``DefaultMQProducer.request``); ``timeout`` (seconds, default ``send_timeout``)
         covers both. Raises :class:`~mqcore.client.request_reply.RequestTimeoutError` when
         the request was stored but no reply came in time, the send's error otherwise."""
-        return await send_request(
-            self, msg, self.send_timeout if timeout is None else timeout, queue, selector, arg
-        )
+        instance = self.instance
+        timeout = self.send_timeout if timeout is None else timeout
+        begin = time.monotonic()
+        correlation_id = prepare_request(msg, instance.client_id, timeout)
+        if msg.topic not in instance.routes:
+            # The broker pushes the reply only to a client it knows: introduce ourselves to
+            # the topic's brokers before a replier can answer (as 4.9.8's prepareSendRequest).
+            await instance.find_publish_info(msg.topic)
+            await instance.send_heartbeat_to_all_brokers()
+        future = instance.request_futures.register(correlation_id)
+        try:
+            remaining = max(0.001, timeout - (time.monotonic() - begin))
+            await self.send(msg, queue=queue, selector=selector, arg=arg, timeout=remaining)
+            remaining = timeout - (time.monotonic() - begin)
+            try:
+                return await asyncio.wait_for(future, max(0.0, remaining))
+            except TimeoutError:
+                raise RequestTimeoutError(
+                    f"send request message to <{msg.topic}> OK, but wait reply message timeout,"
+                    f" {int(timeout * 1000)} ms."
+                ) from None
+        finally:
+            instance.request_futures.remove(correlation_id)
 
     async def send_batch(
         self,
@@ -482,14 +480,10 @@ class Producer:
         trace = self._trace.before(msg, addr, len(body)) if self._trace else None
         begin = time.monotonic()
         try:
-            if not batch and is_reply_message(msg):
-                result = await send_reply_message(
-                    instance, addr, mq.broker_name, header, body, msg_id=msg_id, timeout=remaining
-                )
-            else:
-                result = await instance.api.send_message(
-                    addr, mq.broker_name, header, body, msg_id=msg_id, timeout=remaining
-                )
+            result = await instance.api.send_message(
+                addr, mq.broker_name, header, body, msg_id=msg_id, timeout=remaining,
+                reply=not batch and is_reply_message(msg),
+            )  # fmt: skip
         except MQClientError:
             self._record(mq.broker_name, begin, isolation=True)
             raise

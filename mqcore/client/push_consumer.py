@@ -45,7 +45,7 @@ from mqcore.client.consumer_base import (
     ConsumerOptions,
 )
 from mqcore.client.errors import ClientStateError
-from mqcore.client.instance import AUTO_CREATE_TOPIC_KEY
+from mqcore.client.instance import AUTO_CREATE_TOPIC_KEY, ClientInstance
 from mqcore.client.offset_store import OffsetStore, ReadOffsetType
 from mqcore.client.process_queue import ProcessQueue, QueueEvent
 from mqcore.client.rebalance import (
@@ -77,9 +77,9 @@ class PushConsumer(ConsumerBase):
     :class:`~mqcore.client.consumer_base.ConsumerOptions`.
     Durations follow RocketMQ's option names where they are in ms; the rest are seconds.
     ``max_reconsume_times`` -1 means 16 for concurrent listeners and unlimited for orderly
-    ones (RocketMQ's defaults). ``client_config`` / ``instance_name`` choose the shared
-    :class:`ClientInstance` (two consumers of one group in one process need two instance
-    names).
+    ones (RocketMQ's defaults). ``client_config`` / ``instance_name`` configure the consumer's own
+    :class:`ClientInstance`; ``instance`` shares one instead (one consumer per group per
+    instance).
     """
 
     CONSUME_TYPE = "CONSUME_PASSIVELY"
@@ -143,8 +143,6 @@ class PushConsumer(ConsumerBase):
         start pulling. Raises ClientStateError without a listener or subscription."""
         if self._running:
             return
-        if self._closed:
-            raise ClientStateError(f"consumer {self._group} was shut down; create a new one")
         if self._listener is None:
             raise ClientStateError("register a listener before starting the consumer")
         if not self._subscriptions:
@@ -152,9 +150,12 @@ class PushConsumer(ConsumerBase):
         if self.message_model is MessageModel.CLUSTERING:
             rtopic = retry_topic(self._group)
             self._subscriptions.setdefault(rtopic, build_subscription(rtopic, "*"))
+        await super().start()
+
+    async def _open(self, instance: ClientInstance) -> None:
         # Broadcasting members each read every queue: nothing to lock.
-        instance = await self._join(
-            orderly=self._orderly and self.message_model is MessageModel.CLUSTERING
+        await self._join(
+            instance, orderly=self._orderly and self.message_model is MessageModel.CLUSTERING
         )
         if self._orderly and self.message_model is MessageModel.CLUSTERING:
             self._spawn(self._lock_loop(), "lock")
@@ -190,12 +191,12 @@ class PushConsumer(ConsumerBase):
             self._group, self._listener, self._offset_store, self._send_back, **common
         )
 
-    async def shutdown(self) -> None:
+    async def _close(self, instance: ClientInstance) -> None:
         """Stop pulling, let running listeners finish (``await_termination`` s), commit
         offsets, release orderly locks and leave the group (the others rebalance)."""
         if not await self._stop_tasks():
             return
-        assert self._service and self._offset_store and self._rebalance and self._instance
+        assert self._service and self._offset_store and self._rebalance
         await self._service.shutdown(self.await_termination)
         if self.trace_dispatcher is not None:
             await self.trace_dispatcher.shutdown()
@@ -205,7 +206,7 @@ class PushConsumer(ConsumerBase):
         for pq in self._rebalance.process_queues.values():
             pq.drop()
         self._rebalance.process_queues.clear()
-        await self._instance.unregister_consumer(self._group)
+        await instance.unregister_consumer(self._group)
         log.info("push consumer %s shut down", self._group)
 
     async def __aenter__(self) -> PushConsumer:
@@ -214,9 +215,6 @@ class PushConsumer(ConsumerBase):
         if self._listener is not None:
             await self.start()
         return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.shutdown()
 
     # -- ClientInstance's ConsumerHandle ----------------------------------------------------
     async def persist_consumer_offset(self) -> None:

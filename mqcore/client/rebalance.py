@@ -29,25 +29,20 @@ import time
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
 from mqcore.client.allocate import (
     AllocateMessageQueueAveragely,
     AllocateStrategy,
     strategy_by_name,
 )
-from mqcore.client.errors import TopicRouteNotFoundError
 from mqcore.client.offset_store import OffsetStore, ReadOffsetType
 from mqcore.client.process_queue import LockEvent, ProcessQueue
-from mqcore.errors import FilterSyntaxError, MQBrokerError, MQError
+from mqcore.errors import FilterSyntaxError, MQError
 from mqcore.filter.tags import compile_tags
 from mqcore.message import MessageExt
 from mqcore.message.const import RETRY_GROUP_TOPIC_PREFIX
-from mqcore.protocol import RequestCode, ResponseCode
-from mqcore.protocol.bodies import CheckClientRequestBody, MessageQueue, SubscriptionData
-
-if TYPE_CHECKING:
-    from mqcore.client.instance import ClientInstance
+from mqcore.protocol.bodies import MessageQueue, SubscriptionData
 
 __all__ = [
     "ConsumeFromWhere",
@@ -59,7 +54,6 @@ __all__ = [
     "RebalanceImpl",
     "RebalanceOwner",
     "build_subscription",
-    "check_client_config",
     "compute_pull_from_where",
     "filter_by_tags",
     "resolve_strategy",
@@ -166,36 +160,6 @@ def resolve_strategy(strategy: AllocateStrategy | str | None) -> AllocateStrateg
     if strategy is None or isinstance(strategy, str):
         return strategy_by_name(strategy or "AVG")
     return strategy
-
-
-async def check_client_config(
-    instance: ClientInstance, group: str, subscriptions: Iterable[SubscriptionData]
-) -> None:
-    """CHECK_CLIENT_CONFIG for every non-TAG subscription at the masters of its topic, as
-    the Java consumer does at start: a broker without ``enablePropertyFilter``, or one
-    that cannot parse the expression, fails ``start()`` with its reason instead of every
-    pull failing later. Topics without a route yet are skipped."""
-    for sub in subscriptions:
-        if sub.expression_type == "TAG":
-            continue
-        try:
-            route = await instance.get_route(sub.topic)
-        except TopicRouteNotFoundError:
-            continue
-        body = CheckClientRequestBody(instance.client_id, group, sub).encode()
-        for broker in route.broker_datas:
-            addr = broker.master_addr()
-            if addr is None:
-                continue
-            request = instance.request(RequestCode.CHECK_CLIENT_CONFIG, body=body)
-            response = await instance.invoke(addr, request)
-            if response.code != ResponseCode.SUCCESS:
-                raise MQBrokerError(
-                    response.code,
-                    f"broker {broker.broker_name} refuses the {sub.expression_type} subscription"
-                    f" {sub.sub_string!r} of {sub.topic}: {response.remark}"
-                    " (SQL92 needs enablePropertyFilter=true in broker.conf)",
-                )
 
 
 class OffsetLookupAPI(Protocol):

@@ -10,7 +10,10 @@ SEND_REPLY_MESSAGE_V2, and the broker pushes it to the requester's connection
 
 Here: the per-client table of waiting requests (RocketMQ's ``RequestFutureHolder``, one
 per :class:`~mqcore.client.instance.ClientInstance` since the reply arrives over that
-instance's connections), the handler of the pushed reply, and the send of a reply.
+instance's connections) and the handler of the pushed reply.
+:meth:`Producer.request <mqcore.client.producer.Producer.request>` waits in the table;
+:meth:`MQClientAPI.send_message <mqcore.client.api.MQClientAPI.send_message>` sends a
+reply (``reply=True``).
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ import asyncio
 import logging
 import time
 import uuid
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from mqcore.errors import CorruptRecordError, MQClientError, MQTimeoutError
 from mqcore.message import Message, MessageExt, SysFlag, decode_properties
@@ -35,15 +38,10 @@ from mqcore.message.const import (
 from mqcore.message.model import HostAddr
 from mqcore.message.record import inflate_body
 from mqcore.protocol import RemotingCommand, RequestCode, ResponseCode
-from mqcore.protocol.headers import HeaderError, SendMessageRequestHeader
+from mqcore.protocol.headers import HeaderError
 from mqcore.protocol.headers.reply import ReplyMessageRequestHeader
 
 if TYPE_CHECKING:
-    from mqcore.client.api import SendResult
-    from mqcore.client.instance import ClientInstance
-    from mqcore.client.producer import Producer
-    from mqcore.client.selectors import MessageQueueSelector
-    from mqcore.protocol.bodies import MessageQueue
     from mqcore.remoting import Channel, RequestDispatcher
 
 __all__ = [
@@ -56,9 +54,6 @@ __all__ = [
     "prepare_request",
     "register_reply_handler",
     "reply_topic",
-    "send_reply_message",
-    "send_reply_message_oneway",
-    "send_request",
 ]
 
 log = logging.getLogger("mq.client.reply")
@@ -193,60 +188,3 @@ def decode_reply(header: ReplyMessageRequestHeader, body: bytes, received: int) 
 def _host(text: str) -> HostAddr:
     ip, _, port = text.rpartition(":")
     return (ip.strip("[]") or "0.0.0.0", int(port) if port.isdigit() else 0)
-
-
-async def send_request(
-    producer: Producer,
-    msg: Message,
-    timeout: float,
-    queue: MessageQueue | None = None,
-    selector: MessageQueueSelector | None = None,
-    arg: Any = None,
-) -> MessageExt:
-    """:meth:`Producer.request <mqcore.client.producer.Producer.request>`: send, then wait
-    for the reply within what is left of ``timeout`` seconds."""
-    instance = producer.instance
-    begin = time.monotonic()
-    correlation_id = prepare_request(msg, instance.client_id, timeout)
-    if msg.topic not in instance.routes:
-        # The broker pushes the reply only to a client it knows: introduce ourselves to
-        # the topic's brokers before a replier can answer (as 4.9.8's prepareSendRequest).
-        await instance.find_publish_info(msg.topic)
-        await instance.send_heartbeat_to_all_brokers()
-    future = instance.request_futures.register(correlation_id)
-    try:
-        remaining = max(0.001, timeout - (time.monotonic() - begin))
-        await producer.send(msg, queue=queue, selector=selector, arg=arg, timeout=remaining)
-        remaining = timeout - (time.monotonic() - begin)
-        try:
-            return await asyncio.wait_for(future, max(0.0, remaining))
-        except TimeoutError:
-            raise RequestTimeoutError(
-                f"send request message to <{msg.topic}> OK, but wait reply message timeout,"
-                f" {int(timeout * 1000)} ms."
-            ) from None
-    finally:
-        instance.request_futures.remove(correlation_id)
-
-
-async def send_reply_message(
-    instance: ClientInstance,
-    addr: str,
-    broker_name: str,
-    header: SendMessageRequestHeader,
-    body: bytes,
-    *,
-    msg_id: str,
-    timeout: float,
-) -> SendResult:
-    """SEND_REPLY_MESSAGE_V2 (what 4.9.8's producer sends for ``MSG_TYPE=reply``)."""
-    request = instance.request(RequestCode.SEND_REPLY_MESSAGE_V2, header.to_v2(), body)
-    response = await instance.invoke(addr, request, timeout)
-    return instance.api.send_result(response, header.topic, broker_name, msg_id)
-
-
-async def send_reply_message_oneway(
-    instance: ClientInstance, addr: str, header: SendMessageRequestHeader, body: bytes
-) -> None:
-    request = instance.request(RequestCode.SEND_REPLY_MESSAGE_V2, header.to_v2(), body, oneway=True)
-    await instance.invoke_oneway(addr, request)

@@ -366,7 +366,7 @@ async def test_sql92_subscription_checked_at_start(tmp_path: Path) -> None:
         with pytest.raises(MQBrokerError, match="enablePropertyFilter"):
             await consumer.start()
         # The failed start left nothing running.
-        assert all(key[2] != "sql1" for key in ClientInstance._instances)
+        assert not consumer.started
     sql_cluster = LiveCluster(
         tmp_path / "sql", store=STORE, settings={"enable_property_filter": True}
     )
@@ -403,14 +403,16 @@ async def test_sql92_subscription_checked_at_start(tmp_path: Path) -> None:
 
 async def test_one_consumer_per_group_per_instance(cluster: LiveCluster) -> None:
     await cluster.create_topic("T10")
-    first = push(cluster, "g-dup", "T10", instance_name="dup")
+    shared = ClientInstance(cluster.addr, instance_name="dup")
+    first = push(cluster, "g-dup", "T10", instance=shared)
     first.register_listener(Collector())
-    second = push(cluster, "g-dup", "T10", instance_name="dup")
+    second = push(cluster, "g-dup", "T10", instance=shared)
     second.register_listener(Collector())
     async with first:
         with pytest.raises(ClientStateError, match="already used"):
             await second.start()
         assert first.instance.consumers["g-dup"] is first
+    await shared.shutdown()
 
 
 async def test_lite_pull_members_rebalance(cluster: LiveCluster) -> None:

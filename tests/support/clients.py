@@ -350,8 +350,8 @@ async def pull_all(api: MQClientAPI, mq: MessageQueue, group: str = "check") -> 
 
 
 async def pull_topic(api: MQClientAPI, topic: str) -> list[MessageExt]:
-    await api.instance.update_route(topic)
+    await api.routes.update(topic)
     out: list[MessageExt] = []
-    for mq in await api.instance.subscribe_queues(topic):
+    for mq in await api.topic_queues(topic):
         out.extend(await pull_all(api, mq))
     return out

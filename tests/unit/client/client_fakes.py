@@ -4,9 +4,9 @@ brokers on an :class:`InMemoryNetwork`.
 A :class:`FakeBroker` stores what producers send per queue (records encoded as a broker
 would), answers pulls from them, and records heartbeats and unregistrations. Knobs:
 ``fail_code`` (answer sends with that code), ``delay`` (seconds before answering sends),
-``suggest`` (the pulls' ``suggestWhichBrokerId``), :meth:`FakeCluster.add_slave` (a
-broker id 1 of the same name), :meth:`FakeCluster.stop_broker` (nothing serves its address
-any more) and :meth:`FakeCluster.unregister` (the name server forgets one node).
+``suggest`` (the pulls' ``suggestWhichBrokerId``), :meth:`InMemoryCluster.add_slave` (a
+broker id 1 of the same name), :meth:`InMemoryCluster.stop_broker` (nothing serves its address
+any more) and :meth:`InMemoryCluster.unregister` (the name server forgets one node).
 """
 
 from __future__ import annotations
@@ -198,7 +198,7 @@ def _props(props: dict[str, str]) -> str:
     return encode_properties(props).decode()
 
 
-class FakeCluster:
+class InMemoryCluster:
     """One real name-server processor and any number of fake brokers, in memory."""
 
     def __init__(self, tmp: Path, *, namesrv: str = NAMESRV) -> None:

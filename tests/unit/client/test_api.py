@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from client_fakes import NAMESRV, FakeCluster
+from client_fakes import NAMESRV, InMemoryCluster
 
 from mqcore.client.api import PullStatus, parse_tags
 from mqcore.client.instance import ClientInstance
@@ -15,8 +15,8 @@ from mqcore.protocol.bodies import MessageQueue
 
 
 @pytest.fixture
-def cluster(tmp_path: Path) -> FakeCluster:
-    c = FakeCluster(tmp_path)
+def cluster(tmp_path: Path) -> InMemoryCluster:
+    c = InMemoryCluster(tmp_path)
     c.add_broker("broker-a", "127.0.0.1:10911", {"T": 1})
     return c
 
@@ -26,7 +26,7 @@ def test_parse_tags() -> None:
     assert parse_tags("A || B ||  ") == {"A", "B"}
 
 
-async def test_pull_filters_tags_and_sets_min_max(cluster: FakeCluster) -> None:
+async def test_pull_filters_tags_and_sets_min_max(cluster: InMemoryCluster) -> None:
     async with Producer("pg", namesrv=NAMESRV, client_config=cluster.config()) as p:
         for i, tag in enumerate("ABAB"):
             await p.send(make_message("T", f"m{i}", tags=tag))
@@ -41,8 +41,8 @@ async def test_pull_filters_tags_and_sets_min_max(cluster: FakeCluster) -> None:
         assert api.pull_from_which_node[mq] == 0
 
 
-async def test_consumer_offsets_and_max_offset(cluster: FakeCluster) -> None:
-    inst = ClientInstance.get(NAMESRV, config=cluster.config())
+async def test_consumer_offsets_and_max_offset(cluster: InMemoryCluster) -> None:
+    inst = ClientInstance(NAMESRV, config=cluster.config())
     try:
         await inst.update_route("T")
         mq = MessageQueue("T", "broker-a", 0)
@@ -55,8 +55,8 @@ async def test_consumer_offsets_and_max_offset(cluster: FakeCluster) -> None:
         await inst.shutdown()
 
 
-async def test_unique_key_is_not_taken_for_an_offset_msg_id(cluster: FakeCluster) -> None:
-    inst = ClientInstance.get(NAMESRV, config=cluster.config())
+async def test_unique_key_is_not_taken_for_an_offset_msg_id(cluster: InMemoryCluster) -> None:
+    inst = ClientInstance(NAMESRV, config=cluster.config())
     try:
         with pytest.raises(MessageIdError, match="unique key"):
             await inst.api.view_message_by_id("0A00000148B718B4AAC2000000000000")

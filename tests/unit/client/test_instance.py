@@ -7,10 +7,17 @@ import os
 from pathlib import Path
 
 import pytest
-from client_fakes import NAMESRV, FakeCluster
+from client_fakes import NAMESRV, InMemoryCluster
 
-from mqcore.client.errors import NameServerUnreachableError, TopicRouteNotFoundError
+from mqcore.client.admin import Admin
+from mqcore.client.errors import (
+    ClientStateError,
+    NameServerUnreachableError,
+    TopicRouteNotFoundError,
+)
 from mqcore.client.instance import ClientInstance
+from mqcore.client.producer import Producer
+from mqcore.errors import MQClientError
 from mqcore.protocol import LanguageCode, RemotingCommand, RequestCode
 from mqcore.protocol.bodies import (
     ConsumerData,
@@ -48,29 +55,46 @@ class StubConsumer:
 
 
 @pytest.fixture
-def cluster(tmp_path: Path) -> FakeCluster:
-    c = FakeCluster(tmp_path)
+def cluster(tmp_path: Path) -> InMemoryCluster:
+    c = InMemoryCluster(tmp_path)
     c.add_broker("broker-a", "127.0.0.1:10911", {"T": 4, "TBW102": 8})
     c.add_broker("broker-b", "127.0.0.1:10921", {"T": 2})
     return c
 
 
-async def test_get_shares_one_instance_and_names_the_client_like_rocketmq(
-    cluster: FakeCluster,
-) -> None:
-    a = ClientInstance.get(NAMESRV, config=cluster.config())
-    b = ClientInstance.get([NAMESRV])
-    assert a is b
+async def test_the_client_is_named_like_rocketmq(cluster: InMemoryCluster) -> None:
+    a = ClientInstance(NAMESRV, config=cluster.config())
     assert a.client_id == f"10.0.0.1@{os.getpid()}"
-    other = ClientInstance.get(NAMESRV, instance_name="x", config=cluster.config())
-    assert other is not a and other.client_id == "10.0.0.1@x"
-    await a.shutdown()
-    await other.shutdown()
-    assert ClientInstance.get(NAMESRV, config=cluster.config()) is not a
+    other = ClientInstance(NAMESRV, instance_name="x", config=cluster.config())
+    assert other.client_id == "10.0.0.1@x"
+    named = ClientInstance(NAMESRV, config=cluster.config(instance_name="y"))
+    assert named.client_id == "10.0.0.1@y"
+    with pytest.raises(MQClientError, match="no name server"):
+        ClientInstance(" ; ", config=cluster.config())
 
 
-async def test_route_publish_queues_and_broker_table(cluster: FakeCluster) -> None:
-    inst = ClientInstance.get(NAMESRV, config=cluster.config())
+async def test_roles_share_an_instance_only_when_given_one(cluster: InMemoryCluster) -> None:
+    shared = ClientInstance(NAMESRV, config=cluster.config())
+    one = Producer("pg1", NAMESRV, instance=shared)
+    two = Producer("pg2", NAMESRV, instance=shared)
+    own = Producer("pg3", NAMESRV, client_config=cluster.config())
+    async with one, two, own, Admin(NAMESRV, instance=shared) as admin:
+        assert one.instance is two.instance is admin.instance is shared
+        assert own.instance is not shared
+        assert set(shared.producers) == {"pg1", "pg2"} and set(own.instance.producers) == {"pg3"}
+        with pytest.raises(ClientStateError, match="already used"):
+            await Producer("pg1", NAMESRV, instance=shared).start()
+        private = own.instance
+    assert private.closed  # built by the producer, shut down with it
+    assert not shared.closed and not shared.producers  # its owner's to shut down
+    await shared.shutdown()
+    assert shared.closed
+    with pytest.raises(ClientStateError, match="shut down"):
+        await Producer("pg4", NAMESRV, instance=shared).start()
+
+
+async def test_route_publish_queues_and_broker_table(cluster: InMemoryCluster) -> None:
+    inst = ClientInstance(NAMESRV, config=cluster.config())
     try:
         info = await inst.find_publish_info("T")
         assert [(q.broker_name, q.queue_id) for q in info.queues] == [
@@ -85,8 +109,8 @@ async def test_route_publish_queues_and_broker_table(cluster: FakeCluster) -> No
         await inst.shutdown()
 
 
-async def test_unknown_topic_falls_back_to_tbw102_then_errors(cluster: FakeCluster) -> None:
-    inst = ClientInstance.get(NAMESRV, config=cluster.config())
+async def test_unknown_topic_falls_back_to_tbw102_then_errors(cluster: InMemoryCluster) -> None:
+    inst = ClientInstance(NAMESRV, config=cluster.config())
     try:
         info = await inst.find_publish_info("NewTopic")
         # TBW102 lives on broker-a with 8 queues; capped at defaultTopicQueueNums = 4
@@ -98,7 +122,7 @@ async def test_unknown_topic_falls_back_to_tbw102_then_errors(cluster: FakeClust
 
     cluster.register("broker-a", {"T": 4})  # TBW102 gone: no auto-create
     cluster.routes.delete_topic("TBW102")
-    inst = ClientInstance.get(NAMESRV, config=cluster.config())
+    inst = ClientInstance(NAMESRV, config=cluster.config())
     try:
         with pytest.raises(TopicRouteNotFoundError, match="no route for topic Other"):
             await inst.find_publish_info("Other")
@@ -106,14 +130,14 @@ async def test_unknown_topic_falls_back_to_tbw102_then_errors(cluster: FakeClust
         await inst.shutdown()
 
 
-async def test_name_server_failover_and_clear_error(cluster: FakeCluster) -> None:
-    inst = ClientInstance.get(f"127.0.0.1:1;{NAMESRV}", config=cluster.config())
+async def test_name_server_failover_and_clear_error(cluster: InMemoryCluster) -> None:
+    inst = ClientInstance(f"127.0.0.1:1;{NAMESRV}", config=cluster.config())
     try:
         assert (await inst.get_route("T")).broker_datas
-        assert inst.namesrv_addrs[inst._ns_index] == NAMESRV
+        assert inst.namesrv_addrs[inst.transport._ns_index] == NAMESRV
     finally:
         await inst.shutdown()
-    inst = ClientInstance.get("127.0.0.1:1", config=cluster.config())
+    inst = ClientInstance("127.0.0.1:1", config=cluster.config())
     try:
         with pytest.raises(
             NameServerUnreachableError, match=r"127.0.0.1:1 unreachable.*mq namesrv"
@@ -123,8 +147,8 @@ async def test_name_server_failover_and_clear_error(cluster: FakeCluster) -> Non
         await inst.shutdown()
 
 
-async def test_heartbeat_unregister_and_language(cluster: FakeCluster) -> None:
-    inst = ClientInstance.get(NAMESRV, config=cluster.config())
+async def test_heartbeat_unregister_and_language(cluster: InMemoryCluster) -> None:
+    inst = ClientInstance(NAMESRV, config=cluster.config())
     await inst.get_route("T")
     await inst.register_producer(StubProducer("pg"))
     a, b = cluster.brokers["broker-a"], cluster.brokers["broker-b"]
@@ -140,7 +164,8 @@ async def test_heartbeat_unregister_and_language(cluster: FakeCluster) -> None:
     assert request.language is LanguageCode.PYTHON
     await inst.unregister_consumer("cg")
     await inst.unregister_producer("pg")
-    assert inst.closed  # the last user left
+    assert not inst.closed  # the last user left: the instance stays its owner's
+    await inst.shutdown()
     assert {(u.consumer_group, u.producer_group) for u in a.unregistered} == {
         ("cg", None),
         (None, "pg"),
@@ -148,8 +173,8 @@ async def test_heartbeat_unregister_and_language(cluster: FakeCluster) -> None:
     assert all(u.client_id == inst.client_id for u in b.unregistered)
 
 
-async def test_requests_brokers_send_reach_the_consumer(cluster: FakeCluster) -> None:
-    inst = ClientInstance.get(NAMESRV, config=cluster.config())
+async def test_requests_brokers_send_reach_the_consumer(cluster: InMemoryCluster) -> None:
+    inst = ClientInstance(NAMESRV, config=cluster.config())
     consumer = StubConsumer("cg", "T")
     await inst.register_consumer(consumer)
     try:
@@ -184,3 +209,4 @@ async def test_requests_brokers_send_reach_the_consumer(cluster: FakeCluster) ->
         assert (await channel.invoke(missing)).code == 1
     finally:
         await inst.unregister_consumer("cg")
+        await inst.shutdown()

@@ -7,7 +7,7 @@ import zlib
 from pathlib import Path
 
 import pytest
-from client_fakes import NAMESRV, FakeCluster
+from client_fakes import NAMESRV, InMemoryCluster
 
 from mqcore.client.api import SendStatus
 from mqcore.client.errors import BrokerUnreachableError, ClientStateError, InvalidMessageError
@@ -26,18 +26,18 @@ from mqcore.protocol.headers import decode_send_message_header
 
 
 @pytest.fixture
-def cluster(tmp_path: Path) -> FakeCluster:
-    c = FakeCluster(tmp_path)
+def cluster(tmp_path: Path) -> InMemoryCluster:
+    c = InMemoryCluster(tmp_path)
     c.add_broker("broker-a", "127.0.0.1:10911", {"T": 4, "TBW102": 8})
     c.add_broker("broker-b", "127.0.0.1:10921", {"T": 4})
     return c
 
 
-def producer(cluster: FakeCluster, **kw: object) -> Producer:
+def producer(cluster: InMemoryCluster, **kw: object) -> Producer:
     return Producer("pg", namesrv=NAMESRV, client_config=cluster.config(), **kw)  # type: ignore[arg-type]
 
 
-async def test_send_lands_with_tags_keys_properties_and_uniq_key(cluster: FakeCluster) -> None:
+async def test_send_lands_with_tags_keys_properties_and_uniq_key(cluster: InMemoryCluster) -> None:
     async with producer(cluster) as p:
         msg = make_message(
             "T", "hello", tags="TagA", keys=["k1", "k2"], properties={"color": "red"}
@@ -57,13 +57,13 @@ async def test_send_lands_with_tags_keys_properties_and_uniq_key(cluster: FakeCl
     assert result.offset_msg_id.endswith(f"{stored[0].commit_log_offset:016X}")
 
 
-async def test_round_robin_spreads_over_all_queues(cluster: FakeCluster) -> None:
+async def test_round_robin_spreads_over_all_queues(cluster: InMemoryCluster) -> None:
     async with producer(cluster) as p:
         results = [await p.send(make_message("T", f"m{i}")) for i in range(16)]
     assert len({r.message_queue for r in results}) == 8
 
 
-async def test_large_body_is_zlib_compressed_and_decodes_back(cluster: FakeCluster) -> None:
+async def test_large_body_is_zlib_compressed_and_decodes_back(cluster: InMemoryCluster) -> None:
     body = bytes(range(256)) * 40  # 10240 bytes
     async with producer(cluster) as p:
         result = await p.send(make_message("T", body))
@@ -77,7 +77,7 @@ async def test_large_body_is_zlib_compressed_and_decodes_back(cluster: FakeClust
     assert s.queues[("T", small.message_queue.queue_id)][small.queue_offset].sys_flag == 0
 
 
-async def test_selectors_keep_order_per_key_or_globally(cluster: FakeCluster) -> None:
+async def test_selectors_keep_order_per_key_or_globally(cluster: InMemoryCluster) -> None:
     async with producer(cluster) as p:
         by_key: dict[str, set[object]] = {}
         for i in range(30):
@@ -93,7 +93,7 @@ async def test_selectors_keep_order_per_key_or_globally(cluster: FakeCluster) ->
     assert [r.queue_offset for r in fixed] == sorted(r.queue_offset for r in fixed)
 
 
-async def test_retry_moves_to_another_broker(cluster: FakeCluster) -> None:
+async def test_retry_moves_to_another_broker(cluster: InMemoryCluster) -> None:
     cluster.brokers["broker-a"].fail_code = 1  # SYSTEM_ERROR is retriable
     async with producer(cluster) as p:
         results = [await p.send(make_message("T", f"m{i}")) for i in range(6)]
@@ -102,7 +102,7 @@ async def test_retry_moves_to_another_broker(cluster: FakeCluster) -> None:
 
 
 async def test_broker_down_retries_elsewhere_and_non_retriable_code_raises(
-    cluster: FakeCluster,
+    cluster: InMemoryCluster,
 ) -> None:
     cluster.stop_broker("broker-a")
     async with producer(cluster) as p:
@@ -121,7 +121,7 @@ async def test_broker_down_retries_elsewhere_and_non_retriable_code_raises(
         assert err.value.code == 13
 
 
-async def test_timeout_is_overall_and_clear(cluster: FakeCluster) -> None:
+async def test_timeout_is_overall_and_clear(cluster: InMemoryCluster) -> None:
     for b in cluster.brokers.values():
         b.delay = 1.0
     async with producer(cluster, send_timeout=0.3) as p:
@@ -129,7 +129,7 @@ async def test_timeout_is_overall_and_clear(cluster: FakeCluster) -> None:
             await p.send(make_message("T", "slow"))
 
 
-async def test_batches_split_under_the_limit(cluster: FakeCluster) -> None:
+async def test_batches_split_under_the_limit(cluster: InMemoryCluster) -> None:
     msgs = [make_message("T", bytes([i]) * 1000, tags="B", keys=f"k{i}") for i in range(50)]
     assert [len(b) for b in split_batches(msgs, 10_000)] == [9] * 5 + [5]
     async with producer(cluster, max_message_size=10_000) as p:
@@ -146,7 +146,7 @@ async def test_batches_split_under_the_limit(cluster: FakeCluster) -> None:
             await p.send_batch([make_message("T", "a"), make_message("U", "b")])
 
 
-async def test_async_callback_and_oneway(cluster: FakeCluster) -> None:
+async def test_async_callback_and_oneway(cluster: InMemoryCluster) -> None:
     got: list[object] = []
     async with producer(cluster) as p:
         task = p.send_async(make_message("T", "a"), callback=lambda r, e: got.append(r or e))
@@ -161,7 +161,7 @@ async def test_async_callback_and_oneway(cluster: FakeCluster) -> None:
     assert got == [result]
 
 
-async def test_bad_input_fails_before_the_network(cluster: FakeCluster) -> None:
+async def test_bad_input_fails_before_the_network(cluster: InMemoryCluster) -> None:
     p = producer(cluster)
     with pytest.raises(ClientStateError, match="not started"):
         await p.send(make_message("T", "x"))
@@ -176,7 +176,7 @@ async def test_bad_input_fails_before_the_network(cluster: FakeCluster) -> None:
     assert not any(b.requests for b in cluster.brokers.values())
 
 
-async def test_unknown_topic_goes_through_tbw102_brokers(cluster: FakeCluster) -> None:
+async def test_unknown_topic_goes_through_tbw102_brokers(cluster: InMemoryCluster) -> None:
     async with producer(cluster) as p:
         result = await p.send(make_message("Fresh", "x"))
     assert result.message_queue.broker_name == "broker-a"  # only broker-a has TBW102

@@ -7,7 +7,7 @@ import zlib
 from pathlib import Path
 
 import pytest
-from client_fakes import NAMESRV, FakeCluster
+from client_fakes import NAMESRV, InMemoryCluster
 
 from mqcore.client.api import PullStatus
 from mqcore.client.producer import Producer
@@ -68,14 +68,14 @@ def test_bytes_that_are_not_a_record_end_the_response_incompletely() -> None:
 
 
 @pytest.fixture
-def cluster(tmp_path: Path) -> FakeCluster:
-    c = FakeCluster(tmp_path)
+def cluster(tmp_path: Path) -> InMemoryCluster:
+    c = InMemoryCluster(tmp_path)
     c.add_broker("broker-a", "127.0.0.1:10911", {"T": 1})
     return c
 
 
 async def test_pull_delivers_every_record_and_moves_only_past_seen_ones(
-    cluster: FakeCluster,
+    cluster: InMemoryCluster,
 ) -> None:
     broker = cluster.brokers["broker-a"]
     for i in range(10):

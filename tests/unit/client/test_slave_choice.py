@@ -7,7 +7,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
-from client_fakes import NAMESRV, FakeBroker, FakeCluster
+from client_fakes import NAMESRV, FakeBroker, InMemoryCluster
 
 from mqcore.client.instance import ClientInstance
 from mqcore.errors import MQClientError
@@ -20,16 +20,16 @@ MQ = MessageQueue("T", "broker-a", 0)
 
 
 @pytest.fixture
-def cluster(tmp_path: Path) -> FakeCluster:
-    c = FakeCluster(tmp_path)
+def cluster(tmp_path: Path) -> InMemoryCluster:
+    c = InMemoryCluster(tmp_path)
     c.add_broker("broker-a", MASTER, {"T": 1})
     c.add_slave("broker-a", SLAVE)
     return c
 
 
 @pytest.fixture
-async def instance(cluster: FakeCluster) -> AsyncIterator[ClientInstance]:
-    inst = ClientInstance.get(NAMESRV, config=cluster.config())
+async def instance(cluster: InMemoryCluster) -> AsyncIterator[ClientInstance]:
+    inst = ClientInstance(NAMESRV, config=cluster.config())
     try:
         await inst.update_route("T")
         yield inst
@@ -37,11 +37,11 @@ async def instance(cluster: FakeCluster) -> AsyncIterator[ClientInstance]:
         await inst.shutdown()
 
 
-def master(cluster: FakeCluster) -> FakeBroker:
+def master(cluster: InMemoryCluster) -> FakeBroker:
     return cluster.brokers["broker-a"]
 
 
-def slave(cluster: FakeCluster) -> FakeBroker:
+def slave(cluster: InMemoryCluster) -> FakeBroker:
     return cluster.slaves["broker-a"]
 
 
@@ -53,7 +53,7 @@ async def pull(inst: ClientInstance, commit_offset: int = 0) -> None:
 
 
 async def test_pulls_follow_the_suggested_broker_id(
-    cluster: FakeCluster, instance: ClientInstance
+    cluster: InMemoryCluster, instance: ClientInstance
 ) -> None:
     master(cluster).suggest = 1
     await pull(instance)
@@ -71,7 +71,7 @@ async def test_pulls_follow_the_suggested_broker_id(
 
 
 async def test_a_suggested_slave_that_is_gone_falls_to_the_next_or_the_master(
-    cluster: FakeCluster, instance: ClientInstance
+    cluster: InMemoryCluster, instance: ClientInstance
 ) -> None:
     master(cluster).suggest = 2  # no broker id 2 nor 3: the lowest id, the master
     await pull(instance)
@@ -83,7 +83,7 @@ async def test_a_suggested_slave_that_is_gone_falls_to_the_next_or_the_master(
 
 
 async def test_without_a_master_pulls_and_offsets_go_to_the_slave_and_come_back(
-    cluster: FakeCluster, instance: ClientInstance
+    cluster: InMemoryCluster, instance: ClientInstance
 ) -> None:
     api = instance.api
     await api.update_consumer_offset("g", MQ, 1, oneway=False)
@@ -117,7 +117,7 @@ async def test_without_a_master_pulls_and_offsets_go_to_the_slave_and_come_back(
 
 
 async def test_offsets_refresh_the_route_before_falling_back_to_a_slave(
-    cluster: FakeCluster, instance: ClientInstance
+    cluster: InMemoryCluster, instance: ClientInstance
 ) -> None:
     cluster.unregister("broker-a", 0)
     await instance.update_route("T")

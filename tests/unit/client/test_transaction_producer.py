@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from client_fakes import NAMESRV, FakeBroker, FakeCluster
+from client_fakes import NAMESRV, FakeBroker, InMemoryCluster
 
 from mqcore.client import LocalTransactionState, TransactionProducer, TransactionSendResult
 from mqcore.client.errors import ClientStateError
@@ -46,8 +46,8 @@ class TxBroker(FakeBroker):
 
 
 @pytest.fixture
-def cluster(tmp_path: Path) -> FakeCluster:
-    c = FakeCluster(tmp_path)
+def cluster(tmp_path: Path) -> InMemoryCluster:
+    c = InMemoryCluster(tmp_path)
     broker = TxBroker("broker-a", ADDR)
     c.brokers["broker-a"] = broker
     c.network.serve(ADDR, broker.dispatcher())
@@ -55,13 +55,13 @@ def cluster(tmp_path: Path) -> FakeCluster:
     return c
 
 
-def broker_of(cluster: FakeCluster) -> TxBroker:
+def broker_of(cluster: InMemoryCluster) -> TxBroker:
     broker = cluster.brokers["broker-a"]
     assert isinstance(broker, TxBroker)
     return broker
 
 
-def tx_producer(cluster: FakeCluster, **kw: Any) -> TransactionProducer:
+def tx_producer(cluster: InMemoryCluster, **kw: Any) -> TransactionProducer:
     return TransactionProducer("tpg", namesrv=NAMESRV, client_config=cluster.config(), **kw)
 
 
@@ -77,7 +77,7 @@ def test_states_and_the_unknow_alias() -> None:
 
 
 async def test_half_message_then_end_transaction_with_the_send_result(
-    cluster: FakeCluster,
+    cluster: InMemoryCluster,
 ) -> None:
     seen: list[tuple[bytes, object]] = []
 
@@ -113,7 +113,7 @@ async def test_half_message_then_end_transaction_with_the_send_result(
     [(ROLLBACK, 12), (UNKNOWN, 0), ("commit", 8), (None, 0)],
 )
 async def test_each_outcome_is_reported_and_async_callbacks_work(
-    cluster: FakeCluster, outcome: object, code: int
+    cluster: InMemoryCluster, outcome: object, code: int
 ) -> None:
     async def execute(msg: Message, arg: Any) -> Any:
         await asyncio.sleep(0)
@@ -126,7 +126,7 @@ async def test_each_outcome_is_reported_and_async_callbacks_work(
 
 
 async def test_a_failing_local_transaction_reports_unknown_with_the_error(
-    cluster: FakeCluster,
+    cluster: InMemoryCluster,
 ) -> None:
     def execute(msg: Message, arg: Any) -> LocalTransactionState:
         raise ValueError("db down")
@@ -140,7 +140,7 @@ async def test_a_failing_local_transaction_reports_unknown_with_the_error(
     assert "db down" in (end.remark or "")
 
 
-async def test_a_refused_half_message_raises_and_runs_nothing(cluster: FakeCluster) -> None:
+async def test_a_refused_half_message_raises_and_runs_nothing(cluster: InMemoryCluster) -> None:
     ran: list[Message] = []
     broker_of(cluster).fail_code = ResponseCode.NO_PERMISSION
     async with tx_producer(
@@ -151,7 +151,7 @@ async def test_a_refused_half_message_raises_and_runs_nothing(cluster: FakeClust
     assert ran == [] and broker_of(cluster).ends == []
 
 
-async def test_a_producer_needs_a_local_transaction(cluster: FakeCluster) -> None:
+async def test_a_producer_needs_a_local_transaction(cluster: InMemoryCluster) -> None:
     async with tx_producer(cluster) as producer:
         with pytest.raises(ClientStateError, match="execute_local_transaction"):
             await producer.send_message_in_transaction(make_message("T", "x"))
@@ -166,7 +166,7 @@ async def test_a_producer_needs_a_local_transaction(cluster: FakeCluster) -> Non
 
 
 async def test_check_transaction_state_is_answered_from_check_local_transaction(
-    cluster: FakeCluster,
+    cluster: InMemoryCluster,
 ) -> None:
     asked: list[MessageExt] = []
 
@@ -211,7 +211,7 @@ async def test_check_transaction_state_is_answered_from_check_local_transaction(
     assert answer.msg_id == result.msg_id == answer.transaction_id
 
 
-async def test_answering_builds_a_demo_producer(cluster: FakeCluster) -> None:
+async def test_answering_builds_a_demo_producer(cluster: InMemoryCluster) -> None:
     producer = TransactionProducer.answering(
         "unknown", "commit", "tpg3", NAMESRV, client_config=cluster.config()
     )
