@@ -35,7 +35,7 @@ def queues(topic: str, n: int, broker: str = "broker-a") -> list[MessageQueue]:
     return [MessageQueue(topic, broker, i) for i in range(n)]
 
 
-class FakeCluster:
+class GroupBrokerState:
     """Routes, group membership and a broker lock table shared by several fake clients."""
 
     def __init__(self) -> None:
@@ -47,7 +47,7 @@ class FakeCluster:
 
 
 class FakeAPI:
-    def __init__(self, cluster: FakeCluster, client_id: str) -> None:
+    def __init__(self, cluster: GroupBrokerState, client_id: str) -> None:
         self.cluster = cluster
         self.client_id = client_id
         self.fail_lock = False
@@ -121,7 +121,7 @@ class Owner:
 
 
 def member(
-    cluster: FakeCluster, cid: str, model: MessageModel = MessageModel.CLUSTERING, **kw: object
+    cluster: GroupBrokerState, cid: str, model: MessageModel = MessageModel.CLUSTERING, **kw: object
 ) -> tuple[RebalanceImpl, Owner, FakeAPI]:
     api = FakeAPI(cluster, cid)
     owner = Owner()
@@ -131,7 +131,7 @@ def member(
 
 
 async def test_members_share_disjointly_and_follow_joins_and_leaves() -> None:
-    cluster = FakeCluster()
+    cluster = GroupBrokerState()
     cluster.routes["T"] = queues("T", 8)
     cluster.members = ["c1", "c2"]
     a, owner_a, _ = member(cluster, "c1")
@@ -158,7 +158,7 @@ async def test_members_share_disjointly_and_follow_joins_and_leaves() -> None:
 
 
 async def test_broadcasting_takes_every_queue() -> None:
-    cluster = FakeCluster()
+    cluster = GroupBrokerState()
     cluster.routes["T"] = queues("T", 3) + queues("T", 2, "broker-b")
     a, _, _ = member(cluster, "c1", MessageModel.BROADCASTING)
     b, _, _ = member(cluster, "c2", MessageModel.BROADCASTING)
@@ -168,7 +168,7 @@ async def test_broadcasting_takes_every_queue() -> None:
 
 
 async def test_strategy_and_unsubscribe_and_missing_route() -> None:
-    cluster = FakeCluster()
+    cluster = GroupBrokerState()
     cluster.routes["T"] = queues("T", 4)
     cluster.members = ["c1", "c2"]
     a, owner, _ = member(cluster, "c1", strategy=AllocateMessageQueueAveragelyByCircle())
@@ -181,7 +181,7 @@ async def test_strategy_and_unsubscribe_and_missing_route() -> None:
 
 
 async def test_no_members_yet_changes_nothing() -> None:
-    cluster = FakeCluster()
+    cluster = GroupBrokerState()
     cluster.routes["T"] = queues("T", 4)
     a, _, _ = member(cluster, "c1")
     assert not await a.do_rebalance()
@@ -189,7 +189,7 @@ async def test_no_members_yet_changes_nothing() -> None:
 
 
 async def test_refused_start_retried_and_dropped_queue_readded() -> None:
-    cluster = FakeCluster()
+    cluster = GroupBrokerState()
     cluster.routes["T"] = queues("T", 2)
     cluster.members = ["c1"]
     a, owner, _ = member(cluster, "c1")
@@ -208,7 +208,7 @@ async def test_refused_start_retried_and_dropped_queue_readded() -> None:
 
 
 async def test_orderly_locks_before_pulling_and_releases() -> None:
-    cluster = FakeCluster()
+    cluster = GroupBrokerState()
     cluster.routes["T"] = queues("T", 2)
     cluster.members = ["c1", "c2"]
     a, _, _ = member(cluster, "c1", orderly=True)
@@ -241,7 +241,7 @@ async def test_orderly_locks_before_pulling_and_releases() -> None:
 
 
 async def test_lock_failure_means_not_locked() -> None:
-    cluster = FakeCluster()
+    cluster = GroupBrokerState()
     cluster.routes["T"] = queues("T", 1)
     cluster.members = ["c1"]
     a, _, api = member(cluster, "c1", orderly=True)
@@ -252,7 +252,7 @@ async def test_lock_failure_means_not_locked() -> None:
 
 
 async def test_drop_all() -> None:
-    cluster = FakeCluster()
+    cluster = GroupBrokerState()
     cluster.routes["T"] = queues("T", 3)
     a, owner, _ = member(cluster, "c1", MessageModel.BROADCASTING)
     await a.do_rebalance()
@@ -273,7 +273,7 @@ async def test_drop_all() -> None:
     ],
 )
 async def test_compute_pull_from_where(where: ConsumeFromWhere, topic: str, expected: int) -> None:
-    cluster = FakeCluster()
+    cluster = GroupBrokerState()
     api = FakeAPI(cluster, "c1")
     mq = MessageQueue(topic, "broker-a", 0)
     cluster.max_offsets[mq] = 50
