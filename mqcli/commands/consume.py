@@ -244,9 +244,8 @@ async def _consume(opts: dict[str, Any], sink: Sink) -> tuple[int, bool]:
     await admin.start()
     consumer: PushConsumer | LitePullConsumer | None = None
     try:
-        api = admin.instance.api
-        queues = await admin.instance.subscribe_queues(topic, refresh=True)  # unknown topic?
-        ends = {mq: await api.max_offset(mq) for mq in queues} if not opts["follow"] else {}
+        queues = await admin.topic_queues(topic)  # unknown topic?
+        ends = {mq: await admin.max_offset(mq) for mq in queues} if not opts["follow"] else {}
         position: Position | None = opts["position"]
         where = (
             ConsumeFromWhere.FIRST
@@ -293,7 +292,7 @@ async def _consume(opts: dict[str, Any], sink: Sink) -> tuple[int, bool]:
             async def start_of(mq: MessageQueue) -> int:
                 assert consumer is not None
                 store: Any = getattr(consumer, "_offset_store", None)
-                return await compute_pull_from_where(mq, store, api, where, 0)
+                return await compute_pull_from_where(mq, store, admin, where, 0)
 
             watch = EndWatch(consumer, topic, ends, start_of)
         if isinstance(consumer, PushConsumer):
@@ -304,7 +303,7 @@ async def _consume(opts: dict[str, Any], sink: Sink) -> tuple[int, bool]:
         if isinstance(consumer, LitePullConsumer) and opts["ack"]:
             await consumer.commit_sync()
         elif isinstance(consumer, PushConsumer):
-            await _pin_unset_positions(consumer, topic, api, where)
+            await _pin_unset_positions(consumer, topic, admin, where)
         return sink.count, interrupted
     finally:
         remove_handlers()
@@ -383,7 +382,7 @@ async def _pull_loop(
         if position.kind is Kind.TIME:
             not_before = position.value
         consumer.resume(queues)
-    addrs = consumer.instance.broker_addrs
+    addrs = consumer.broker_addrs()
     last_check = time.monotonic()
     while not stop.is_set():
         msgs = await consumer.poll(timeout=CHECK_INTERVAL)

@@ -9,7 +9,6 @@ import typer
 from rich.markup import escape
 
 from mqcli.commands.admin_util import (
-    TOOLS_GROUP,
     GroupArg,
     JsonOpt,
     admin_session,
@@ -21,7 +20,7 @@ from mqcli.output import console, fail, print_json_line
 from mqcli.render import fmt_ts, message_json, preview
 from mqcli.tables import FormatOpt, cell, make_table, print_table, resolve_format
 from mqcore.client import Admin, TopicRouteNotFoundError
-from mqcore.client.instance import subscribe_queues
+from mqcore.client.route import subscribe_queues
 from mqcore.message import MessageExt
 from mqcore.message.const import (
     PROPERTY_ORIGIN_MESSAGE_ID,
@@ -39,22 +38,16 @@ def _origin(msg: MessageExt) -> tuple[str | None, str | None]:
 async def _read_dlq(admin: Admin, topic: str, limit: int) -> tuple[list[MessageExt], int]:
     """Up to ``limit`` dead letters, oldest queue offsets first, and how many there are."""
     route = await admin.topic_route(topic)
-    await admin.instance.update_route(topic)
-    api = admin.instance.api
+    await admin.refresh_route(topic)
     out: list[MessageExt] = []
     total = 0
     for mq in subscribe_queues(topic, route):
-        lo, hi = await api.min_offset(mq), await api.max_offset(mq)
+        lo, hi = await admin.min_offset(mq), await admin.max_offset(mq)
         total += max(0, hi - lo)
         offset = lo
         while offset < hi and len(out) < limit:
-            result = await api.pull(
-                mq,
-                group=TOOLS_GROUP,
-                offset=offset,
-                max_nums=min(32, limit - len(out)),
-                suspend=False,
-                timeout=admin.timeout,
+            result = await admin.read_queue(
+                mq, offset, min(32, limit - len(out)), timeout=admin.timeout
             )
             if not result.messages or result.next_begin_offset <= offset:
                 break

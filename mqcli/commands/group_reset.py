@@ -12,7 +12,6 @@ import typer
 from rich.markup import escape
 
 from mqcli.commands.admin_util import (
-    TOOLS_GROUP,
     GroupArg,
     JsonOpt,
     YesOpt,
@@ -165,19 +164,16 @@ async def _at_or_after(admin: Admin, plan: list[ResetRow], time_ms: int) -> list
     """SEARCH_OFFSET_BY_TIMESTAMP answers the *nearest* message (RocketMQ's semantics, and
     the last one for a later time); a reset wants the first stored at or after the time,
     as the broker's own reset by time does. One single-message pull per queue settles it."""
-    api = admin.instance.api
 
     async def fix(row: ResetRow) -> ResetRow:
-        if row.new_offset >= await api.max_offset(row.mq):
+        if row.new_offset >= await admin.max_offset(row.mq):
             return row
-        result = await api.pull(
-            row.mq, group=TOOLS_GROUP, offset=row.new_offset, max_nums=1, suspend=False
-        )
+        result = await admin.read_queue(row.mq, row.new_offset, 1)
         if result.messages and result.messages[0].store_timestamp < time_ms:
             return ResetRow(row.mq, row.old_offset, row.new_offset + 1)
         return row
 
-    await admin.instance.update_route(plan[0].mq.topic) if plan else None
+    await admin.refresh_route(plan[0].mq.topic) if plan else None
     return list(await asyncio.gather(*(fix(r) for r in plan)))
 
 

@@ -45,7 +45,7 @@ async def _find(
 ) -> tuple[MessageExt, dict[str, dict[int, str]]]:
     async with Admin(namesrv, client_config=client_config()) as admin:
         msg = await find_message(admin, msg_id, topic)
-        return msg, dict(admin.instance.broker_addrs)
+        return msg, admin.broker_addrs()
 
 
 @message_app.command("view")

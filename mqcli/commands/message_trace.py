@@ -125,7 +125,7 @@ _TRACK_STYLE = {
 
 async def view_tracks(namesrv: str, msg: MessageExt) -> list[MessageTrack] | str:
     async with Admin(namesrv, client_config=client_config()) as admin:
-        await admin.instance.update_route(msg.topic)
+        await admin.refresh_route(msg.topic)
         return await tracks_of(admin, msg)
 
 

@@ -136,7 +136,7 @@ async def _produce(
     try:
         # No route yet: the broker creates the topic on the first send (a typo, maybe); the
         # lookup caches the route the first send would fetch anyway.
-        created = not await producer.instance.update_route(spec.topic)
+        created = not await producer.refresh_route(spec.topic)
         if progress is not None:
             progress.start()
             task = progress.add_task("send", total=total, rate="0")

@@ -124,7 +124,7 @@ async def find_message(admin: Admin, msg_id: str, topic: str | None) -> MessageE
             f"no message at commit log offset {offset} on broker {addr}: was it deleted by "
             "retention, or is the id from another cluster?"
         ) from exc
-    await admin.instance.update_route(topic or msg.topic)
+    await admin.refresh_route(topic or msg.topic)
     return msg
 
 
@@ -158,8 +158,8 @@ async def _run(opts: dict[str, Any]) -> tuple[list[MessageExt], bool, dict[str, 
         if len(msgs) > limit:
             msgs, truncated = msgs[:limit], True
         if topic is not None:
-            await admin.instance.update_route(topic)
-        return msgs, truncated, dict(admin.instance.broker_addrs)
+            await admin.refresh_route(topic)
+        return msgs, truncated, admin.broker_addrs()
 
 
 def query(
