@@ -23,15 +23,18 @@ none (no ``instance=``) builds its own. It owns
 
 The client id is RocketMQ's ``<ip>@<instanceName>``, the instance name defaulting to the
 pid, so broker-side tools show our clients the way they show Java ones. Two instances of
-one process with the same client id look like one client to a broker: producers and
-consumers that share brokers should share an instance, or have distinct
-``instance_name``s. Requests carry ``language=PYTHON`` (a member of 4.9.8's
+one process with the same client id would look like one client to a broker (two consumers
+of a group would both read every queue), so an instance without a given name takes the
+pid only if it is the process's first, and ``<pid>#<n>`` after that (RocketMQ 5's Java
+client makes its default name unique the same way); objects that should be one client
+share an instance (``instance=``). Requests carry ``language=PYTHON`` (a member of 4.9.8's
 ``LanguageCode``; spec §2).
 """
 
 from __future__ import annotations
 
 import asyncio
+import itertools
 import logging
 import os
 from collections.abc import Awaitable, Callable, Sequence
@@ -78,6 +81,17 @@ __all__ = [
 log = logging.getLogger("mq.client")
 
 
+_unnamed = itertools.count()
+"""How many instances without a given name this process has built (not a registry: no
+instance is kept or looked up)."""
+
+
+def _default_instance_name() -> str:
+    """The pid (Java's changeInstanceNameToPID), ``<pid>#<n>`` from the second one on."""
+    n = next(_unnamed)
+    return str(os.getpid()) if n == 0 else f"{os.getpid()}#{n}"
+
+
 class ClientInstance:
     """Shared routes, connections, heartbeats and timers; see the module docstring.
 
@@ -99,7 +113,7 @@ class ClientInstance:
         config = config or ClientConfig()
         name = instance_name or config.instance_name or "DEFAULT"
         if name == "DEFAULT":
-            name = str(os.getpid())  # as Java's changeInstanceNameToPID
+            name = _default_instance_name()
         self.instance_name = name
         self.config = config
         self.client_id = f"{config.client_ip}@{name}"

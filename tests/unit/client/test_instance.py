@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -64,7 +65,11 @@ def cluster(tmp_path: Path) -> InMemoryCluster:
 
 async def test_the_client_is_named_like_rocketmq(cluster: InMemoryCluster) -> None:
     a = ClientInstance(NAMESRV, config=cluster.config())
-    assert a.client_id == f"10.0.0.1@{os.getpid()}"
+    b = ClientInstance(NAMESRV, config=cluster.config())
+    # the pid (the process's first unnamed instance), then <pid>#<n>: never one id twice
+    pid = os.getpid()
+    assert re.fullmatch(rf"10\.0\.0\.1@{pid}(#\d+)?", a.client_id), a.client_id
+    assert b.client_id.startswith(f"10.0.0.1@{pid}#") and b.client_id != a.client_id
     other = ClientInstance(NAMESRV, instance_name="x", config=cluster.config())
     assert other.client_id == "10.0.0.1@x"
     named = ClientInstance(NAMESRV, config=cluster.config(instance_name="y"))
