@@ -29,9 +29,7 @@ from mqcore.common.metadata import (
 from mqcore.errors import ConfigError
 from mqcore.message.const import (
     AUTO_CREATE_TOPIC_KEY_TOPIC,
-    DLQ_GROUP_TOPIC_PREFIX,
     REPLY_TOPIC_POSTFIX,
-    RETRY_GROUP_TOPIC_PREFIX,
     RMQ_SYS_BENCHMARK_TOPIC,
     RMQ_SYS_OFFSET_MOVED_EVENT,
     RMQ_SYS_SELF_TEST_TOPIC,
@@ -45,14 +43,10 @@ from mqcore.message.const import (
 from mqcore.store.metadata.config_file import VersionedTableManager
 
 __all__ = [
-    "AUTO_CREATE_TOPIC_KEY_TOPIC",
-    "DLQ_GROUP_TOPIC_PREFIX",
     "PERM_INHERIT",
     "PERM_PRIORITY",
     "PERM_READ",
     "PERM_WRITE",
-    "REPLY_TOPIC_POSTFIX",
-    "RETRY_GROUP_TOPIC_PREFIX",
     "TOPIC_MAX_LENGTH",
     "TopicConfig",
     "TopicConfigManager",
