@@ -20,7 +20,8 @@ from __future__ import annotations
 
 import inspect
 import logging
-from typing import TYPE_CHECKING, Any
+from collections.abc import Awaitable, Mapping
+from typing import TYPE_CHECKING, Any, Protocol
 
 from mqcore.errors import MQError
 from mqcore.message import decode_record
@@ -34,10 +35,10 @@ from mqcore.protocol.headers import (
 )
 
 if TYPE_CHECKING:
-    from mqcore.client.instance import ClientInstance
+    from mqcore.client.config import ConsumerHandle, ProducerHandle
     from mqcore.remoting import Channel, RequestDispatcher
 
-__all__ = ["BrokerRequestHandlers", "maybe_await", "register_broker_requests"]
+__all__ = ["BrokerRequestHandlers", "ClientTables", "maybe_await", "register_broker_requests"]
 
 log = logging.getLogger("mq.client")
 
@@ -47,9 +48,21 @@ async def maybe_await(value: object) -> None:
         await value
 
 
-def register_broker_requests(
-    instance: ClientInstance, d: RequestDispatcher
-) -> BrokerRequestHandlers:
+class ClientTables(Protocol):
+    """What the handlers read of their client instance: its groups, and two actions."""
+
+    @property
+    def producers(self) -> Mapping[str, ProducerHandle]: ...
+
+    @property
+    def consumers(self) -> Mapping[str, ConsumerHandle]: ...
+
+    def rebalance_soon(self, group: str) -> None: ...
+
+    def spawn(self, coro: Awaitable[Any]) -> None: ...
+
+
+def register_broker_requests(instance: ClientTables, d: RequestDispatcher) -> BrokerRequestHandlers:
     """Serve the broker-initiated requests for ``instance`` on its dispatcher ``d``."""
     handlers = BrokerRequestHandlers(instance)
     d.register(RequestCode.NOTIFY_CONSUMER_IDS_CHANGED, handlers.on_notify_consumer_ids_changed)
@@ -64,7 +77,7 @@ def register_broker_requests(
 class BrokerRequestHandlers:
     """The handlers, reading the instance's producer and consumer tables."""
 
-    def __init__(self, instance: ClientInstance) -> None:
+    def __init__(self, instance: ClientTables) -> None:
         self.instance = instance
 
     def on_notify_consumer_ids_changed(
