@@ -17,7 +17,7 @@ from mqcore.protocol import RemotingCommand, RequestCode, ResponseCode
 from mqcore.protocol.bodies import TopicRouteData
 from mqcore.protocol.headers import GetRouteInfoRequestHeader
 from mqcore.remoting import RemotingClient
-from tests.support.clients import RawBrokerClient, send_header
+from tests.support.clients import PullResult, RawBrokerClient, send_header
 from tests.support.cluster import Cluster
 from tests.support.polling import until
 from tests.support.processes import BrokerProcess
@@ -148,9 +148,21 @@ async def test_long_polling_answers_soon_after_a_send(
     async with RawBrokerClient(broker.addr) as producer:
         # A held pull answers promptly once a matching message lands.
         started = time.monotonic()
-        held = asyncio.create_task(
-            client.pull("LongPoll", 0, 1, suspend_ms=20_000, subscription="Wanted", timeout=30)
-        )
+
+        async def pull_wanted(offset: int) -> PullResult:
+            """As a consumer pulls: when the pull came after only unmatched messages (the
+            sends below race it on another connection) the broker answers
+            PULL_RETRY_IMMEDIATELY with where to go on, instead of holding it."""
+            while True:
+                result = await client.pull(
+                    "LongPoll", 0, offset, suspend_ms=20_000, subscription="Wanted", timeout=30
+                )
+                if result.code != ResponseCode.PULL_RETRY_IMMEDIATELY:
+                    return result
+                assert result.next_begin_offset > offset, result
+                offset = result.next_begin_offset
+
+        held = asyncio.create_task(pull_wanted(1))
         deadline = time.monotonic() + 15
         while not held.done() and time.monotonic() < deadline:
             # Unmatched tags do not answer the hold; keep sending until the hold is in place.
