@@ -24,8 +24,13 @@ walks the modules and fails when this drawing and the classes part::
     ├── FastjsonError               (common.fastjson, ValueError) text that is not JSON
     ├── MessageIdError              (ValueError) a message id that cannot be decoded
     ├── FilterSyntaxError           a tag or SQL92 expression that does not parse
+    ├── EvalError                   (filter.sql92.values) a SQL92 conversion Java throws on
+    ├── RequestRefused              a request check failed: its processor answers the code
+    │   ├── SendRefused             (broker.send_checks) a send check: nothing is stored
+    │   └── PullRefused             (broker.processor.pull) a pull check
     ├── SlaveSyncError              (broker.slave_sync) the master refused a sync request
     ├── TopicCreateError            (broker.topics, ValueError) a topic a send cannot make
+    ├── StateError                  (client.process_queue, RuntimeError) a bug: event out of order
     └── MQClientError               client-side failure (no route, not started, ...)
         ├── MQTimeoutError          no answer in time (retriable)
         │   └── RequestTimeoutError     (client.request_reply) no reply in time
@@ -40,14 +45,6 @@ walks the modules and fails when this drawing and the classes part::
         ├── InvalidGroupError       (client.errors, ValueError) a group name RocketMQ refuses
         └── ReplyMessageError       (client.request_reply, ValueError) not a request
 
-Outside the tree: signals their own module catches, which no caller ever sees, and one
-check for a bug (the test holds this list to the code as well)::
-
-    SendRefused                     a send check failed: the send processor answers its code
-    PullRefused                     a pull check failed: the pull processor answers its code
-    EvalError                       a SQL92 conversion Java throws on: the expression is false
-    StateError                      (RuntimeError) a process queue event out of order
-
 Classes carry behavioural flags (``retriable``) rather than forcing callers to enumerate
 types, as aiokafka does.
 """
@@ -59,6 +56,16 @@ class MQError(Exception):
     """Root of every error mq raises on purpose."""
 
     retriable: bool = False
+
+
+class RequestRefused(MQError):
+    """A server-side check failed: the processor answers ``code`` with ``remark`` and
+    changes nothing (caught where it is raised; no caller sees it)."""
+
+    def __init__(self, code: int, remark: str) -> None:
+        super().__init__(remark)
+        self.code = code
+        self.remark = remark
 
 
 class ConfigError(MQError):

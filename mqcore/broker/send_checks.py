@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from mqcore.errors import RequestRefused
 from mqcore.message.const import RETRY_GROUP_TOPIC_PREFIX
 from mqcore.message.model import HostAddr
 from mqcore.protocol import ResponseCode
@@ -33,13 +34,8 @@ if TYPE_CHECKING:
 __all__ = ["SendRefused", "born_host", "msg_check"]
 
 
-class SendRefused(Exception):
+class SendRefused(RequestRefused):
     """A check failed: answer ``code`` with ``remark``, store nothing."""
-
-    def __init__(self, code: int, remark: str) -> None:
-        super().__init__(remark)
-        self.code = code
-        self.remark = remark
 
 
 def born_host(channel: Channel) -> HostAddr:

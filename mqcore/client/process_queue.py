@@ -47,6 +47,7 @@ import heapq
 import time
 from collections.abc import Callable, Iterable
 
+from mqcore.errors import MQError
 from mqcore.message import MessageExt
 from mqcore.message.const import PROPERTY_MAX_OFFSET
 
@@ -106,7 +107,7 @@ _LOCKING: dict[tuple[LockState, LockEvent], LockState] = {
 }
 
 
-class StateError(RuntimeError):
+class StateError(MQError, RuntimeError):
     """An event that the current state does not allow (a bug in the caller)."""
 
 

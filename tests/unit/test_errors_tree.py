@@ -2,9 +2,8 @@
 
 Every module of ``mqcore`` is imported and every exception class it defines is found. Each
 must be an :class:`~mqcore.errors.MQError` drawn under its real parent, with its module
-and any other base, or one of the few drawn as outside the tree on purpose. A class that
-is missing, misplaced or outside the tree unannounced fails here, and so does a drawn
-class the code no longer has.
+and any other base. A class that is missing, misplaced or outside the tree fails here, and
+so does a drawn class the code no longer has.
 """
 
 from __future__ import annotations
@@ -66,12 +65,11 @@ def _entry(line: str) -> tuple[int, str, str, frozenset[str]]:
     return depth, m["name"], module, frozenset(bases)
 
 
-def drawing() -> tuple[dict[str, Drawn], dict[str, frozenset[str]]]:
-    """The tree (name -> where it is drawn) and the classes drawn outside it (name ->
-    their bases)."""
+def drawing() -> dict[str, Drawn]:
+    """The tree: name -> where it is drawn."""
     assert errors.__doc__ is not None
     blocks = _blocks(errors.__doc__)
-    assert len(blocks) == 2, "errors.py draws the tree, then what is outside it"
+    assert len(blocks) == 1, "errors.py draws one tree"
     tree: dict[str, Drawn] = {}
     path: list[str] = []
     for line in blocks[0]:
@@ -81,12 +79,7 @@ def drawing() -> tuple[dict[str, Drawn], dict[str, frozenset[str]]]:
         assert name not in tree, f"{name} is drawn twice"
         tree[name] = Drawn(path[-1] if path else None, module, bases)
         path.append(name)
-    outside: dict[str, frozenset[str]] = {}
-    for line in blocks[1]:
-        depth, name, _module, bases = _entry(line)
-        assert depth == 0, f"{name}: the classes outside the tree are a plain list"
-        outside[name] = bases or frozenset({"Exception"})
-    return tree, outside
+    return tree
 
 
 def exception_classes() -> list[type[BaseException]]:
@@ -114,7 +107,7 @@ def real(cls: type[BaseException]) -> Drawn:
 
 
 def test_the_drawing_matches_the_classes() -> None:
-    tree, outside = drawing()
+    tree = drawing()
     classes = exception_classes()
     names = [c.__name__ for c in classes]
     assert len(names) == len(set(names)), "two exception classes share a name"
@@ -122,22 +115,19 @@ def test_the_drawing_matches_the_classes() -> None:
     for cls in classes:
         name = cls.__name__
         if not issubclass(cls, MQError):
-            if name not in outside:
-                problems.append(f"{name} ({cls.__module__}) is outside MQError")
-            elif outside[name] != frozenset(b.__name__ for b in cls.__bases__):
-                problems.append(f"{name} is drawn with bases {sorted(outside[name])}")
+            problems.append(f"{name} ({cls.__module__}) is outside MQError")
             continue
         if name not in tree:
             problems.append(f"{name} ({cls.__module__}) is missing from the drawing")
         elif tree[name] != real(cls):
             problems.append(f"{name} is drawn as {tree[name]}, but is {real(cls)}")
-    for name in sorted((set(tree) | set(outside)) - set(names)):
+    for name in sorted(set(tree) - set(names)):
         problems.append(f"{name} is drawn but no mqcore module defines it")
     assert not problems, "\n".join(problems)
 
 
 def test_the_drawing_is_read_as_drawn() -> None:
-    tree, outside = drawing()
+    tree = drawing()
     assert tree["MQError"] == Drawn(None, "mqcore.errors", frozenset())
     assert tree["DiskFullError"] == Drawn("StoreError", "mqcore.errors", frozenset())
     assert tree["HAProtocolError"] == Drawn(
@@ -145,4 +135,7 @@ def test_the_drawing_is_read_as_drawn() -> None:
     )
     assert tree["NameServerUnreachableError"].parent == "RemotingConnectError"
     assert tree["ReplyMessageError"].parent == "MQClientError"
-    assert outside["StateError"] == frozenset({"RuntimeError"})
+    assert tree["StateError"] == Drawn(
+        "MQError", "mqcore.client.process_queue", frozenset({"RuntimeError"})
+    )
+    assert tree["SendRefused"].parent == "RequestRefused"

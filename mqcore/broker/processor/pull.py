@@ -36,7 +36,7 @@ import logging
 from collections.abc import Awaitable
 from typing import TYPE_CHECKING
 
-from mqcore.errors import CorruptRecordError, FilterSyntaxError
+from mqcore.errors import CorruptRecordError, FilterSyntaxError, RequestRefused
 from mqcore.filter import compile_sql
 from mqcore.filter.tags import build_subscription_data
 from mqcore.message.const import RETRY_GROUP_TOPIC_PREFIX
@@ -78,11 +78,8 @@ BACKED_UP_BYTES = DEFAULT_HIGH_WATER
 _HELD = "pull.held"
 
 
-class PullRefused(Exception):
-    def __init__(self, code: int, remark: str) -> None:
-        super().__init__(remark)
-        self.code = code
-        self.remark = remark
+class PullRefused(RequestRefused):
+    """A pull check failed: answer ``code`` with ``remark``."""
 
 
 def build_subscription(topic: str, expression: str | None, sub_version: int) -> SubscriptionData:

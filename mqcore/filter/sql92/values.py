@@ -20,6 +20,7 @@ import re
 import unicodedata
 
 from mqcore.common.javatext import java_trim
+from mqcore.errors import MQError
 
 __all__ = [
     "INT_MAX",
@@ -59,7 +60,7 @@ class JType(enum.Enum):
 _NUMBERS = frozenset({JType.INT, JType.LONG, JType.DOUBLE})
 
 
-class EvalError(Exception):
+class EvalError(MQError):
     """Java would throw while evaluating (bad number format, ClassCastException)."""
 
 
