@@ -98,7 +98,14 @@ class NodeConsumer:
 
     @property
     def errors(self) -> list[str]:
-        return [line["error"] for line in self.lines if "error" in line]
+        """What ali-ons reported while it ran; errors of its own close come after the
+        ``closing`` line (its close cuts a rebalance in flight) and are not counted."""
+        running = self.lines
+        for i, line in enumerate(self.lines):
+            if line.get("closing"):
+                running = self.lines[:i]
+                break
+        return [line["error"] for line in running if "error" in line]
 
     async def until(self, predicate: Any, timeout: float, what: str) -> None:
         """:func:`tests.support.until`, failing at once when ali-ons exits early."""
