@@ -8,6 +8,7 @@ writing is strict JSON with string keys, which both Java and ali-ons parse (spec
 
 from __future__ import annotations
 
+import math
 from collections.abc import Hashable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Self
@@ -24,6 +25,7 @@ __all__ = [
     "RemotingBody",
     "as_bool",
     "as_dict",
+    "as_float",
     "as_int",
     "as_list",
     "as_str",
@@ -91,6 +93,20 @@ def as_int(value: Any, default: int = 0) -> int:
     if not _LONG_MIN <= number <= _LONG_MAX:
         raise BodyError(f"{value!r} is out of the range of a Java long")
     return number
+
+
+def as_float(value: Any, default: float = 0.0) -> float:
+    """A Java double as fastjson reads it: a number or numeric text. One beyond a double's
+    range (``"1E310"``) or not a number reads as ``default``: Java's Infinity or NaN would
+    be written as ``null`` and read back as 0, so taking 0 at once keeps what decodes the
+    same once sent on."""
+    if value is None:
+        return default
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise BodyError(f"expected a number, got {value!r}") from None
+    return number if math.isfinite(number) else default
 
 
 def as_bool(value: Any, default: bool = False) -> bool:

@@ -13,6 +13,7 @@ from mqcore.protocol.bodies.base import (
     MessageQueue,
     RemotingBody,
     as_dict,
+    as_float,
     as_int,
     as_list,
     as_str,
@@ -96,9 +97,7 @@ class BrokerStatsItem(RemotingBody):
     @classmethod
     def from_json(cls, obj: Any) -> BrokerStatsItem:
         obj = as_dict(obj)
-        return cls(
-            as_int(obj.get("sum")), float(obj.get("tps") or 0.0), float(obj.get("avgpt") or 0.0)
-        )
+        return cls(as_int(obj.get("sum")), as_float(obj.get("tps")), as_float(obj.get("avgpt")))
 
 
 @dataclass(slots=True)

@@ -15,6 +15,7 @@ from mqcore.protocol.bodies.base import (
     MessageQueue,
     RemotingBody,
     as_dict,
+    as_float,
     as_int,
     as_list,
     int_key_map,
@@ -78,13 +79,13 @@ class ConsumeStats(RemotingBody):
     @classmethod
     def from_json(cls, obj: Any) -> ConsumeStats:
         obj = as_dict(obj)
-        tps = obj.get("consumeTps") or 0.0
+        tps = as_float(obj.get("consumeTps"))
         return cls(
             {
                 mq_key(k): OffsetWrapper.from_json(v)
                 for k, v in as_dict(obj.get("offsetTable")).items()
             },
-            float(tps),
+            tps,
         )
 
 
