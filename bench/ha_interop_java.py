@@ -57,7 +57,7 @@ from procs import stop_processes
 
 from mqcore.client import Producer, make_message
 from mqcore.client.admin import Admin
-from mqcore.client.api import MQClientAPI, PullStatus
+from mqcore.client.api import PullStatus
 from mqcore.errors import MQBrokerError, MQError
 from mqcore.protocol.headers.consume import PullMessageRequestHeader, PullSysFlag
 
@@ -255,7 +255,7 @@ async def send_all(
 
 async def read_slave(admin: Admin, slave_addr: str, sent: list[Sent], procs: Procs) -> int:
     """Pull what ``sent`` stored from the slave, queue by queue; how many match."""
-    api = MQClientAPI(admin.instance)
+    api = admin.instance.api  # a pull from one named broker (the slave), not the route's pick
     want = {s.key: s for s in sent}
     got = 0
     for qid in range(QUEUES):

@@ -529,11 +529,8 @@ class MixedLoad:
             for status in await admin.topic_status(topic):
                 offset = status.min_offset
                 while offset < status.max_offset:
-                    await admin.instance.update_route(topic)
-                    result = await admin.instance.api.pull(
-                        status.mq, group="TOOLS_CONSUMER", offset=offset, max_nums=32,
-                        suspend=False, timeout=5.0,
-                    )  # fmt: skip
+                    await admin.refresh_route(topic)
+                    result = await admin.read_queue(status.mq, offset, 32, timeout=5.0)
                     if not result.messages or result.next_begin_offset <= offset:
                         break
                     self.ledger.dlq.update(id_of(m) for m in result.messages)
