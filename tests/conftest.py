@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
 from hypothesis import settings
+
+from tests.support.acl import AclCluster, running_acl_cluster
 
 # CI explores the same examples every run (one red run means nothing lands, so a run must
 # not fail on what the last one never tried); a developer's run draws new ones each time,
@@ -72,3 +74,11 @@ def _library_loggers_restored() -> Iterator[None]:
         logger = logging.getLogger(name)
         logger.setLevel(level)
         logger.propagate = propagate
+
+
+@pytest.fixture
+async def acl_cluster(tmp_path: Path) -> AsyncIterator[AclCluster]:
+    """A name server and a broker enforcing the plain ACL of ``tests/support/acl.py``
+    (the ACL tests of tests/integration and tests/interop)."""
+    async with running_acl_cluster(tmp_path) as cluster:
+        yield cluster

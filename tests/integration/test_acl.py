@@ -14,17 +14,16 @@ from mqcore.errors import MQBrokerError
 from mqcore.namesrv.controller import NamesrvController
 from mqcore.protocol import RemotingCommand, RequestCode, ResponseCode
 from tests.support.acl import ACL, ADMIN, USER, AclCluster, max_offset, send
-from tests.support.acl import cluster as cluster  # the fixture
 from tests.support.clients import TestClient
 from tests.support.polling import until
 
 pytestmark = pytest.mark.timeout(60)
 
 
-async def test_right_key_publishes(cluster: AclCluster) -> None:
-    await send(cluster, "pubOnly", access_key="userKey1", secret_key="userSecret")
-    await send(cluster, "both", access_key="userKey1", secret_key="userSecret")
-    assert max_offset(cluster.broker, "pubOnly") == 1
+async def test_right_key_publishes(acl_cluster: AclCluster) -> None:
+    await send(acl_cluster, "pubOnly", access_key="userKey1", secret_key="userSecret")
+    await send(acl_cluster, "both", access_key="userKey1", secret_key="userSecret")
+    assert max_offset(acl_cluster.broker, "pubOnly") == 1
 
 
 @pytest.mark.parametrize(
@@ -39,25 +38,25 @@ async def test_right_key_publishes(cluster: AclCluster) -> None:
     ],
 )
 async def test_refused_sends_write_nothing(
-    cluster: AclCluster, keys: dict[str, str], remark: str
+    acl_cluster: AclCluster, keys: dict[str, str], remark: str
 ) -> None:
     topic = keys.pop("topic", "both")
     with pytest.raises(MQBrokerError) as info:
-        await send(cluster, topic, **keys)
+        await send(acl_cluster, topic, **keys)
     assert info.value.code == ResponseCode.NO_PERMISSION
     assert remark in info.value.remark
-    assert max_offset(cluster.broker, topic) == 0
+    assert max_offset(acl_cluster.broker, topic) == 0
 
 
-async def test_raw_request_without_signature(cluster: AclCluster) -> None:
-    client = cluster.client(None)
+async def test_raw_request_without_signature(acl_cluster: AclCluster) -> None:
+    client = acl_cluster.client(None)
     try:
         fields = {"AccessKey": "userKey1", "a": "pg", "b": "both", "c": "TBW102", "d": "4",
                   "e": "0", "f": "0", "g": "0", "h": "0", "i": "", "j": "0"}  # fmt: skip
         answer = await client.invoke(RequestCode.SEND_MESSAGE_V2, fields, b"x")
         assert answer.code == ResponseCode.NO_PERMISSION
         assert "signature check failed" in (answer.remark or "")
-        assert max_offset(cluster.broker, "both") == 0
+        assert max_offset(acl_cluster.broker, "both") == 0
     finally:
         await client.close()
 
@@ -69,8 +68,8 @@ async def pull(client: TestClient, topic: str, group: str) -> RemotingCommand:
     return await client.invoke(RequestCode.PULL_MESSAGE, fields)
 
 
-async def test_pull_needs_sub_on_topic_and_group(cluster: AclCluster) -> None:
-    client = cluster.client(USER)
+async def test_pull_needs_sub_on_topic_and_group(acl_cluster: AclCluster) -> None:
+    client = acl_cluster.client(USER)
     try:
         for topic, group, ok in [
             ("subOnly", "anyGroup", True),
@@ -85,7 +84,7 @@ async def test_pull_needs_sub_on_topic_and_group(cluster: AclCluster) -> None:
                    "commitOffset": "0"}  # fmt: skip
         answer = await client.invoke(RequestCode.UPDATE_CONSUMER_OFFSET, offsets)
         assert answer.code == ResponseCode.NO_PERMISSION
-        assert cluster.broker.offsets.query("deniedGroup", "subOnly", 0) is None
+        assert acl_cluster.broker.offsets.query("deniedGroup", "subOnly", 0) is None
         beat = await client.heartbeat(consumer_groups=["deniedGroup"], topics=["subOnly"])
         assert beat.code == ResponseCode.NO_PERMISSION
         beat = await client.heartbeat(consumer_groups=["okGroup"], topics=["subOnly"])
@@ -94,24 +93,24 @@ async def test_pull_needs_sub_on_topic_and_group(cluster: AclCluster) -> None:
         await client.close()
 
 
-async def test_admin_codes_need_an_admin(cluster: AclCluster) -> None:
-    async with Admin(cluster.ns, access_key="userKey1", secret_key="userSecret") as user:
+async def test_admin_codes_need_an_admin(acl_cluster: AclCluster) -> None:
+    async with Admin(acl_cluster.ns, access_key="userKey1", secret_key="userSecret") as user:
         with pytest.raises(MQBrokerError) as info:
             await user.create_topic("newTopic")
         assert info.value.code == ResponseCode.NO_PERMISSION
         assert "needs an admin account" in info.value.remark
         with pytest.raises(MQBrokerError):
             await user.delete_topic("both")
-    assert cluster.broker.topic_configs.select("newTopic") is None
-    assert cluster.broker.topic_configs.select("both") is not None
-    client = cluster.client(USER)
+    assert acl_cluster.broker.topic_configs.select("newTopic") is None
+    assert acl_cluster.broker.topic_configs.select("both") is not None
+    client = acl_cluster.client(USER)
     try:
         answer = await client.invoke(RequestCode.UPDATE_BROKER_CONFIG, body=b"brokerPermission=2\n")
         assert answer.code == ResponseCode.NO_PERMISSION
-        assert cluster.broker.config.broker_permission == 6
+        assert acl_cluster.broker.config.broker_permission == 6
     finally:
         await client.close()
-    async with Admin(cluster.ns, access_key="adminKey", secret_key="adminSecret") as admin:
+    async with Admin(acl_cluster.ns, access_key="adminKey", secret_key="adminSecret") as admin:
         await admin.create_topic("newTopic")
         await admin.delete_topic("newTopic")
 
@@ -150,38 +149,38 @@ async def test_name_server_guards_its_admin_codes(tmp_path: Path) -> None:
         await namesrv.shutdown()
 
 
-async def test_white_listed_address_needs_no_key(cluster: AclCluster) -> None:
-    client = cluster.client(None)
+async def test_white_listed_address_needs_no_key(acl_cluster: AclCluster) -> None:
+    client = acl_cluster.client(None)
     try:
         assert (await pull(client, "both", "g")).code == ResponseCode.NO_PERMISSION
-        cluster.acl_file.write_text("globalWhiteRemoteAddresses: [127.0.0.*]\n" + ACL)
-        assert cluster.broker.acl_guard is not None
-        assert cluster.broker.acl_guard.reload_if_changed()
+        acl_cluster.acl_file.write_text("globalWhiteRemoteAddresses: [127.0.0.*]\n" + ACL)
+        assert acl_cluster.broker.acl_guard is not None
+        assert acl_cluster.broker.acl_guard.reload_if_changed()
         assert (await pull(client, "both", "g")).code != ResponseCode.NO_PERMISSION
-        cluster.acl_file.write_text("globalWhiteRemoteAddresses: [127.0.0.2]\n" + ACL)
-        assert cluster.broker.acl_guard.reload_if_changed()
+        acl_cluster.acl_file.write_text("globalWhiteRemoteAddresses: [127.0.0.2]\n" + ACL)
+        assert acl_cluster.broker.acl_guard.reload_if_changed()
         assert (await pull(client, "both", "g")).code == ResponseCode.NO_PERMISSION
     finally:
         await client.close()
 
 
-async def test_file_changes_are_picked_up_by_the_watcher(cluster: AclCluster) -> None:
-    guard = cluster.broker.acl_guard
+async def test_file_changes_are_picked_up_by_the_watcher(acl_cluster: AclCluster) -> None:
+    guard = acl_cluster.broker.acl_guard
     assert guard is not None
     await guard.close()
     guard.poll_interval = 0.05
     guard.start()
-    client = cluster.client(SessionCredentials("lateKey1", "lateSecret"))
+    client = acl_cluster.client(SessionCredentials("lateKey1", "lateSecret"))
     try:
         assert (await pull(client, "both", "g")).code == ResponseCode.NO_PERMISSION
-        cluster.acl_file.write_text(
+        acl_cluster.acl_file.write_text(
             ACL
             + "  - {accessKey: lateKey1, secretKey: lateSecret,"
             + " defaultTopicPerm: SUB, defaultGroupPerm: SUB}\n"
         )
         await until(lambda: "lateKey1" in guard.config.accounts, what="the reload")
         assert (await pull(client, "both", "g")).code != ResponseCode.NO_PERMISSION
-        cluster.acl_file.write_text("accounts: [\n")  # broken: the old accounts stay
+        acl_cluster.acl_file.write_text("accounts: [\n")  # broken: the old accounts stay
         await until(lambda: not guard.reload_if_changed(), what="a look at the broken file")
         assert (await pull(client, "both", "g")).code != ResponseCode.NO_PERMISSION
     finally:

@@ -14,14 +14,13 @@ import yaml
 
 from mqcore.protocol import RequestCode, ResponseCode
 from tests.support.acl import ADMIN, USER, AclCluster, max_offset, send
-from tests.support.acl import cluster as cluster  # the fixture
 from tests.support.inproc import running_broker, running_namesrv
 
 pytestmark = pytest.mark.timeout(60)
 
 
-async def ask(cluster: AclCluster, code: int, fields: dict[str, str]) -> tuple[int, str]:
-    client = cluster.client(ADMIN)
+async def ask(acl_cluster: AclCluster, code: int, fields: dict[str, str]) -> tuple[int, str]:
+    client = acl_cluster.client(ADMIN)
     try:
         answer = await client.invoke(code, fields)
     finally:
@@ -33,28 +32,28 @@ def accounts(path: Path) -> dict[str, dict[str, object]]:
     return {a["accessKey"]: a for a in yaml.safe_load(path.read_text())["accounts"]}
 
 
-async def test_create_account_is_written_and_enforced_at_once(cluster: AclCluster) -> None:
+async def test_create_account_is_written_and_enforced_at_once(acl_cluster: AclCluster) -> None:
     fields = {"accessKey": "newUser1", "secretKey": "newSecret1", "admin": "false",
               "defaultTopicPerm": "DENY", "topicPerms": "both=PUB,other=PUB"}  # fmt: skip
-    assert await ask(cluster, RequestCode.UPDATE_AND_CREATE_ACL_CONFIG, fields) == (0, "")
-    written = accounts(cluster.acl_file)["newUser1"]
+    assert await ask(acl_cluster, RequestCode.UPDATE_AND_CREATE_ACL_CONFIG, fields) == (0, "")
+    written = accounts(acl_cluster.acl_file)["newUser1"]
     assert written["secretKey"] == "newSecret1"
     assert written["topicPerms"] == ["both=PUB", "other=PUB"]
     assert written["admin"] is False
-    doc = yaml.safe_load(cluster.acl_file.read_text())
+    doc = yaml.safe_load(acl_cluster.acl_file.read_text())
     assert doc["dataVersion"][0]["counter"] == 1
-    await send(cluster, "other", access_key="newUser1", secret_key="newSecret1")  # no poll wait
-    assert max_offset(cluster.broker, "other") == 1
+    await send(acl_cluster, "other", access_key="newUser1", secret_key="newSecret1")  # no poll wait
+    assert max_offset(acl_cluster.broker, "other") == 1
 
 
-async def test_update_keeps_fields_the_request_leaves_out(cluster: AclCluster) -> None:
+async def test_update_keeps_fields_the_request_leaves_out(acl_cluster: AclCluster) -> None:
     fields = {"accessKey": "userKey1", "admin": "false", "topicPerms": "other=PUB"}
-    assert (await ask(cluster, RequestCode.UPDATE_AND_CREATE_ACL_CONFIG, fields))[0] == 0
-    user = accounts(cluster.acl_file)["userKey1"]
+    assert (await ask(acl_cluster, RequestCode.UPDATE_AND_CREATE_ACL_CONFIG, fields))[0] == 0
+    user = accounts(acl_cluster.acl_file)["userKey1"]
     assert user["secretKey"] == "userSecret" and user["defaultGroupPerm"] == "SUB"
     assert user["topicPerms"] == ["other=PUB"]
-    await send(cluster, "other", access_key="userKey1", secret_key="userSecret")
-    assert max_offset(cluster.broker, "other") == 1
+    await send(acl_cluster, "other", access_key="userKey1", secret_key="userSecret")
+    assert max_offset(acl_cluster.broker, "other") == 1
 
 
 @pytest.mark.parametrize(
@@ -70,68 +69,68 @@ async def test_update_keeps_fields_the_request_leaves_out(cluster: AclCluster) -
     ],
 )
 async def test_a_change_the_broker_could_not_load_is_refused(
-    cluster: AclCluster, fields: dict[str, str], remark: str
+    acl_cluster: AclCluster, fields: dict[str, str], remark: str
 ) -> None:
-    before = cluster.acl_file.read_bytes()
-    code, text = await ask(cluster, RequestCode.UPDATE_AND_CREATE_ACL_CONFIG, fields)
+    before = acl_cluster.acl_file.read_bytes()
+    code, text = await ask(acl_cluster, RequestCode.UPDATE_AND_CREATE_ACL_CONFIG, fields)
     assert code == ResponseCode.UPDATE_AND_CREATE_ACL_CONFIG_FAILED and remark in text, text
-    assert cluster.acl_file.read_bytes() == before
+    assert acl_cluster.acl_file.read_bytes() == before
 
 
-async def test_delete_account(cluster: AclCluster) -> None:
-    code, _ = await ask(cluster, RequestCode.DELETE_ACL_CONFIG, {"accessKey": "userKey1"})
-    assert code == ResponseCode.SUCCESS and "userKey1" not in accounts(cluster.acl_file)
+async def test_delete_account(acl_cluster: AclCluster) -> None:
+    code, _ = await ask(acl_cluster, RequestCode.DELETE_ACL_CONFIG, {"accessKey": "userKey1"})
+    assert code == ResponseCode.SUCCESS and "userKey1" not in accounts(acl_cluster.acl_file)
     with pytest.raises(Exception, match="no ACL config"):
-        await send(cluster, "both", access_key="userKey1", secret_key="userSecret")
-    code, text = await ask(cluster, RequestCode.DELETE_ACL_CONFIG, {"accessKey": "userKey1"})
+        await send(acl_cluster, "both", access_key="userKey1", secret_key="userSecret")
+    code, text = await ask(acl_cluster, RequestCode.DELETE_ACL_CONFIG, {"accessKey": "userKey1"})
     assert code == ResponseCode.DELETE_ACL_CONFIG_FAILED
     assert text == "The accesskey[userKey1] corresponding to accessConfig has been deleted failed."
 
 
-async def test_global_white_addresses_let_unsigned_requests_in(cluster: AclCluster) -> None:
+async def test_global_white_addresses_let_unsigned_requests_in(acl_cluster: AclCluster) -> None:
     fields = {"globalWhiteAddrs": "127.0.0.1,10.0.0.*"}
-    assert (await ask(cluster, RequestCode.UPDATE_GLOBAL_WHITE_ADDRS_CONFIG, fields))[0] == 0
-    doc = yaml.safe_load(cluster.acl_file.read_text())
+    assert (await ask(acl_cluster, RequestCode.UPDATE_GLOBAL_WHITE_ADDRS_CONFIG, fields))[0] == 0
+    doc = yaml.safe_load(acl_cluster.acl_file.read_text())
     assert doc["globalWhiteRemoteAddresses"] == ["127.0.0.1", "10.0.0.*"]
-    await send(cluster, "other")  # unsigned, from a trusted address
-    assert max_offset(cluster.broker, "other") == 1
+    await send(acl_cluster, "other")  # unsigned, from a trusted address
+    assert max_offset(acl_cluster.broker, "other") == 1
     fields["aclFileFullPath"] = "/etc/other_acl.yml"
-    code, text = await ask(cluster, RequestCode.UPDATE_GLOBAL_WHITE_ADDRS_CONFIG, fields)
+    code, text = await ask(acl_cluster, RequestCode.UPDATE_GLOBAL_WHITE_ADDRS_CONFIG, fields)
     assert code == ResponseCode.UPDATE_GLOBAL_WHITE_ADDRS_CONFIG_FAILED and "ACL file" in text
 
 
-async def test_version_counts_changes(cluster: AclCluster) -> None:
-    client = cluster.client(USER)  # a read: any signed account
+async def test_version_counts_changes(acl_cluster: AclCluster) -> None:
+    client = acl_cluster.client(USER)  # a read: any signed account
     try:
         answer = await client.invoke(RequestCode.GET_BROKER_CLUSTER_ACL_INFO, {})
         assert answer.code == ResponseCode.SUCCESS
         assert orjson.loads(answer.ext_fields["version"])["counter"] == 0
-        await ask(cluster, RequestCode.DELETE_ACL_CONFIG, {"accessKey": "userKey1"})
+        await ask(acl_cluster, RequestCode.DELETE_ACL_CONFIG, {"accessKey": "userKey1"})
         answer = await client.invoke(RequestCode.GET_BROKER_CLUSTER_ACL_INFO, {})
     finally:
         await client.close()
     assert answer.code == ResponseCode.NO_PERMISSION  # the account is gone: refused at once
-    client = cluster.client(ADMIN)
+    client = acl_cluster.client(ADMIN)
     try:
         answer = await client.invoke(RequestCode.GET_BROKER_CLUSTER_ACL_INFO, {})
     finally:
         await client.close()
     fields = answer.ext_fields
     assert orjson.loads(fields["version"])["counter"] == 1
-    assert list(orjson.loads(fields["allAclFileVersion"])) == [str(cluster.acl_file)]
-    assert fields["brokerAddr"] == cluster.broker.broker_addr
-    assert fields["brokerName"] == cluster.broker.config.broker_name
-    assert fields["clusterName"] == cluster.broker.config.broker_cluster_name
+    assert list(orjson.loads(fields["allAclFileVersion"])) == [str(acl_cluster.acl_file)]
+    assert fields["brokerAddr"] == acl_cluster.broker.broker_addr
+    assert fields["brokerName"] == acl_cluster.broker.config.broker_name
+    assert fields["clusterName"] == acl_cluster.broker.config.broker_cluster_name
 
 
-async def test_only_admin_accounts_change_the_file(cluster: AclCluster) -> None:
-    client = cluster.client(USER)
+async def test_only_admin_accounts_change_the_file(acl_cluster: AclCluster) -> None:
+    client = acl_cluster.client(USER)
     try:
         answer = await client.invoke(RequestCode.DELETE_ACL_CONFIG, {"accessKey": "adminKey"})
     finally:
         await client.close()
     assert answer.code == ResponseCode.NO_PERMISSION
-    assert "adminKey" in accounts(cluster.acl_file)
+    assert "adminKey" in accounts(acl_cluster.acl_file)
 
 
 @pytest.fixture

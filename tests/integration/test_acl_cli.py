@@ -11,7 +11,6 @@ from pathlib import Path
 import pytest
 
 from tests.support.acl import AclCluster, max_offset
-from tests.support.acl import cluster as cluster  # the fixture
 
 pytestmark = pytest.mark.timeout(90)
 
@@ -29,8 +28,10 @@ async def mq(tmp_path: Path, *args: str, env: dict[str, str] | None = None) -> t
     return proc.returncode or 0, out.decode()
 
 
-async def test_cli_keys_from_options_env_and_context(cluster: AclCluster, tmp_path: Path) -> None:
-    send = ["produce", "-n", cluster.ns, "-t", "pubOnly", "--body", "x"]
+async def test_cli_keys_from_options_env_and_context(
+    acl_cluster: AclCluster, tmp_path: Path
+) -> None:
+    send = ["produce", "-n", acl_cluster.ns, "-t", "pubOnly", "--body", "x"]
     code, out = await mq(tmp_path, *send)
     assert code != 0 and "no AccessKey" in out, out
     code, out = await mq(tmp_path, "--access-key", "userKey1", "--secret-key", "wrongSecret", *send)
@@ -40,19 +41,19 @@ async def test_cli_keys_from_options_env_and_context(cluster: AclCluster, tmp_pa
     env = {"MQ_ACCESS_KEY": "userKey1", "MQ_SECRET_KEY": "userSecret"}
     code, out = await mq(tmp_path, *send, env=env)
     assert code == 0, out
-    assert max_offset(cluster.broker, "pubOnly") == 2
+    assert max_offset(acl_cluster.broker, "pubOnly") == 2
 
-    create = ["topic", "create", "-n", cluster.ns, "-t", "cliTopic", "-q", "2"]
+    create = ["topic", "create", "-n", acl_cluster.ns, "-t", "cliTopic", "-q", "2"]
     code, out = await mq(tmp_path, *create, env=env)
     assert code != 0 and "needs an admin account" in out
-    assert cluster.broker.topic_configs.select("cliTopic") is None
+    assert acl_cluster.broker.topic_configs.select("cliTopic") is None
     code, out = await mq(
-        tmp_path, "context", "add", "ops", "-n", cluster.ns, "--select",
+        tmp_path, "context", "add", "ops", "-n", acl_cluster.ns, "--select",
         "--access-key", "adminKey", "--secret-key", "adminSecret",
     )  # fmt: skip
     assert code == 0, out
     code, out = await mq(tmp_path, "topic", "create", "-t", "cliTopic", "-q", "2")
     assert code == 0, out
-    assert cluster.broker.topic_configs.select("cliTopic") is not None
+    assert acl_cluster.broker.topic_configs.select("cliTopic") is not None
     code, out = await mq(tmp_path, "context", "ls", "--json")
     assert "adminSecret" not in out

@@ -3,11 +3,10 @@ accounts, the cluster fixture and the helpers the ACL tests of several folders s
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
-
-import pytest
 
 from mqcore.acl.signature import SessionCredentials
 from mqcore.broker.controller import BrokerController
@@ -51,8 +50,10 @@ class AclCluster:
         return c
 
 
-@pytest.fixture
-async def cluster(tmp_path: Path) -> AsyncIterator[AclCluster]:
+@contextlib.asynccontextmanager
+async def running_acl_cluster(tmp_path: Path) -> AsyncIterator[AclCluster]:
+    """A name server and a broker with ``aclEnable`` on :data:`ACL`, five topics made by
+    the admin account (the ``acl_cluster`` fixture of tests/conftest.py)."""
     acl_file = tmp_path / "plain_acl.yml"
     acl_file.write_text(ACL)
     async with running_namesrv(tmp_path) as namesrv:
