@@ -10,12 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from mqcore.broker.config import BrokerConfig
 from mqcore.broker.controller import BrokerController
 from mqcore.common.metadata import TopicConfig
 from mqcore.protocol import ResponseCode
-from mqcore.store.store_config import BrokerRole, MessageStoreConfig
+from mqcore.store.store_config import BrokerRole
 from tests.support.clients import RawBrokerClient, send_header
+from tests.support.inproc import broker_controller
 from tests.support.polling import until
 
 TOPIC = "RoleSwitch"
@@ -34,24 +34,8 @@ BROKER_SERVICES = {
 
 
 def controller(root: Path, role: BrokerRole) -> BrokerController:
-    return BrokerController(
-        BrokerConfig(
-            broker_name="broker-a",
-            broker_id=0 if role is not BrokerRole.SLAVE else 1,
-            broker_ip1="127.0.0.1",
-            bind_address="127.0.0.1",
-            listen_port=0,
-            namesrv_addr=None,
-        ),
-        MessageStoreConfig(
-            store_path_root_dir=str(root),
-            broker_role=role,
-            mapped_file_size_commit_log=1024 * 1024,
-            mapped_file_size_consume_queue=20 * 1000,
-            max_hash_slot_num=1000,
-            max_index_num=4000,
-        ),
-    )
+    broker_id = 0 if role is not BrokerRole.SLAVE else 1
+    return broker_controller(root, broker_id=broker_id, store={"broker_role": role})
 
 
 @pytest.fixture

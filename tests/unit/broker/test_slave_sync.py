@@ -11,7 +11,6 @@ from typing import Any
 import pytest
 
 from mqcore.broker import slave_sync
-from mqcore.broker.config import BrokerConfig
 from mqcore.broker.controller import BrokerController
 from mqcore.broker.slave_sync import SlaveSynchronize, vip_addr
 from mqcore.common.metadata import DataVersion, SubscriptionGroupConfig, TopicConfig
@@ -23,7 +22,8 @@ from mqcore.store.metadata import (
     SubscriptionGroupManager,
     TopicConfigManager,
 )
-from mqcore.store.store_config import BrokerRole, MessageStoreConfig
+from mqcore.store.store_config import BrokerRole
+from tests.support.inproc import broker_controller
 
 
 class SlaveTables:
@@ -316,24 +316,8 @@ def test_vip_addr_is_two_ports_below() -> None:
 
 
 def controller_of(root: Path, role: BrokerRole) -> BrokerController:
-    return BrokerController(
-        BrokerConfig(
-            broker_name="broker-a",
-            broker_id=0 if role is not BrokerRole.SLAVE else 1,
-            broker_ip1="127.0.0.1",
-            bind_address="127.0.0.1",
-            listen_port=0,
-            namesrv_addr=None,
-        ),
-        MessageStoreConfig(
-            store_path_root_dir=str(root),
-            broker_role=role,
-            mapped_file_size_commit_log=1024 * 1024,
-            mapped_file_size_consume_queue=20 * 1000,
-            max_hash_slot_num=1000,
-            max_index_num=4000,
-        ),
-    )
+    broker_id = 0 if role is not BrokerRole.SLAVE else 1
+    return broker_controller(root, broker_id=broker_id, store={"broker_role": role})
 
 
 @pytest.mark.parametrize("role", [BrokerRole.ASYNC_MASTER, BrokerRole.SYNC_MASTER])
