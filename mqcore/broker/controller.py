@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Sequence
 
 from mqcore.acl.guard import AclGuard
 from mqcore.broker.append import Appender
@@ -32,6 +33,7 @@ from mqcore.broker.ha.master import HAService
 from mqcore.broker.ha.slave import HAClient
 from mqcore.broker.long_polling import LongPollingService
 from mqcore.broker.outer_api import BrokerOuterAPI
+from mqcore.broker.ports import listen_pair, server_pair
 from mqcore.broker.processor import (
     acl_admin,
     admin,
@@ -64,9 +66,9 @@ from mqcore.broker.transaction import (
 )
 from mqcore.common.aio import wait_event
 from mqcore.message.model import HostAddr
-from mqcore.protocol import DEFAULT_MAX_FRAME
 from mqcore.remoting import ChannelLimits, RemotingServer
 from mqcore.remoting.tls import ServerTls, client_context_from_config
+from mqcore.store.dispatcher import Arrival
 from mqcore.store.message_store import MessageStore
 from mqcore.store.metadata import (
     ConsumerFilterManager,
@@ -82,9 +84,6 @@ __all__ = ["BrokerController"]
 
 log = logging.getLogger("mq.broker")
 
-FAST_PORT_DISTANCE = 2
-"""RocketMQ's VIP channel listens on ``listenPort - 2``."""
-_PORT_PAIR_ATTEMPTS = 50
 _STATS_SAMPLE_MS = 1000
 
 
@@ -143,23 +142,18 @@ class BrokerController:
         # -- the one append path, dispatch and long polling -------------------------------
         self.appender = Appender(self.store, store_config, self.stats, self.ha)
         self.long_polling = LongPollingService()
-        self.reput = ReputService(self.store, self.long_polling, after_dispatch=self.ha.notify_data)
+        self.reput = ReputService(
+            self.store,
+            self.long_polling,
+            after_dispatch=self.ha.notify_data,
+            on_arrivals=self._learn_replicated_topics,
+        )
         # -- servers and the name servers -------------------------------------------------
         limits = ChannelLimits.from_config(config)  # idle, half-sent frame, per-address cap
-        self.server = RemotingServer(
-            host=config.bind_address,
-            port=config.listen_port,
-            max_frame=_max_frame(store_config),
-            limits=limits,
-            tls=server_tls,
+        self.server, self.fast_server = server_pair(
+            config.bind_address, config.listen_port, store_config, limits, server_tls
         )
-        self.fast_server = RemotingServer(
-            host=config.bind_address,
-            port=max(0, config.listen_port - FAST_PORT_DISTANCE),
-            max_frame=_max_frame(store_config),
-            limits=limits,
-            tls=server_tls,
-        )
+        """The main port and the fast (VIP) port two below it."""
         self.acl_guard = AclGuard.from_config(
             config.acl_enable, config.plain_acl_file, store_config.root / "config"
         )
@@ -203,6 +197,7 @@ class BrokerController:
             self.delay_offsets,
             self.groups,
             own_addr=lambda: self.broker_addr,
+            on_topics_taken=self._learn_stored_topics,
         )
         self.services = ServiceSet("broker", self._broker_services(), self.timers)
         """What every broker runs, whatever its role."""
@@ -220,6 +215,7 @@ class BrokerController:
         self.slave_services = ServiceSet(
             "slave",
             [
+                Service("learn-stored-topics", self._learn_stored_topics),
                 Service("ha-client", self.ha_client.start, self.ha_client.close),
                 periodic(
                     slave_timers,
@@ -343,7 +339,7 @@ class BrokerController:
             self._load_metadata()
             self.store.start()
             self.reput.start(loop)
-            await self._listen()
+            await listen_pair(self.server, self.fast_server, self.config.listen_port)
             await self._role_services().start()
         except BaseException:
             await self._stop_role_services()
@@ -466,6 +462,27 @@ class BrokerController:
         if not self.store_config.ha_master_address:
             self.ha_client.update_master_address(ha_server_addr)
 
+    # -- a slave serves every record it holds ---------------------------------------------
+    def _learn_replicated_topics(self, arrivals: Sequence[Arrival]) -> None:
+        """On a slave, the topics of replicated records are served as soon as they are
+        dispatched, whether or not the metadata sync has copied them yet: a message
+        acknowledged by SYNC_MASTER stays readable if its master dies right after."""
+        if self.store_config.broker_role is not BrokerRole.SLAVE:
+            return
+        for topic, queue_id, _max_offset, _tags in arrivals:
+            self.topics.learn_replicated(topic, queue_id + 1)
+
+    def _learn_stored_topics(self) -> None:
+        """Every topic this slave's store holds queues of (at start, and after the sync
+        took a master's table that may predate the newest of them)."""
+        if self.store_config.broker_role is not BrokerRole.SLAVE:
+            return
+        queues: dict[str, int] = {}
+        for cq in self.store.queues.all():
+            queues[cq.topic] = max(queues.get(cq.topic, 0), cq.queue_id + 1)
+        for topic, count in queues.items():
+            self.topics.learn_replicated(topic, count)
+
     async def _master_end(self) -> int | None:
         """The master's commit log end (GET_BROKER_RUNTIME_INFO), for a slave ahead of it."""
         if self.master_addr is None:
@@ -480,33 +497,6 @@ class BrokerController:
         self.delay_offsets.load()
         self.filters.load()
         self.topics.init_system_topics()
-
-    async def _listen(self) -> None:
-        """Bind ``listenPort`` and ``listenPort - 2``; with port 0 find a free pair."""
-        if self.config.listen_port != 0:
-            self.server.port = self.config.listen_port
-            self.fast_server.port = self.config.listen_port - FAST_PORT_DISTANCE
-            if self.fast_server.port < 1:
-                raise OSError(f"listenPort {self.config.listen_port} leaves no fast port")
-            await self.server.start()
-            try:
-                await self.fast_server.start()
-            except BaseException:
-                await self.server.close()
-                raise
-            return
-        last: OSError | None = None
-        for _ in range(_PORT_PAIR_ATTEMPTS):
-            self.fast_server.port = 0
-            await self.fast_server.start()
-            self.server.port = self.fast_server.port + FAST_PORT_DISTANCE
-            try:
-                await self.server.start()
-                return
-            except OSError as exc:
-                last = exc
-                await self.fast_server.close()
-        raise OSError(f"no free port pair (port, port-2) found: {last}")
 
     async def shutdown(self) -> None:
         """Stop the services, unregister, stop accepting, answer held pulls, flush,
@@ -580,8 +570,3 @@ class BrokerController:
                 await self.outer_api.register_all(force=force)
             except Exception:
                 log.exception("registering with the name servers failed")
-
-
-def _max_frame(store_config: MessageStoreConfig) -> int:
-    """Frames must carry a full batch plus headers."""
-    return max(DEFAULT_MAX_FRAME, store_config.max_message_size + 1024 * 1024)

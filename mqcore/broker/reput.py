@@ -14,10 +14,11 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from mqcore.broker.long_polling import LongPollingService
 from mqcore.errors import DiskFullError
+from mqcore.store.dispatcher import Arrival
 from mqcore.store.message_store import MessageStore
 
 __all__ = ["ReputService"]
@@ -38,11 +39,14 @@ class ReputService:
         long_polling: LongPollingService,
         *,
         after_dispatch: Callable[[], None] | None = None,
+        on_arrivals: Callable[[Sequence[Arrival]], None] | None = None,
     ) -> None:
         self._store = store
         self._long_polling = long_polling
         self._after_dispatch = after_dispatch
         """Told after each pass (the HA master wakes its writers: new bytes to stream)."""
+        self._on_arrivals = on_arrivals
+        """Told which queues grew in a pass (a slave learns the topics it replicates)."""
         self._loop: asyncio.AbstractEventLoop | None = None
         self._loop_thread = 0
         self._scheduled = False
@@ -104,6 +108,8 @@ class ReputService:
         self._retry_delay = _RETRY_DELAY
         if self._after_dispatch is not None:
             self._after_dispatch()
+        if arrivals and self._on_arrivals is not None:
+            self._on_arrivals(arrivals)
         polling = self._long_polling
         for topic, queue_id, max_offset, tags_code in arrivals:
             if polling.has_waiters(topic, queue_id):

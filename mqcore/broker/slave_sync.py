@@ -83,9 +83,13 @@ class SlaveSynchronize:
         groups: SubscriptionGroupManager,
         *,
         own_addr: Callable[[], str] | None = None,
+        on_topics_taken: Callable[[], None] | None = None,
         timeout: float = DEFAULT_TIMEOUT,
     ) -> None:
         self.client = client
+        self.on_topics_taken = on_topics_taken
+        """Told after the master's topic table replaced ours (the broker adds back the
+        topics its store holds that the master's answer did not have yet)."""
         self.master_addr = master_addr
         self.own_addr = own_addr
         self.topics = topics
@@ -140,6 +144,8 @@ class SlaveSynchronize:
         if not _take_if_changed(self.topics, wrapper.data_version, wrapper.topic_config_table):
             return False
         log.info("slave topic configs updated from master %s", addr)
+        if self.on_topics_taken is not None:
+            self.on_topics_taken()
         return True
 
     async def sync_consumer_offset(self, addr: str) -> None:

@@ -149,6 +149,29 @@ class TopicService:
         self._changed(config)
         return config
 
+    # -- a slave's own knowledge --------------------------------------------------------
+    def learn_replicated(self, topic: str, queues: int) -> bool:
+        """A slave holds records of ``topic`` in ``queues`` queues (its dispatcher built
+        them from what it replicated): make sure it serves them, whatever the metadata
+        sync has copied so far. A topic it lacks is added readable and writable with that
+        many queues; one with fewer read queues grows. True when the table changed.
+
+        The master's table replaces this one at the next sync that finds it changed, so
+        what is learned here only fills the window in which the master made a topic the
+        slave has not copied yet (and a master that died in it)."""
+        config = self.manager.table.get(topic)
+        if config is not None and config.read_queue_nums >= queues:
+            return False
+        if config is None:
+            config = TopicConfig(topic, read_queue_nums=queues, write_queue_nums=queues)
+        else:
+            write = max(config.write_queue_nums, queues)
+            config = dataclasses.replace(config, read_queue_nums=queues, write_queue_nums=write)
+        log.info("learnt topic %s from replicated records: %s", topic, config)
+        self.manager.update(config)
+        self.persister.request(self.manager)
+        return True
+
     # -- admin ----------------------------------------------------------------------------
     def update(self, config: TopicConfig) -> None:
         """Create or replace a topic (UPDATE_AND_CREATE_TOPIC)."""

@@ -20,7 +20,7 @@ from tests.support.polling import until
 
 TOPIC = "RoleSwitch"
 MASTER_SERVICES = {"ha-service", "schedule", "transaction-check"}
-SLAVE_SERVICES = {"ha-client", "slave-sync"}
+SLAVE_SERVICES = {"learn-stored-topics", "ha-client", "slave-sync"}
 BROKER_SERVICES = {
     "name-server-registration",
     "persist-consumer-offsets",
