@@ -180,6 +180,20 @@ class BrokerConfig(ServerSettings, PropertiesConfig):
     """The CA the servers' certificates must chain to (else the system's CAs)."""
     tls_test_mode_enable: bool = prop("tls.test.mode.enable", False)
     """Accept any server certificate (RocketMQ defaults to true; we do not)."""
+    # -- controller mode (RocketMQ 5's keys and defaults) --
+    enable_controller_mode: bool = False
+    """Masters are elected by the controllers of ``controllerAddr``, not configured."""
+    controller_addr: str = ""
+    """The controllers, ``host:port`` separated by ``;``."""
+    sync_broker_metadata_period: int = 5000
+    check_sync_state_set_period: int = 5000
+    sync_controller_metadata_period: int = 10_000
+    controller_heart_beat_timeout_mills: int = 10_000
+    """A broker silent this long to the controllers counts as dead (its master role is
+    given to an in-sync replica)."""
+    broker_heartbeat_interval: int = 1000
+    broker_election_priority: int = (1 << 31) - 1
+    """The lower, the likelier this broker is elected master among equals."""
     log_dir: str = field(
         default_factory=lambda: os.path.join(os.path.expanduser("~"), "logs", "mqlogs")
     )
@@ -208,6 +222,10 @@ class BrokerConfig(ServerSettings, PropertiesConfig):
     @property
     def ha_server_addr(self) -> str:
         return f"{self.broker_ip2 or self.broker_ip1}:{self.listen_port + 1}"
+
+    @property
+    def controller_addrs(self) -> list[str]:
+        return [a.strip() for a in self.controller_addr.split(";") if a.strip()]
 
     @property
     def namesrv_addrs(self) -> list[str]:

@@ -222,6 +222,15 @@ class MessageStoreConfig(PropertiesConfig):
     ha_slave_fallbehind_max: int = field(
         default=256 * 1024 * 1024, metadata=_key("haSlaveFallbehindMax")
     )
+    # -- controller mode: the in-sync set (RocketMQ 5's keys and defaults) --
+    ha_max_time_slave_not_catchup: int = field(
+        default=15_000, metadata=_key("haMaxTimeSlaveNotCatchup")
+    )
+    """A slave that has not caught up with the master for this long leaves the in-sync
+    set."""
+    all_ack_in_sync_state_set: bool = field(default=False, metadata=_key("allAckInSyncStateSet"))
+    """SYNC_MASTER answers once every in-sync replica has a message."""
+    min_in_sync_replicas: int = field(default=1, metadata=_key("minInSyncReplicas"))
     access_message_in_memory_max_ratio: int = field(
         default=40, metadata=_key("accessMessageInMemoryMaxRatio")
     )
