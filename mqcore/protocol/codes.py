@@ -1,4 +1,5 @@
-"""Request, response and language codes of the RocketMQ 4.x remoting protocol.
+"""Request, response and language codes of the RocketMQ 4.x remoting protocol, plus the
+codes RocketMQ 5 added for its controller mode (automatic master failover).
 
 Names are RocketMQ's (``RequestCode.java``, ``ResponseCode.java``, ``LanguageCode.java``) so
 a RocketMQ engineer can grep for them. Values are wire values; never renumber.
@@ -152,6 +153,24 @@ class RequestCode(IntEnum):
     ADD_WRITE_PERM_OF_BROKER = 327
     GET_ALL_PRODUCER_INFO = 328
     DELETE_EXPIRED_COMMITLOG = 329
+    # RocketMQ 5's controller mode: a broker's liveness report (to the controller; also sent
+    # oneway to name servers, whose broker table then stays fresh between registrations) ...
+    BROKER_HEARTBEAT = 904
+    # ... and the controller's requests, with the two it sends to brokers
+    # (GET_BROKER_EPOCH_CACHE is a broker's, NOTIFY_BROKER_ROLE_CHANGED a oneway push).
+    CONTROLLER_ALTER_SYNC_STATE_SET = 1001
+    CONTROLLER_ELECT_MASTER = 1002
+    CONTROLLER_REGISTER_BROKER = 1003
+    CONTROLLER_GET_REPLICA_INFO = 1004
+    CONTROLLER_GET_METADATA_INFO = 1005
+    CONTROLLER_GET_SYNC_STATE_DATA = 1006
+    GET_BROKER_EPOCH_CACHE = 1007
+    NOTIFY_BROKER_ROLE_CHANGED = 1008
+    UPDATE_CONTROLLER_CONFIG = 1009
+    GET_CONTROLLER_CONFIG = 1010
+    CLEAN_BROKER_DATA = 1011
+    CONTROLLER_GET_NEXT_BROKER_ID = 1012
+    CONTROLLER_APPLY_BROKER_ID = 1013
 
 
 class ResponseCode(IntEnum):
@@ -194,3 +213,23 @@ class ResponseCode(IntEnum):
     DELETE_ACL_CONFIG_FAILED = 210
     UPDATE_GLOBAL_WHITE_ADDRS_CONFIG_FAILED = 211
     FLOW_CONTROL = 215
+    # RocketMQ 5's controller: why an election, a sync-state-set change or a registration
+    # was refused. The fenced epochs tell a broker its view is stale (re-read the replica
+    # info); CONTROLLER_NOT_LEADER that it asked a controller that is not the leader.
+    CONTROLLER_FENCED_MASTER_EPOCH = 2000
+    CONTROLLER_FENCED_SYNC_STATE_SET_EPOCH = 2001
+    CONTROLLER_INVALID_MASTER = 2002
+    CONTROLLER_INVALID_REPLICAS = 2003
+    CONTROLLER_MASTER_NOT_AVAILABLE = 2004
+    CONTROLLER_INVALID_REQUEST = 2005
+    CONTROLLER_BROKER_NOT_ALIVE = 2006
+    CONTROLLER_NOT_LEADER = 2007
+    CONTROLLER_BROKER_METADATA_NOT_EXIST = 2008
+    CONTROLLER_INVALID_CLEAN_BROKER_METADATA = 2009
+    CONTROLLER_BROKER_NEED_TO_BE_REGISTERED = 2010
+    CONTROLLER_MASTER_STILL_EXIST = 2011
+    CONTROLLER_ELECT_MASTER_FAILED = 2012
+    CONTROLLER_ALTER_SYNC_STATE_SET_FAILED = 2013
+    CONTROLLER_BROKER_ID_INVALID = 2014
+    CONTROLLER_JRAFT_INTERNAL_ERROR = 2015
+    CONTROLLER_BROKER_LIVE_INFO_NOT_EXISTS = 2016
