@@ -156,8 +156,9 @@ class RequestCode(IntEnum):
     # RocketMQ 5's controller mode: a broker's liveness report (to the controller; also sent
     # oneway to name servers, whose broker table then stays fresh between registrations) ...
     BROKER_HEARTBEAT = 904
-    # ... and the controller's requests, with the two it sends to brokers
-    # (GET_BROKER_EPOCH_CACHE is a broker's, NOTIFY_BROKER_ROLE_CHANGED a oneway push).
+    # ... and the controller's requests. Two of them a broker serves: GET_BROKER_EPOCH_CACHE
+    # (mqadmin asks) and NOTIFY_BROKER_ROLE_CHANGED (the controller's oneway push after an
+    # election).
     CONTROLLER_ALTER_SYNC_STATE_SET = 1001
     CONTROLLER_ELECT_MASTER = 1002
     CONTROLLER_REGISTER_BROKER = 1003

@@ -17,6 +17,8 @@ if TYPE_CHECKING:
     from mqcore.protocol.headers.admin import __all__ as _admin
     from mqcore.protocol.headers.consume import *  # noqa: F403
     from mqcore.protocol.headers.consume import __all__ as _consume
+    from mqcore.protocol.headers.controller import *  # noqa: F403
+    from mqcore.protocol.headers.controller import __all__ as _controller
     from mqcore.protocol.headers.namesrv import *  # noqa: F403
     from mqcore.protocol.headers.namesrv import __all__ as _namesrv
     from mqcore.protocol.headers.send import *  # noqa: F403
@@ -29,6 +31,7 @@ if TYPE_CHECKING:
         "wire",
         *_admin,
         *_consume,
+        *_controller,
         *_namesrv,
         *_send,
     ]
@@ -37,6 +40,6 @@ else:
 
     __getattr__, __dir__ = lazy_reexports(
         globals(),
-        ("send", "namesrv", "consume", "admin"),
+        ("send", "namesrv", "consume", "admin", "controller"),
         eager=("CommandHeader", "HeaderError", "camel", "wire"),
     )
