@@ -14,6 +14,8 @@ from mqcore.protocol.bodies.base import BodyError, MessageQueue, RemotingBody, d
 if TYPE_CHECKING:
     from mqcore.protocol.bodies.client import *  # noqa: F403
     from mqcore.protocol.bodies.client import __all__ as _client
+    from mqcore.protocol.bodies.controller import *  # noqa: F403
+    from mqcore.protocol.bodies.controller import __all__ as _controller
     from mqcore.protocol.bodies.route import *  # noqa: F403
     from mqcore.protocol.bodies.route import __all__ as _route
     from mqcore.protocol.bodies.stats import *  # noqa: F403
@@ -25,6 +27,7 @@ if TYPE_CHECKING:
         "RemotingBody",
         "decode_json",
         *_client,
+        *_controller,
         *_route,
         *_stats,
     ]
@@ -33,6 +36,6 @@ else:
 
     __getattr__, __dir__ = lazy_reexports(
         globals(),
-        ("route", "client", "stats"),
+        ("route", "client", "stats", "controller"),
         eager=("BodyError", "MessageQueue", "RemotingBody", "decode_json"),
     )
