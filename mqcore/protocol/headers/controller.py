@@ -92,7 +92,7 @@ class ElectMasterRequestHeader(CommandHeader):
     broker_name: str
     broker_id: int
     designate_elect: bool
-    invoke_time: int | None = field(default_factory=now_ms)
+    invoke_time: int = field(default_factory=now_ms)
 
     @classmethod
     def of_broker_trigger(cls, cluster_name: str, broker_name: str, broker_id: int) -> Self:
