@@ -203,5 +203,6 @@ class ControllerResult(Generic[R]):
         return replace(self, events=events)
 
     def refused(self, code: int, remark: str) -> ControllerResult[R]:
-        """The same answer with ``code`` and ``remark`` and nothing to apply."""
-        return replace(self, code=code, remark=remark, events=())
+        """The same response header with ``code`` and ``remark``, no body and nothing to
+        apply."""
+        return replace(self, code=code, remark=remark, body=None, events=())
