@@ -22,13 +22,13 @@ from typing import Any, TypeVar
 
 from pysyncobj import FAIL_REASON, SyncObj, SyncObjConf, SyncObjConsumer, replicated
 
-from mqcore.controller.codes import ControllerCode
 from mqcore.controller.config import RaftConfig
 from mqcore.controller.events import Event, EventDecodeError, decode_events, encode_events
 from mqcore.controller.replicas import ReplicasInfoManager
 from mqcore.controller.results import ControllerResult
 from mqcore.controller.state import ReplicasState
 from mqcore.errors import MQError
+from mqcore.protocol.codes import ResponseCode
 
 __all__ = ["ControllerRaft", "ReplicationError"]
 
@@ -226,10 +226,10 @@ class ControllerRaft:
                 applied = await self.submit(result.events, timeout)
             except ReplicationError as e:
                 # deciding again is free (pure) and gives the answer's shape
-                return self.read(decide).refused(ControllerCode.CONTROLLER_NOT_LEADER, str(e))
+                return self.read(decide).refused(ResponseCode.CONTROLLER_NOT_LEADER, str(e))
             if not all(applied):
                 return result.refused(
-                    ControllerCode.CONTROLLER_NOT_LEADER,
+                    ResponseCode.CONTROLLER_NOT_LEADER,
                     "the state changed while the request was replicated; try again",
                 )
             return result

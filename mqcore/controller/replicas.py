@@ -15,7 +15,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Set
 
-from mqcore.controller.codes import ControllerCode
 from mqcore.controller.elect import Liveness, elect
 from mqcore.controller.events import (
     AlterSyncStateSet,
@@ -25,22 +24,25 @@ from mqcore.controller.events import (
     Event,
     UpdateBrokerAddress,
 )
-from mqcore.controller.results import (
-    AlterSyncStateSetResponse,
-    ApplyBrokerIdResponse,
+from mqcore.controller.results import ControllerResult
+from mqcore.controller.state import FIRST_BROKER_CONTROLLER_ID, BrokerSet, ReplicasState
+from mqcore.protocol.bodies.controller import (
     BrokerMemberGroup,
     BrokerReplicasInfo,
-    ControllerResult,
-    ElectMasterBody,
-    ElectMasterResponse,
-    NextBrokerIdResponse,
-    RegisterBrokerResponse,
+    ElectMasterResponseBody,
     ReplicaIdentity,
-    ReplicaInfoResponse,
     ReplicasInfo,
     SyncStateSet,
 )
-from mqcore.controller.state import FIRST_BROKER_CONTROLLER_ID, BrokerSet, ReplicasState
+from mqcore.protocol.codes import ResponseCode
+from mqcore.protocol.headers.controller import (
+    AlterSyncStateSetResponseHeader,
+    ApplyBrokerIdResponseHeader,
+    ElectMasterResponseHeader,
+    GetNextBrokerIdResponseHeader,
+    GetReplicaInfoResponseHeader,
+    RegisterBrokerToControllerResponseHeader,
+)
 
 __all__ = ["NO_BROKER_ID", "ReplicasInfoManager"]
 
@@ -75,26 +77,26 @@ class ReplicasInfoManager:
 
     def get_next_broker_id(
         self, cluster_name: str, broker_name: str
-    ) -> ControllerResult[NextBrokerIdResponse]:
+    ) -> ControllerResult[GetNextBrokerIdResponseHeader]:
         """GET_NEXT_BROKER_ID: the id a new replica should apply for."""
         broker_set = self.state.get(broker_name)
         next_id = broker_set.next_broker_id if broker_set else FIRST_BROKER_CONTROLLER_ID
-        return ControllerResult(NextBrokerIdResponse(cluster_name, broker_name, next_id))
+        return ControllerResult(GetNextBrokerIdResponseHeader(cluster_name, broker_name, next_id))
 
     def apply_broker_id(
         self, cluster_name: str, broker_name: str, broker_id: int, register_check_code: str
-    ) -> ControllerResult[ApplyBrokerIdResponse]:
+    ) -> ControllerResult[ApplyBrokerIdResponseHeader]:
         """APPLY_BROKER_ID: take ``broker_id`` for the replica whose check code
         (``address;token``) is given; a replica applying again for its own id succeeds.
         A new broker set starts with id 1 only."""
-        result = ControllerResult(ApplyBrokerIdResponse(cluster_name, broker_name))
+        result = ControllerResult(ApplyBrokerIdResponseHeader(cluster_name, broker_name))
         address = register_check_code.split(";", 1)[0]
         event = ApplyBrokerId(cluster_name, broker_name, broker_id, address, register_check_code)
         broker_set = self.state.get(broker_name)
         if broker_set is None:
             if broker_id != FIRST_BROKER_CONTROLLER_ID:
                 return result.refused(
-                    ControllerCode.CONTROLLER_BROKER_ID_INVALID,
+                    ResponseCode.CONTROLLER_BROKER_ID_INVALID,
                     f"broker set {broker_name} is not registered, so its first id is "
                     f"{FIRST_BROKER_CONTROLLER_ID}, not {broker_id}",
                 )
@@ -103,7 +105,7 @@ class ReplicasInfoManager:
         if taken is None or taken.register_check_code == register_check_code:
             return result.with_events(event)
         return result.refused(
-            ControllerCode.CONTROLLER_BROKER_ID_INVALID,
+            ResponseCode.CONTROLLER_BROKER_ID_INVALID,
             f"broker id {broker_id} of broker set {broker_name} is taken",
         )
 
@@ -116,27 +118,29 @@ class ReplicasInfoManager:
         broker_id: int,
         broker_address: str,
         liveness: Liveness,
-    ) -> ControllerResult[RegisterBrokerResponse]:
+    ) -> ControllerResult[RegisterBrokerToControllerResponseHeader]:
         """REGISTER_BROKER_TO_CONTROLLER: a replica with an id says it is up (at
         ``broker_address``). The answer names the master while an alive one exists; a
         replica told of none asks for an election (:meth:`elect_master` with its id),
         which makes it master if the set never had one."""
-        result = ControllerResult(RegisterBrokerResponse(cluster_name, broker_name))
+        result = ControllerResult(
+            RegisterBrokerToControllerResponseHeader(cluster_name, broker_name)
+        )
         broker_set = self.state.get(broker_name)
         if broker_set is None:
             return result.refused(
-                ControllerCode.CONTROLLER_BROKER_NEED_TO_BE_REGISTERED,
+                ResponseCode.CONTROLLER_BROKER_NEED_TO_BE_REGISTERED,
                 f"broker set {broker_name} is not registered",
             )
         if broker_id not in broker_set.replicas:
             return result.refused(
-                ControllerCode.CONTROLLER_BROKER_NEED_TO_BE_REGISTERED,
+                ResponseCode.CONTROLLER_BROKER_NEED_TO_BE_REGISTERED,
                 f"broker id {broker_id} is not registered in broker set {broker_name}",
             )
         response = result.response
         master = broker_set.master_id
         if master is not None and liveness.is_alive(cluster_name, broker_name, master):
-            response = RegisterBrokerResponse(
+            response = RegisterBrokerToControllerResponseHeader(
                 cluster_name,
                 broker_name,
                 master_broker_id=master,
@@ -158,7 +162,7 @@ class ReplicasInfoManager:
         liveness: Liveness,
         *,
         designate_elect: bool = False,
-    ) -> ControllerResult[ElectMasterResponse]:
+    ) -> ControllerResult[ElectMasterResponseHeader]:
         """ELECT_MASTER, from a replica (``broker_id`` its own id: it wants to be master
         if none is fine), from the controller (``broker_id`` ``None`` or
         :data:`NO_BROKER_ID`: the master died) or from an administrator
@@ -169,11 +173,11 @@ class ReplicasInfoManager:
         kept (``CONTROLLER_MASTER_STILL_EXIST``). When nobody can be elected and the
         controller asked, a recorded master is recorded as gone (one epoch on); a set
         without one is left as it is, so its first election is still its first."""
-        result = ControllerResult(ElectMasterResponse())
+        result = ControllerResult(ElectMasterResponseHeader())
         broker_set = self.state.get(broker_name)
         if broker_set is None:
             return result.refused(
-                ControllerCode.CONTROLLER_BROKER_NEED_TO_BE_REGISTERED,
+                ResponseCode.CONTROLLER_BROKER_NEED_TO_BE_REGISTERED,
                 f"broker set {broker_name} is not registered",
             )
         asked = None if broker_id is None or broker_id == NO_BROKER_ID else broker_id
@@ -194,31 +198,31 @@ class ReplicasInfoManager:
         if new_master is not None and new_master == old_master:
             return ControllerResult(
                 _master_of(broker_set),
-                code=ControllerCode.CONTROLLER_MASTER_STILL_EXIST,
+                code=ResponseCode.CONTROLLER_MASTER_STILL_EXIST,
                 remark=f"master {old_master} of broker set {broker_name} is still alive",
-                body=ElectMasterBody(broker_set.sync_state_set),
+                body=ElectMasterResponseBody(sync_state_set=set(broker_set.sync_state_set)),
             )
         if new_master is not None:
             return ControllerResult(
-                ElectMasterResponse(
+                ElectMasterResponseHeader(
                     master_broker_id=new_master,
                     master_address=broker_set.address_of(new_master),
                     master_epoch=broker_set.master_epoch + 1,
                     sync_state_set_epoch=broker_set.sync_state_set_epoch + 1,
                 ),
-                body=ElectMasterBody(frozenset({new_master}), _member_group(broker_set)),
+                body=ElectMasterResponseBody(_member_group(broker_set), {new_master}),
                 events=(ElectMaster(broker_name, new_master, broker_set.master_epoch),),
             )
         if asked is None and old_master is not None:
             return ControllerResult(
-                ElectMasterResponse(),
-                code=ControllerCode.CONTROLLER_MASTER_NOT_AVAILABLE,
+                ElectMasterResponseHeader(),
+                code=ResponseCode.CONTROLLER_MASTER_NOT_AVAILABLE,
                 remark=f"the master of broker set {broker_name} is gone and no replica "
                 "can be elected",
                 events=(ElectMaster(broker_name, None, broker_set.master_epoch),),
             )
         return result.refused(
-            ControllerCode.CONTROLLER_ELECT_MASTER_FAILED,
+            ResponseCode.CONTROLLER_ELECT_MASTER_FAILED,
             f"no replica of broker set {broker_name} can be elected",
         )
 
@@ -230,58 +234,58 @@ class ReplicasInfoManager:
         new_sync_state_set: Set[int],
         sync_state_set_epoch: int,
         liveness: Liveness,
-    ) -> ControllerResult[AlterSyncStateSetResponse]:
+    ) -> ControllerResult[AlterSyncStateSetResponseHeader]:
         """ALTER_SYNC_STATE_SET: the master says which replicas are in sync. Only the
         current master, at the current master and set epochs, with alive registered
         replicas that include itself, and only for a set that differs."""
-        result = ControllerResult(AlterSyncStateSetResponse())
+        result = ControllerResult(AlterSyncStateSetResponseHeader())
         broker_set = self.state.get(broker_name)
         if broker_set is None:
             return result.refused(
-                ControllerCode.CONTROLLER_ALTER_SYNC_STATE_SET_FAILED,
+                ResponseCode.CONTROLLER_ALTER_SYNC_STATE_SET_FAILED,
                 f"broker set {broker_name} is not registered",
             )
         new_set = frozenset(new_sync_state_set)
         if new_set == broker_set.sync_state_set:
             return result.refused(
-                ControllerCode.CONTROLLER_ALTER_SYNC_STATE_SET_FAILED,
+                ResponseCode.CONTROLLER_ALTER_SYNC_STATE_SET_FAILED,
                 "the sync state set is already that",
             )
         if broker_set.master_id is None or broker_set.master_id != master_broker_id:
             return result.refused(
-                ControllerCode.CONTROLLER_INVALID_MASTER,
+                ResponseCode.CONTROLLER_INVALID_MASTER,
                 f"the master is {broker_set.master_id}, not {master_broker_id}",
             )
         if master_epoch != broker_set.master_epoch:
             return result.refused(
-                ControllerCode.CONTROLLER_FENCED_MASTER_EPOCH,
+                ResponseCode.CONTROLLER_FENCED_MASTER_EPOCH,
                 f"the master epoch is {broker_set.master_epoch}, not {master_epoch}",
             )
         if sync_state_set_epoch != broker_set.sync_state_set_epoch:
             return result.refused(
-                ControllerCode.CONTROLLER_FENCED_SYNC_STATE_SET_EPOCH,
+                ResponseCode.CONTROLLER_FENCED_SYNC_STATE_SET_EPOCH,
                 f"the sync state set epoch is {broker_set.sync_state_set_epoch}, "
                 f"not {sync_state_set_epoch}",
             )
         for replica in sorted(new_set):
             if replica not in broker_set.replicas:
                 return result.refused(
-                    ControllerCode.CONTROLLER_INVALID_REPLICAS,
+                    ResponseCode.CONTROLLER_INVALID_REPLICAS,
                     f"replica {replica} is not registered",
                 )
             if not liveness.is_alive(broker_set.cluster_name, broker_name, replica):
                 return result.refused(
-                    ControllerCode.CONTROLLER_BROKER_NOT_ALIVE, f"replica {replica} is not alive"
+                    ResponseCode.CONTROLLER_BROKER_NOT_ALIVE, f"replica {replica} is not alive"
                 )
         if broker_set.master_id not in new_set:
             return result.refused(
-                ControllerCode.CONTROLLER_ALTER_SYNC_STATE_SET_FAILED,
+                ResponseCode.CONTROLLER_ALTER_SYNC_STATE_SET_FAILED,
                 f"the new sync state set leaves out the master {broker_set.master_id}",
             )
         epoch = broker_set.sync_state_set_epoch + 1
         return ControllerResult(
-            AlterSyncStateSetResponse(new_sync_state_set_epoch=epoch),
-            body=SyncStateSet(new_set, epoch),
+            AlterSyncStateSetResponseHeader(new_sync_state_set_epoch=epoch),
+            body=SyncStateSet(set(new_set), epoch),
             events=(
                 AlterSyncStateSet(
                     broker_name,
@@ -313,42 +317,42 @@ class ReplicasInfoManager:
                 ids = tuple(sorted({int(part) for part in broker_ids_to_clean.split(";")}))
             except ValueError:
                 return result.refused(
-                    ControllerCode.CONTROLLER_INVALID_CLEAN_BROKER_METADATA,
+                    ResponseCode.CONTROLLER_INVALID_CLEAN_BROKER_METADATA,
                     f"broker ids to clean are ';'-separated numbers, not {broker_ids_to_clean!r}",
                 )
         broker_set = self.state.get(broker_name)
         if not clean_living_broker:
             if not ids and broker_set is not None and broker_set.master_id is not None:
                 return result.refused(
-                    ControllerCode.CONTROLLER_INVALID_CLEAN_BROKER_METADATA,
+                    ResponseCode.CONTROLLER_INVALID_CLEAN_BROKER_METADATA,
                     f"broker set {broker_name} is still alive",
                 )
             for broker_id in ids:
                 if liveness.is_alive(cluster_name, broker_name, broker_id):
                     return result.refused(
-                        ControllerCode.CONTROLLER_INVALID_CLEAN_BROKER_METADATA,
+                        ResponseCode.CONTROLLER_INVALID_CLEAN_BROKER_METADATA,
                         f"broker {broker_id} of broker set {broker_name} is still alive",
                     )
         if broker_set is None:
             return result.refused(
-                ControllerCode.CONTROLLER_INVALID_CLEAN_BROKER_METADATA,
+                ResponseCode.CONTROLLER_INVALID_CLEAN_BROKER_METADATA,
                 f"broker set {broker_name} does not exist",
             )
         return result.with_events(CleanBrokerData(broker_name, ids))
 
     # -- reads ---------------------------------------------------------------------------
 
-    def get_replica_info(self, broker_name: str) -> ControllerResult[ReplicaInfoResponse]:
+    def get_replica_info(self, broker_name: str) -> ControllerResult[GetReplicaInfoResponseHeader]:
         """GET_REPLICA_INFO: the master and the sync state set of one broker set."""
         broker_set = self.state.get(broker_name)
         if broker_set is None:
             return ControllerResult(
-                ReplicaInfoResponse(),
-                code=ControllerCode.CONTROLLER_BROKER_METADATA_NOT_EXIST,
+                GetReplicaInfoResponseHeader(),
+                code=ResponseCode.CONTROLLER_BROKER_METADATA_NOT_EXIST,
                 remark=f"broker set {broker_name} does not exist",
             )
         return ControllerResult(
-            ReplicaInfoResponse(
+            GetReplicaInfoResponseHeader(
                 master_broker_id=broker_set.master_id,
                 master_address=broker_set.address_of(broker_set.master_id),
                 master_epoch=broker_set.master_epoch,
@@ -383,10 +387,10 @@ class ReplicasInfoManager:
                 master_address=broker_set.address_of(broker_set.master_id),
                 master_epoch=broker_set.master_epoch,
                 sync_state_set_epoch=broker_set.sync_state_set_epoch,
-                in_sync_replicas=tuple(in_sync),
-                not_in_sync_replicas=tuple(not_in_sync),
+                in_sync_replicas=in_sync,
+                not_in_sync_replicas=not_in_sync,
             )
-        return ControllerResult(None, body=BrokerReplicasInfo(table))
+        return ControllerResult(None, body=BrokerReplicasInfo(dict(sorted(table.items()))))
 
     def scan_need_reelect_broker_sets(self, liveness: Liveness) -> list[str]:
         """Broker sets whose master is dead while another replica lives: the controller
@@ -403,11 +407,11 @@ class ReplicasInfoManager:
 
 
 def _sync_state_set(broker_set: BrokerSet) -> SyncStateSet:
-    return SyncStateSet(broker_set.sync_state_set, broker_set.sync_state_set_epoch)
+    return SyncStateSet(set(broker_set.sync_state_set), broker_set.sync_state_set_epoch)
 
 
-def _master_of(broker_set: BrokerSet) -> ElectMasterResponse:
-    return ElectMasterResponse(
+def _master_of(broker_set: BrokerSet) -> ElectMasterResponseHeader:
+    return ElectMasterResponseHeader(
         master_broker_id=broker_set.master_id,
         master_address=broker_set.address_of(broker_set.master_id),
         master_epoch=broker_set.master_epoch,

@@ -13,7 +13,6 @@ from pathlib import Path
 
 import pytest
 
-from mqcore.controller.codes import ControllerCode
 from mqcore.controller.config import RaftConfig
 from mqcore.controller.elect import LiveBrokers
 from mqcore.controller.events import ElectMaster
@@ -21,6 +20,7 @@ from mqcore.controller.raft import ControllerRaft, ReplicationError
 from mqcore.controller.replicas import ReplicasInfoManager
 from mqcore.controller.results import ControllerResult
 from mqcore.controller.state import ReplicasState
+from mqcore.protocol.codes import ResponseCode
 from tests.support.polling import until
 
 # PySyncObj reads its journal's meta file without closing it (its MetaStorer.getMeta);
@@ -169,7 +169,7 @@ async def test_three_nodes_agree_survive_the_leader_and_a_full_restart(
 
     follower = next(n for n in nodes if n is not leader)
     refused = await follower.execute(lambda m: m.elect_master(NAME, None, everyone(2)))
-    assert refused.code == ControllerCode.CONTROLLER_NOT_LEADER
+    assert refused.code == ResponseCode.CONTROLLER_NOT_LEADER
 
     # the leader goes; the other two carry on and elect a new broker master
     await group.stop(leader)

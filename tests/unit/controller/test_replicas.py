@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import pytest
 
-from mqcore.controller.codes import ControllerCode
 from mqcore.controller.elect import BrokerLiveInfo, LiveBrokers
 from mqcore.controller.events import ElectMaster
 from mqcore.controller.replicas import ReplicasInfoManager
-from mqcore.controller.results import BrokerReplicasInfo, ControllerResult, SyncStateSet
+from mqcore.controller.results import ControllerResult
+from mqcore.protocol.bodies.controller import BrokerReplicasInfo, SyncStateSet
 from mqcore.protocol.codes import ResponseCode
 
 CLUSTER = "cluster-a"
@@ -49,7 +49,7 @@ def three_in_sync(unclean: bool = False) -> ReplicasInfoManager:
     assert first.ok and first.response.master_broker_id == 1
     for other in (2, 3):
         again = manager.elect_master(NAME, other, EVERYONE)
-        assert again.code == ControllerCode.CONTROLLER_MASTER_STILL_EXIST
+        assert again.code == ResponseCode.CONTROLLER_MASTER_STILL_EXIST
         assert not again.events
     altered = run(manager, manager.alter_sync_state_set(NAME, 1, 1, {1, 2, 3}, 1, EVERYONE))
     assert altered.ok
@@ -81,7 +81,7 @@ def test_three_replicas_register_and_the_first_is_elected() -> None:
     assert (info.master_broker_id, info.master_address) == (1, ADDRESSES[1])
     assert (info.master_epoch, info.sync_state_set_epoch) == (1, 2)
     assert [r.broker_id for r in info.in_sync_replicas] == [1, 2, 3]
-    assert info.not_in_sync_replicas == ()
+    assert info.not_in_sync_replicas == []
     assert list(data.replicas_info_table) == [NAME]
 
 
@@ -99,10 +99,10 @@ def test_a_replica_registering_later_is_told_the_master() -> None:
 def test_register_needs_an_id_and_records_a_new_address() -> None:
     manager = ReplicasInfoManager()
     unknown = manager.register_broker(CLUSTER, NAME, 1, ADDRESSES[1], EVERYONE)
-    assert unknown.code == ControllerCode.CONTROLLER_BROKER_NEED_TO_BE_REGISTERED
+    assert unknown.code == ResponseCode.CONTROLLER_BROKER_NEED_TO_BE_REGISTERED
     register(manager, ADDRESSES[1], 1)
     no_id = manager.register_broker(CLUSTER, NAME, 7, ADDRESSES[1], EVERYONE)
-    assert no_id.code == ControllerCode.CONTROLLER_BROKER_NEED_TO_BE_REGISTERED
+    assert no_id.code == ResponseCode.CONTROLLER_BROKER_NEED_TO_BE_REGISTERED
     run(manager, manager.register_broker(CLUSTER, NAME, 1, "10.0.0.9:9000", EVERYONE))
     broker_set = manager.state.get(NAME)
     assert broker_set is not None and broker_set.address_of(1) == "10.0.0.9:9000"
@@ -111,11 +111,11 @@ def test_register_needs_an_id_and_records_a_new_address() -> None:
 def test_broker_ids_are_given_once() -> None:
     manager = ReplicasInfoManager()
     wrong_first = manager.apply_broker_id(CLUSTER, NAME, 2, "a:1;x")
-    assert wrong_first.code == ControllerCode.CONTROLLER_BROKER_ID_INVALID
+    assert wrong_first.code == ResponseCode.CONTROLLER_BROKER_ID_INVALID
     run(manager, manager.apply_broker_id(CLUSTER, NAME, 1, "a:1;x"))
     assert run(manager, manager.apply_broker_id(CLUSTER, NAME, 1, "a:1;x")).ok  # the same again
     taken = manager.apply_broker_id(CLUSTER, NAME, 1, "b:1;y")
-    assert taken.code == ControllerCode.CONTROLLER_BROKER_ID_INVALID
+    assert taken.code == ResponseCode.CONTROLLER_BROKER_ID_INVALID
     assert manager.get_next_broker_id(CLUSTER, NAME).response.next_broker_id == 2
 
 
@@ -134,7 +134,7 @@ def test_the_master_dies_and_an_alive_in_sync_replica_takes_over() -> None:
     assert result.ok
     info = manager.get_replica_info(NAME).response
     assert (info.master_broker_id, info.master_address, info.master_epoch) == (3, ADDRESSES[3], 2)
-    assert sync_state(manager) == SyncStateSet(frozenset({3}), 3)
+    assert sync_state(manager) == SyncStateSet({3}, 3)
 
 
 @pytest.mark.parametrize(
@@ -162,7 +162,7 @@ def test_the_controller_elects_by_epoch_then_offset_then_priority(
 def test_an_alive_master_is_kept() -> None:
     manager = three_in_sync()
     result = manager.elect_master(NAME, None, heartbeats((1, 1, 1, 9), (2, 1, 5, 0)))
-    assert result.code == ControllerCode.CONTROLLER_MASTER_STILL_EXIST
+    assert result.code == ResponseCode.CONTROLLER_MASTER_STILL_EXIST
     assert (result.response.master_broker_id, result.response.master_epoch) == (1, 1)
     assert not result.events
 
@@ -174,9 +174,9 @@ def test_an_administrator_designates_the_master() -> None:
     assert new_master in (2, 3)
     run(manager, manager.alter_sync_state_set(NAME, new_master, 2, {1, 2, 3}, 3, EVERYONE))
     dead = manager.elect_master(NAME, 1, alive(2, 3), designate_elect=True)
-    assert dead.code == ControllerCode.CONTROLLER_ELECT_MASTER_FAILED
+    assert dead.code == ResponseCode.CONTROLLER_ELECT_MASTER_FAILED
     same = manager.elect_master(NAME, new_master, EVERYONE, designate_elect=True)
-    assert same.code == ControllerCode.CONTROLLER_MASTER_STILL_EXIST
+    assert same.code == ResponseCode.CONTROLLER_MASTER_STILL_EXIST
     others = alive(*({1, 2, 3} - {new_master}))
     forced = run(manager, manager.elect_master(NAME, 1, others, designate_elect=True))
     assert forced.ok
@@ -187,15 +187,15 @@ def test_nobody_in_sync_alive_records_the_master_as_gone() -> None:
     manager = three_in_sync()
     run(manager, manager.alter_sync_state_set(NAME, 1, 1, {1}, 2, EVERYONE))
     result = manager.elect_master(NAME, None, alive(2, 3))
-    assert result.code == ControllerCode.CONTROLLER_MASTER_NOT_AVAILABLE
+    assert result.code == ResponseCode.CONTROLLER_MASTER_NOT_AVAILABLE
     assert result.events == (ElectMaster(NAME, None, 1),)
     run(manager, result)
     info = manager.get_replica_info(NAME).response
     assert (info.master_broker_id, info.master_address, info.master_epoch) == (None, None, 2)
-    assert sync_state(manager) == SyncStateSet(frozenset({1}), 3)
+    assert sync_state(manager) == SyncStateSet({1}, 3)
     # a replica's own request that elects nobody changes nothing
     refused = manager.elect_master(NAME, 2, alive(2, 3))
-    assert refused.code == ControllerCode.CONTROLLER_ELECT_MASTER_FAILED
+    assert refused.code == ResponseCode.CONTROLLER_ELECT_MASTER_FAILED
     assert not refused.events
 
 
@@ -210,13 +210,13 @@ def test_an_out_of_sync_replica_is_elected_only_when_unclean_election_is_on() ->
 @pytest.mark.parametrize(
     ("master", "master_epoch", "members", "set_epoch", "liveness", "code"),
     [
-        (2, 1, {1, 2}, 2, EVERYONE, ControllerCode.CONTROLLER_INVALID_MASTER),
-        (1, 0, {1, 2}, 2, EVERYONE, ControllerCode.CONTROLLER_FENCED_MASTER_EPOCH),
-        (1, 1, {1, 2}, 1, EVERYONE, ControllerCode.CONTROLLER_FENCED_SYNC_STATE_SET_EPOCH),
-        (1, 1, {1, 4}, 2, EVERYONE, ControllerCode.CONTROLLER_INVALID_REPLICAS),
-        (1, 1, {1, 2}, 2, alive(1), ControllerCode.CONTROLLER_BROKER_NOT_ALIVE),
-        (1, 1, {2, 3}, 2, EVERYONE, ControllerCode.CONTROLLER_ALTER_SYNC_STATE_SET_FAILED),
-        (1, 1, {1, 2, 3}, 2, EVERYONE, ControllerCode.CONTROLLER_ALTER_SYNC_STATE_SET_FAILED),
+        (2, 1, {1, 2}, 2, EVERYONE, ResponseCode.CONTROLLER_INVALID_MASTER),
+        (1, 0, {1, 2}, 2, EVERYONE, ResponseCode.CONTROLLER_FENCED_MASTER_EPOCH),
+        (1, 1, {1, 2}, 1, EVERYONE, ResponseCode.CONTROLLER_FENCED_SYNC_STATE_SET_EPOCH),
+        (1, 1, {1, 4}, 2, EVERYONE, ResponseCode.CONTROLLER_INVALID_REPLICAS),
+        (1, 1, {1, 2}, 2, alive(1), ResponseCode.CONTROLLER_BROKER_NOT_ALIVE),
+        (1, 1, {2, 3}, 2, EVERYONE, ResponseCode.CONTROLLER_ALTER_SYNC_STATE_SET_FAILED),
+        (1, 1, {1, 2, 3}, 2, EVERYONE, ResponseCode.CONTROLLER_ALTER_SYNC_STATE_SET_FAILED),
     ],
 )
 def test_alter_sync_state_set_is_refused_unless_the_current_master_asks(
@@ -245,11 +245,11 @@ def test_a_stale_decision_is_fenced_when_applied() -> None:
 def test_clean_broker_data() -> None:
     manager = three_in_sync()
     living = manager.clean_broker_data(CLUSTER, NAME, "1", EVERYONE)
-    assert living.code == ControllerCode.CONTROLLER_INVALID_CLEAN_BROKER_METADATA
+    assert living.code == ResponseCode.CONTROLLER_INVALID_CLEAN_BROKER_METADATA
     has_master = manager.clean_broker_data(CLUSTER, NAME, None, EVERYONE)
-    assert has_master.code == ControllerCode.CONTROLLER_INVALID_CLEAN_BROKER_METADATA
+    assert has_master.code == ResponseCode.CONTROLLER_INVALID_CLEAN_BROKER_METADATA
     garbled = manager.clean_broker_data(CLUSTER, NAME, "1;x", alive())
-    assert garbled.code == ControllerCode.CONTROLLER_INVALID_CLEAN_BROKER_METADATA
+    assert garbled.code == ResponseCode.CONTROLLER_INVALID_CLEAN_BROKER_METADATA
     run(manager, manager.clean_broker_data(CLUSTER, NAME, "3", alive()))
     broker_set = manager.state.get(NAME)
     assert broker_set is not None
@@ -260,16 +260,14 @@ def test_clean_broker_data() -> None:
     run(manager, manager.clean_broker_data(CLUSTER, NAME, "2", alive()))
     assert manager.state.get(NAME) is None
     absent = manager.clean_broker_data(CLUSTER, NAME, "1", alive(), clean_living_broker=True)
-    assert absent.code == ControllerCode.CONTROLLER_INVALID_CLEAN_BROKER_METADATA
+    assert absent.code == ResponseCode.CONTROLLER_INVALID_CLEAN_BROKER_METADATA
 
 
 def test_reads_of_an_unknown_broker_set() -> None:
     manager = ReplicasInfoManager()
-    assert (
-        manager.get_replica_info(NAME).code == ControllerCode.CONTROLLER_BROKER_METADATA_NOT_EXIST
-    )
+    assert manager.get_replica_info(NAME).code == ResponseCode.CONTROLLER_BROKER_METADATA_NOT_EXIST
     assert manager.elect_master(NAME, 1, EVERYONE).code == (
-        ControllerCode.CONTROLLER_BROKER_NEED_TO_BE_REGISTERED
+        ResponseCode.CONTROLLER_BROKER_NEED_TO_BE_REGISTERED
     )
     assert manager.get_next_broker_id(CLUSTER, NAME).response.next_broker_id == 1
     assert manager.get_next_broker_id(CLUSTER, NAME).code == ResponseCode.SUCCESS
@@ -284,9 +282,9 @@ def test_a_dead_master_with_living_replicas_is_found_for_reelection() -> None:
 
 def test_bodies_speak_rocketmq_json() -> None:
     manager = three_in_sync()
-    assert sync_state(manager).to_wire() == {"syncStateSet": [1, 2, 3], "syncStateSetEpoch": 2}
+    assert sync_state(manager).to_json() == {"syncStateSet": [1, 2, 3], "syncStateSetEpoch": 2}
     elected = manager.elect_master(NAME, None, alive(2))
     assert elected.body is not None
-    wire = elected.body.to_wire()
+    wire = elected.body.to_json()
     assert wire["syncStateSet"] == [2]
     assert wire["brokerMemberGroup"]["brokerAddrs"] == {str(k): v for k, v in ADDRESSES.items()}
