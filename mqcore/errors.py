@@ -30,6 +30,8 @@ walks the modules and fails when this drawing and the classes part::
     │   └── PullRefused             (broker.processor.pull) a pull check
     ├── SlaveSyncError              (broker.slave_sync) the master refused a sync request
     ├── TopicCreateError            (broker.topics, ValueError) a topic a send cannot make
+    ├── EventDecodeError            (controller.events, ValueError) a bad Raft log entry
+    ├── ReplicationError            (controller.raft) events not committed (retriable)
     ├── StateError                  (client.process_queue, RuntimeError) a bug: event out of order
     └── MQClientError               client-side failure (no route, not started, ...)
         ├── MQTimeoutError          no answer in time (retriable)
