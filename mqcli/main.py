@@ -42,6 +42,11 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
         "Servers",
         "Run a broker: stores messages, serves producers and consumers, registers routes.",
     ),
+    "controller": (
+        "mqcli.commands.controller",
+        "Servers",
+        "Run a controller (RocketMQ 5's controller mode), or ask the running ones.",
+    ),
     "up": (
         "mqcli.commands.up",
         "Servers",
