@@ -24,13 +24,16 @@ from mqcli.serving import (
     serve_until_signal,
     setup_logging,
 )
+from mqcore.controller.server import ControllerConfig
 from mqcore.errors import ConfigError, MQError
 from mqcore.namesrv import NamesrvConfig, NamesrvController
 from mqcore.remoting import run, uvloop_available
 
 
-async def _serve(config: NamesrvConfig, log_file: Path) -> None:
-    controller = NamesrvController(config)
+async def _serve(
+    config: NamesrvConfig, log_file: Path, controller_config: ControllerConfig | None
+) -> None:
+    controller = NamesrvController(config, controller_config)
     try:
         await controller.start()
     except OSError as exc:
@@ -63,8 +66,19 @@ def namesrv(
       mq namesrv
       mq namesrv -c namesrv.properties --listen 0.0.0.0:9876
     """
+    controller_keys = frozenset(ControllerConfig.property_fields())
     try:
-        config = NamesrvConfig.from_file(config_file) if config_file else NamesrvConfig()
+        config = (
+            NamesrvConfig.from_file(config_file, also_known=controller_keys)
+            if config_file
+            else NamesrvConfig()
+        )
+        controller_config = None
+        if config.enable_controller_in_namesrv:  # RocketMQ 5: its keys in the same file
+            controller_config = (
+                ControllerConfig.from_properties(config_file) if config_file else ControllerConfig()
+            )
+            controller_config.raft_config()  # peers and self id checked before starting
     except MQError as exc:
         output.fail(str(exc), hint="see `mq namesrv -p` for the known keys")
     if listen is not None:
@@ -80,7 +94,7 @@ def namesrv(
         )
     except (ConfigError, OSError) as exc:
         output.fail(str(exc))
-    run(_serve(config, log_file))
+    run(_serve(config, log_file, controller_config))
 
 
 def register(app: typer.Typer) -> None:

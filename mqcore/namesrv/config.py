@@ -62,6 +62,9 @@ class NamesrvConfig(ServerSettings, PropertiesConfig):
     ``plain_acl.yml`` beside ``kvConfigPath``."""
     log_dir: str = str(Path.home() / "logs" / "mqlogs")
     log_level: str = "INFO"
+    enable_controller_in_namesrv: bool = False
+    """Also be a controller of RocketMQ 5's controller mode, on this port (its keys,
+    ``controllerDLegerPeers`` etc., in the same file)."""
 
     def to_properties_text(self) -> str:
         """4.9.8's ``Configuration.getAllConfigsFormatString`` keys (see the module)."""
@@ -70,8 +73,11 @@ class NamesrvConfig(ServerSettings, PropertiesConfig):
         )
 
     @classmethod
-    def from_file(cls, path: Path) -> NamesrvConfig:
-        """Defaults overridden by a properties file; unknown keys are logged and ignored."""
+    def from_file(cls, path: Path, *, also_known: frozenset[str] = frozenset()) -> NamesrvConfig:
+        """Defaults overridden by a properties file; unknown keys are logged and ignored
+        (``also_known``: keys another part reads from the same file, e.g. a hosted
+        controller's)."""
         config = cls()
-        config.update(read_server_properties(path), source=str(path))
+        props = read_server_properties(path)
+        config.update({k: v for k, v in props.items() if k not in also_known}, source=str(path))
         return config

@@ -19,6 +19,7 @@ from pathlib import Path
 
 from mqcore.acl.guard import AclGuard
 from mqcore.acl.permission import NAMESRV_ADMIN_CODES
+from mqcore.controller.server import ControllerConfig, ControllerManager
 from mqcore.namesrv.config import NamesrvConfig
 from mqcore.namesrv.kvconfig import KVConfigManager
 from mqcore.namesrv.processor import NamesrvProcessor
@@ -34,7 +35,11 @@ log = logging.getLogger("mq.namesrv")
 class NamesrvController:
     """One name server. Several can run side by side; nothing syncs them (as RocketMQ)."""
 
-    def __init__(self, config: NamesrvConfig) -> None:
+    def __init__(
+        self, config: NamesrvConfig, controller_config: ControllerConfig | None = None
+    ) -> None:
+        """``controller_config``: the controller's settings when the name server hosts
+        one (``enableControllerInNamesrv``); RocketMQ 5's defaults otherwise."""
         self.config = config
         self.routes = RouteInfoManager(time.monotonic, config.broker_channel_expired_time / 1000)
         self.kv = KVConfigManager(Path(config.kv_config_path).expanduser())
@@ -56,6 +61,12 @@ class NamesrvController:
         self.server.dispatcher.pre_dispatch = self.acl_guard  # ACL: admin codes only
         self.server.add_close_listener(self._channel_closed)
         self._scan_task: asyncio.Task[None] | None = None
+        self.controller: ControllerManager | None = None
+        """The controller it hosts (``enableControllerInNamesrv``), on the same port."""
+        if config.enable_controller_in_namesrv:
+            self.controller = ControllerManager(
+                controller_config or ControllerConfig(), server=self.server
+            )
 
     @property
     def port(self) -> int:
@@ -72,6 +83,12 @@ class NamesrvController:
         """Load the KV file, listen, start the scan. Raises ConfigError / OSError."""
         self.kv.load()
         await self.server.start()
+        if self.controller is not None:
+            try:
+                await self.controller.start()
+            except BaseException:
+                await self.server.close()
+                raise
         if self.acl_guard is not None:
             self.acl_guard.start()
         self._scan_task = asyncio.create_task(self._scan_loop(), name="namesrv-scan")
@@ -96,5 +113,7 @@ class NamesrvController:
             self._scan_task = None
         if self.acl_guard is not None:
             await self.acl_guard.close()
+        if self.controller is not None:
+            await self.controller.shutdown()
         await self.server.close()
         log.info("name server on %s stopped", self.listen_address)
