@@ -79,5 +79,8 @@ class NamesrvConfig(ServerSettings, PropertiesConfig):
         controller's)."""
         config = cls()
         props = read_server_properties(path)
-        config.update({k: v for k, v in props.items() if k not in also_known}, source=str(path))
+        own = cls.property_fields()
+        config.update(
+            {k: v for k, v in props.items() if k in own or k not in also_known}, source=str(path)
+        )
         return config
