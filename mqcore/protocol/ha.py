@@ -9,6 +9,11 @@ All big-endian. A report says "I hold the commit log up to here": the first one 
 connection is where the master starts streaming, later ones acknowledge. A transfer with
 ``size == 0`` is the master's heartbeat. There is no handshake, version or framing
 beyond this, so both readers below take bytes as they come and keep partial input.
+
+In controller mode (mq to mq) a slave first names itself: a report of ``-(brokerId + 1)``
+(no 4.x slave reports a negative offset), so the master knows which replica each
+connection is and can keep the in-sync set. Only a reader built with ``identities``
+accepts it; elsewhere a negative report is still a protocol error.
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ __all__ = [
     "HAProtocolError",
     "ReportReader",
     "TransferReader",
+    "encode_identity",
     "encode_report",
     "encode_transfer_header",
 ]
@@ -42,6 +48,13 @@ def encode_report(offset: int) -> bytes:
     return REPORT.pack(offset)
 
 
+def encode_identity(broker_id: int) -> bytes:
+    """Controller mode: the report that names the slave (its controller broker id)."""
+    if broker_id < 0:
+        raise ValueError(f"a broker id is >= 0, not {broker_id}")
+    return REPORT.pack(-(broker_id + 1))
+
+
 def encode_transfer_header(offset: int, size: int) -> bytes:
     return TRANSFER_HEADER.pack(offset, size)
 
@@ -53,10 +66,13 @@ class ReportReader:
     arrived counts: several reports read at once are one acknowledgement.
     """
 
-    __slots__ = ("_partial",)
+    __slots__ = ("_identities", "_partial", "identity")
 
-    def __init__(self) -> None:
+    def __init__(self, *, identities: bool = False) -> None:
         self._partial = b""
+        self._identities = identities
+        self.identity: int | None = None
+        """The broker id the slave named (controller mode), once it did."""
 
     def feed(self, data: bytes) -> int | None:
         """The newest complete offset in ``data`` (with earlier partial input), or None."""
@@ -66,9 +82,17 @@ class ReportReader:
         if not whole:
             return None
         (offset,) = REPORT.unpack_from(buf, whole - REPORT.size)
-        if offset < 0:
-            raise HAProtocolError(f"negative offset {offset} reported")
-        return int(offset)
+        if offset >= 0 and not self._identities:
+            return int(offset)
+        newest: int | None = None
+        for (value,) in REPORT.iter_unpack(buf[:whole]):
+            if value >= 0:
+                newest = int(value)
+            elif self._identities and self.identity is None:
+                self.identity = -int(value) - 1
+            else:
+                raise HAProtocolError(f"negative offset {value} reported")
+        return newest
 
 
 class TransferReader:

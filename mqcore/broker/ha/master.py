@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 
 from mqcore.common.aio import cancel_and_wait, wait_event
 from mqcore.protocol.ha import HAProtocolError, ReportReader, encode_transfer_header
@@ -43,8 +44,12 @@ class HAService:
         *,
         host: str,
         tls: ServerTls | None = None,
+        identities: bool = False,
     ) -> None:
-        """``tls``: the broker's ``tls.server.mode`` also governs this port."""
+        """``tls``: the broker's ``tls.server.mode`` also governs this port.
+        ``identities``: controller mode, where slaves name themselves (their broker id)
+        so the in-sync set can be kept."""
+        self.identities = identities
         self._commit_log = commit_log
         self._config = config
         self._host = host
@@ -121,6 +126,17 @@ class HAService:
             conn.data_ready.set()
 
     # -- connections --------------------------------------------------------------------
+    def in_sync_slaves(self, now_ms: int, max_lag_ms: int) -> set[int]:
+        """Broker ids of the named slaves that held this log's end within ``max_lag_ms``
+        (``haMaxTimeSlaveNotCatchup``): the replicas the in-sync set may hold."""
+        return {
+            conn.slave_id
+            for conn in self.connections
+            if conn.slave_id is not None
+            and conn.caught_up_ms is not None
+            and now_ms - conn.caught_up_ms <= max_lag_ms
+        }
+
     def acknowledged(self, offset: int) -> None:
         if offset <= self.push2slave_max_offset:
             return
@@ -163,6 +179,13 @@ class HAConnection:
         self.request_offset = -1
         """Where the slave stood when it connected (-1: it has not said yet)."""
         self.ack_offset = -1
+        self.slave_id: int | None = None
+        """The broker id the slave named (controller mode)."""
+        self.caught_up_ms: int | None = None
+        """When the slave last acknowledged all this log held at its previous report (as
+        RocketMQ 5 compares with the master's end at its last transfer): under steady
+        load a slave that keeps up stays caught up."""
+        self._watermark: int | None = None
         self.next_transfer = -1
         self.data_ready = asyncio.Event()
         self._requested = asyncio.Event()
@@ -186,7 +209,7 @@ class HAConnection:
             await self._writer.wait_closed()
 
     async def _read_loop(self, write: asyncio.Task[None]) -> None:
-        reports = ReportReader()
+        reports = ReportReader(identities=self._service.identities)
         silence = self._config.ha_housekeeping_interval / 1000
         while not write.done():
             read = asyncio.ensure_future(self._reader.read(_READ_CHUNK))
@@ -206,8 +229,15 @@ class HAConnection:
             except HAProtocolError as exc:
                 log.warning("slave %s: %s; closing", self.peer, exc)
                 return
+            if reports.identity is not None and self.slave_id is None:
+                self.slave_id = reports.identity
+                log.info("slave %s is broker id %d", self.peer, self.slave_id)
             if offset is None:
                 continue
+            end = self._commit_log.max_offset
+            if offset >= end or (self._watermark is not None and offset >= self._watermark):
+                self.caught_up_ms = time.time_ns() // 1_000_000
+            self._watermark = end
             if self.request_offset < 0:
                 self.request_offset = offset
                 self._requested.set()

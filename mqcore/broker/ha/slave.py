@@ -24,7 +24,7 @@ from collections.abc import Awaitable, Callable
 
 from mqcore.common.aio import cancel_and_wait, wait_event
 from mqcore.errors import StoreError
-from mqcore.protocol.ha import HAProtocolError, TransferReader, encode_report
+from mqcore.protocol.ha import HAProtocolError, TransferReader, encode_identity, encode_report
 from mqcore.store.message_store import MessageStore
 from mqcore.store.store_config import MessageStoreConfig
 
@@ -50,12 +50,15 @@ class HAClient:
         *,
         master_end: MasterEnd | None = None,
         ssl_context: ssl.SSLContext | None = None,
+        identity: Callable[[], int | None] | None = None,
     ) -> None:
         """``ssl_context``: replicate over TLS (the broker's ``tls.enable``)."""
         self._store = store
         self._ssl_context = ssl_context
         self._config = config
         self._master_end = master_end
+        self._identity = identity
+        """Controller mode: this broker's id, named to the master first on a connection."""
         self.master_address: str | None = config.ha_master_address
         self.connected = False
         self.reported_offset = 0
@@ -140,6 +143,9 @@ class HAClient:
         heartbeat = self._config.ha_send_heartbeat_interval / 1000
         silence = self._config.ha_housekeeping_interval / 1000
         frames = TransferReader()
+        broker_id = self._identity() if self._identity is not None else None
+        if broker_id is not None:
+            writer.write(encode_identity(broker_id))
         self._report(writer, self._store_end())
         beat = asyncio.create_task(self._heartbeat(writer, heartbeat), name="ha-heartbeat")
         try:

@@ -11,6 +11,7 @@ from mqcore.protocol.ha import (
     HAProtocolError,
     ReportReader,
     TransferReader,
+    encode_identity,
     encode_report,
     encode_transfer_header,
 )
@@ -55,3 +56,19 @@ def test_transfers_survive_any_split(frames: list[tuple[int, bytes]], cuts: list
 def test_a_broken_transfer_header_is_refused(header: bytes) -> None:
     with pytest.raises(HAProtocolError):
         TransferReader().feed(header)
+
+
+def test_a_slave_names_itself_only_where_identities_are_taken() -> None:
+    data = encode_identity(3) + encode_report(0) + encode_report(4096)
+    reader = ReportReader(identities=True)
+    assert reader.feed(data[:5]) is None and reader.identity is None
+    assert reader.feed(data[5:]) == 4096 and reader.identity == 3  # not lost in the batch
+    assert ReportReader(identities=True).feed(encode_identity(0)) is None
+    with pytest.raises(HAProtocolError):
+        ReportReader().feed(encode_identity(3))  # a 4.x master: a negative report is an error
+    twice = ReportReader(identities=True)
+    twice.feed(encode_identity(1))
+    with pytest.raises(HAProtocolError):
+        twice.feed(encode_identity(2))
+    with pytest.raises(ValueError):
+        encode_identity(-1)
