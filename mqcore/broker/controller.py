@@ -51,6 +51,8 @@ from mqcore.broker.processor import (
     serve,
 )
 from mqcore.broker.rebalance_lock import RebalanceLockManager
+from mqcore.broker.registration import Registration
+from mqcore.broker.replicas import ReplicasManager
 from mqcore.broker.reput import ReputService
 from mqcore.broker.schedule import ScheduleMessageService
 from mqcore.broker.services import Service, ServiceSet, Timers, periodic
@@ -64,11 +66,12 @@ from mqcore.broker.transaction import (
     TransactionalMessageCheckService,
     TransactionalMessageService,
 )
-from mqcore.common.aio import wait_event
+from mqcore.errors import MQError
 from mqcore.message.model import HostAddr
 from mqcore.remoting import ChannelLimits, RemotingServer
 from mqcore.remoting.tls import ServerTls, client_context_from_config
 from mqcore.store.dispatcher import Arrival
+from mqcore.store.epoch_file import EPOCH_FILE_NAME, EpochFileCache
 from mqcore.store.message_store import MessageStore
 from mqcore.store.metadata import (
     ConsumerFilterManager,
@@ -102,6 +105,8 @@ class BrokerController:
         self.groups = SubscriptionGroupManager(root)
         self.delay_offsets = DelayOffsetManager(root)
         self.filters = ConsumerFilterManager(root)
+        self.registration = Registration(config.register_name_server_period)
+        """Re-registration with the name servers, coalesced and periodic."""
         self.persister = ConfigPersister()
         """Writes config files off the loop, coalesced (heartbeats, the 60 s timer)."""
         self.topics = TopicService(
@@ -109,7 +114,7 @@ class BrokerController:
             config,
             offsets=self.offsets,
             persister=self.persister,
-            request_register=self.request_register,
+            request_register=self.registration.request,
         )
         # -- clients and statistics -------------------------------------------------------
         self.producers = ProducerManager()
@@ -123,8 +128,16 @@ class BrokerController:
         )
         # -- replication: both ends exist; the role says which one runs -------------------
         server_tls = ServerTls.from_config(config)  # main, fast and HA ports alike
+        controller_mode = config.enable_controller_mode
+        if controller_mode:  # a slave until a controller says otherwise
+            store_config.broker_role = BrokerRole.SLAVE
+            config.broker_id = max(config.broker_id, 1)
         self.ha = HAService(
-            self.store.commit_log, store_config, host=config.bind_address, tls=server_tls
+            self.store.commit_log,
+            store_config,
+            host=config.bind_address,
+            tls=server_tls,
+            identities=controller_mode,
         )
         """The master's replication endpoint (listening while this broker is a master)."""
         self.ha_client = HAClient(
@@ -132,6 +145,7 @@ class BrokerController:
             store_config,
             master_end=self._master_end,
             ssl_context=client_context_from_config(config),
+            identity=lambda: self.replicas.broker_id if self.replicas is not None else None,
         )
         """The slave's connection to its master (running while this broker is a slave)."""
         self.master_addr: str | None = None
@@ -164,8 +178,6 @@ class BrokerController:
             ha_addr=lambda: self.ha_addr,
             on_registered=self.on_registered,
         )
-        self._register_wanted: asyncio.Event | None = None
-        self._register_force = False
         # -- what runs: broker-wide, and per role -----------------------------------------
         self.timers = Timers()
         master_timers, slave_timers = Timers(), Timers()
@@ -199,6 +211,22 @@ class BrokerController:
             own_addr=lambda: self.broker_addr,
             on_topics_taken=self._learn_stored_topics,
         )
+        self.epochs = EpochFileCache(store_config.root / EPOCH_FILE_NAME)
+        """The master epochs this log was written in (controller mode)."""
+        self.replicas: ReplicasManager | None = None
+        """Controller mode's dealings with the controllers (None without it)."""
+        if controller_mode:
+            self.replicas = ReplicasManager(
+                config,
+                store_config,
+                client=self.outer_api.client,
+                ha=self.ha,
+                epochs=self.epochs,
+                broker_addr=lambda: self.broker_addr,
+                max_offset=lambda: self.store.max_phy_offset,
+                become_master=self.become_master,
+                become_slave=self._follow_master,
+            )
         self.services = ServiceSet("broker", self._broker_services(), self.timers)
         """What every broker runs, whatever its role."""
         self.master_services = ServiceSet(
@@ -256,7 +284,7 @@ class BrokerController:
             acl_guard=self.acl_guard,
             store_host=self._store_host,
             broker_addr=lambda: self.broker_addr,
-            request_register=self.request_register,
+            request_register=self.registration.request,
         )
         self._serve()
 
@@ -280,6 +308,8 @@ class BrokerController:
         ):
             serve(self.servers, module.handlers(ctx))
         serve([self.server], pull.handlers(ctx))
+        if self.replicas is not None:
+            serve(self.servers, self.replicas.handlers())
         for server in self.servers:
             server.add_close_listener(self.housekeeping.channel_closed)
             if self.acl_guard is not None:  # ACL: one check at dispatch, on both ports
@@ -289,7 +319,7 @@ class BrokerController:
         """Registration, the periodic persistence, client scans and statistics samples."""
         t, c = self.timers, self.config
         services = [
-            Service("name-server-registration", self._start_register_loop),
+            Service("name-server-registration", self._start_registration),
             periodic(
                 t,
                 "persist-consumer-offsets",
@@ -307,7 +337,13 @@ class BrokerController:
         ]
         if self.acl_guard is not None:
             services.append(Service("acl-watch", self.acl_guard.start, self.acl_guard.close))
+        if self.replicas is not None:
+            services += self.replicas.services(t)
         return services
+
+    def _start_registration(self) -> None:
+        run = self.registration.run(lambda force: self.outer_api.register_all(force=force))
+        self.timers.spawn(run, name="broker-register")
 
     def _store_host(self) -> HostAddr:
         return (self.config.broker_ip1, self.server.port)
@@ -337,6 +373,7 @@ class BrokerController:
         await loop.run_in_executor(None, self.store.load)
         try:
             self._load_metadata()
+            self.epochs.load()
             self.store.start()
             self.reput.start(loop)
             await listen_pair(self.server, self.fast_server, self.config.listen_port)
@@ -350,8 +387,6 @@ class BrokerController:
             raise
         self.config.listen_port = self.server.port
         self._started = True
-        self._register_wanted = asyncio.Event()
-        self._register_force = True
         try:  # as 4.9.8's start(): once this returns, the name servers route to this broker
             await self.outer_api.register_all(force=True)
         except Exception:
@@ -422,7 +457,7 @@ class BrokerController:
             self.config.broker_id = 0
             await self.master_services.start()
             log.warning("broker %s is now the master (%s)", self.config.broker_name, role.value)
-        self.request_register(force=True)
+        self.registration.request(force=True)
 
     async def become_slave(
         self,
@@ -448,7 +483,7 @@ class BrokerController:
                 self.ha_client.update_master_address(master_ha_addr)
             await self.slave_services.start()
             log.warning("broker %s is now a slave (id %d)", self.config.broker_name, broker_id)
-        self.request_register(force=True)
+        self.registration.request(force=True)
 
     def on_registered(self, master_addr: str | None, ha_server_addr: str | None) -> None:
         """A slave learns its master from the name server (as RocketMQ's
@@ -467,27 +502,34 @@ class BrokerController:
         """On a slave, the topics of replicated records are served as soon as they are
         dispatched, whether or not the metadata sync has copied them yet: a message
         acknowledged by SYNC_MASTER stays readable if its master dies right after."""
-        if self.store_config.broker_role is not BrokerRole.SLAVE:
-            return
-        for topic, queue_id, _max_offset, _tags in arrivals:
-            self.topics.learn_replicated(topic, queue_id + 1)
+        if self.store_config.broker_role is BrokerRole.SLAVE:
+            self.topics.learn_queues((a.topic, a.queue_id) for a in arrivals)
 
     def _learn_stored_topics(self) -> None:
         """Every topic this slave's store holds queues of (at start, and after the sync
         took a master's table that may predate the newest of them)."""
-        if self.store_config.broker_role is not BrokerRole.SLAVE:
-            return
-        queues: dict[str, int] = {}
-        for cq in self.store.queues.all():
-            queues[cq.topic] = max(queues.get(cq.topic, 0), cq.queue_id + 1)
-        for topic, count in queues.items():
-            self.topics.learn_replicated(topic, count)
+        if self.store_config.broker_role is BrokerRole.SLAVE:
+            self.topics.learn_queues((cq.topic, cq.queue_id) for cq in self.store.queues.all())
 
     async def _master_end(self) -> int | None:
-        """The master's commit log end (GET_BROKER_RUNTIME_INFO), for a slave ahead of it."""
+        """Where a slave's log may go on from its master's: the master's end
+        (GET_BROKER_RUNTIME_INFO), or in controller mode where both logs' epochs agree."""
         if self.master_addr is None:
             return None
+        if self.replicas is not None:
+            return await self.replicas.consistent_point(self.master_addr)
         return await self.outer_api.commit_log_end(self.master_addr)
+
+    async def _follow_master(self, broker_id: int, master_addr: str | None) -> None:
+        """Controller mode: follow ``master_addr``, replicating from where it says it
+        serves (its runtime info) rather than waiting for the name server to say."""
+        ha_addr = None
+        if master_addr is not None:
+            try:
+                ha_addr = await self.outer_api.ha_server_addr(master_addr)
+            except (OSError, TimeoutError, MQError) as exc:
+                log.info("HA address of %s unknown yet (%s)", master_addr, exc)
+        await self.become_slave(broker_id, master_addr, ha_addr)
 
     def _load_metadata(self) -> None:
         self.topic_configs.load()
@@ -547,26 +589,3 @@ class BrokerController:
         self.groups.persist()
         self.delay_offsets.persist()
         self.filters.persist()
-
-    # -- name server registration ---------------------------------------------------------
-    def request_register(self, force: bool = True) -> None:
-        """Register with every name server soon (coalesced), e.g. after a topic change."""
-        if self._register_wanted is None:
-            return
-        self._register_force = self._register_force or force
-        self._register_wanted.set()
-
-    def _start_register_loop(self) -> None:
-        self.timers.spawn(self._register_loop(), name="broker-register")
-
-    async def _register_loop(self) -> None:
-        assert self._register_wanted is not None
-        period = self.config.register_name_server_period / 1000
-        while True:
-            await wait_event(self._register_wanted, period)
-            self._register_wanted.clear()
-            force, self._register_force = self._register_force, True
-            try:
-                await self.outer_api.register_all(force=force)
-            except Exception:
-                log.exception("registering with the name servers failed")

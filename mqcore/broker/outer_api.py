@@ -106,15 +106,22 @@ class BrokerOuterAPI:
             self.on_registered(answer.master_addr, answer.ha_server_addr)
         return True
 
-    async def commit_log_end(self, broker_addr: str) -> int | None:
-        """``commitLogMaxOffset`` of another broker (a slave asks its master)."""
+    async def _runtime_info(self, broker_addr: str, key: str) -> str | None:
         request = RemotingCommand.request(RequestCode.GET_BROKER_RUNTIME_INFO)
         response = await self.client.invoke(broker_addr, request, self.timeout)
         if response.code != ResponseCode.SUCCESS or not response.body:
             return None
-        table = KVTable.decode(response.body).table
-        value = table.get("commitLogMaxOffset")
+        return KVTable.decode(response.body).table.get(key)
+
+    async def commit_log_end(self, broker_addr: str) -> int | None:
+        """``commitLogMaxOffset`` of another broker (a slave asks its master)."""
+        value = await self._runtime_info(broker_addr, "commitLogMaxOffset")
         return int(value) if value and value.isdigit() else None
+
+    async def ha_server_addr(self, broker_addr: str) -> str | None:
+        """Where a master serves replication (mq's ``haServerAddr`` runtime key): a slave
+        told its master by a controller asks the master itself, not the name server."""
+        return await self._runtime_info(broker_addr, "haServerAddr")
 
     async def _changed_at(self, addr: str) -> bool:
         """QUERY_DATA_VERSION: does ``addr`` hold an older topic table than ours?"""

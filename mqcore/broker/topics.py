@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from mqcore.errors import MQError
@@ -171,6 +172,14 @@ class TopicService:
         self.manager.update(config)
         self.persister.request(self.manager)
         return True
+
+    def learn_queues(self, queues: Iterable[tuple[str, int]]) -> None:
+        """:meth:`learn_replicated` for every topic of ``(topic, queue id)`` pairs."""
+        counts: dict[str, int] = {}
+        for topic, queue_id in queues:
+            counts[topic] = max(counts.get(topic, 0), queue_id + 1)
+        for topic, count in counts.items():
+            self.learn_replicated(topic, count)
 
     # -- admin ----------------------------------------------------------------------------
     def update(self, config: TopicConfig) -> None:

@@ -333,6 +333,9 @@ class AdminProcessor:
         if role is not BrokerRole.SLAVE:
             info["haConnectionCount"] = str(c.ha.connection_count)
             info["haPush2SlaveMaxOffset"] = str(c.ha.push2slave_max_offset)
+            if c.ha.listening:
+                host = c.config.broker_ip2 or c.config.broker_ip1
+                info["haServerAddr"] = f"{host}:{c.ha.port}"
         else:
             info["haMasterAddress"] = c.ha_client.master_address or ""
             info["haMasterConnected"] = "true" if c.ha_client.connected else "false"
