@@ -487,8 +487,9 @@ class BrokerController:
 
     def on_registered(self, master_addr: str | None, ha_server_addr: str | None) -> None:
         """A slave learns its master from the name server (as RocketMQ's
-        registerBrokerAll): the HA address unless ``haMasterAddress`` fixes it."""
-        if self.store_config.broker_role is not BrokerRole.SLAVE:
+        registerBrokerAll): the HA address unless ``haMasterAddress`` fixes it. In
+        controller mode the controller names the master, not the name server."""
+        if self.store_config.broker_role is not BrokerRole.SLAVE or self.replicas is not None:
             return
         known, self.master_addr = self.master_addr, master_addr
         if master_addr and master_addr != known and self.slave_services.running:

@@ -242,6 +242,7 @@ class ReplicasManager:
             return
         self.master_epoch = epoch
         self.sync_state_set, self.sync_state_set_epoch = set(sync_set), set_epoch
+        self.ha.in_sync_ids = set(self.sync_state_set)
         self.master_broker_id, self.master_address = self.broker_id, self.broker_addr()
         if self.store_config.broker_role is BrokerRole.SLAVE:
             await self._become_master(BrokerRole.SYNC_MASTER)
@@ -255,6 +256,7 @@ class ReplicasManager:
             return
         self.master_epoch = epoch
         self.master_broker_id, self.master_address = master_id, master_address
+        self.ha.in_sync_ids = None
         assert self.broker_id is not None
         await self._become_slave(self.broker_id, master_address)
         log.warning("slave of %s (broker %d) at epoch %d", master_address, master_id, epoch)
@@ -308,6 +310,7 @@ class ReplicasManager:
                 sync = SyncStateSet.decode(response.body)
                 self.sync_state_set = set(sync.sync_state_set)
                 self.sync_state_set_epoch = sync.sync_state_set_epoch
+                self.ha.in_sync_ids = set(self.sync_state_set)
         except (OSError, TimeoutError, MQError) as exc:
             log.info("replica info from the controller failed: %s", exc)
 
@@ -338,6 +341,7 @@ class ReplicasManager:
         if accepted is not None:
             self.sync_state_set = set(accepted.sync_state_set)
             self.sync_state_set_epoch = accepted.sync_state_set_epoch
+            self.ha.in_sync_ids = set(self.sync_state_set)
         log.info("in-sync set of %s: %s", self.config.broker_name, sorted(self.sync_state_set))
 
     # -- how a broker runs it ----------------------------------------------------------
@@ -410,8 +414,12 @@ class ReplicasManager:
         other.set_last_end(theirs.max_offset)
         self.epochs.set_last_end(self.max_offset())
         point = self.epochs.find_consistent_point(other)
+        if point < 0 and self.epochs.entries:
+            return None  # no epoch in common: nothing proves which bytes agree
         if point < 0:
-            return None if self.epochs.entries else theirs.max_offset
+            point = theirs.max_offset  # no epochs here (a fresh or 4.x store): 4.x's rule
+        # from here on this log follows the master's: its epochs are ours
+        self.epochs.replace(other.entries)
         return point
 
 

@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 from mqcore.client.api import SendResult, SendStatus
 from mqcore.client.config import DEFAULT_NAMESRV, default_namesrv
 from mqcore.client.errors import (
+    BrokerUnreachableError,
     InvalidMessageError,
     is_retriable,
 )
@@ -422,7 +423,12 @@ class Producer(ClientRole):
         for attempt in range(attempts):
             if time.monotonic() >= deadline:
                 break
-            if (
+            if attempt > 0 and isinstance(last_error, BrokerUnreachableError):
+                # a broker gone (a master that failed over): the name servers may already
+                # route its broker name elsewhere, so ask now instead of at the next poll
+                await instance.update_route(msg.topic)
+                info = await instance.find_publish_info(msg.topic)
+            elif (
                 attempt > 0
                 and last_error is not None
                 and getattr(last_error, "invalid_route", False)

@@ -50,6 +50,9 @@ class HAService:
         ``identities``: controller mode, where slaves name themselves (their broker id)
         so the in-sync set can be kept."""
         self.identities = identities
+        self.in_sync_ids: set[int] | None = None
+        """Controller mode: the in-sync set the controller accepted (this master's id
+        included); None elsewhere."""
         self._commit_log = commit_log
         self._config = config
         self._host = host
@@ -98,14 +101,27 @@ class HAService:
     def connection_count(self) -> int:
         return len(self.connections)
 
+    @property
+    def alone_in_sync(self) -> bool:
+        """Controller mode with no other replica in sync: a SYNC_MASTER answers at once,
+        as RocketMQ 5 does while the in-sync set holds at least ``minInSyncReplicas``
+        (the master counts)."""
+        return (
+            self.in_sync_ids is not None
+            and len(self.in_sync_ids) <= 1
+            and self._config.min_in_sync_replicas <= 1
+        )
+
     def is_slave_ok(self, master_put_where: int) -> bool:
         """A slave is connected and not more than ``haSlaveFallbehindMax`` behind."""
+        if self.alone_in_sync:
+            return True
         behind = master_put_where - self.push2slave_max_offset
         return bool(self.connections) and behind < self._config.ha_slave_fallbehind_max
 
     async def wait_for_slave(self, offset: int, timeout: float) -> bool:
         """True once a slave has acknowledged ``offset``; False after ``timeout``."""
-        if self.push2slave_max_offset >= offset:
+        if self.push2slave_max_offset >= offset or self.alone_in_sync:
             return True
         fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         entry = (offset, fut)
