@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from mqcore.broker.ha.slave import HAClient
     from mqcore.broker.long_polling import LongPollingService
     from mqcore.broker.rebalance_lock import RebalanceLockManager
+    from mqcore.broker.replicas import ReplicasManager
     from mqcore.broker.schedule import ScheduleMessageService
     from mqcore.broker.stats import BrokerStatsManager
     from mqcore.broker.stats_history import StatsHistory
@@ -75,6 +76,9 @@ class BrokerContext:
     """The slave's connection to its master (running while the broker is a slave)."""
     acl_guard: AclGuard | None
     """The plain ACL (``aclEnable``), None without it."""
+    replicas: ReplicasManager | None
+    """Controller mode (``enableControllerMode``): the master, epoch and in-sync set the
+    controllers agreed; None without it."""
     store_host: Callable[[], HostAddr]
     """``brokerIP1`` and the real listen port (known once the server listens)."""
     broker_addr: Callable[[], str]

@@ -282,6 +282,7 @@ class BrokerController:
             ha=self.ha,
             ha_client=self.ha_client,
             acl_guard=self.acl_guard,
+            replicas=self.replicas,
             store_host=self._store_host,
             broker_addr=lambda: self.broker_addr,
             request_register=self.registration.request,

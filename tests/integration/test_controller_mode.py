@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from mqcore.broker.controller import BrokerController
-from mqcore.client import Producer, make_message
+from mqcore.client import Admin, Producer, make_message
 from mqcore.client.api import SendStatus
 from mqcore.controller.server import ControllerConfig
 from mqcore.errors import MQError
@@ -141,6 +141,11 @@ async def test_the_in_sync_slave_takes_over_and_the_old_master_follows_it(
             await until(acknowledged, 15, "the producer acknowledged by b")
             await send(producer, 20, 10)
         assert await bodies(b) == [f"m{i}" for i in range(30)]
+        async with Admin(ns) as admin:  # what an operator sees of it (runtime info)
+            info = await admin.broker_runtime_info(b.broker_addr)
+        assert info["masterEpoch"] == str(b.replicas.master_epoch)
+        assert info["masterBrokerId"] == info["controllerBrokerId"] == str(id_b)
+        assert info["syncStateSet"] == str(id_b)
 
         # a comes back on its store: a slave of b now, and it catches up
         a = replica(tmp_path / "a", ns)

@@ -339,6 +339,14 @@ class AdminProcessor:
         else:
             info["haMasterAddress"] = c.ha_client.master_address or ""
             info["haMasterConnected"] = "true" if c.ha_client.connected else "false"
+        r = c.replicas
+        if r is not None:  # controller mode: what the controllers agreed
+            info["controllerBrokerId"] = str(r.broker_id if r.broker_id is not None else -1)
+            info["masterEpoch"] = str(r.master_epoch)
+            master = r.master_broker_id
+            info["masterBrokerId"] = str(master if master is not None else -1)
+            info["syncStateSet"] = ",".join(str(i) for i in sorted(r.sync_state_set))
+            info["syncStateSetEpoch"] = str(r.sync_state_set_epoch)
         return info
 
     def _earliest_readable(self) -> bool:

@@ -95,6 +95,7 @@ class Broker:
             ha=cast(Any, None),
             ha_client=cast(Any, None),
             acl_guard=None,
+            replicas=None,
             store_host=lambda: ("127.0.0.1", 10911),
             broker_addr=lambda: "127.0.0.1:10911",
             request_register=self.request_register,
