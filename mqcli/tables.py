@@ -190,7 +190,7 @@ _WHOLE_SUFFIXES = (
     "-CONSUMED",
     "HEARTBEAT",
 )
-_WHOLE_COLUMNS = frozenset({"TOPIC", "QUEUE", "OFFSET"})
+_WHOLE_COLUMNS = frozenset({"TOPIC", "QUEUE", "OFFSET", "EPOCH", "IN-SYNC"})
 _TIMESTAMP = re.compile(r"\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}")  # what fmt_ts prints
 
 
@@ -227,6 +227,7 @@ _TEXT_COLUMNS = frozenset(
         "VALUE",
         "ROLE",
         "HA",
+        "IN-SYNC",
         "CURRENT",
         "NAMESRV",
         "DESCRIPTION",

@@ -9,9 +9,10 @@ GET_BROKER_RUNTIME_INFO; the delays from the broker's ``messageDelayLevel``
 (what the broker writes in the consume-queue tag slot), read with a one-message pull of
 ``SCHEDULE_TOPIC_XXXX`` queue level-1 at the delivered offset.
 
-The master/slave lines (role, HA connection, a slave's lag in bytes) come from
-:mod:`mqcli.ha`; a slave's lag needs its master's ``commitLogMaxOffset``, so the master
-is asked too when only the slave was named.
+The master/slave lines (role, HA connection, a slave's lag in bytes, and in controller
+mode the epoch and in-sync set) come from :mod:`mqcli.ha`; a slave's lag needs its
+master's ``commitLogMaxOffset`` (and whether it is in sync, the master's in-sync set), so
+the master is asked too when only the slave was named.
 """
 
 from __future__ import annotations
@@ -92,26 +93,24 @@ async def _targets(
     return known, masters
 
 
-async def master_offsets(
+async def master_runtimes(
     admin: Admin, results: list[tuple[Target, dict[str, str]]], masters: dict[str, str]
-) -> dict[str, int | None]:
-    """Broker name -> its master's ``commitLogMaxOffset``, for the slaves in ``results``:
-    from the master's own answer when it is there, else asked for (None when the master
-    does not answer: a slave's lag is then unknown, not an error)."""
-    have: dict[str, int | None] = {
-        t.name: as_int(rt.get("commitLogMaxOffset"))
-        for t, rt in results
-        if t.name is not None and t.broker_id == 0
+) -> dict[str, dict[str, str] | None]:
+    """Broker name -> its master's runtime table, for the slaves in ``results`` (their
+    lag needs the master's ``commitLogMaxOffset``, their place in the in-sync set of
+    controller mode its ``syncStateSet``): from the master's own answer when it is
+    there, else asked for (None when the master does not answer: a slave's lag is then
+    unknown, not an error)."""
+    have: dict[str, dict[str, str] | None] = {
+        t.name: rt for t, rt in results if t.name is not None and t.broker_id == 0
     }
     wanted = sorted({t.name for t, _ in results if t.broker_id and t.name in masters} - set(have))
 
     async def ask(name: str) -> None:
         try:
-            rt = await admin.broker_runtime_info(masters[name])
+            have[name] = await admin.broker_runtime_info(masters[name])
         except MQError:
             have[name] = None
-        else:
-            have[name] = as_int(rt.get("commitLogMaxOffset"))
 
     await asyncio.gather(*(ask(n) for n in wanted if n is not None))
     return have
@@ -274,6 +273,7 @@ def _render(
         ("earliest message", fmt_ts(doc["earliestMessageTimestamp"] or 0)),
         ("role", doc["role"]),
         ("HA", ha),
+        *([("controller", _replica_text(doc))] if doc["masterEpoch"] is not None else []),
         ("store problems", doc["storeProblems"]),
     ):
         kv.add_row(key, escape(str(value if value is not None else "-")))
@@ -319,6 +319,26 @@ def _ha_text(doc: dict[str, Any]) -> str:
     return ", ".join(parts) or "-"
 
 
+def _replica_text(doc: dict[str, Any]) -> str:
+    """The controller row of a broker in controller mode: its id at the controller, the
+    master epoch and master it knows, and the in-sync set (a master's) or whether the
+    slave is in it."""
+    me, master = doc["controllerBrokerId"], doc["masterBrokerId"]
+    parts = [f"replica {me if me is not None and me >= 0 else '-'}"]
+    parts.append(f"epoch {doc['masterEpoch']}")
+    if master is None or master < 0:
+        parts.append("no master")
+    elif master == me:
+        ids = doc["syncStateSet"] or []
+        in_sync = ",".join(map(str, ids)) or "-"
+        parts.append(f"master, in-sync set {in_sync} (epoch {doc['syncStateSetEpoch']})")
+    else:
+        parts.append(f"master is replica {master}")
+        if doc["inSync"] is not None:
+            parts.append("in sync" if doc["inSync"] else "NOT in sync")
+    return ", ".join(parts)
+
+
 def status(
     broker_addr: str | None = typer.Argument(
         None, metavar="BROKER_ADDR", help="host:port of the broker (default: every broker)."
@@ -333,7 +353,8 @@ def status(
 
     Version, uptime, put/get TPS, messages today, commit-log offsets, disk use, dispatch
     lag, role and HA state (a master's connected slaves and the offset they
-    acknowledged; a slave's master, its connection and its lag in bytes), and per delay
+    acknowledged; a slave's master, its connection and its lag in bytes), in controller
+    mode the replica's id, master epoch and in-sync set, and per delay
     level: messages waiting, when the head is due, and the delivery rate (the broker's
     10-second figure, or between --watch samples for a broker that does not publish
     one). --json prints one object per broker per sample.
@@ -360,10 +381,12 @@ def status(
             async def sample(_: int) -> None:
                 results = await asyncio.gather(*(one(t) for t in targets))
                 now = time.monotonic()
-                master_max = await master_offsets(admin, [(t, rt) for t, rt, _ in results], masters)
+                master_rt = await master_runtimes(admin, [(t, rt) for t, rt, _ in results], masters)
                 for t, rt, levels in results:
                     rates = delivery_rates(t.addr, rt, levels, previous, now)
-                    ha = ha_state(rt, t.broker_id, master_max.get(t.name or ""))
+                    mrt = master_rt.get(t.name or "")
+                    master_max = as_int(mrt.get("commitLogMaxOffset")) if mrt else None
+                    ha = ha_state(rt, t.broker_id, master_max, mrt)
                     doc = _status_doc(t, rt, levels, ha)
                     for entry in doc["delayLevels"]:
                         entry["deliveryRate"] = rates.get(entry["level"])

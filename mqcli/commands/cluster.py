@@ -1,7 +1,8 @@
 """`mq cluster list`: one row per broker, as mqadmin clusterList prints it (cluster,
 broker, id, address, version, in/out TPS, today's totals, uptime, disk), with
 ``--watch N`` in place of its ``-i``, plus what mqadmin leaves out for master/slave
-pairs: each broker's role, its HA connection state and a slave's lag in bytes."""
+pairs: each broker's role, its HA connection state and a slave's lag in bytes, and for
+brokers in controller mode (RocketMQ 5) the master epoch and the in-sync set."""
 
 from __future__ import annotations
 
@@ -100,16 +101,25 @@ async def broker_rows(admin: Admin, cluster: str | None = None) -> list[dict[str
         }
 
     rows = list(await asyncio.gather(*(one(t) for t in targets)))
-    masters = {
-        (r["cluster"], r["broker"]): r["commitLogMaxOffset"]
-        for r in rows
-        if r["up"] and r["brokerId"] == 0
-    }
+    masters = {(r["cluster"], r["broker"]): r for r in rows if r["up"] and r["brokerId"] == 0}
     for r in rows:
         if r["up"]:
-            master_max = masters.get((r["cluster"], r["broker"]))
-            r.update(ha_state(r["runtime"], r["brokerId"], master_max).to_json())
+            master = masters.get((r["cluster"], r["broker"]))
+            r.update(
+                ha_state(
+                    r["runtime"],
+                    r["brokerId"],
+                    master["commitLogMaxOffset"] if master else None,
+                    master["runtime"] if master else None,
+                ).to_json()
+            )
     return rows
+
+
+def shows_replicas(rows: list[dict[str, Any]], fmt: str) -> bool:
+    """Whether the EPOCH and IN-SYNC columns are shown: when some broker is in
+    controller mode (reports a master epoch), and always in wide output."""
+    return fmt == "wide" or any(r.get("masterEpoch") is not None for r in rows)
 
 
 @cluster_app.command("list")
@@ -127,7 +137,11 @@ def list_clusters(
     from the id for a broker that does not report it (RocketMQ itself). HA is, for a
     master, how many slaves are connected; for a slave, whether it is connected to its
     master. SLAVE-LAG is the master's commit-log max offset minus the slave's, in bytes.
-    A figure the broker does not report shows as "-".
+    For brokers in controller mode (RocketMQ 5; see `mq up --replicas`), EPOCH is the
+    master epoch the broker knows and IN-SYNC a master's in-sync set (the replicas'
+    controller ids) or, for a slave, whether that set holds it; these two columns show
+    when some broker reports them, and always with -o wide. A figure the broker does
+    not report shows as "-".
 
     Examples:
       mq cluster list
@@ -154,6 +168,8 @@ def list_clusters(
 
 
 def _print_rows(rows: list[dict[str, Any]], fmt: str = "table") -> None:
+    replicas = shows_replicas(rows, fmt)
+    extra = ("EPOCH", "IN-SYNC") if replicas else ()
     table = make_table(
         "Brokers",
         "CLUSTER",
@@ -170,6 +186,7 @@ def _print_rows(rows: list[dict[str, Any]], fmt: str = "table") -> None:
         "DISK",
         "HA",
         "SLAVE-LAG",
+        *extra,
         count=len(rows),
     )
     for r in rows:
@@ -181,12 +198,13 @@ def _print_rows(rows: list[dict[str, Any]], fmt: str = "table") -> None:
                 r["role"],
                 r["addr"],
                 "[red]down[/]",
-                *["-"] * 8,
+                *["-"] * (8 + len(extra)),
             )
             continue
         ratio = r["commitLogDiskRatio"]
         state = ha_state(r["runtime"], r["brokerId"], None)
         ha = escape(state.summary())
+        replica_cells = (epoch_cell(r), in_sync_cell(r)) if replicas else ()
         table.add_row(
             escape(r["cluster"]),
             escape(r["broker"]),
@@ -202,12 +220,31 @@ def _print_rows(rows: list[dict[str, Any]], fmt: str = "table") -> None:
             "-" if ratio is None or ratio < 0 else f"{ratio:.0%}",
             f"[red]{ha}[/]" if state.alarming else ha,
             fmt_bytes(r["slaveLagBytes"]),
+            *replica_cells,
         )
     print_table(table, fmt)
     for r in rows:
         if not r["up"]:
             line = f"[red]{escape(r['broker'])} {r['addr']}:[/] {escape(r['error'])}"
             (console if console.is_terminal else err_console).print(line)
+
+
+def epoch_cell(doc: dict[str, Any]) -> str:
+    """The EPOCH cell of a broker document (``masterEpoch``)."""
+    return cell(doc.get("masterEpoch"))
+
+
+def in_sync_cell(doc: dict[str, Any]) -> str:
+    """The IN-SYNC cell: a master's in-sync set as controller ids (``1,2``), for a slave
+    ``yes``/``no`` (in its master's set), ``-`` outside controller mode; red when a
+    slave is out of it."""
+    if doc.get("masterEpoch") is None:
+        return "-"
+    if doc.get("role") != "SLAVE":
+        ids = doc.get("syncStateSet")
+        return ",".join(map(str, ids)) if ids else "-"
+    in_sync = doc.get("inSync")
+    return "-" if in_sync is None else "yes" if in_sync else "[red]no[/]"
 
 
 def register(app: typer.Typer) -> None:

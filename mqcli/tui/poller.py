@@ -329,11 +329,13 @@ class ClusterPoller:
 
     @staticmethod
     def _slave_lag(results: list[BrokerData]) -> None:
-        masters = {r.row.name: r.row for r in results if r.row.broker_id == 0 and r.row.up}
+        masters = {r.row.name: r for r in results if r.row.broker_id == 0 and r.row.up}
         for r in results:
             master = masters.get(r.row.name)
             if r.row.broker_id != 0 and r.row.up and master is not None:
-                r.row.ha = ha_state(r.runtime, r.row.broker_id, master.commit_log_max)
+                r.row.ha = ha_state(
+                    r.runtime, r.row.broker_id, master.row.commit_log_max, master.runtime
+                )
                 r.row.slave_lag_bytes = r.row.ha.lag_bytes
 
     # -- merging --------------------------------------------------------------------------

@@ -12,6 +12,7 @@ from mqcli.ha import HAState, ha_state
 from mqcli.tui.app import VIEWS, MQApp
 from mqcli.tui.dialogs.confirm_name import ConfirmByName
 from mqcli.tui.dialogs.help import HelpScreen
+from mqcli.tui.model import Snapshot
 from mqcli.tui.widgets.delay_levels import DelayLevels
 from mqcli.tui.widgets.live_table import LiveTable
 
@@ -257,3 +258,74 @@ async def test_every_view_matches_its_committed_svg_snapshot(
         f"the {view} view no longer renders as {svg.name}: if the change is intended, "
         "run .venv/bin/python tests/tui/make_snapshots.py and commit the SVGs"
     )
+
+
+def controller_mode_snapshot() -> Snapshot:
+    """The sample cluster with broker-a in controller mode: master (controller id 1) at
+    epoch 3, in-sync set {1, 2}; its slave 2 is in it."""
+    snap = sample_snapshot()
+    master, slave, _ = snap.brokers
+    keys = {"masterEpoch": "3", "masterBrokerId": "1", "syncStateSetEpoch": "2"}
+    master_rt = {"brokerRole": "SYNC_MASTER", "haConnectionCount": "1", **keys,
+                 "controllerBrokerId": "1", "syncStateSet": "1,2"}  # fmt: skip
+    master.ha = ha_state(master_rt, 0)
+    slave.ha = ha_state(
+        {"brokerRole": "SLAVE", "haMasterConnected": "true", **keys, "controllerBrokerId": "2"},
+        1,
+        master_max=None,
+        master_runtime=master_rt,
+    )
+    return snap
+
+
+@pytest.mark.parametrize("width", [80, 120, 200])
+async def test_cluster_view_shows_epoch_and_in_sync_set_in_controller_mode(width: int) -> None:
+    """Brokers in controller mode add EPOCH and IN-SYNC (at 80 columns IN-SYNC alone,
+    in HA's place); the table still fits the screen."""
+    app = MQApp(
+        "10.0.0.1:9876", refresh=0, poller=FakePoller(controller_mode_snapshot()), view="cluster"
+    )
+    async with app.run_test(size=(width, 40)) as pilot:
+        await poll(pilot)
+        table = app.screen.query_one("#brokers", LiveTable)
+        await pilot.pause()
+        labels = [str(c.label) for c in table.columns.values()]
+        assert table.virtual_size.width <= table.scrollable_content_region.width
+        master, slave = table.get_row("broker-a/0"), table.get_row("broker-a/1")
+        down = table.get_row("broker-b/0")
+        sync = labels.index("IN-SYNC")
+        assert master[sync] == "1,2" and str(down[sync]) == "-"
+        assert isinstance(slave[sync], Text) and slave[sync].plain == "yes"
+        if width == 80:  # IN-SYNC in HA's place, no room for the epoch
+            assert "HA" not in labels and "EPOCH" not in labels and "DISK" in labels
+            return
+        assert labels[-2:] == ["EPOCH", "IN-SYNC"], labels
+        assert master[-2] == slave[-2] == "3" and str(down[-2]) == "-"
+        assert "HA" in labels and str(slave[labels.index("HA")]) == "connected"
+
+
+async def test_a_slave_out_of_the_in_sync_set_is_red() -> None:
+    snap = controller_mode_snapshot()
+    slave = snap.brokers[1]
+    assert slave.ha is not None and slave.ha.replica is not None
+    slave.ha = ha_state(
+        {"brokerRole": "SLAVE", "masterEpoch": "3", "masterBrokerId": "1",
+         "controllerBrokerId": "3"},
+        1,
+        master_runtime={"masterEpoch": "3", "controllerBrokerId": "1", "masterBrokerId": "1",
+                        "syncStateSet": "1"},
+    )  # fmt: skip
+    app = MQApp("10.0.0.1:9876", refresh=0, poller=FakePoller(snap), view="cluster")
+    async with app.run_test(size=(200, 40)) as pilot:
+        await poll(pilot)
+        cell = app.screen.query_one("#brokers", LiveTable).get_row("broker-a/1")[-1]
+        assert isinstance(cell, Text) and cell.plain == "no" and "red" in str(cell.style)
+
+
+async def test_without_controller_mode_there_are_no_replica_columns() -> None:
+    app = make_app()
+    async with app.run_test(size=(200, 40)) as pilot:
+        await poll(pilot)
+        table = app.screen.query_one("#brokers", LiveTable)
+        labels = [str(c.label) for c in table.columns.values()]
+        assert "EPOCH" not in labels and "IN-SYNC" not in labels

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from mqcli.ha import ha_state
 from mqcli.tui.lookup import body_text, hex_dump, parse_query, parse_time
 from mqcli.tui.model import History, QueueRow, TopicRow, topic_kind
 from mqcli.tui.poller import ClusterPoller, parse_delay_levels
@@ -143,3 +144,26 @@ async def test_poller_reads_role_ha_state_and_slave_lag_from_runtime_tables() ->
     assert (mq_m.store_problems, rmq_m.store_problems) == (7, 0)
     assert str(ClusterScreen._cells(mq_m, 0, keys)[state]) == "up, 7 damaged"
     assert str(ClusterScreen._cells(rmq_m, 0, keys)[state]) == "up"
+
+
+def test_poller_reads_whether_a_slave_is_in_its_masters_in_sync_set() -> None:
+    """Controller mode: a slave's IN-SYNC comes from its master's syncStateSet (its own
+    report says nothing current), matched on its controllerBrokerId and the epoch."""
+    from mqcli.tui.model import BrokerRow
+    from mqcli.tui.poller import BrokerData
+
+    def data(bid: int, runtime: dict[str, str]) -> BrokerData:
+        row = BrokerRow("c", "broker-a", bid, f"h:{bid}")
+        row.ha = ha_state(runtime, bid)
+        return BrokerData(row, runtime)
+
+    epoch = {"masterEpoch": "4", "masterBrokerId": "2"}
+    master = data(0, {"brokerRole": "SYNC_MASTER", "controllerBrokerId": "2",
+                      "syncStateSet": "1,2", **epoch})  # fmt: skip
+    in_set = data(1, {"brokerRole": "SLAVE", "controllerBrokerId": "1", **epoch})
+    out_of_set = data(3, {"brokerRole": "SLAVE", "controllerBrokerId": "3", **epoch})
+    ClusterPoller._slave_lag([master, in_set, out_of_set])
+    assert master.row.ha is not None and master.row.ha.in_sync_text == "1,2"
+    assert master.row.ha.epoch_text == "4"
+    assert in_set.row.ha is not None and in_set.row.ha.in_sync is True
+    assert out_of_set.row.ha is not None and out_of_set.row.ha.in_sync_text == "no"

@@ -12,10 +12,13 @@ from mqcli.tui.widgets.live_table import LiveTable
 __all__ = [
     "COMPACT_BELOW",
     "NARROW_COLUMNS",
+    "REPLICA_COLUMNS",
     "ClusterScreen",
     "ha_text",
+    "in_sync_text",
     "size_text",
     "uptime_text",
+    "with_replica_columns",
 ]
 
 COMPACT_BELOW = 160
@@ -41,6 +44,20 @@ NARROW_COLUMNS = [
     ("tps", "TPS IN/OUT"), ("disk", "DISK"), ("ha", "HA"),
 ]  # fmt: skip
 """What an 80-column terminal has room for: who, where, alive, how busy, how full."""
+REPLICA_COLUMNS = [("epoch", "EPOCH"), ("insync", "IN-SYNC")]
+"""Added while some broker is in controller mode (RocketMQ 5): the master epoch it
+knows, and a master's in-sync set or whether a slave is in it."""
+
+
+def with_replica_columns(spec: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    """``spec`` in controller mode, as wide as before or nearly: the full columns get
+    EPOCH and IN-SYNC; the compact ones give TODAY IN/OUT for them; at 80 columns IN-SYNC
+    takes HA's place (a slave in sync is a connected one) and the epoch stays out."""
+    if spec is NARROW_COLUMNS:
+        return [("insync", "IN-SYNC") if key == "ha" else (key, label) for key, label in spec]
+    if spec is COMPACT_COLUMNS:
+        return [c for c in spec if c[0] != "today"] + REPLICA_COLUMNS
+    return spec + REPLICA_COLUMNS
 
 
 def size_text(n: int | None) -> str:
@@ -79,11 +96,28 @@ def ha_text(b: BrokerRow) -> Text | str:
     return Text(text, "green") if b.ha.master_connected else text
 
 
+def in_sync_text(b: BrokerRow) -> Text | str:
+    """The IN-SYNC cell: a master's in-sync set (controller ids), or for a slave
+    ``yes`` (green) or ``no`` (red: it cannot take over); ``-`` outside controller mode."""
+    if b.ha is None:
+        return "-"
+    text = b.ha.in_sync_text
+    if b.ha.is_master or b.ha.in_sync is None:
+        return text
+    return Text(text, "green") if b.ha.in_sync else Text(text, "bold red")
+
+
+def _controller_mode(brokers: list[BrokerRow]) -> bool:
+    return any(b.ha is not None and b.ha.replica is not None for b in brokers)
+
+
 class ClusterScreen(ViewScreen):
     """Brokers (name, id and role, address, version, uptime, put/get TPS, messages
     today, disk use, commit log max offset, HA connection, slave lag) and the name
     servers. HA is a master's connected slaves or a slave's link to its master, red
-    when replication is broken (a slave cut off, a SYNC_MASTER without a slave)."""
+    when replication is broken (a slave cut off, a SYNC_MASTER without a slave). In
+    controller mode, EPOCH and IN-SYNC follow: the master epoch, and a master's in-sync
+    set or whether a slave is in it (red when not)."""
 
     TITLE = "Cluster"
     AUTO_FOCUS = "#brokers"
@@ -116,6 +150,8 @@ class ClusterScreen(ViewScreen):
         brokers = [b for b in snapshot.brokers if self.matches(b.name, b.addr, b.cluster)]
         table = self.query_one("#brokers", LiveTable)
         spec = NARROW_COLUMNS if self.narrow else COMPACT_COLUMNS if self.compact else FULL_COLUMNS
+        if _controller_mode(snapshot.brokers):
+            spec = with_replica_columns(spec)
         table.set_columns(spec, order_by=("broker", "role") if self.compact else ("broker", "bid"))
         keys = [k for k, _ in spec]
         table.filter_text = self.filter_text
@@ -146,7 +182,7 @@ class ClusterScreen(ViewScreen):
             get_tps=f"{b.get_tps:.1f}", tps=f"{b.put_tps:.1f}/{b.get_tps:.1f}",
             put_today=fmt_int(b.put_today), get_today=fmt_int(b.get_today),
             today=f"{fmt_int(b.put_today)}/{fmt_int(b.get_today)}", disk=disk,
-            ha=ha_text(b),
+            ha=ha_text(b), epoch=b.ha.epoch_text if b.ha else "-", insync=in_sync_text(b),
         )  # fmt: skip
         if "bid" in keys:  # the full columns: exact figures
             cells["cl_max"] = fmt_int(b.commit_log_max)
