@@ -126,8 +126,13 @@ async def start_broker(controller: BrokerController) -> None:
 
 def describe(controller: BrokerController) -> str:
     c, s = controller.config, controller.store_config
+    replicas = controller.replicas
+    ident = f"id={c.broker_id}"
+    if replicas is not None:  # controller mode: the id the controller gave, and where
+        given = "-" if replicas.broker_id is None else replicas.broker_id
+        ident += f" controllerBrokerId={given} controller={c.controller_addr}"
     return (
-        f"cluster={c.broker_cluster_name} broker={c.broker_name} id={c.broker_id} "
+        f"cluster={c.broker_cluster_name} broker={c.broker_name} {ident} "
         f"role={s.broker_role.value} fast port={controller.fast_server.port} store={s.root} "
         f"flushDiskType={s.flush_disk_type.value} "
         f"namesrv={c.namesrv_addr or '-'} loop={'uvloop' if uvloop_available() else 'asyncio'}"

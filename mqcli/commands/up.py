@@ -15,6 +15,15 @@ of its own, with the store ``<store>-<brokerName>-s`` and, with fixed ports, its
 master's port ``+5`` (the master's HA port is its port ``+1``, the fast ports ``-2``,
 so no two collide); the slave learns its master's HA address from the name server, as
 in RocketMQ. ``--broker-role`` makes the masters SYNC_MASTER instead of ASYNC_MASTER.
+
+``--replicas N`` is RocketMQ 5's controller mode instead: the name server also hosts a
+one-node controller (enableControllerInNamesrv; its Raft journal in ``<store>/controller``,
+on a free port), and N brokers of one name (``broker-a``), each in controller mode with
+controllerAddr the name server, its own store ``<store>/broker-a-r<k>`` and, with a fixed
+``--broker-port``, port ``+5`` per replica (as a slave of ``--slave``). The controller,
+not the config, makes one of them master and the others its slaves; when the master
+stops answering for controllerHeartBeatTimeoutMills (``--heartbeat-timeout``) an in-sync
+slave takes over. The first replica runs in the `mq up` process, the others in their own.
 """
 
 from __future__ import annotations
@@ -22,7 +31,9 @@ from __future__ import annotations
 import asyncio
 import multiprocessing
 import os
+import socket
 import string
+import time
 from dataclasses import dataclass
 from enum import StrEnum
 from multiprocessing.connection import Connection
@@ -37,6 +48,7 @@ from mqcli.serving import serve_until_signal, setup_logging
 from mqcore.broker.config import BrokerConfig, local_ip
 from mqcore.broker.controller import BrokerController
 from mqcore.common.properties import read_properties_file
+from mqcore.controller.server import ControllerConfig
 from mqcore.errors import ConfigError, MQError
 from mqcore.namesrv import NamesrvConfig, NamesrvController
 from mqcore.remoting import run
@@ -47,6 +59,13 @@ _MAX_BROKERS = 26
 _PORT_STEP = 10
 _SLAVE_PORT_STEP = 5
 _CHILD_START_TIMEOUT = 60.0
+_MAX_REPLICAS = 9
+_REPLICA_PORT_STEP = _SLAVE_PORT_STEP
+_REPLICA_NAME = "broker-a"
+HEARTBEAT_TIMEOUT_MS = 10_000
+"""RocketMQ 5's controllerHeartBeatTimeoutMills: how long a silent master keeps its role."""
+_MIN_HEARTBEAT_TIMEOUT_MS = 1000
+_CONTROLLER_LEADER_TIMEOUT = 30.0
 
 
 class MasterRole(StrEnum):
@@ -109,6 +128,87 @@ def _slave_config(master: BrokerConfig, store: Path) -> tuple[BrokerConfig, Mess
     return config, store_config
 
 
+@dataclass(frozen=True)
+class ReplicaTiming:
+    """The periods of ``--replicas``, all from the heartbeat timeout: RocketMQ 5's
+    defaults at its default of 10 s, shorter in proportion below it (a heartbeat every
+    tenth of the timeout, scans and syncs every half), so a shorter timeout is honoured
+    rather than outrun by a 5 s scan."""
+
+    heartbeat_timeout: int
+    """controllerHeartBeatTimeoutMills (brokers)."""
+    heartbeat_interval: int
+    """brokerHeartbeatInterval (brokers)."""
+    scan_interval: int
+    """scanNotActiveBrokerInterval (the controller)."""
+    sync_period: int
+    """syncBrokerMetadataPeriod and checkSyncStateSetPeriod (brokers)."""
+
+    @classmethod
+    def for_timeout(cls, timeout_ms: int) -> ReplicaTiming:
+        return cls(
+            heartbeat_timeout=timeout_ms,
+            heartbeat_interval=max(100, min(1000, timeout_ms // 10)),
+            scan_interval=max(200, min(5000, timeout_ms // 2)),
+            sync_period=max(200, min(5000, timeout_ms // 2)),
+        )
+
+
+def _replica_configs(
+    template: BrokerConfig,
+    root: Path,
+    count: int,
+    timing: ReplicaTiming,
+    role: BrokerRole = BrokerRole.ASYNC_MASTER,
+) -> list[tuple[BrokerConfig, MessageStoreConfig]]:
+    """The ``count`` replicas of broker-a in controller mode, with controllerAddr the name
+    server (``template.namesrv_addr``): stores ``<root>/broker-a-r<k>``, ports ``+5`` per
+    replica from the template's (0: any). ``role`` is where a replica starts; the
+    controller decides what it is."""
+    out = []
+    for k in range(count):
+        store = root / f"{_REPLICA_NAME}-r{k}"
+        config = BrokerConfig(
+            broker_name=_REPLICA_NAME,
+            listen_port=template.listen_port + _REPLICA_PORT_STEP * k
+            if template.listen_port
+            else 0,
+            bind_address=template.bind_address,
+            broker_ip1=template.broker_ip1,
+            namesrv_addr=template.namesrv_addr,
+            broker_cluster_name=template.broker_cluster_name,
+            log_dir=str(store / "logs"),
+            enable_controller_mode=True,
+            controller_addr=template.namesrv_addr or "",
+            controller_heart_beat_timeout_mills=timing.heartbeat_timeout,
+            broker_heartbeat_interval=timing.heartbeat_interval,
+            sync_broker_metadata_period=timing.sync_period,
+            check_sync_state_set_period=timing.sync_period,
+        )
+        _copy_tls(template, config)
+        store_config = MessageStoreConfig(store_path_root_dir=str(store), broker_role=role)
+        store_config.validate()
+        out.append((config, store_config))
+    return out
+
+
+def _free_port(host: str) -> int:
+    """A port nothing listens on now (for the controller's Raft node)."""
+    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as s:
+        s.bind((host, 0))
+        return int(s.getsockname()[1])
+
+
+def _controller_config(root: Path, host: str, timing: ReplicaTiming) -> ControllerConfig:
+    """A one-node controller group on a free Raft port, its journal in ``<root>/controller``."""
+    return ControllerConfig(
+        controller_d_leger_peers=f"n0-{host}:{_free_port(host)}",
+        controller_d_leger_self_id="n0",
+        controller_store_path=str(root / "controller"),
+        scan_not_active_broker_interval=timing.scan_interval,
+    )
+
+
 def _copy_tls(source: BrokerConfig, target: BrokerConfig) -> None:
     """Every broker of `mq up` serves and connects as the first does (tls.* keys)."""
     for name in vars(source):
@@ -129,8 +229,11 @@ def _apply_tls_file(path: Path, namesrv: NamesrvConfig, broker: BrokerConfig) ->
         broker.tls_enable = broker.tls_server_mode is not TlsMode.DISABLED
 
 
-def _label(config: BrokerConfig) -> str:
-    """``broker-a``, or ``broker-a slave 1`` for a slave (in messages and errors)."""
+def _label(config: BrokerConfig, store_config: MessageStoreConfig | None = None) -> str:
+    """``broker-a``, ``broker-a slave 1`` for a slave, or a replica's store name
+    (``broker-a-r1``) in controller mode (in messages, errors and log file names)."""
+    if config.enable_controller_mode and store_config is not None:
+        return store_config.root.name
     name = config.broker_name
     return name if config.broker_id == 0 else f"{name} slave {config.broker_id}"
 
@@ -139,19 +242,19 @@ def _child_main(
     broker_config: BrokerConfig, store_config: MessageStoreConfig, conn: Connection
 ) -> None:
     """Entry of an extra broker process: report the address (or the error), then serve."""
-    suffix = "" if broker_config.broker_id == 0 else f"-s{broker_config.broker_id}"
-    setup_logging(
-        broker_config.log_dir,
-        broker_config.log_level,
-        f"up-{broker_config.broker_name}{suffix}.log",
-    )
+    if broker_config.enable_controller_mode:
+        log_name = f"up-{_label(broker_config, store_config)}.log"
+    else:
+        suffix = "" if broker_config.broker_id == 0 else f"-s{broker_config.broker_id}"
+        log_name = f"up-{broker_config.broker_name}{suffix}.log"
+    setup_logging(broker_config.log_dir, broker_config.log_level, log_name)
 
     async def serve() -> None:
         controller = BrokerController(broker_config, store_config)
         try:
             await controller.start()
         except (MQError, OSError) as exc:
-            conn.send(("error", f"{_label(broker_config)}: {exc}"))
+            conn.send(("error", f"{_label(broker_config, store_config)}: {exc}"))
             return
         conn.send(("ok", f"{controller.broker_addr} ({describe(controller)})"))
         await serve_until_signal(controller.shutdown)
@@ -172,16 +275,16 @@ async def _start_extra(
             proc = ctx.Process(
                 target=_child_main,
                 args=(broker_config, store_config, child),
-                name=f"mq-{_label(broker_config).replace(' ', '-')}",
+                name=f"mq-{_label(broker_config, store_config).replace(' ', '-')}",
             )
             proc.start()
             child.close()
             started.append(_ExtraBroker(proc, parent))
-        for extra, (broker_config, _) in zip(started, configs, strict=True):
+        for extra, (broker_config, store_config) in zip(started, configs, strict=True):
             ready = await loop.run_in_executor(None, extra.conn.poll, _CHILD_START_TIMEOUT)
             status, text = extra.conn.recv() if ready else ("error", "did not start in time")
             if status != "ok":
-                raise MQError(f"{_label(broker_config)}: {text}")
+                raise MQError(f"{_label(broker_config, store_config)}: {text}")
             print(f"mq broker listening on {text}", flush=True)
     except BaseException:
         await _stop_extra(started)
@@ -203,6 +306,16 @@ async def _stop_extra(extras: list[_ExtraBroker]) -> None:
         extra.conn.close()
 
 
+async def _wait_for_controller(namesrv: NamesrvController) -> None:
+    """The one-node controller leads once its Raft node has elected itself (a second or
+    two); brokers started before would only retry until then."""
+    deadline = time.monotonic() + _CONTROLLER_LEADER_TIMEOUT
+    while namesrv.controller is not None and not namesrv.controller.raft.is_leader:
+        if time.monotonic() > deadline:
+            raise MQError(f"the controller did not lead within {_CONTROLLER_LEADER_TIMEOUT:g} s")
+        await asyncio.sleep(0.1)
+
+
 async def _serve(
     namesrv_config: NamesrvConfig,
     broker_config: BrokerConfig,
@@ -210,8 +323,23 @@ async def _serve(
     log_file: Path,
     brokers: int = 1,
     slave: bool = False,
+    replicas: int = 0,
+    timing: ReplicaTiming | None = None,
 ) -> None:
-    namesrv = NamesrvController(namesrv_config)
+    store = store_config.root
+    controller_config = None
+    if replicas:
+        timing = timing or ReplicaTiming.for_timeout(HEARTBEAT_TIMEOUT_MS)
+        namesrv_config.enable_controller_in_namesrv = True
+        try:
+            controller_config = _controller_config(store, broker_config.broker_ip1, timing)
+        except OSError as exc:
+            output.fail(
+                f"no port for the controller's Raft node on {broker_config.broker_ip1}: "
+                f"{exc.strerror or exc}",
+                hint="choose another --host",
+            )
+    namesrv = NamesrvController(namesrv_config, controller_config)
     try:
         await namesrv.start()
     except OSError as exc:
@@ -220,12 +348,26 @@ async def _serve(
             f"{exc.strerror or exc}",
             hint="is a name server already running? choose another --namesrv-port",
         )
+    except MQError as exc:
+        output.fail(f"cannot start the controller: {exc}", hint=f"is {store} writable?")
     host = broker_config.broker_ip1
     broker_config.namesrv_addr = f"{host}:{namesrv.port}"
     # Before the start, which replaces a listen port 0 with the port it got.
-    store = store_config.root
-    masters = _extra_configs(broker_config, store, brokers, store_config.broker_role)
-    slaves = [_slave_config(c, store) for c in [broker_config, *(c for c, _ in masters)]]
+    if replicas:
+        assert timing is not None and controller_config is not None
+        try:
+            await _wait_for_controller(namesrv)
+        except MQError as exc:
+            await namesrv.shutdown()
+            output.fail(str(exc), hint=f"see {log_file}")
+        all_replicas = _replica_configs(
+            broker_config, store, replicas, timing, store_config.broker_role
+        )
+        (broker_config, store_config), masters = all_replicas[0], all_replicas[1:]
+        slaves = []
+    else:
+        masters = _extra_configs(broker_config, store, brokers, store_config.broker_role)
+        slaves = [_slave_config(c, store) for c in [broker_config, *(c for c, _ in masters)]]
     controller = BrokerController(broker_config, store_config)
     try:
         await start_broker(controller)
@@ -233,6 +375,14 @@ async def _serve(
         await namesrv.shutdown()
         raise
     print(f"mq namesrv listening on {host}:{namesrv.port}", flush=True)
+    if controller_config is not None and timing is not None:
+        raft = controller_config.controller_d_leger_peers.partition("-")[2]
+        print(
+            f"mq controller in the name server at {host}:{namesrv.port} (Raft {raft}, "
+            f"journal {controller_config.controller_store_path}, "
+            f"controllerHeartBeatTimeoutMills={timing.heartbeat_timeout})",
+            flush=True,
+        )
     print(
         f"mq broker listening on {controller.broker_addr} ({describe(controller)}, log={log_file})",
         flush=True,
@@ -290,6 +440,21 @@ def up(
         case_sensitive=False,
         help="brokerRole of the masters: SYNC_MASTER answers a send once a slave has it.",
     ),
+    replicas: int = typer.Option(
+        0,
+        "--replicas",
+        metavar="N",
+        help="Controller mode: N brokers of broker-a (one process each, stores "
+        "<store>/broker-a-r<k>, ports +5 each) and a controller in the name server that "
+        "elects their master (0: none).",
+    ),
+    heartbeat_timeout: int = typer.Option(
+        HEARTBEAT_TIMEOUT_MS,
+        "--heartbeat-timeout",
+        metavar="MS",
+        help="With --replicas: controllerHeartBeatTimeoutMills, how long a silent master "
+        "keeps its role (the other periods shrink with it).",
+    ),
     tls_config: Path | None = typer.Option(
         None,
         "--tls-config",
@@ -305,10 +470,16 @@ def up(
     With --slave, every broker name also gets a slave that replicates its master, so a
     master/slave pair can be tried with one command (see docs/ha.md).
 
+    With --replicas N, RocketMQ 5's controller mode: the name server also hosts a
+    one-node controller (Raft journal in <store>/controller) and N brokers of broker-a
+    let it choose their master; when the master is silent for --heartbeat-timeout ms,
+    an in-sync slave takes over. `mq cluster list` shows the epoch and in-sync set.
+
     Examples:
       mq up
       mq up --store /tmp/mq-store --brokers 2
       mq up --slave --host 0.0.0.0
+      mq up --replicas 3 --heartbeat-timeout 3000
     """
     for name, port in (("--namesrv-port", namesrv_port), ("--broker-port", broker_port)):
         if not 0 <= port <= 65535:
@@ -317,10 +488,16 @@ def up(
         raise typer.BadParameter(
             f"must be 1..{_MAX_BROKERS}, got {brokers}", param_hint="--brokers"
         )
+    if replicas:
+        _check_replicas(replicas, brokers, slave, heartbeat_timeout, broker_port)
+    elif heartbeat_timeout != HEARTBEAT_TIMEOUT_MS:
+        raise typer.BadParameter(
+            "only with --replicas N (controller mode)", param_hint="--heartbeat-timeout"
+        )
     last_port = broker_port + _PORT_STEP * (brokers - 1) + (_SLAVE_PORT_STEP if slave else 0)
     if broker_port and last_port > 65535:
         raise typer.BadParameter("the last broker's port would pass 65535", param_hint="--brokers")
-    if broker_role is MasterRole.SYNC_MASTER and not slave:
+    if broker_role is MasterRole.SYNC_MASTER and not slave and replicas < 2:
         output.err_console.print(
             "warning: a SYNC_MASTER without a slave refuses every send "
             "(SLAVE_NOT_AVAILABLE); add --slave"
@@ -348,7 +525,50 @@ def up(
         log_file = setup_logging(broker_config.log_dir, broker_config.log_level, "up.log")
     except (MQError, OSError) as exc:
         output.fail(str(exc))
-    run(_serve(namesrv_config, broker_config, store_config, log_file, brokers, slave))
+    timing = ReplicaTiming.for_timeout(heartbeat_timeout) if replicas else None
+    run(
+        _serve(
+            namesrv_config,
+            broker_config,
+            store_config,
+            log_file,
+            brokers,
+            slave,
+            replicas,
+            timing,
+        )
+    )
+
+
+def _check_replicas(
+    replicas: int, brokers: int, slave: bool, heartbeat_timeout: int, broker_port: int
+) -> None:
+    """--replicas makes broker-a's replicas, which the controller pairs: not with the
+    fixed pairs of --slave, nor with more broker names (one line each, exit code 2)."""
+    if not 2 <= replicas <= _MAX_REPLICAS:
+        raise typer.BadParameter(
+            f"must be 2..{_MAX_REPLICAS}, got {replicas} (plain `mq up` runs one broker)",
+            param_hint="--replicas",
+        )
+    if slave:
+        raise typer.BadParameter(
+            "not with --slave: the controller chooses the slaves among the replicas",
+            param_hint="--replicas",
+        )
+    if brokers > 1:
+        raise typer.BadParameter(
+            "not with --brokers: the replicas are of one broker name, broker-a",
+            param_hint="--replicas",
+        )
+    if heartbeat_timeout < _MIN_HEARTBEAT_TIMEOUT_MS:
+        raise typer.BadParameter(
+            f"must be at least {_MIN_HEARTBEAT_TIMEOUT_MS} ms, got {heartbeat_timeout}",
+            param_hint="--heartbeat-timeout",
+        )
+    if broker_port and broker_port + _REPLICA_PORT_STEP * (replicas - 1) + 1 > 65535:
+        raise typer.BadParameter(
+            "the last replica's port would pass 65535", param_hint="--replicas"
+        )
 
 
 def register(app: typer.Typer) -> None:
