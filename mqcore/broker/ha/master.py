@@ -50,9 +50,7 @@ class HAService:
         ``identities``: controller mode, where slaves name themselves (their broker id)
         so the in-sync set can be kept."""
         self.identities = identities
-        self.in_sync_ids: set[int] | None = None
-        """Controller mode: the in-sync set the controller accepted (this master's id
-        included); None elsewhere."""
+        self._in_sync_ids: set[int] | None = None
         self._commit_log = commit_log
         self._config = config
         self._host = host
@@ -92,6 +90,17 @@ class HAService:
         self._waiters.clear()
 
     @property
+    def in_sync_ids(self) -> set[int] | None:
+        """Controller mode: the in-sync set the controller accepted (this master's id
+        included); None elsewhere."""
+        return self._in_sync_ids
+
+    @in_sync_ids.setter
+    def in_sync_ids(self, ids: set[int] | None) -> None:
+        self._in_sync_ids = ids
+        self._wake_waiters()  # a smaller set may be all acknowledged already
+
+    @property
     def listening(self) -> bool:
         """Between :meth:`start` and :meth:`close` (while the broker is a master)."""
         return self._server is not None
@@ -121,7 +130,7 @@ class HAService:
 
     async def wait_for_slave(self, offset: int, timeout: float) -> bool:
         """True once a slave has acknowledged ``offset``; False after ``timeout``."""
-        if self.push2slave_max_offset >= offset or self.alone_in_sync:
+        if self.replicated(offset):
             return True
         fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         entry = (offset, fut)
@@ -131,7 +140,7 @@ class HAService:
             await asyncio.wait_for(fut, timeout)
             return True
         except TimeoutError:
-            return self.push2slave_max_offset >= offset
+            return self.replicated(offset)
         finally:
             with contextlib.suppress(ValueError):
                 self._waiters.remove(entry)
@@ -153,14 +162,36 @@ class HAService:
             and now_ms - conn.caught_up_ms <= max_lag_ms
         }
 
+    def replicated(self, offset: int) -> bool:
+        """Is ``offset`` as replicated as a SYNC_MASTER answer needs? A slave has it; with
+        ``allAckInSyncStateSet`` in controller mode, every replica of the in-sync set
+        has it (RocketMQ 5's GroupTransferService), so any of them elected master holds
+        every acknowledged message."""
+        if self.alone_in_sync:
+            return True
+        ids = self._in_sync_ids
+        if ids is None or not self._config.all_ack_in_sync_state_set:
+            return self.push2slave_max_offset >= offset
+        if len(ids) <= 1:
+            return True
+        end = self._commit_log.max_offset  # a report past it (a first one) proves nothing
+        holding = {
+            c.slave_id
+            for c in self.connections
+            if c.slave_id in ids and offset <= c.ack_offset <= end
+        }
+        return 1 + len(holding) >= len(ids)  # the master holds it too
+
     def acknowledged(self, offset: int) -> None:
-        if offset <= self.push2slave_max_offset:
+        if offset <= self.push2slave_max_offset and not self._config.all_ack_in_sync_state_set:
             return
-        self.push2slave_max_offset = offset
-        if self._waiters:
-            for want, fut in self._waiters:
-                if want <= offset and not fut.done():
-                    fut.set_result(None)
+        self.push2slave_max_offset = max(self.push2slave_max_offset, offset)
+        self._wake_waiters()
+
+    def _wake_waiters(self) -> None:
+        for want, fut in self._waiters:
+            if not fut.done() and self.replicated(want):
+                fut.set_result(None)
 
     async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         conn = HAConnection(self, self._commit_log, self._config, reader, writer)
