@@ -126,15 +126,18 @@ def setup_logging(log_dir: str, log_level: str, file_name: str) -> Path:
     return log_file
 
 
-async def serve_until_signal(stop_all: Callable[[], Awaitable[None]]) -> None:
-    """Wait for SIGINT/SIGTERM, then run ``stop_all``."""
+async def serve_until_signal(
+    stop_all: Callable[[], Awaitable[None]],
+    signals: tuple[signal.Signals, ...] = (signal.SIGINT, signal.SIGTERM),
+) -> None:
+    """Wait for one of ``signals`` (SIGINT/SIGTERM), then run ``stop_all``."""
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
+    for sig in signals:
         loop.add_signal_handler(sig, stop.set)
     try:
         await stop.wait()
     finally:
-        for sig in (signal.SIGINT, signal.SIGTERM):
+        for sig in signals:
             loop.remove_signal_handler(sig)
         await stop_all()

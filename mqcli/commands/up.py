@@ -31,6 +31,7 @@ from __future__ import annotations
 import asyncio
 import multiprocessing
 import os
+import signal
 import socket
 import string
 import time
@@ -257,8 +258,12 @@ def _child_main(
             conn.send(("error", f"{_label(broker_config, store_config)}: {exc}"))
             return
         conn.send(("ok", f"{controller.broker_addr} ({describe(controller)})"))
-        await serve_until_signal(controller.shutdown)
+        await serve_until_signal(controller.shutdown, (signal.SIGTERM,))
 
+    # Ctrl-C on a terminal signals the whole process group; the parent stops its
+    # brokers in order with SIGTERM, and a SIGTERM after a SIGINT would kill this one
+    # halfway through its shutdown (an abort file, a recovery at the next start).
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     run(serve())
 
 
@@ -314,6 +319,23 @@ async def _wait_for_controller(namesrv: NamesrvController) -> None:
         if time.monotonic() > deadline:
             raise MQError(f"the controller did not lead within {_CONTROLLER_LEADER_TIMEOUT:g} s")
         await asyncio.sleep(0.1)
+
+
+def _role_settled(broker: BrokerController) -> bool:
+    """A replica knows its master and, when that is itself, serves as one (HA port up)."""
+    replicas = broker.replicas
+    if replicas is None or replicas.master_broker_id is None:
+        return False
+    return not replicas.is_master or broker.store_config.broker_role is not BrokerRole.SLAVE
+
+
+async def _wait_for_role(broker: BrokerController, timeout: float) -> None:
+    """Give the first replica up to ``timeout`` s to learn its role before the others
+    start: after a restart it starts as a slave and is made master again a sync period
+    later, and a replica that followed it before then would find no HA port there."""
+    deadline = time.monotonic() + timeout
+    while not _role_settled(broker) and time.monotonic() < deadline:
+        await asyncio.sleep(0.05)
 
 
 async def _serve(
@@ -388,6 +410,8 @@ async def _serve(
         flush=True,
     )
     extras: list[_ExtraBroker] = []
+    if replicas and timing is not None:
+        await _wait_for_role(controller, timing.heartbeat_timeout / 1000 + 5)
     if masters or slave:
         try:
             extras = await _start_extra(masters + (slaves if slave else []))

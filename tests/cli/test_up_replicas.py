@@ -44,54 +44,60 @@ def _settled(rows: list[dict[str, Any]], replicas: int) -> bool:
     )
 
 
+def _check_settled_cluster(cluster: Cluster, replicas: int, run: int) -> None:
+    """One master, every slave in its in-sync set; sends acknowledged and replicated;
+    the epoch and the set in the table."""
+    until_sync(
+        lambda: _settled(_rows(cluster), replicas),
+        timeout=60,
+        what=lambda: f"one master and its slaves in sync: {_rows(cluster)!r}",
+        interval=0.5,
+    )
+    for i in range(3):
+        sent: Any = cluster.json("produce", "-t", "Replicated", "--body", f"run{run}-m{i}")
+        assert sent["sendStatus"] == "SEND_OK", sent
+
+    rows = _rows(cluster)
+    (master,) = [r for r in rows if r["brokerId"] == 0]
+    slaves = [r for r in rows if r["brokerId"] != 0]
+    assert {r["broker"] for r in rows} == {"broker-a"}
+    assert {r["addr"] for r in rows} == set(cluster.brokers.values())
+    assert master["controllerBrokerId"] == master["masterBrokerId"]
+    ids = {master["controllerBrokerId"], *(s["controllerBrokerId"] for s in slaves)}
+    assert master["syncStateSet"] == sorted(ids) and len(ids) == replicas
+    assert master["role"] != "SLAVE" and {s["role"] for s in slaves} == {"SLAVE"}
+    epoch = master["masterEpoch"]
+    assert all(s["masterEpoch"] == epoch for s in slaves)
+    assert all(s["masterBrokerId"] == master["controllerBrokerId"] for s in slaves)
+    until_sync(  # the slaves have what was acknowledged
+        lambda: all(r["slaveLagBytes"] == 0 for r in _rows(cluster) if r["brokerId"]),
+        timeout=30,
+        what="the slaves to catch up",
+    )
+    text = cluster.ok("cluster", "list", "-o", "wide")
+    assert "EPOCH" in text and "IN-SYNC" in text
+    assert ",".join(map(str, sorted(ids))) in text
+
+
 def test_up_replicas_elects_a_master_that_acknowledges_and_stops_cleanly(
     tmp_path: Path,
 ) -> None:
-    with mq_up(tmp_path, "--replicas", "3", "--heartbeat-timeout", "2000") as (cluster, proc):
-        assert len(cluster.brokers) == 3
-        assert len(set(cluster.brokers.values())) == 3  # each its own address
-        until_sync(
-            lambda: _settled(_rows(cluster), 3),
-            timeout=60,
-            what=lambda: f"one master and its slaves in sync: {_rows(cluster)!r}",
-            interval=0.5,
-        )
-        for i in range(3):
-            sent: Any = cluster.json("produce", "-t", "Replicated", "--body", f"m{i}")
-            assert sent["sendStatus"] == "SEND_OK", sent
-
-        rows = _rows(cluster)
-        (master,) = [r for r in rows if r["brokerId"] == 0]
-        slaves = [r for r in rows if r["brokerId"] != 0]
-        assert {r["broker"] for r in rows} == {"broker-a"}
-        assert {r["addr"] for r in rows} == set(cluster.brokers.values())
-        assert master["controllerBrokerId"] == master["masterBrokerId"]
-        ids = {master["controllerBrokerId"], *(s["controllerBrokerId"] for s in slaves)}
-        assert master["syncStateSet"] == sorted(ids) and len(ids) == 3
-        assert master["role"] != "SLAVE" and {s["role"] for s in slaves} == {"SLAVE"}
-        epoch = master["masterEpoch"]
-        assert all(s["masterEpoch"] == epoch for s in slaves)
-        assert all(s["masterBrokerId"] == master["controllerBrokerId"] for s in slaves)
-        # the slaves have what was acknowledged
-        until_sync(
-            lambda: all(r["slaveLagBytes"] == 0 for r in _rows(cluster) if r["brokerId"]),
-            timeout=30,
-            what="the slaves to catch up",
-        )
-
-        text = cluster.ok("cluster", "list", "-o", "wide")
-        assert "EPOCH" in text and "IN-SYNC" in text
-        assert ",".join(map(str, sorted(ids))) in text
-
-    assert proc.returncode == 0
+    """Started twice on one store (the controller's journal and the replicas' ids kept),
+    each time stopped by a Ctrl-C to the whole process group, as on a terminal."""
     store = tmp_path / "store"
-    assert (store / "controller").is_dir()  # the Raft journal
-    for k in range(3):
-        replica = store / f"broker-a-r{k}"
-        assert (replica / "commitlog").is_dir() and (replica / "brokerIdentity").is_file()
-        assert not (replica / "abort").exists(), replica  # stopped cleanly
-    stdout_err = (tmp_path / "up-stderr.txt").read_text()
-    assert "Traceback" not in stdout_err
+    for run in (1, 2):
+        args = ("--replicas", "3", "--heartbeat-timeout", "2000")
+        with mq_up(tmp_path, *args, store=store, ctrl_c_group=True) as (cluster, proc):
+            assert len(cluster.brokers) == 3
+            assert len(set(cluster.brokers.values())) == 3  # each its own address
+            _check_settled_cluster(cluster, 3, run)
+        assert proc.returncode == 0, run
+        assert (store / "controller").is_dir()  # the Raft journal
+        for k in range(3):
+            replica = store / f"broker-a-r{k}"
+            assert (replica / "commitlog").is_dir() and (replica / "brokerIdentity").is_file()
+            assert not (replica / "abort").exists(), (run, replica)  # stopped cleanly
+    assert "Traceback" not in (tmp_path / "up-stderr.txt").read_text()
 
 
 def test_replica_configs_lay_out_ports_and_stores_as_slave_pairs_do() -> None:

@@ -4,6 +4,7 @@ temporary home; stopped with Ctrl-C (SIGINT) at the end, which stops its brokers
 from __future__ import annotations
 
 import contextlib
+import os
 import queue
 import re
 import signal
@@ -48,14 +49,20 @@ def _read_until_export(proc: subprocess.Popen[str], timeout: float = 90) -> list
 
 
 @contextlib.contextmanager
-def mq_up(base: Path, *args: str) -> Iterator[tuple[Cluster, subprocess.Popen[str]]]:
+def mq_up(
+    base: Path, *args: str, store: Path | None = None, ctrl_c_group: bool = False
+) -> Iterator[tuple[Cluster, subprocess.Popen[str]]]:
+    """`mq up ARGS` on ``store`` (default ``base/store``) until the ``with`` ends, then
+    SIGINT: to `mq up` alone, or (``ctrl_c_group``) to its whole process group, as
+    Ctrl-C on a terminal does, so its broker processes get it too."""
     home = base / "home"
-    home.mkdir(parents=True)
-    with open(base / "up-stderr.txt", "wb") as err:
+    home.mkdir(parents=True, exist_ok=True)
+    with open(base / "up-stderr.txt", "ab") as err:
         proc = subprocess.Popen(
-            [*MQ, "up", "--store", str(base / "store"),
+            [*MQ, "up", "--store", str(store or base / "store"),
              "--namesrv-port", "0", "--broker-port", "0", "--host", "127.0.0.1", *args],
             stdout=subprocess.PIPE, stderr=err, text=True, env=server_env(home),
+            start_new_session=ctrl_c_group,
         )  # fmt: skip
     try:
         found = [_LINE.search(line) for line in _read_until_export(proc)]
@@ -64,4 +71,9 @@ def mq_up(base: Path, *args: str) -> Iterator[tuple[Cluster, subprocess.Popen[st
         brokers = {f"b{i}": a for i, (kind, a) in enumerate(addrs) if kind == "broker"}
         yield Cluster(namesrv, brokers, base), proc
     finally:
+        if ctrl_c_group and proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGINT)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(60)  # one Ctrl-C: a second one would cut the shutdown short
         stop_process(proc, sig=signal.SIGINT, timeout=60)  # Ctrl-C: `mq up` stops its brokers
