@@ -1,0 +1,64 @@
+"""ReplicasManager's periodic replica-info sync, against a scripted controller."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from mqcore.broker.config import BrokerConfig
+from mqcore.broker.replicas import ReplicasManager
+from mqcore.protocol import RemotingCommand, RequestCode
+from mqcore.protocol.headers.controller import GetReplicaInfoResponseHeader
+from mqcore.store.epoch_file import EpochFileCache
+from mqcore.store.store_config import BrokerRole, MessageStoreConfig
+
+
+class Calls:
+    def __init__(self) -> None:
+        self.slave: list[tuple[int, str | None]] = []
+        self.master: list[BrokerRole] = []
+
+    async def become_slave(self, broker_id: int, master: str | None) -> None:
+        self.slave.append((broker_id, master))
+
+    async def become_master(self, role: BrokerRole) -> None:
+        self.master.append(role)
+
+
+def manager(tmp_path: Path, calls: Calls, *, replicating: bool) -> ReplicasManager:
+    m = ReplicasManager(
+        BrokerConfig(broker_name="broker-a", controller_addr="127.0.0.1:1"),
+        MessageStoreConfig(store_path_root_dir=str(tmp_path), broker_role=BrokerRole.SLAVE),
+        client=Any,  # type: ignore[arg-type]  # never used: _invoke is scripted
+        ha=Any,  # type: ignore[arg-type]
+        epochs=EpochFileCache(),
+        broker_addr=lambda: "127.0.0.1:20911",
+        max_offset=lambda: 0,
+        become_master=calls.become_master,
+        become_slave=calls.become_slave,
+        replicating=lambda: replicating,
+    )
+    m.broker_id, m.master_broker_id, m.master_address, m.master_epoch = 2, 1, "m:1", 3
+
+    async def invoke(code: int, header: Any = None, body: bytes = b"") -> RemotingCommand:
+        assert code == RequestCode.CONTROLLER_GET_REPLICA_INFO
+        info = GetReplicaInfoResponseHeader(
+            master_broker_id=1, master_address="m:1", master_epoch=3
+        )
+        request = RemotingCommand.request(code)
+        return RemotingCommand.response_to(request, ext_fields=info.to_ext_fields())
+
+    m._invoke = invoke  # type: ignore[method-assign]
+    return m
+
+
+async def test_a_slave_without_its_masters_ha_address_asks_again(tmp_path: Path) -> None:
+    calls = Calls()
+    await manager(tmp_path, calls, replicating=False).sync_broker_metadata()
+    assert calls.slave == [(2, "m:1")]  # the same master, its HA address looked up again
+
+
+async def test_a_replicating_slave_of_the_same_epoch_changes_nothing(tmp_path: Path) -> None:
+    calls = Calls()
+    await manager(tmp_path, calls, replicating=True).sync_broker_metadata()
+    assert calls.slave == [] and calls.master == []
