@@ -33,6 +33,7 @@ from mqcore.common.files import write_atomically
 from mqcore.errors import MQBrokerError, MQError
 from mqcore.protocol import RemotingCommand, RequestCode, ResponseCode
 from mqcore.protocol.bodies.controller import EpochEntry, EpochEntryCache, SyncStateSet
+from mqcore.protocol.bodies.route import KVTable
 from mqcore.protocol.headers import CommandHeader
 from mqcore.protocol.headers.controller import (
     AlterSyncStateSetRequestHeader,
@@ -100,6 +101,9 @@ class ReplicasManager:
         self.master_epoch = 0
         self.sync_state_set: set[int] = set()
         self.sync_state_set_epoch = 0
+        self._unserved_master: str | None = None
+        """A master followed before it served replication (told of its role after this
+        replica was): followed again, by the periodic sync, once it serves."""
 
     @property
     def identity_path(self) -> Path:
@@ -248,6 +252,7 @@ class ReplicasManager:
         self.sync_state_set, self.sync_state_set_epoch = set(sync_set), set_epoch
         self.ha.in_sync_ids = set(self.sync_state_set)
         self.master_broker_id, self.master_address = self.broker_id, self.broker_addr()
+        self._unserved_master = None
         if self.store_config.broker_role is BrokerRole.SLAVE:
             await self._become_master(BrokerRole.SYNC_MASTER)
         self.epochs.append(epoch, self.max_offset())
@@ -262,8 +267,24 @@ class ReplicasManager:
         self.master_broker_id, self.master_address = master_id, master_address
         self.ha.in_sync_ids = None
         assert self.broker_id is not None
+        # Asked before following: a master that does not serve replication yet gives no
+        # HA address to follow, and nothing else would name it again for this epoch.
+        served = await self._serves_replication(master_address)
         await self._become_slave(self.broker_id, master_address)
+        self._unserved_master = None if served else master_address
         log.warning("slave of %s (broker %d) at epoch %d", master_address, master_id, epoch)
+
+    async def _serves_replication(self, address: str) -> bool:
+        """Does the broker at ``address`` say where it serves replication (a master's
+        ``haServerAddr`` runtime key)?"""
+        request = RemotingCommand.request(RequestCode.GET_BROKER_RUNTIME_INFO)
+        try:
+            response = await self.client.invoke(address, request, _TIMEOUT)
+        except (OSError, TimeoutError, MQError):
+            return False
+        if response.code != ResponseCode.SUCCESS or not response.body:
+            return False
+        return bool(KVTable.decode(response.body).table.get("haServerAddr"))
 
     # -- periodic work ---------------------------------------------------------------------
     async def send_heartbeat(self) -> None:
@@ -310,6 +331,15 @@ class ReplicasManager:
                 await self.elect()
             elif epoch > self.master_epoch:
                 await self._follow(info.master_broker_id, info.master_address, epoch, response)
+            elif (
+                self._unserved_master is not None
+                and info.master_address == self._unserved_master
+                and await self._serves_replication(self._unserved_master)
+            ):
+                assert self.broker_id is not None
+                log.info("master %s serves replication now: following it", self._unserved_master)
+                await self._become_slave(self.broker_id, self._unserved_master)
+                self._unserved_master = None
             elif not self.is_master and self.broker_id is not None and not self._replicating():
                 # followed its master before that one served replication: ask it again
                 await self._become_slave(self.broker_id, info.master_address)
