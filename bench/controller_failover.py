@@ -186,14 +186,22 @@ class ControllerCluster:
         controllers: int = 1,
         replicas: int = REPLICAS,
         broker_props: dict[str, str] | None = None,
+        host: str = "127.0.0.1",
+        bind: str = "127.0.0.1",
     ) -> None:
+        """``host``: the address the controllers, the name server and the brokers are
+        reached at (``broker_hosts`` and ``broker_prefix`` put a broker elsewhere, as in
+        a network namespace); ``bind``: where the controllers and name server listen."""
         self.root = root
+        self.host, self.bind = host, bind
+        self.broker_hosts: dict[int, str] = {}
+        self.broker_prefix: dict[int, list[str]] = {}
         self.timeout_ms = timeout_ms
         taken: set[int] = set()
         self.controller_ports = [fixed_port(taken) for _ in range(controllers)]
         raft_ports = [fixed_port(taken) for _ in range(controllers)]
         self.peers = ";".join(f"n{i}-127.0.0.1:{p}" for i, p in enumerate(raft_ports))
-        self.controller_addr = ";".join(f"127.0.0.1:{p}" for p in self.controller_ports)
+        self.controller_addr = ";".join(f"{host}:{p}" for p in self.controller_ports)
         self.broker_ports = [fixed_port(taken) for _ in range(replicas)]
         self.namesrv_port = fixed_port(taken)
         self.broker_props = broker_props or {}
@@ -203,8 +211,7 @@ class ControllerCluster:
 
     @property
     def namesrv_addr(self) -> str:
-        assert self.namesrv is not None
-        return self.namesrv.addr
+        return f"{self.host}:{self.namesrv_port}"
 
     def all_servers(self) -> list[Server]:
         return [*self.brokers, *([self.namesrv] if self.namesrv else []), *self.controllers]
@@ -215,7 +222,13 @@ class ControllerCluster:
             workdir / "controller.conf",
             {"scanNotActiveBrokerInterval": "200", "controllerDLegerGroup": "bench"},
         )
-        args = ["controller", "-c", str(conf), "--listen", f"127.0.0.1:{self.controller_ports[i]}"]
+        args = [
+            "controller",
+            "-c",
+            str(conf),
+            "--listen",
+            f"{self.bind}:{self.controller_ports[i]}",
+        ]
         args += ["--peers", self.peers, "--self-id", f"n{i}", "--store", str(workdir / "raft")]
         args += ["--log-dir", str(workdir / "logs")]
         return Server(f"controller n{i}", args, workdir)
@@ -225,7 +238,7 @@ class ControllerCluster:
         settings = {
             "brokerClusterName": "DefaultCluster",
             "brokerName": "broker-a",
-            "brokerIP1": "127.0.0.1",
+            "brokerIP1": self.broker_hosts.get(i, self.host),
             "listenPort": str(self.broker_ports[i]),
             "namesrvAddr": self.namesrv_addr,
             "storePathRootDir": str(workdir / "store"),
@@ -248,10 +261,17 @@ class ControllerCluster:
             **self.broker_props,
         }
         conf = write_properties(workdir / "broker.conf", settings)
-        return Server(f"broker {i}", ["broker", "-c", str(conf)], workdir)
+        args = ["broker", "-c", str(conf)]
+        return Server(f"broker {i}", args, workdir, prefix=self.broker_prefix.get(i, []))
 
     def start(self) -> None:
         """Controllers, the name server, then the brokers (each waits for its listen line)."""
+        self.start_control()
+        self.brokers = [self.broker(i) for i in range(len(self.broker_ports))]
+        start_at_once(self.brokers)
+
+    def start_control(self) -> None:
+        """The controllers and the name server."""
         self.controllers = [self.controller(i) for i in range(len(self.controller_ports))]
         for c in self.controllers:
             c.start()
@@ -260,11 +280,9 @@ class ControllerCluster:
             ns_dir / "namesrv.properties",
             {"kvConfigPath": str(ns_dir / "kv.json"), "logDir": str(ns_dir / "logs")},
         )
-        listen = f"127.0.0.1:{self.namesrv_port}"
+        listen = f"{self.bind}:{self.namesrv_port}"
         self.namesrv = Server("namesrv", ["namesrv", "-c", str(conf), "--listen", listen], ns_dir)
         self.namesrv.start()
-        self.brokers = [self.broker(i) for i in range(len(self.broker_ports))]
-        start_at_once(self.brokers)
 
     def restart_all(self) -> None:
         """Every process launched at once (the controllers and the brokers on their
@@ -295,11 +313,13 @@ class Replica:
         return self.broker_id >= 0 and self.broker_id == self.master_id and self.role != "SLAVE"
 
 
-async def replicas(admin: Admin, cluster: ControllerCluster) -> list[Replica]:
-    """The running brokers that answer, as their runtime info says."""
+async def replicas(
+    admin: Admin, cluster: ControllerCluster, only: set[int] | None = None
+) -> list[Replica]:
+    """The running brokers (of ``only``'s indices) that answer, as their runtime info says."""
     out: list[Replica] = []
     for i, b in enumerate(cluster.brokers):
-        if not b.running:
+        if not b.running or (only is not None and i not in only):
             continue
         try:
             info = await asyncio.wait_for(admin.broker_runtime_info(b.addr), 3)
@@ -335,8 +355,11 @@ async def wait_for(predicate: Any, timeout: float, what: str, interval: float = 
 async def steady_master(admin: Admin, cluster: ControllerCluster, timeout: float = 60.0) -> Replica:
     """The master, once its in-sync set holds every replica and they all follow it."""
 
+    last: list[Replica] = []
+
     async def check() -> Replica | None:
-        seen = await replicas(admin, cluster)
+        nonlocal last
+        seen = last = await replicas(admin, cluster)
         masters = [r for r in seen if r.is_master]
         if len(seen) < len(cluster.brokers) or len(masters) != 1:
             return None
@@ -345,7 +368,10 @@ async def steady_master(admin: Admin, cluster: ControllerCluster, timeout: float
         following = all(r.master_id == m.broker_id and r.epoch == m.epoch for r in seen)
         return m if following and m.sync_state_set == ids else None
 
-    found: Replica = await wait_for(check, timeout, "one master with every replica in sync")
+    try:
+        found: Replica = await wait_for(check, timeout, "one master with every replica in sync")
+    except TimeoutError as exc:
+        raise TimeoutError(f"{exc}; last seen: {last}") from None
     return found
 
 
@@ -655,12 +681,17 @@ def main() -> int:
     args = parser.parse_args()
     logging.getLogger("mq").setLevel(logging.CRITICAL)  # refused connections are expected
     root = Path(tempfile.mkdtemp(prefix="mq-ctl-failover-"))
+    keep = args.keep
     try:
         result = asyncio.run(
             run(args.rounds, args.timeout_ms, args.drain_timeout, root, print_round)
         )
+        keep = keep or result["lost"] > 0
+    except BaseException:
+        keep = True  # what the processes logged is the diagnosis
+        raise
     finally:
-        if args.keep:
+        if keep:
             print(f"kept {root}", file=sys.stderr)
         else:
             shutil.rmtree(root, ignore_errors=True)

@@ -26,17 +26,23 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
+from contextlib import ExitStack
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 import pytest
 
+from mqcore.broker.controller import BrokerController
 from mqcore.client import Admin, ConsumeFromWhere, LitePullConsumer, Producer, make_message
 from mqcore.client.api import SendStatus
 from mqcore.client.controller_admin import ControllerAdmin
+from mqcore.controller.server import ControllerConfig
 from mqcore.errors import MQError
+from mqcore.namesrv import NamesrvConfig, NamesrvController
+from mqcore.store.store_config import BrokerRole
+from tests.support.inproc import broker_controller
 from tests.support.polling import until
 
 pytestmark = pytest.mark.timeout(120)
@@ -245,3 +251,277 @@ async def test_the_election_completes_when_the_controller_leader_dies(tmp_path: 
                 return await send_acked(producer, ["probe"]) == ["probe"]
 
             await until(acknowledged, 30, "the new master acknowledges", interval=0.2)
+
+
+# -- the master cut off the network ----------------------------------------------------------
+
+NS_SENDER = """
+import asyncio, json, sys, time
+from pathlib import Path
+from tests.support.clients import RawBrokerClient
+
+async def main(addr, topic, stop):
+    n = 0
+    async with RawBrokerClient(addr) as client:
+        while not Path(stop).exists():
+            body = f"ns{n}"
+            n += 1
+            try:
+                r = await client.send(topic, body.encode())
+                code = r.code
+            except Exception as e:
+                code = type(e).__name__
+            print(json.dumps({"at": time.monotonic(), "body": body, "code": code}), flush=True)
+
+asyncio.run(main(*sys.argv[1:4]))
+"""
+"""Sends to the master from inside its namespace, where the cut does not reach: a line per
+answer (CLOCK_MONOTONIC is one clock for every process of the machine)."""
+
+
+def ip(*args: str) -> None:
+    subprocess.run(["ip", *args], check=True, capture_output=True, text=True)
+
+
+@contextlib.contextmanager
+def namespace_host() -> Iterator[tuple[str, str, str, str]]:
+    """A network namespace joined to this one by a veth pair, with a default route back,
+    and an address on this side's loopback that it reaches every other process at:
+    (namespace, its address, the link to cut, the address of everything else)."""
+    n = 20 + os.getpid() % 200
+    tag = f"{os.getpid() % 100000}"
+    ns, outer, inner = f"mqc{tag}", f"mqco{tag}", f"mqci{tag}"
+    net, alias = f"10.219.{n}", f"10.220.{n}.1"
+    ip("netns", "add", ns)
+    try:
+        ip("link", "add", outer, "type", "veth", "peer", "name", inner)
+        ip("link", "set", inner, "netns", ns)
+        ip("addr", "add", f"{net}.1/24", "dev", outer)
+        ip("link", "set", outer, "up")
+        ip("addr", "add", f"{alias}/32", "dev", "lo")
+        for cmd in (
+            ("addr", "add", f"{net}.2/24", "dev", inner),
+            ("link", "set", inner, "up"),
+            ("link", "set", "lo", "up"),
+            ("route", "add", "default", "via", f"{net}.1"),
+        ):
+            ip("netns", "exec", ns, "ip", *cmd)
+        yield ns, f"{net}.2", outer, alias
+    finally:
+        subprocess.run(["ip", "addr", "del", f"{alias}/32", "dev", "lo"], capture_output=True)
+        subprocess.run(["ip", "link", "del", outer], capture_output=True, check=False)
+        subprocess.run(["ip", "netns", "del", ns], capture_output=True, check=False)
+
+
+def netns_usable() -> str | None:
+    """Why `ip netns` cannot be used here, or None."""
+    if os.geteuid() != 0:
+        return "network namespaces need root (ip netns); CI runs as root"
+    probe = subprocess.run(["ip", "netns", "add", f"mqprobe{os.getpid()}"], capture_output=True)
+    if probe.returncode != 0:
+        return f"ip netns is refused here: {probe.stderr.decode().strip()}"
+    subprocess.run(["ip", "netns", "del", f"mqprobe{os.getpid()}"], check=False)
+    return None
+
+
+async def test_a_master_cut_off_stops_acknowledging_and_returns_as_a_slave(
+    tmp_path: Path,
+) -> None:
+    """broker 0, master, in its own network namespace; the others, the controller and the
+    name server outside. Its link goes down under load: it answers no SEND_OK any more
+    (a sender inside its namespace sees FLUSH_SLAVE_TIMEOUT: its in-sync slaves are out
+    of reach), the controller elects another master at the next epoch, and no SEND_OK of
+    the old master comes after the new master's first. Healed, it follows the new master
+    as a slave (what it wrote alone is truncated) and nothing acknowledged is lost: a
+    consumer group reading from the start gets every message either master
+    acknowledged."""
+    if why := netns_usable():
+        pytest.skip(why)
+    with ExitStack() as stack:
+        ns, ns_addr, link, alias = stack.enter_context(namespace_host())
+        cluster = cf.ControllerCluster(
+            tmp_path, timeout_ms=TIMEOUT_MS, host=alias, bind="0.0.0.0",
+            broker_props={"syncFlushTimeout": "1000"},
+        )  # fmt: skip
+        cluster.broker_hosts[0] = ns_addr
+        cluster.broker_prefix[0] = ["ip", "netns", "exec", ns]
+        stack.callback(cluster.stop)
+        cluster.start_control()
+        cluster.brokers = [cluster.broker(i) for i in range(3)]
+        async with Admin(namesrv=cluster.namesrv_addr, client_config=cf.FAST_CLIENT) as admin:
+            cluster.brokers[0].start()  # alone, so the controller makes it master
+
+            async def first_master() -> bool:
+                return any(r.is_master for r in await cf.replicas(admin, cluster, {0}))
+
+            await cf.wait_for(first_master, 30, "broker 0 master")
+            cf.start_at_once(cluster.brokers[1:])
+            master = await cf.steady_master(admin, cluster)
+            assert master.index == 0
+            await cf.create_topic(admin, cluster)
+            load = cf.Load(cluster.namesrv_addr)
+            await load.start()
+            try:
+                await run_partition(cluster, admin, load, master, ns, link, tmp_path)
+            finally:
+                await load.close()
+
+
+async def run_partition(
+    cluster: Any, admin: Admin, load: Any, master: Any, ns: str, link: str, tmp_path: Path
+) -> None:
+    others = {1, 2}
+
+    async def acked_at_master() -> bool:
+        return sum(1 for a in load.acks if a.addr == master.addr) >= 20
+
+    await cf.wait_for(acked_at_master, 30, "sends acknowledged by broker 0")
+    stop = tmp_path / "ns-sender-stop"
+    out = open(tmp_path / "ns-sender.txt", "w+")  # noqa: SIM115 (closed below)
+    sender = subprocess.Popen(
+        ["ip", "netns", "exec", ns, sys.executable, "-c", NS_SENDER, master.addr, cf.TOPIC,
+         str(stop)],
+        stdout=out, stderr=subprocess.STDOUT, cwd=Path(__file__).resolve().parents[2],
+    )  # fmt: skip
+    try:
+
+        def ns_answers() -> list[dict[str, Any]]:
+            out.flush()
+            text = (tmp_path / "ns-sender.txt").read_text()
+            return [json.loads(x) for x in text.splitlines() if x.startswith("{")]
+
+        await until(
+            lambda: any(a["code"] == 0 for a in ns_answers()), 20,
+            lambda: f"the sender in the namespace acknowledged: {ns_answers()[-3:]}",
+        )  # fmt: skip
+        before = len(load.acks)
+        cut_at = time.monotonic()
+        ip("link", "set", link, "down")
+
+        async def new_master() -> Any:
+            seen = await cf.replicas(admin, cluster, others)
+            return next((r for r in seen if r.is_master and r.epoch > master.epoch), None)
+
+        elected = await cf.wait_for(new_master, 30, "another master elected")
+        assert elected.epoch == master.epoch + 1
+
+        async def first_new_ack() -> Any:
+            return next((a for a in load.acks[before:] if a.addr == elected.addr), None)
+
+        first = await cf.wait_for(first_new_ack, 30, "the new master acknowledges")
+        # the old master goes on answering inside its namespace, never SEND_OK
+        await until(
+            lambda: sum(1 for a in ns_answers() if a["at"] > first.at) >= 2, 20,
+            "the cut-off master answers its own namespace",
+        )  # fmt: skip
+        stop.touch()
+        sender.wait(15)
+    finally:
+        if sender.poll() is None:
+            sender.kill()
+            sender.wait(10)
+        out.close()
+    answers = ns_answers_of(tmp_path / "ns-sender.txt")
+    ok = [a for a in answers if a["code"] == 0]
+    late = [a for a in ok if a["at"] >= first.at]
+    assert not late, f"two masters acknowledged at once: {late[:3]} after {first}"
+    after_cut = [a for a in answers if a["at"] > cut_at + 1.0]
+    assert after_cut and all(a["code"] != 0 for a in after_cut), after_cut[:5]
+    assert all(a.addr != master.addr for a in load.acks if a.at > cut_at + 1.0)
+
+    ip("link", "set", link, "up")  # healed: it learns the new epoch and follows
+
+    async def rejoined() -> bool:
+        seen = {r.index: r for r in await cf.replicas(admin, cluster, {0})}
+        r = seen.get(0)
+        return bool(r and not r.is_master and r.master_id == elected.broker_id
+                    and r.epoch == elected.epoch)  # fmt: skip
+
+    await cf.wait_for(rejoined, 40, "broker 0 a slave of the new master")
+    again = await cf.steady_master(admin, cluster)
+    assert (again.index, again.epoch) == (elected.index, elected.epoch)
+    await load.stop_sending()
+    # A group of its own reads from the start: the running consumer's long-polling pull
+    # hangs on the cut-off master until it times out (the 30 s of RocketMQ's clients).
+    acked = load.acked_bodies() | {a["body"] for a in ok}
+    missing = acked - await consume_all(cluster.namesrv_addr, acked)
+    assert not missing, f"{len(missing)} acknowledged messages lost: {sorted(missing)[:10]}"
+
+
+def ns_answers_of(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(x) for x in path.read_text().splitlines() if x.startswith("{")]
+
+
+# -- a slave told of its new master before that master knows ------------------------------
+
+
+def in_process_replica(root: Path, namesrv: str) -> BrokerController:
+    return broker_controller(
+        root,
+        namesrv,
+        enable_controller_mode=True,
+        controller_addr=namesrv,
+        broker_heartbeat_interval=200,
+        sync_broker_metadata_period=300,
+        check_sync_state_set_period=300,
+        controller_heart_beat_timeout_mills=TIMEOUT_MS,
+        register_name_server_period=1000,
+        store={"broker_role": BrokerRole.SYNC_MASTER},
+    )
+
+
+async def test_a_slave_told_of_a_master_before_it_serves_follows_it_when_it_does(
+    tmp_path: Path,
+) -> None:
+    """The controller's news reaches the replicas in no set order (NOTIFY_BROKER_ROLE_
+    CHANGED one after the other, each replica's periodic sync in between): a slave may
+    learn "b is master at epoch E+1" while b is still a slave and has no HA address to
+    give. It must follow b once b serves, not go on replicating from the old master's
+    address for the whole epoch (never in sync again: what stalled the kill -9 rounds
+    and the partition test above). In process, to make that order certain."""
+    ns = NamesrvController(
+        NamesrvConfig(
+            listen_port=0,
+            bind_address="127.0.0.1",
+            kv_config_path=str(tmp_path / "ns" / "kv.json"),
+            enable_controller_in_namesrv=True,
+        ),
+        ControllerConfig(
+            controller_d_leger_peers=f"n0-127.0.0.1:{cf.free_port()}",
+            controller_store_path=str(tmp_path / "controller"),
+            scan_not_active_broker_interval=200,
+        ),
+    )
+    await ns.start()
+    brokers: list[BrokerController] = []
+    try:
+        await until(lambda: ns.controller is not None and ns.controller.raft.is_leader, 10)
+        for name in "abc":
+            brokers.append(in_process_replica(tmp_path / name, ns.listen_address))
+            await brokers[-1].start()
+            if name == "a":
+                await until(lambda: brokers[0].replicas is not None
+                            and brokers[0].replicas.is_master, 10, "a master")  # fmt: skip
+        a, b, c = brokers
+        assert a.replicas is not None and b.replicas is not None and c.replicas is not None
+        ids = {x.replicas.broker_id for x in brokers if x.replicas is not None}
+        await until(lambda: a.replicas is not None and a.replicas.sync_state_set == ids, 15)
+        epoch, id_b = a.replicas.master_epoch, b.replicas.broker_id
+        assert id_b is not None
+        # c hears of the next epoch first, from its own sync, while b is still a slave
+        await c.replicas.change_to_slave(b.broker_addr, epoch + 1, id_b)
+        async with ControllerAdmin(ns.listen_address) as ctl:
+            header, _ = await ctl.elect_master("DefaultCluster", "broker-a", id_b)
+        assert header.master_epoch == epoch + 1
+        await until(lambda: b.replicas is not None and b.replicas.is_master, 10, "b master")
+        b_ha = f"127.0.0.1:{b.ha.port}"
+        await until(
+            lambda: c.ha_client.master_address == b_ha and c.ha_client.connected,
+            10,
+            lambda: f"c replicates from {c.ha_client.master_address}, not b's {b_ha}",
+        )
+        await until(lambda: b.replicas is not None and b.replicas.sync_state_set == ids, 15)
+    finally:
+        for x in reversed(brokers):
+            await x.shutdown()
+        await ns.shutdown()
