@@ -172,15 +172,14 @@ class HAService:
         ids = self._in_sync_ids
         if ids is None or not self._config.all_ack_in_sync_state_set:
             return self.push2slave_max_offset >= offset
-        if len(ids) <= 1:
-            return True
         end = self._commit_log.max_offset  # a report past it (a first one) proves nothing
         holding = {
             c.slave_id
             for c in self.connections
             if c.slave_id in ids and offset <= c.ack_offset <= end
         }
-        return 1 + len(holding) >= len(ids)  # the master holds it too
+        # the master holds it too; never fewer than minInSyncReplicas copies
+        return 1 + len(holding) >= max(len(ids), self._config.min_in_sync_replicas)
 
     def acknowledged(self, offset: int) -> None:
         if offset <= self.push2slave_max_offset and not self._config.all_ack_in_sync_state_set:
