@@ -13,7 +13,9 @@ used here; its rounds are the first test).
   needed: the new controller leader completes it;
 - the master cut off the network (its namespace's link down): it stops acknowledging,
   another master takes over at a higher epoch, and healed it returns as a slave with
-  nothing acknowledged lost (needs root for `ip netns`, skipped otherwise).
+  nothing acknowledged lost (needs root for `ip netns`, skipped otherwise);
+- in process, to make the order certain: a slave told of its new master before that
+  master serves replication follows it once it does.
 """
 
 from __future__ import annotations
