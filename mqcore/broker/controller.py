@@ -226,7 +226,6 @@ class BrokerController:
                 max_offset=lambda: self.store.max_phy_offset,
                 become_master=self.become_master,
                 become_slave=self._follow_master,
-                replicating=lambda: self.ha_client.master_address is not None,
             )
         self.services = ServiceSet("broker", self._broker_services(), self.timers)
         """What every broker runs, whatever its role."""

@@ -79,10 +79,7 @@ class ReplicasManager:
         max_offset: Callable[[], int],
         become_master: Callable[[BrokerRole], Awaitable[None]],
         become_slave: Callable[[int, str | None], Awaitable[None]],
-        replicating: Callable[[], bool] = lambda: True,
     ) -> None:
-        """``replicating()``: whether a slave knows where its master serves replication
-        (a master asked too early, before it served, names no HA address yet)."""
         self.config = config
         self.store_config = store_config
         self.client = client
@@ -92,7 +89,6 @@ class ReplicasManager:
         self.max_offset = max_offset
         self._become_master = become_master
         self._become_slave = become_slave
-        self._replicating = replicating
         self.broker_id: int | None = None
         """This replica's id at the controller (``brokerId`` says 0 while it is master)."""
         self.leader: str | None = None
@@ -340,9 +336,6 @@ class ReplicasManager:
                 log.info("master %s serves replication now: following it", self._unserved_master)
                 await self._become_slave(self.broker_id, self._unserved_master)
                 self._unserved_master = None
-            elif not self.is_master and self.broker_id is not None and not self._replicating():
-                # followed its master before that one served replication: ask it again
-                await self._become_slave(self.broker_id, info.master_address)
             elif self.is_master and response.body:
                 sync = SyncStateSet.decode(response.body)
                 self.sync_state_set = set(sync.sync_state_set)

@@ -25,7 +25,7 @@ class Calls:
         self.master.append(role)
 
 
-def manager(tmp_path: Path, calls: Calls, *, replicating: bool) -> ReplicasManager:
+def manager(tmp_path: Path, calls: Calls, *, serves: bool) -> ReplicasManager:
     m = ReplicasManager(
         BrokerConfig(broker_name="broker-a", controller_addr="127.0.0.1:1"),
         MessageStoreConfig(store_path_root_dir=str(tmp_path), broker_role=BrokerRole.SLAVE),
@@ -36,7 +36,6 @@ def manager(tmp_path: Path, calls: Calls, *, replicating: bool) -> ReplicasManag
         max_offset=lambda: 0,
         become_master=calls.become_master,
         become_slave=calls.become_slave,
-        replicating=lambda: replicating,
     )
     m.broker_id, m.master_broker_id, m.master_address, m.master_epoch = 2, 1, "m:1", 3
 
@@ -48,17 +47,25 @@ def manager(tmp_path: Path, calls: Calls, *, replicating: bool) -> ReplicasManag
         request = RemotingCommand.request(code)
         return RemotingCommand.response_to(request, ext_fields=info.to_ext_fields())
 
+    async def serves_replication(address: str) -> bool:
+        return serves
+
     m._invoke = invoke  # type: ignore[method-assign]
+    m._serves_replication = serves_replication  # type: ignore[method-assign]
+    m._unserved_master = "m:1"  # followed before it served replication
     return m
 
 
-async def test_a_slave_without_its_masters_ha_address_asks_again(tmp_path: Path) -> None:
+async def test_a_slave_follows_its_master_again_once_it_serves(tmp_path: Path) -> None:
     calls = Calls()
-    await manager(tmp_path, calls, replicating=False).sync_broker_metadata()
+    m = manager(tmp_path, calls, serves=True)
+    await m.sync_broker_metadata()
     assert calls.slave == [(2, "m:1")]  # the same master, its HA address looked up again
+    await m.sync_broker_metadata()
+    assert calls.slave == [(2, "m:1")]  # once
 
 
-async def test_a_replicating_slave_of_the_same_epoch_changes_nothing(tmp_path: Path) -> None:
+async def test_nothing_changes_while_the_master_does_not_serve_yet(tmp_path: Path) -> None:
     calls = Calls()
-    await manager(tmp_path, calls, replicating=True).sync_broker_metadata()
+    await manager(tmp_path, calls, serves=False).sync_broker_metadata()
     assert calls.slave == [] and calls.master == []
