@@ -388,6 +388,7 @@ class BrokerController:
             raise
         self.config.listen_port = self.server.port
         self._started = True
+        self.registration.arm()
         try:  # as 4.9.8's start(): once this returns, the name servers route to this broker
             await self.outer_api.register_all(force=True)
         except Exception:

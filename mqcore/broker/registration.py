@@ -27,6 +27,12 @@ class Registration:
         self._wanted: asyncio.Event | None = None
         self._force = False
 
+    def arm(self) -> None:
+        """Keep requests from now on (the broker's start, just before its first
+        registration: a change made right after must not wait for the period)."""
+        self._wanted = asyncio.Event()
+        self._force = True
+
     def request(self, force: bool = True) -> None:
         """Register with every name server soon (``force``: even if nothing changed)."""
         if self._wanted is None:
@@ -36,12 +42,14 @@ class Registration:
 
     async def run(self, register: Callable[[bool], Awaitable[object]]) -> None:
         """Until cancelled: ``register(force)`` when asked, and every period."""
-        self._wanted = asyncio.Event()
-        self._force = True
+        if self._wanted is None:
+            self.arm()
+        wanted = self._wanted
+        assert wanted is not None
         try:
             while True:
-                await wait_event(self._wanted, self.period_ms / 1000)
-                self._wanted.clear()
+                await wait_event(wanted, self.period_ms / 1000)
+                wanted.clear()
                 force, self._force = self._force, True
                 try:
                     await register(force)
