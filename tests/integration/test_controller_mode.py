@@ -6,7 +6,6 @@ lost; the old master comes back as a slave of the new one and catches up."""
 
 from __future__ import annotations
 
-import socket
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -15,12 +14,11 @@ import pytest
 from mqcore.broker.controller import BrokerController
 from mqcore.client import Admin, Producer, make_message
 from mqcore.client.api import SendStatus
-from mqcore.controller.server import ControllerConfig
 from mqcore.errors import MQError
-from mqcore.namesrv import NamesrvConfig, NamesrvController
+from mqcore.namesrv import NamesrvController
 from mqcore.store.store_config import BrokerRole
 from tests.support.clients import RawBrokerClient
-from tests.support.inproc import broker_controller
+from tests.support.inproc import controller_replica, namesrv_hosting_controller
 from tests.support.polling import until
 
 pytestmark = [
@@ -36,27 +34,9 @@ TIMEOUT_MS = 1500
 """controllerHeartBeatTimeoutMills: how long a silent master keeps its role."""
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @pytest.fixture
 async def namesrv(tmp_path: Path) -> AsyncIterator[NamesrvController]:
-    ns = NamesrvController(
-        NamesrvConfig(
-            listen_port=0,
-            bind_address="127.0.0.1",
-            kv_config_path=str(tmp_path / "ns" / "kv.json"),
-            enable_controller_in_namesrv=True,
-        ),
-        ControllerConfig(
-            controller_d_leger_peers=f"n0-127.0.0.1:{free_port()}",
-            controller_store_path=str(tmp_path / "controller"),
-            scan_not_active_broker_interval=200,
-        ),
-    )
+    ns = namesrv_hosting_controller(tmp_path)
     await ns.start()
     try:
         assert ns.controller is not None
@@ -67,16 +47,10 @@ async def namesrv(tmp_path: Path) -> AsyncIterator[NamesrvController]:
 
 
 def replica(root: Path, namesrv: str) -> BrokerController:
-    return broker_controller(
+    return controller_replica(
         root,
         namesrv,
-        enable_controller_mode=True,
-        controller_addr=namesrv,
-        broker_heartbeat_interval=200,
-        sync_broker_metadata_period=300,
-        check_sync_state_set_period=300,
-        controller_heart_beat_timeout_mills=TIMEOUT_MS,
-        register_name_server_period=1000,
+        heartbeat_timeout_ms=TIMEOUT_MS,
         store={"broker_role": BrokerRole.SYNC_MASTER},  # not what decides
     )
 

@@ -40,11 +40,9 @@ from mqcore.broker.controller import BrokerController
 from mqcore.client import Admin, ConsumeFromWhere, LitePullConsumer, Producer, make_message
 from mqcore.client.api import SendStatus
 from mqcore.client.controller_admin import ControllerAdmin
-from mqcore.controller.server import ControllerConfig
 from mqcore.errors import MQError
-from mqcore.namesrv import NamesrvConfig, NamesrvController
 from mqcore.store.store_config import BrokerRole
-from tests.support.inproc import broker_controller
+from tests.support.inproc import controller_replica, namesrv_hosting_controller
 from tests.support.polling import until
 
 pytestmark = pytest.mark.timeout(120)
@@ -458,16 +456,10 @@ def ns_answers_of(path: Path) -> list[dict[str, Any]]:
 
 
 def in_process_replica(root: Path, namesrv: str) -> BrokerController:
-    return broker_controller(
+    return controller_replica(
         root,
         namesrv,
-        enable_controller_mode=True,
-        controller_addr=namesrv,
-        broker_heartbeat_interval=200,
-        sync_broker_metadata_period=300,
-        check_sync_state_set_period=300,
-        controller_heart_beat_timeout_mills=TIMEOUT_MS,
-        register_name_server_period=1000,
+        heartbeat_timeout_ms=TIMEOUT_MS,
         store={"broker_role": BrokerRole.SYNC_MASTER},
     )
 
@@ -481,19 +473,7 @@ async def test_a_slave_told_of_a_master_before_it_serves_follows_it_when_it_does
     give. It must follow b once b serves, not go on replicating from the old master's
     address for the whole epoch (never in sync again: what stalled the kill -9 rounds
     and the partition test above). In process, to make that order certain."""
-    ns = NamesrvController(
-        NamesrvConfig(
-            listen_port=0,
-            bind_address="127.0.0.1",
-            kv_config_path=str(tmp_path / "ns" / "kv.json"),
-            enable_controller_in_namesrv=True,
-        ),
-        ControllerConfig(
-            controller_d_leger_peers=f"n0-127.0.0.1:{cf.free_port()}",
-            controller_store_path=str(tmp_path / "controller"),
-            scan_not_active_broker_interval=200,
-        ),
-    )
+    ns = namesrv_hosting_controller(tmp_path)
     await ns.start()
     brokers: list[BrokerController] = []
     try:

@@ -5,7 +5,6 @@ after, with nothing changed on their side."""
 
 from __future__ import annotations
 
-import socket
 from pathlib import Path
 
 import pytest
@@ -14,10 +13,8 @@ from interop_support import node, run_json_lines
 from mqcore.broker.controller import BrokerController
 from mqcore.client import Admin, Producer, make_message
 from mqcore.client.api import SendStatus
-from mqcore.controller.server import ControllerConfig
-from mqcore.namesrv import NamesrvConfig, NamesrvController
 from mqcore.store.store_config import BrokerRole
-from tests.support.inproc import broker_controller
+from tests.support.inproc import controller_replica, namesrv_hosting_controller
 from tests.support.polling import until
 
 pytestmark = [
@@ -32,26 +29,6 @@ pytestmark = [
 TOPIC = "CtlClients"
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def replica(root: Path, namesrv: str) -> BrokerController:
-    return broker_controller(
-        root,
-        namesrv,
-        enable_controller_mode=True,
-        controller_addr=namesrv,
-        broker_heartbeat_interval=200,
-        sync_broker_metadata_period=300,
-        check_sync_state_set_period=300,
-        controller_heart_beat_timeout_mills=1500,
-        register_name_server_period=1000,
-    )
-
-
 def is_master(broker: BrokerController) -> bool:
     r = broker.replicas
     return r is not None and r.is_master and broker.store_config.broker_role is not BrokerRole.SLAVE
@@ -60,23 +37,11 @@ def is_master(broker: BrokerController) -> bool:
 async def test_alions_and_the_cpp_client_follow_a_failover(
     tmp_path: Path, alions_dir: Path, cpp_client: list[str]
 ) -> None:
-    ns = NamesrvController(
-        NamesrvConfig(
-            listen_port=0,
-            bind_address="127.0.0.1",
-            kv_config_path=str(tmp_path / "ns" / "kv.json"),
-            enable_controller_in_namesrv=True,
-        ),
-        ControllerConfig(
-            controller_d_leger_peers=f"n0-127.0.0.1:{free_port()}",
-            controller_store_path=str(tmp_path / "controller"),
-            scan_not_active_broker_interval=200,
-        ),
-    )
+    ns = namesrv_hosting_controller(tmp_path)
     await ns.start()
     addr = ns.listen_address
-    a = replica(tmp_path / "a", addr)
-    b = replica(tmp_path / "b", addr)
+    a = controller_replica(tmp_path / "a", addr)
+    b = controller_replica(tmp_path / "b", addr)
     try:
         await a.start()
         await until(lambda: is_master(a), 10, "a elected")

@@ -4,6 +4,7 @@ broker state directly."""
 
 from __future__ import annotations
 
+import socket
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -13,6 +14,7 @@ from typing import Any, Protocol, TypeVar
 from mqcore.broker.config import BrokerConfig
 from mqcore.broker.controller import BrokerController
 from mqcore.common.metadata import TopicConfig
+from mqcore.controller.server import ControllerConfig
 from mqcore.namesrv.config import NamesrvConfig
 from mqcore.namesrv.controller import NamesrvController
 from mqcore.store.store_config import BrokerRole, MessageStoreConfig
@@ -66,6 +68,56 @@ def broker_controller(
         }
     )
     return BrokerController(config, store_config)
+
+
+def free_port() -> int:
+    """A port free a moment ago (for a Raft address: PySyncObj binds what it is given)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def namesrv_hosting_controller(tmp_path: Path, **controller: Any) -> NamesrvController:
+    """A name server that is also a one-node controller (``enableControllerInNamesrv``),
+    its Raft journal under ``tmp_path/controller``; ``controller`` overrides
+    ControllerConfig fields. Not started."""
+    return NamesrvController(
+        NamesrvConfig(
+            listen_port=0,
+            bind_address="127.0.0.1",
+            kv_config_path=str(tmp_path / "ns" / "kv.json"),
+            enable_controller_in_namesrv=True,
+        ),
+        ControllerConfig(
+            **{
+                "controller_d_leger_peers": f"n0-127.0.0.1:{free_port()}",
+                "controller_store_path": str(tmp_path / "controller"),
+                "scan_not_active_broker_interval": 200,
+                **controller,
+            }
+        ),
+    )
+
+
+def controller_replica(
+    store_dir: Path, namesrv: str, *, heartbeat_timeout_ms: int = 1500, **overrides: Any
+) -> BrokerController:
+    """A broker-a replica in controller mode (the controller at ``namesrv``) with short
+    periods: the controller, not its config, makes it master or slave."""
+    return broker_controller(
+        store_dir,
+        namesrv,
+        **{
+            "enable_controller_mode": True,
+            "controller_addr": namesrv,
+            "broker_heartbeat_interval": 200,
+            "sync_broker_metadata_period": 300,
+            "check_sync_state_set_period": 300,
+            "controller_heart_beat_timeout_mills": heartbeat_timeout_ms,
+            "register_name_server_period": 1000,
+            **overrides,
+        },
+    )
 
 
 @asynccontextmanager
