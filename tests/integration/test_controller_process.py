@@ -195,7 +195,19 @@ async def test_everything_restarted_at_once_brings_back_the_same_master_and_epoc
                     return await send_acked(producer, ["probe"]) == ["probe"]
 
                 await until(acknowledged, 30, "the master acknowledges again", interval=0.2)
-                acked += await send_acked(producer, [f"after-{i}" for i in range(10)])
+                # until its slaves are back, a SYNC_MASTER with allAckInSyncStateSet may
+                # answer FLUSH_SLAVE_TIMEOUT: only SEND_OKs count, so send until ten are
+                after: list[str] = []
+                sent = 0
+
+                async def ten_acknowledged() -> bool:
+                    nonlocal sent
+                    sent += 1
+                    after.extend(await send_acked(producer, [f"after-{sent}"]))
+                    return len(after) >= 10
+
+                await until(ten_acknowledged, 60, "ten sends acknowledged", interval=0.05)
+                acked += after
         assert len(acked) == 60
         got = await consume_all(cluster.namesrv_addr, set(acked))
         assert set(acked) <= got, f"lost: {sorted(set(acked) - got)}"
