@@ -5,21 +5,15 @@ and electMaster do."""
 from __future__ import annotations
 
 import json
-import socket
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from tests.cli.conftest import MqRunner
+from tests.support.inproc import free_port
 from tests.support.polling import until_sync
 from tests.support.processes import ServerProcess, launch
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @pytest.fixture

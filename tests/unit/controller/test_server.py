@@ -5,7 +5,6 @@ replicas told (NOTIFY_BROKER_ROLE_CHANGED)."""
 
 from __future__ import annotations
 
-import socket
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -31,6 +30,7 @@ from mqcore.protocol.headers.controller import (
     RegisterBrokerToControllerResponseHeader,
 )
 from mqcore.remoting import Channel, RemotingClient, RemotingServer
+from tests.support.inproc import free_port
 from tests.support.polling import until
 
 pytestmark = pytest.mark.filterwarnings(
@@ -39,12 +39,6 @@ pytestmark = pytest.mark.filterwarnings(
 )
 
 CLUSTER, NAME = "DefaultCluster", "broker-a"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 class FakeBroker:

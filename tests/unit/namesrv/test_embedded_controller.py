@@ -3,7 +3,6 @@ and stays a name server."""
 
 from __future__ import annotations
 
-import socket
 from pathlib import Path
 
 import pytest
@@ -13,18 +12,13 @@ from mqcore.namesrv import NamesrvConfig, NamesrvController
 from mqcore.protocol import RemotingCommand, RequestCode, ResponseCode
 from mqcore.protocol.headers.controller import GetMetaDataResponseHeader
 from mqcore.remoting import RemotingClient
+from tests.support.inproc import free_port
 from tests.support.polling import until
 
 pytestmark = pytest.mark.filterwarnings(
     r"ignore:Exception ignored in. <_io.FileIO name='[^']*raft\.journal\.meta'"
     ":pytest.PytestUnraisableExceptionWarning"
 )
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 async def test_a_name_server_hosting_a_controller(tmp_path: Path) -> None:
