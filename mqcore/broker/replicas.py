@@ -20,6 +20,7 @@ With ``enableControllerMode`` the controllers, not ``brokerRole``, say who is ma
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import secrets
 import time
@@ -100,6 +101,13 @@ class ReplicasManager:
         self._unserved_master: str | None = None
         """A master followed before it served replication (told of its role after this
         replica was): followed again, by the periodic sync, once it serves."""
+        self._unsettled = False
+        """An in-sync set proposal whose fate is unknown (no answer, or the controller
+        could not say whether it committed): its joiners stay counted until a later
+        proposal is accepted, since the controller may hold them in sync."""
+        self._set_lock = asyncio.Lock()
+        """The set check and the replica info sync both write the in-sync set; one at a
+        time, so an older read never replaces a newer acceptance."""
 
     @property
     def identity_path(self) -> Path:
@@ -247,6 +255,7 @@ class ReplicasManager:
         self.master_epoch = epoch
         self.sync_state_set, self.sync_state_set_epoch = set(sync_set), set_epoch
         self.ha.in_sync_ids = set(self.sync_state_set)
+        self._settle()
         self.master_broker_id, self.master_address = self.broker_id, self.broker_addr()
         self._unserved_master = None
         if self.store_config.broker_role is BrokerRole.SLAVE:
@@ -261,7 +270,9 @@ class ReplicasManager:
             return
         self.master_epoch = epoch
         self.master_broker_id, self.master_address = master_id, master_address
+        self.ha.fence()  # before anything else: no send waiting here is acknowledged now
         self.ha.in_sync_ids = None
+        self._settle()
         assert self.broker_id is not None
         # Asked before following: a master that does not serve replication yet gives no
         # HA address to follow, and nothing else would name it again for this epoch.
@@ -309,6 +320,10 @@ class ReplicasManager:
 
     async def sync_broker_metadata(self) -> None:
         """Read this broker name's replica info and follow a change not yet seen."""
+        async with self._set_lock:
+            await self._sync_broker_metadata()
+
+    async def _sync_broker_metadata(self) -> None:
         try:
             if self.broker_id is None:
                 await self.start()
@@ -346,25 +361,58 @@ class ReplicasManager:
 
     async def check_sync_state_set(self) -> None:
         """A master proposes its in-sync set when it changed: itself and the named slaves
-        that caught up within ``haMaxTimeSlaveNotCatchup``."""
+        that caught up within ``haMaxTimeSlaveNotCatchup``.
+
+        A slave joins only once it holds every message acknowledged so far: from the
+        moment it is picked, acknowledgements wait for it too (``HAService.begin_join``),
+        and it is proposed once it holds this log's end as of that moment. Otherwise the
+        controller could elect a replica that lacks a message the set acknowledged just
+        before it joined."""
         if not self.is_master or self.broker_id is None:
             return
-        now_ms = _now_ms()
-        wanted = {self.broker_id} | self.ha.in_sync_slaves(
-            now_ms, self.store_config.ha_max_time_slave_not_catchup
+        async with self._set_lock:
+            await self._check_sync_state_set(self.broker_id)
+
+    async def _check_sync_state_set(self, broker_id: int) -> None:
+        epoch = self.master_epoch
+        wanted = {broker_id} | self.ha.in_sync_slaves(
+            _now_ms(), self.store_config.ha_max_time_slave_not_catchup
         )
-        if wanted == self.sync_state_set:
+        if wanted == self.sync_state_set and not self._unsettled:
             return
+        joiners = wanted - self.sync_state_set - self.ha.joining
+        if joiners:
+            floor = self.ha.begin_join(self.ha.joining | joiners)
+            wait = self.store_config.sync_flush_timeout / 2000
+            held = await self.ha.wait_holding(joiners, floor, wait)
+            if held != joiners:  # never proposed: they need not be waited for
+                late = joiners - held
+                log.info("slaves %s did not reach %d in %.1f s", sorted(late), floor, wait)
+                wanted -= late
+                self.ha.leave_join(late)
+            if not self.is_master or self.master_epoch != epoch:
+                return  # the role changed meanwhile, which settled the set
+            if wanted == self.sync_state_set and not self._unsettled:
+                self._settle()
+                return
         try:
             response = await self._invoke(
                 RequestCode.CONTROLLER_ALTER_SYNC_STATE_SET,
                 AlterSyncStateSetRequestHeader(
-                    self.config.broker_name, self.broker_id, self.master_epoch
+                    self.config.broker_name, broker_id, self.master_epoch
                 ),
                 SyncStateSet(wanted, self.sync_state_set_epoch).encode(),
             )
             _ok(response)
+        except MQBrokerError as exc:
+            if exc.code != ResponseCode.CONTROLLER_NOT_LEADER and not self._unsettled:
+                self._settle()  # decided and refused: nothing changed at the controller
+            else:
+                self._unsettled = True
+            log.info("in-sync set %s not accepted: %s", sorted(wanted), exc)
+            return
         except (OSError, TimeoutError, MQError) as exc:
+            self._unsettled = True
             log.info("in-sync set %s not accepted: %s", sorted(wanted), exc)
             return
         accepted = SyncStateSet.decode(response.body) if response.body else None
@@ -372,7 +420,16 @@ class ReplicasManager:
             self.sync_state_set = set(accepted.sync_state_set)
             self.sync_state_set_epoch = accepted.sync_state_set_epoch
             self.ha.in_sync_ids = set(self.sync_state_set)
+            self._settle()
+        else:
+            self._unsettled = True  # accepted, but as what is not said
         log.info("in-sync set of %s: %s", self.config.broker_name, sorted(self.sync_state_set))
+
+    def _settle(self) -> None:
+        """The controller's in-sync set is known again: acknowledgements wait for it
+        alone."""
+        self._unsettled = False
+        self.ha.end_join()
 
     # -- how a broker runs it ----------------------------------------------------------
     def services(self, timers: Timers) -> list[Service]:

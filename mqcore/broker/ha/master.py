@@ -51,6 +51,9 @@ class HAService:
         so the in-sync set can be kept."""
         self.identities = identities
         self._in_sync_ids: set[int] | None = None
+        self._joining: set[int] = set()
+        self._reported = asyncio.Event()
+        self._fenced = False
         self._commit_log = commit_log
         self._config = config
         self._host = host
@@ -63,6 +66,7 @@ class HAService:
         self._waiters: list[tuple[int, asyncio.Future[None]]] = []
 
     async def start(self, port: int) -> None:
+        self._fenced = False
         if self._tls is not None:
             self._server = TlsListener(
                 lambda: asyncio.StreamReaderProtocol(asyncio.StreamReader(), self._accept),
@@ -79,15 +83,24 @@ class HAService:
         log.info("HA service listening on %s:%d", self._host, self.port)
 
     async def close(self) -> None:
+        self.fence()
         if self._server is not None:
             self._server.close()
             self._server = None
         for conn in list(self.connections):
             await conn.close()
+        self._waiters.clear()
+
+    def fence(self) -> None:
+        """This broker stops being master: nothing is replicated from now on, so every
+        send still waiting is answered as not replicated (FLUSH_SLAVE_TIMEOUT), never
+        acknowledged. (Answering them by the rule of another role, such as "any slave
+        holds it" once the in-sync set is cleared, acknowledged messages that the new
+        master never had.)"""
+        self._fenced = True
         for _, fut in self._waiters:
             if not fut.done():
-                fut.cancel()
-        self._waiters.clear()
+                fut.set_result(None)
 
     @property
     def in_sync_ids(self) -> set[int] | None:
@@ -99,6 +112,56 @@ class HAService:
     def in_sync_ids(self, ids: set[int] | None) -> None:
         self._in_sync_ids = ids
         self._wake_waiters()  # a smaller set may be all acknowledged already
+
+    @property
+    def joining(self) -> set[int]:
+        """Slaves this master is adding to its in-sync set: from :meth:`begin_join` until
+        the controller has answered, every acknowledgement waits for them too."""
+        return set(self._joining)
+
+    def begin_join(self, ids: set[int]) -> int:
+        """Count ``ids`` as in sync from now on and give the offset they must hold first.
+
+        Every message acknowledged before this call ends at or below the returned offset
+        (this log's end now); every one after it waits for ``ids`` as well. So a joiner
+        that holds that offset holds every acknowledged message, and may be elected
+        master without losing one (RocketMQ 5 keeps the proposed set as the one acks
+        wait for while an ALTER_SYNC_STATE_SET is under way, and lets a slave join only
+        at the confirm offset)."""
+        self._joining = set(ids)
+        return self._commit_log.max_offset
+
+    def leave_join(self, ids: set[int]) -> None:
+        """``ids`` were never proposed after all: acknowledgements stop waiting for them."""
+        self._joining -= ids
+        self._wake_waiters()
+
+    def end_join(self) -> None:
+        """The controller answered (or nothing was proposed): ``in_sync_ids`` alone
+        says again whom acknowledgements wait for."""
+        self._joining = set()
+        self._wake_waiters()
+
+    def holding(self, ids: set[int], offset: int) -> set[int]:
+        """Of ``ids``, the connected slaves that acknowledged ``offset`` (and not past
+        this log's end, which proves nothing)."""
+        end = self._commit_log.max_offset
+        return {
+            c.slave_id
+            for c in self.connections
+            if c.slave_id in ids and offset <= c.ack_offset <= end
+        }
+
+    async def wait_holding(self, ids: set[int], offset: int, timeout: float) -> set[int]:
+        """Those of ``ids`` that acknowledged ``offset`` within ``timeout`` seconds."""
+        deadline = asyncio.get_running_loop().time() + timeout
+        while (held := self.holding(ids, offset)) != ids:
+            left = deadline - asyncio.get_running_loop().time()
+            if left <= 0:
+                return held
+            self._reported.clear()
+            await wait_event(self._reported, left)
+        return held
 
     @property
     def listening(self) -> bool:
@@ -117,9 +180,17 @@ class HAService:
         (the master counts)."""
         return (
             self.in_sync_ids is not None
+            and not self._joining
             and len(self.in_sync_ids) <= 1
             and self._config.min_in_sync_replicas <= 1
         )
+
+    @property
+    def enough_in_sync(self) -> bool:
+        """Controller mode: the in-sync set (joiners counted) holds at least
+        ``minInSyncReplicas`` replicas, this master included; always true elsewhere."""
+        ids = self._in_sync_ids
+        return ids is None or len(ids | self._joining) >= self._config.min_in_sync_replicas
 
     def is_slave_ok(self, master_put_where: int) -> bool:
         """A slave is connected and not more than ``haSlaveFallbehindMax`` behind."""
@@ -132,18 +203,20 @@ class HAService:
         """True once a slave has acknowledged ``offset``; False after ``timeout``."""
         if self.replicated(offset):
             return True
+        if self._fenced:
+            return False
         fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         entry = (offset, fut)
         self._waiters.append(entry)
         self.notify_data()
         try:
             await asyncio.wait_for(fut, timeout)
-            return True
         except TimeoutError:
-            return self.replicated(offset)
+            pass
         finally:
             with contextlib.suppress(ValueError):
                 self._waiters.remove(entry)
+        return self.replicated(offset)  # as of now: a fence since the wake-up counts
 
     def notify_data(self) -> None:
         """New bytes in the commit log: wake every writer waiting for them."""
@@ -167,21 +240,21 @@ class HAService:
         ``allAckInSyncStateSet`` in controller mode, every replica of the in-sync set
         has it (RocketMQ 5's GroupTransferService), so any of them elected master holds
         every acknowledged message."""
+        if self._fenced:
+            return False
         if self.alone_in_sync:
             return True
-        ids = self._in_sync_ids
-        if ids is None or not self._config.all_ack_in_sync_state_set:
+        if self._in_sync_ids is None and self.identities:
+            return False  # controller mode, and not (or no longer) master
+        if self._in_sync_ids is None or not self._config.all_ack_in_sync_state_set:
             return self.push2slave_max_offset >= offset
-        end = self._commit_log.max_offset  # a report past it (a first one) proves nothing
-        holding = {
-            c.slave_id
-            for c in self.connections
-            if c.slave_id in ids and offset <= c.ack_offset <= end
-        }
+        ids = self._in_sync_ids | self._joining
         # the master holds it too; never fewer than minInSyncReplicas copies
-        return 1 + len(holding) >= max(len(ids), self._config.min_in_sync_replicas)
+        held = len(self.holding(ids, offset))
+        return 1 + held >= max(len(ids), self._config.min_in_sync_replicas)
 
     def acknowledged(self, offset: int) -> None:
+        self._reported.set()
         if offset <= self.push2slave_max_offset and not self._config.all_ack_in_sync_state_set:
             return
         self.push2slave_max_offset = max(self.push2slave_max_offset, offset)

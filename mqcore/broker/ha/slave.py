@@ -88,18 +88,32 @@ class HAClient:
     async def _run(self) -> None:
         while True:
             address = self.master_address
+            self._address_changed.clear()
             if not address:
-                self._address_changed.clear()
                 await self._address_changed.wait()
                 continue
-            try:
-                await self._session(address)
-            except (OSError, TimeoutError, HAProtocolError, StoreError) as exc:
-                log.warning("replication from master %s stopped: %s", address, exc)
-            finally:
-                self.connected = False
-            self._address_changed.clear()
-            await wait_event(self._address_changed, _RETRY_DELAY)
+            await self._follow(address)
+            if self.master_address == address:
+                await wait_event(self._address_changed, _RETRY_DELAY)
+
+    async def _follow(self, address: str) -> None:
+        """One session with the master at ``address``, ended at once when another master
+        is named: a connection to a deposed master must not go on acknowledging what it
+        writes (it can stay open for a whole ``haHousekeepingInterval`` when that master
+        was cut off the network, and resume when the network heals)."""
+        session = asyncio.create_task(self._session(address), name="ha-session")
+        changed = asyncio.create_task(self._address_changed.wait(), name="ha-master-changed")
+        try:
+            await asyncio.wait({session, changed}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            await cancel_and_wait([session, changed])
+            self.connected = False
+        if not session.cancelled() and (exc := session.exception()) is not None:
+            if not isinstance(exc, (OSError, TimeoutError, HAProtocolError, StoreError)):
+                raise exc
+            log.warning("replication from master %s stopped: %s", address, exc)
+        elif session.cancelled():
+            log.info("replication from %s stopped: the master is %s", address, self.master_address)
 
     async def _session(self, address: str) -> None:
         host, _, port = address.rpartition(":")
