@@ -14,12 +14,14 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from mqcore.broker.durability import Replication, await_durable, must_wait, wait_flushed
+from mqcore.message.const import PROPERTY_WAIT_STORE_MSG_OK
+from mqcore.store.results import PutResult, PutStatus
+from mqcore.store.store_config import BrokerRole
 
 if TYPE_CHECKING:
     from mqcore.broker.stats import BrokerStatsManager
     from mqcore.message.model import MessageExt
     from mqcore.store.message_store import MessageStore
-    from mqcore.store.results import PutResult, PutStatus
     from mqcore.store.store_config import MessageStoreConfig
 
 __all__ = ["Appender"]
@@ -42,9 +44,22 @@ class Appender:
         self.stats = stats
         self._replication = replication
 
-    def put(self, batch: Sequence[MessageExt]) -> PutResult:
+    def put(self, batch: Sequence[MessageExt], *, wait: bool | None = None) -> PutResult:
         """Append messages of one topic and queue in one copy and count them when stored.
-        A refused put (slave, full disk, ...) stores and counts nothing."""
+        A refused put (slave, full disk, ...) stores and counts nothing.
+
+        ``wait``: whether the answer waits for durability (the messages' ``WAIT``
+        property when not given). Such a put on a SYNC_MASTER whose in-sync set is
+        smaller than ``minInSyncReplicas`` is refused up front (RocketMQ 5's
+        IN_SYNC_REPLICAS_NOT_ENOUGH): stored, it could never be acknowledged."""
+        if wait is None:
+            wait = batch[0].properties.get(PROPERTY_WAIT_STORE_MSG_OK) != "false"
+        if (
+            wait
+            and self._store_config.broker_role is BrokerRole.SYNC_MASTER
+            and not self._replication.enough_in_sync
+        ):
+            return PutResult(PutStatus.IN_SYNC_REPLICAS_NOT_ENOUGH)
         result = self._store.put_messages(batch)
         if result.ok:
             self.stats.on_put(batch[0].topic, result.msg_count, result.wrote_bytes)

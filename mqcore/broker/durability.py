@@ -27,6 +27,9 @@ class Replication(Protocol):
 
     def is_slave_ok(self, master_put_where: int) -> bool: ...
 
+    @property
+    def enough_in_sync(self) -> bool: ...
+
     async def wait_for_slave(self, offset: int, timeout: float) -> bool: ...
 
 

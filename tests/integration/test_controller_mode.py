@@ -16,6 +16,7 @@ from mqcore.client import Admin, Producer, make_message
 from mqcore.client.api import SendStatus
 from mqcore.errors import MQError
 from mqcore.namesrv import NamesrvController
+from mqcore.protocol import ResponseCode
 from mqcore.store.store_config import BrokerRole
 from tests.support.clients import RawBrokerClient
 from tests.support.inproc import controller_replica, namesrv_hosting_controller
@@ -134,6 +135,47 @@ async def test_the_in_sync_slave_takes_over_and_the_old_master_follows_it(
         )
         await until(lambda: a.store.dispatch_behind_bytes() == 0, 10)
         assert await bodies(a) == [f"m{i}" for i in range(30)]
+    finally:
+        await a.shutdown()
+        if b is not None:
+            await b.shutdown()
+
+
+async def test_a_master_short_of_min_in_sync_replicas_refuses_sends_up_front(
+    tmp_path: Path, namesrv: NamesrvController
+) -> None:
+    """``minInSyncReplicas`` 2 and a master alone in its in-sync set: a send is answered
+    SYSTEM_ERROR "in-sync replicas not enough" (as RocketMQ 5) and nothing is stored;
+    once a slave is in sync, sends are acknowledged."""
+    ns = namesrv.listen_address
+
+    def strict(root: Path) -> BrokerController:
+        return controller_replica(
+            root,
+            ns,
+            heartbeat_timeout_ms=TIMEOUT_MS,
+            store={"broker_role": BrokerRole.SYNC_MASTER, "min_in_sync_replicas": 2},
+        )
+
+    a = strict(tmp_path / "a")
+    await a.start()
+    b: BrokerController | None = None
+    try:
+        await until(lambda: is_master(a), 10, "a elected (the only replica)")
+        async with Admin(ns) as admin:
+            await admin.create_topic(TOPIC, queues=1)
+        end = a.store.max_phy_offset
+        async with RawBrokerClient(a.broker_addr) as client:
+            answer = await client.send(TOPIC, b"alone")
+        assert (answer.code, answer.remark) == (
+            ResponseCode.SYSTEM_ERROR, "in-sync replicas not enough",
+        )  # fmt: skip
+        assert a.store.max_phy_offset == end
+        b = strict(tmp_path / "b")
+        await b.start()
+        await until(lambda: a.replicas is not None and len(a.replicas.sync_state_set) == 2, 15)
+        async with Producer("ctl-min-pg", namesrv=ns) as producer:
+            await send(producer, 0, 3)
     finally:
         await a.shutdown()
         if b is not None:

@@ -84,6 +84,10 @@ _PUT_CODES: dict[PutStatus, tuple[int, str | None]] = {
         ResponseCode.SYSTEM_ERROR,
         "[PC_SYNCHRONIZED]broker busy, start flow control for a while",
     ),
+    PutStatus.IN_SYNC_REPLICAS_NOT_ENOUGH: (
+        ResponseCode.SYSTEM_ERROR,
+        "in-sync replicas not enough",
+    ),
     PutStatus.UNKNOWN_ERROR: (ResponseCode.SYSTEM_ERROR, "UNKNOWN_ERROR"),
 }
 _STORED = (
@@ -133,7 +137,7 @@ class SendMessageProcessor:
         if header.batch:
             keys = [m.properties.get(PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX, "") for m in batch]
             uniq_key = ",".join(keys) if any(keys) else ""
-        result = self.ctx.appender.put(batch)
+        result = self.ctx.appender.put(batch, wait=wait)
         if self.ctx.appender.must_wait(result, wait):
             return self._await_durable(request, header, queue_id, uniq_key, result)
         return self.answer(request, header, queue_id, uniq_key, result, result.status)

@@ -13,6 +13,8 @@ from mqcore.store.store_config import BrokerRole, FlushDiskType, MessageStoreCon
 
 
 class FakeSlave:
+    enough_in_sync = True
+
     def __init__(self, *, ok: bool = True, acks: bool = True) -> None:
         self.ok, self.acks = ok, acks
         self.waited_for: list[int] = []

@@ -29,6 +29,8 @@ TABLE = "1s 2s 3s"
 class FakeReplication:
     """No slave: these tests never wait for one."""
 
+    enough_in_sync = True
+
     def is_slave_ok(self, master_put_where: int) -> bool:
         return False
 
