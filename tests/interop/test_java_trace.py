@@ -6,11 +6,10 @@ queryMsgTraceById. Skipped where the Java build is absent."""
 from __future__ import annotations
 
 import asyncio
-import os
-import shutil
 from pathlib import Path
 
 import pytest
+from java_support import java_classpath, java_command, java_env
 
 from mqcore.client import Admin
 from mqcore.client.consume_service import ConsumeContext, ConsumeStatus
@@ -26,43 +25,21 @@ from tests.support.polling import until
 
 pytestmark = [pytest.mark.interop, pytest.mark.slow, pytest.mark.timeout(240)]
 
-RMQ_HOME = Path(os.environ.get("RMQ_HOME", Path.home() / "rmq-real"))
-PROBE = Path(__file__).with_name("java") / "TraceProbe.java"
 TOPIC = "JavaTraceTopic"
 
 
 @pytest.fixture(scope="module")
 def java_cp(tmp_path_factory: pytest.TempPathFactory) -> str:
-    """The 4.9.8 client's classpath with TraceProbe compiled into a tmp folder."""
-    if not (RMQ_HOME / "classes").is_dir() or not shutil.which("java") or not shutil.which("javac"):
-        pytest.skip(f"no RocketMQ 4.9.8 Java build at {RMQ_HOME} (or no JDK)")
-    jars = sorted(str(j) for j in (RMQ_HOME / "lib").glob("*.jar"))
-    cp = os.pathsep.join([str(RMQ_HOME / "classes"), *jars])
-    out = tmp_path_factory.mktemp("java-classes")
-    import subprocess
-
-    done = subprocess.run(
-        ["javac", "-nowarn", "-cp", cp, "-d", str(out), str(PROBE)],
-        capture_output=True, text=True, timeout=120, check=False,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stderr[-2000:]
-    return os.pathsep.join([cp, str(out)])
+    """The 4.9.8 client's classpath with the probes compiled into a tmp folder."""
+    return java_classpath(tmp_path_factory.mktemp("java-classes"))
 
 
 async def java(cp: str, home: Path, main: str, *args: str) -> str:
-    """Run a Java main with its user home (logs, local offsets) under ``home``; its
-    stdout. The tools read their logback config from the build's conf/."""
-    opts = [
-        "-Xmx128m", f"-Duser.home={home}", f"-Drocketmq.home.dir={RMQ_HOME}",
-        "-Drocketmq.client.logUseSlf4j=false", f"-Drocketmq.client.logRoot={home}/logs",
-    ]  # fmt: skip
-    quiet = RMQ_HOME / "conf" / "logback_quiet.xml"
-    if quiet.is_file():
-        opts.append(f"-Dlogback.configurationFile={quiet}")
+    """Run a Java main to its end; its stdout."""
     proc = await asyncio.create_subprocess_exec(
-        "java", *opts, "-cp", cp, main, *args,
+        *java_command(cp, home, main, *args),
         stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE, env={**os.environ, "ROCKETMQ_HOME": str(RMQ_HOME)},
+        stderr=asyncio.subprocess.PIPE, env=java_env(),
     )  # fmt: skip
     try:
         out, err = await asyncio.wait_for(proc.communicate(), 120)
