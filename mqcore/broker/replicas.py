@@ -210,6 +210,10 @@ class ReplicasManager:
             ),
         )
         _ok(response)
+        # Alive before anything is decided about us (RocketMQ 5 beats once here too): a
+        # restarted old master asking to be elected must be seen alive, or the first
+        # scan elects another replica.
+        await self.send_heartbeat()
         h = RegisterBrokerToControllerResponseHeader.from_command(response)
         if h.master_broker_id is not None and h.master_address:
             await self._follow(h.master_broker_id, h.master_address, h.master_epoch or 0, response)

@@ -53,13 +53,26 @@ class Liveness(Protocol):
         self, cluster_name: str, broker_name: str, broker_id: int
     ) -> BrokerLiveInfo | None: ...
 
+    def presumed_alive(self, cluster_name: str, broker_name: str, broker_id: int) -> bool:
+        """Alive, or not heard from yet by a controller that has led for less than a
+        heartbeat timeout (its silence proves nothing)."""
+        ...
+
 
 class LiveBrokers:
     """Heartbeats judged at ``now_ms``: a replica is alive while its last heartbeat is
-    younger than its timeout. Built afresh for each decision (it is cheap)."""
+    younger than its timeout. Built afresh for each decision (it is cheap).
 
-    def __init__(self, heartbeats: Iterable[BrokerLiveInfo], now_ms: int) -> None:
+    ``grace_until_ms``: until then a replica never heard from is presumed alive. A
+    controller that has just become leader has heard nobody (heartbeats go to the leader
+    only, and are not replicated): judging a master dead by that silence would elect
+    another after every controller restart or leader change."""
+
+    def __init__(
+        self, heartbeats: Iterable[BrokerLiveInfo], now_ms: int, grace_until_ms: int = 0
+    ) -> None:
         self._now_ms = now_ms
+        self._grace_until_ms = grace_until_ms
         self._table: dict[tuple[str, int], BrokerLiveInfo] = {
             (info.broker_name, info.broker_id): info for info in heartbeats
         }
@@ -85,6 +98,11 @@ class LiveBrokers:
         self, cluster_name: str, broker_name: str, broker_id: int
     ) -> BrokerLiveInfo | None:
         return self._table.get((broker_name, broker_id))
+
+    def presumed_alive(self, cluster_name: str, broker_name: str, broker_id: int) -> bool:
+        if (broker_name, broker_id) not in self._table:
+            return self._now_ms < self._grace_until_ms
+        return self.is_alive(cluster_name, broker_name, broker_id)
 
 
 def _rank(

@@ -32,9 +32,9 @@ class BrokerHeartbeatManager:
     def __init__(self, clock_ms: Callable[[], int] = _now_ms) -> None:
         self._clock_ms = clock_ms
         self._table: dict[tuple[str, int], BrokerLiveInfo] = {}
-        self.started_ms = clock_ms()
-        """When this node began listening: until a timeout has passed since, silence
-        proves nothing (it may be a new leader)."""
+        self._lead_since_ms: int | None = None
+        """When this node was first seen leading (None while it follows): until a
+        heartbeat timeout has passed since, silence proves nothing."""
 
     def on_heartbeat(self, header: BrokerHeartbeatRequestHeader) -> None:
         if header.broker_id is None:
@@ -58,9 +58,21 @@ class BrokerHeartbeatManager:
             ),
         )
 
-    def liveness(self) -> LiveBrokers:
-        """The heartbeats judged now (for one decision)."""
-        return LiveBrokers(self._table.values(), self._clock_ms())
+    def liveness(self, leading: bool = True) -> LiveBrokers:
+        """The heartbeats judged now (for one decision). ``leading``: whether this node
+        leads now; the first call that says so starts its grace (one heartbeat timeout,
+        the longest any replica asked for, 10 s before any did)."""
+        now = self._clock_ms()
+        if not leading:
+            self._lead_since_ms = None
+            return LiveBrokers(self._table.values(), now)
+        if self._lead_since_ms is None:
+            self._lead_since_ms = now
+        timeout = max(
+            (info.heartbeat_timeout_ms for info in self._table.values()),
+            default=DEFAULT_HEARTBEAT_TIMEOUT_MS,
+        )
+        return LiveBrokers(self._table.values(), now, self._lead_since_ms + timeout)
 
     def live(self) -> list[BrokerLiveInfo]:
         now = self._clock_ms()

@@ -125,7 +125,7 @@ class ControllerProcessor:
 
     async def register_broker(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
         h = RegisterBrokerToControllerRequestHeader.from_command(request)
-        liveness = self.heartbeats.liveness()
+        liveness = self.heartbeats.liveness(self.raft.is_leader)
         return await self._decide(
             request,
             lambda m: m.register_broker(
@@ -147,7 +147,7 @@ class ControllerProcessor:
     ) -> ControllerResult[Any]:
         """An election (asked by a replica, an administrator or this controller when a
         master went silent); the replicas are told of a new master."""
-        liveness = self.heartbeats.liveness()
+        liveness = self.heartbeats.liveness(self.raft.is_leader)
         wanted = None if broker_id is None or broker_id == NO_BROKER_ID else broker_id
         result: ControllerResult[Any] = await self.raft.execute(
             lambda m: m.elect_master(broker_name, wanted, liveness, designate_elect=designate)
@@ -164,7 +164,7 @@ class ControllerProcessor:
     ) -> RemotingCommand:
         h = AlterSyncStateSetRequestHeader.from_command(request)
         proposed = SyncStateSet.decode(request.body)
-        liveness = self.heartbeats.liveness()
+        liveness = self.heartbeats.liveness(self.raft.is_leader)
         return await self._decide(
             request,
             lambda m: m.alter_sync_state_set(
@@ -181,7 +181,7 @@ class ControllerProcessor:
         self, channel: Channel, request: RemotingCommand
     ) -> RemotingCommand:
         h = CleanControllerBrokerDataRequestHeader.from_command(request)
-        liveness = self.heartbeats.liveness()
+        liveness = self.heartbeats.liveness(self.raft.is_leader)
         return await self._decide(
             request,
             lambda m: m.clean_broker_data(
@@ -204,7 +204,7 @@ class ControllerProcessor:
         names = decode_broker_names(request.body)
         if not self.raft.is_leader:
             return self._not_leader(request)
-        liveness = self.heartbeats.liveness()
+        liveness = self.heartbeats.liveness(self.raft.is_leader)
         return answer(request, self.raft.read(lambda m: m.get_sync_state_data(names, liveness)))
 
     # -- helpers --------------------------------------------------------------------------

@@ -139,7 +139,7 @@ class ReplicasInfoManager:
             )
         response = result.response
         master = broker_set.master_id
-        if master is not None and liveness.is_alive(cluster_name, broker_name, master):
+        if master is not None and liveness.presumed_alive(cluster_name, broker_name, master):
             response = RegisterBrokerToControllerResponseHeader(
                 cluster_name,
                 broker_name,
@@ -185,6 +185,13 @@ class ReplicasInfoManager:
         new_master: int | None = None
         if broker_set.master_epoch == 0 and asked in broker_set.replicas:
             new_master = asked
+        elif (
+            old_master is not None
+            and not designate_elect
+            and liveness.presumed_alive(broker_set.cluster_name, broker_name, old_master)
+            and not liveness.is_alive(broker_set.cluster_name, broker_name, old_master)
+        ):
+            new_master = old_master  # unheard by a new leader, not known dead: kept
         if new_master is None:
             new_master = elect(
                 liveness,
@@ -399,7 +406,7 @@ class ReplicasInfoManager:
         for name, broker_set in sorted(self.state.broker_sets.items()):
             master = broker_set.master_id
             cluster = broker_set.cluster_name
-            if master is None or liveness.is_alive(cluster, name, master):
+            if master is None or liveness.presumed_alive(cluster, name, master):
                 continue
             if any(liveness.is_alive(cluster, name, b) for b in broker_set.replicas):
                 found.append(name)

@@ -133,8 +133,9 @@ class ControllerManager:
         name that needs one (its master silent or gone); the names elected for."""
         self.heartbeats.expire()
         if not self.raft.is_leader:
+            self.heartbeats.liveness(leading=False)  # a later lead starts a new grace
             return []
-        liveness = self.heartbeats.liveness()
+        liveness = self.heartbeats.liveness(leading=True)
         names = self.raft.read(lambda m: m.scan_need_reelect_broker_sets(liveness))
         elected = []
         for name in names:

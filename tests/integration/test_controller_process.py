@@ -63,9 +63,9 @@ cf = bench()
 
 
 @contextlib.asynccontextmanager
-async def running(root: Path, **options: Any) -> AsyncIterator[Any]:
+async def running(root: Path, timeout_ms: int = TIMEOUT_MS, **options: Any) -> AsyncIterator[Any]:
     """A started ControllerCluster, every process of it stopped after (even on failure)."""
-    cluster = cf.ControllerCluster(root, timeout_ms=TIMEOUT_MS, **options)
+    cluster = cf.ControllerCluster(root, timeout_ms=timeout_ms, **options)
     try:
         cluster.start()
         yield cluster
@@ -171,8 +171,10 @@ async def test_everything_restarted_at_once_brings_back_the_same_master_and_epoc
     and the controller's Raft journal. The journal says who was master at which epoch;
     the old master registers, is alive when the controller first looks, and is
     confirmed without an election (RocketMQ 5's DefaultElectPolicy keeps an alive old
-    master), so the epoch stays. Nothing acknowledged is lost."""
-    async with running(tmp_path) as cluster:
+    master), so the epoch stays. Nothing acknowledged is lost. That holds when the old
+    master is back within the heartbeat timeout of the controller's start: 6 s here, as
+    brokers on a loaded 2-core machine took over 2 s to start."""
+    async with running(tmp_path, timeout_ms=6000) as cluster:
         async with Admin(namesrv=cluster.namesrv_addr, client_config=cf.FAST_CLIENT) as admin:
             master = await cf.steady_master(admin, cluster)
             await cf.create_topic(admin, cluster)

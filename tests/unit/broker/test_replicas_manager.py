@@ -69,3 +69,31 @@ async def test_nothing_changes_while_the_master_does_not_serve_yet(tmp_path: Pat
     calls = Calls()
     await manager(tmp_path, calls, serves=False).sync_broker_metadata()
     assert calls.slave == [] and calls.master == []
+
+
+async def test_a_registering_replica_beats_before_it_asks_to_be_elected(tmp_path: Path) -> None:
+    """After a restart of everything, the controller elects only replicas it has heard a
+    heartbeat from: an old master that asked to be elected right after registering, with
+    its first periodic beat still to come, was refused, and the next scan elected
+    another replica at a new epoch."""
+    calls = Calls()
+    m = manager(tmp_path, calls, serves=True)
+    m.leader = "127.0.0.1:1"
+    order: list[int] = []
+
+    async def invoke(code: int, header: Any = None, body: bytes = b"") -> RemotingCommand:
+        order.append(code)
+        return RemotingCommand.response_to(RemotingCommand.request(code))  # no master named
+
+    class Client:
+        async def invoke_oneway(self, addr: str, request: RemotingCommand) -> None:
+            order.append(request.code)
+
+    m._invoke = invoke  # type: ignore[method-assign]
+    m.client = Client()  # type: ignore[assignment]
+    await m.register()
+    assert order == [
+        RequestCode.CONTROLLER_REGISTER_BROKER,
+        RequestCode.BROKER_HEARTBEAT,
+        RequestCode.CONTROLLER_ELECT_MASTER,
+    ]

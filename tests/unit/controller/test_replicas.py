@@ -288,3 +288,47 @@ def test_bodies_speak_rocketmq_json() -> None:
     wire = elected.body.to_json()
     assert wire["syncStateSet"] == [2]
     assert wire["brokerMemberGroup"]["brokerAddrs"] == {str(k): v for k, v in ADDRESSES.items()}
+
+
+def fresh_leader(*heard: int, now_ms: int = 1000, grace_until_ms: int = 5000) -> LiveBrokers:
+    """A controller that became leader lately: it heard ``heard`` only (alive), and
+    presumes the others alive until ``grace_until_ms``."""
+    return LiveBrokers(
+        [BrokerLiveInfo(CLUSTER, NAME, b, ADDRESSES[b], now_ms, 10_000) for b in heard],
+        now_ms=now_ms,
+        grace_until_ms=grace_until_ms,
+    )
+
+
+def test_a_new_leader_keeps_an_unheard_master_for_one_heartbeat_timeout() -> None:
+    """Everything restarted at once: the journal names master 1, replica 3 registers and
+    beats first. Until a timeout has passed since the controller began leading, 1's
+    silence proves nothing: 3 is told 1 is master, 3's election keeps 1, and the scan
+    does not elect. Once the grace is over, 1's silence counts."""
+    manager = three_in_sync()
+    liveness = fresh_leader(3)
+    told = manager.register_broker(CLUSTER, NAME, 3, ADDRESSES[3], liveness).response
+    assert (told.master_broker_id, told.master_epoch) == (1, 1)
+    kept = manager.elect_master(NAME, 3, liveness)
+    assert kept.code == ResponseCode.CONTROLLER_MASTER_STILL_EXIST
+    assert (kept.response.master_broker_id, kept.response.master_epoch) == (1, 1)
+    assert not kept.events
+    assert manager.scan_need_reelect_broker_sets(liveness) == []
+    later = fresh_leader(3, now_ms=6000)
+    assert manager.scan_need_reelect_broker_sets(later) == [NAME]
+    elected = manager.elect_master(NAME, 3, later)
+    assert (elected.response.master_broker_id, elected.response.master_epoch) == (3, 2)
+
+
+def test_a_master_heard_dead_is_not_presumed_alive_in_the_grace() -> None:
+    """Presumed alive means never heard: a master whose heartbeats stopped is dead."""
+    manager = three_in_sync()
+    stale = BrokerLiveInfo(CLUSTER, NAME, 1, ADDRESSES[1], 0, 500)
+    liveness = LiveBrokers(
+        [stale, BrokerLiveInfo(CLUSTER, NAME, 2, ADDRESSES[2], 1000, 10_000)],
+        now_ms=1000,
+        grace_until_ms=5000,
+    )
+    assert not liveness.presumed_alive(CLUSTER, NAME, 1)
+    assert manager.scan_need_reelect_broker_sets(liveness) == [NAME]
+    assert manager.elect_master(NAME, None, liveness).response.master_broker_id == 2

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from mqcore.controller.heartbeats import BrokerHeartbeatManager
 from mqcore.controller.server import ControllerConfig, ControllerManager
 from mqcore.protocol import RemotingCommand, RequestCode, ResponseCode
 from mqcore.protocol.bodies.controller import SyncStateSet
@@ -242,3 +243,26 @@ async def test_a_replica_outside_the_in_sync_set_is_not_elected(
         assert GetReplicaInfoResponseHeader.from_command(r).master_broker_id != id_b
     finally:
         await client.close()
+
+
+def test_the_grace_starts_when_the_node_leads() -> None:
+    """Heartbeats go to the leader only: a node that starts leading has heard nobody, and
+    its grace (the longest timeout any replica asked for) starts then, not at boot."""
+    now = [0]
+    beats = BrokerHeartbeatManager(clock_ms=lambda: now[0])
+    assert not beats.liveness(leading=False).presumed_alive("c", "b", 1)
+    now[0] = 50_000
+    beats.on_heartbeat(
+        BrokerHeartbeatRequestHeader(
+            cluster_name="c", broker_addr="a:1", broker_name="b", broker_id=2,
+            heartbeat_timeout_mills=3000,
+        )
+    )  # fmt: skip
+    assert beats.liveness(leading=True).presumed_alive("c", "b", 1)
+    now[0] = 52_999
+    assert beats.liveness(leading=True).presumed_alive("c", "b", 1)
+    now[0] = 53_000
+    assert not beats.liveness(leading=True).presumed_alive("c", "b", 1)
+    beats.liveness(leading=False)  # it follows for a while, then leads again
+    now[0] = 60_000
+    assert beats.liveness(leading=True).presumed_alive("c", "b", 1)
