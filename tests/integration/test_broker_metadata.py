@@ -26,6 +26,7 @@ from mqcore.protocol.headers import CreateTopicRequestHeader, RegisterBrokerRequ
 from mqcore.remoting import Channel, RemotingClient
 from mqcore.store.metadata import SubscriptionGroupManager, TopicConfig, TopicConfigManager
 from tests.support import until
+from tests.support.clients import RawBrokerClient
 from tests.support.inproc import running_broker, running_namesrv
 from tests.support.processes import start_broker
 
@@ -95,6 +96,21 @@ async def test_a_created_topic_is_registered_alone_and_the_rest_stay_routed(
         assert table <= routed(namesrv)  # a partial body adds, it does not replace
         route = namesrv.routes.pick_topic_route_data("TBW102")
         assert route is not None and route.queue_datas[0].broker_name == "broker-a"
+
+
+async def test_a_topic_a_send_creates_is_registered_alone(
+    tmp_path: Path, namesrv: NamesrvController
+) -> None:
+    recorder = Recorder(namesrv)
+    async with running_broker(tmp_path, namesrv.listen_address) as broker:
+        table = set(broker.topic_configs.table)
+        await until(lambda: table <= routed(namesrv), 10, "the start's registration")
+        mark = len(recorder.seen)
+        async with RawBrokerClient(broker.broker_addr) as client:
+            sent = await client.send("AutoMade", b"x")
+        assert sent.code == ResponseCode.SUCCESS, sent.remark
+        await until(lambda: "AutoMade" in routed(namesrv), 10, "the route of AutoMade")
+        assert [s.topics for s in recorder.since(mark)] == [{"AutoMade"}]
 
 
 async def test_a_name_server_that_forgot_the_broker_gets_the_whole_table(
