@@ -50,6 +50,13 @@ ClusterOpt = typer.Option(
 TopicArg = typer.Argument(
     None, metavar="TOPIC", help="Topic (or -t).", autocompletion=complete_topic, show_default=False
 )
+TopicsArg = typer.Argument(
+    None,
+    metavar="TOPIC...",
+    help="Topics (or -t for one).",
+    autocompletion=complete_topic,
+    show_default=False,
+)
 
 
 def resolve_topic(positional: str | None, option: str | None) -> str:
@@ -60,6 +67,14 @@ def resolve_topic(positional: str | None, option: str | None) -> str:
     if not topic:
         raise typer.BadParameter("give the topic as TOPIC or -t TOPIC")
     return topic
+
+
+def resolve_topics(positional: list[str], option: str | None) -> list[str]:
+    """The topics given as TOPIC... and/or -t, each once, in the order given."""
+    topics = list(dict.fromkeys([*positional, *([option] if option else [])]))
+    if not topics:
+        raise typer.BadParameter("give the topic as TOPIC or -t TOPIC")
+    return topics
 
 
 def _perm(text: str | None) -> int | None:
@@ -143,7 +158,7 @@ def _print_route(topic: str, route: TopicRouteData, fmt: str = "table") -> None:
 
 @topic_app.command("create")
 def create(
-    topic_arg: str | None = TopicArg,
+    topics: list[str] | None = TopicsArg,
     topic_opt: str | None = topic_option(False, "Topic to create."),
     queues: int = typer.Option(8, "--queues", "-q", help="Read and write queues per broker."),
     read_queues: int | None = typer.Option(None, "--read-queues", "-r", help="Read queues."),
@@ -154,27 +169,25 @@ def create(
     broker: list[str] = typer.Option([], "--broker", "-b", help="Only these brokers (repeat)."),
     namesrv: str | None = NamesrvOpt,
 ) -> None:
-    """Create a topic on every master (of --cluster, or only --broker ones).
+    """Create topics on every master (of --cluster, or only --broker ones).
+
+    Several topics go in one request per broker (RocketMQ 5's
+    UPDATE_AND_CREATE_TOPIC_LIST), one by one to a broker that lacks it (RocketMQ 4.x).
 
     Examples:
       mq topic create Orders
       mq topic create Orders -q 16 --perm RW -c DefaultCluster
       mq topic create Payments --order --broker broker-a
+      mq topic create Orders Payments Refunds -q 4
     """
-    topic = resolve_topic(topic_arg, topic_opt)
+    names = resolve_topics(topics or [], topic_opt)
     _check_queues(queues, read_queues, write_queues)
+    read, write, perm_value = read_queues or queues, write_queues or queues, _perm(perm) or 6
+    if len(names) > 1:
+        run_async(_create_many(namesrv, names, read, write, perm_value, order, cluster, broker))
+        return
     run_async(
-        _create(
-            namesrv,
-            topic,
-            read_queues or queues,
-            write_queues or queues,
-            _perm(perm) or 6,
-            order,
-            cluster,
-            broker,
-            update=False,
-        )
+        _create(namesrv, names[0], read, write, perm_value, order, cluster, broker, update=False)
     )
 
 
@@ -267,6 +280,49 @@ async def _create(
     )
     if route is None or not applied(route):
         console.print("[yellow]the name server does not show it yet; check `mq topic route`[/]")
+
+
+async def _create_many(
+    namesrv: str | None,
+    topics: list[str],
+    read: int,
+    write: int,
+    perm: int,
+    order: bool,
+    cluster: str | None,
+    brokers: list[str],
+) -> None:
+    async with admin_session(namesrv) as admin:
+        names = await admin.create_topics(
+            topics,
+            read_queue_nums=read,
+            write_queue_nums=write,
+            perm=perm,
+            order=order,
+            cluster=cluster,
+            brokers=brokers or None,
+        )
+        missing = await _wait_for_topics(admin, set(topics))
+    console.print(
+        f"created {len(topics)} topics on {', '.join(names)}: "
+        f"{read} read / {write} write queues, perm {fmt_perm(perm)}"
+    )
+    if missing:
+        shown = ", ".join(sorted(missing)[:5]) + (", ..." if len(missing) > 5 else "")
+        console.print(
+            f"[yellow]the name server does not list {len(missing)} of them yet ({escape(shown)});"
+            " check `mq topic list`[/]"
+        )
+
+
+async def _wait_for_topics(admin: Admin, topics: set[str], timeout: float = 10.0) -> set[str]:
+    """Poll the name server's topic list until it holds ``topics``; those it lacks."""
+    deadline = time.monotonic() + timeout
+    while True:
+        missing = topics - await admin.topic_list()
+        if not missing or time.monotonic() >= deadline:
+            return missing
+        await asyncio.sleep(0.1)
 
 
 # -- delete ------------------------------------------------------------------------------

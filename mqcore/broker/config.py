@@ -142,6 +142,17 @@ class BrokerConfig(ServerSettings, PropertiesConfig):
     flush_consumer_offset_interval: int = 5000
     register_name_server_period: int = 30_000
     register_broker_timeout_mills: int = 6000
+    force_register: bool = True
+    """The periodic registration sends the whole table even where the name server holds
+    its current data version (4.9.8's default); false asks QUERY_DATA_VERSION first."""
+    compressed_register: bool = False
+    """Registration bodies are zlib-compressed (4.9.8 and RocketMQ 5 name servers read
+    them; topicSysFlag and order do not travel in that form, as in RocketMQ)."""
+    enable_split_registration: bool = False
+    """RocketMQ 5: a table of ``splitRegistrationSize`` topics or more registers in parts
+    of that many. Needs mq's or RocketMQ 5's name server: 4.9.8's keeps the first part
+    only (the parts share one data version)."""
+    split_registration_size: int = 800
     channel_expired_timeout: int = 120_000
     """A client silent this long (no heartbeat) is dropped."""
     client_scan_interval: int = 10_000

@@ -105,7 +105,9 @@ class BrokerController:
         self.groups = SubscriptionGroupManager(root)
         self.delay_offsets = DelayOffsetManager(root)
         self.filters = ConsumerFilterManager(root)
-        self.registration = Registration(config.register_name_server_period)
+        self.registration = Registration(
+            config.register_name_server_period, force_register=config.force_register
+        )
         """Re-registration with the name servers, coalesced and periodic."""
         self.persister = ConfigPersister()
         """Writes config files off the loop, coalesced (heartbeats, the 60 s timer)."""
@@ -115,6 +117,7 @@ class BrokerController:
             offsets=self.offsets,
             persister=self.persister,
             request_register=self.registration.request,
+            register_topics=self.registration.request_topics,
         )
         # -- clients and statistics -------------------------------------------------------
         self.producers = ProducerManager()
@@ -343,7 +346,10 @@ class BrokerController:
         return services
 
     def _start_registration(self) -> None:
-        run = self.registration.run(lambda force: self.outer_api.register_all(force=force))
+        run = self.registration.run(
+            lambda force: self.outer_api.register_all(force=force),
+            self.outer_api.register_topics,
+        )
         self.timers.spawn(run, name="broker-register")
 
     def _store_host(self) -> HostAddr:

@@ -1,22 +1,36 @@
 """`BrokerOuterAPI`: the broker's calls to the name servers (RocketMQ ``BrokerOuterAPI``).
 
 REGISTER_BROKER goes to every name server at once (one slow or dead name server delays
-nobody); the body is a ``RegisterBrokerBody`` carrying the topic table and its data
-version, with the CRC32 the name server checks. A non-forced registration first asks
-QUERY_DATA_VERSION and skips name servers that already have the current version.
+nobody); the body is a ``RegisterBrokerBody`` carrying topic configs and the table's data
+version, with the CRC32 the name server checks (bodies: :mod:`mqcore.broker.register_body`,
+encoded once per registration, off the loop when large). A non-forced registration first
+asks QUERY_DATA_VERSION and skips name servers that already have the current version.
+
+After a change to some topics only those topics are sent (4.9.8's
+``registerIncrementBrokerData``): a name server adds or updates the topics of a body and
+keeps the others. That holds only while it still knows this broker, so an increment goes
+only over the connection on which a whole table was last registered there; a name server
+reached over a new connection (it restarted, or closed ours and forgot us) gets the whole
+table instead.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-import zlib
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from mqcore.broker.register_body import (
+    ON_LOOP_MAX,
+    RegisterBody,
+    TopicTableSnapshot,
+    encode_bodies,
+    snapshot,
+)
 from mqcore.errors import MQError
 from mqcore.protocol import RemotingCommand, RequestCode, ResponseCode
-from mqcore.protocol.bodies.route import MASTER_ID, KVTable, RegisterBrokerBody
+from mqcore.protocol.bodies.route import MASTER_ID, KVTable
 from mqcore.protocol.headers import (
     QueryDataVersionRequestHeader,
     QueryDataVersionResponseHeader,
@@ -24,7 +38,7 @@ from mqcore.protocol.headers import (
     RegisterBrokerResponseHeader,
     UnregisterBrokerRequestHeader,
 )
-from mqcore.remoting import RemotingClient
+from mqcore.remoting import Channel, RemotingClient
 from mqcore.remoting.tls import client_context_from_config
 
 if TYPE_CHECKING:
@@ -59,39 +73,120 @@ class BrokerOuterAPI:
         self.client = RemotingClient(ssl_context=client_context_from_config(config))
         self.last_results: dict[str, bool] = {}
         """Name server -> whether the last registration there succeeded."""
+        self._full_over: dict[str, Channel] = {}
+        """Name server -> the connection its last whole-table registration went over."""
 
     @property
     def timeout(self) -> float:
         return self.config.register_broker_timeout_mills / 1000
 
+    # -- the whole table ------------------------------------------------------------------
+
+    def _snapshot(self, topics: list[str] | None = None) -> TopicTableSnapshot:
+        return snapshot(self.topics.manager, self.config.broker_permission, topics)
+
+    async def _encode(self, snap: TopicTableSnapshot, *, split: bool) -> list[RegisterBody]:
+        """Bodies of ``snap``; a large table is encoded on a worker thread."""
+        config = self.config
+        split_size = (
+            config.split_registration_size if split and config.enable_split_registration else None
+        )
+        if len(snap) <= ON_LOOP_MAX:
+            return encode_bodies(snap, compressed=config.compressed_register, split_size=split_size)
+        return await asyncio.to_thread(
+            encode_bodies, snap, compressed=config.compressed_register, split_size=split_size
+        )
+
     async def register_all(self, *, force: bool = True) -> dict[str, bool]:
-        """Register at every name server concurrently; name server -> success."""
+        """Register the whole table at every name server concurrently; name server ->
+        success. Unless ``force``, name servers holding the current version are skipped."""
         addrs = self.config.namesrv_addrs
         if not addrs:
             return {}
-        results = await asyncio.gather(*(self._register_one(a, force) for a in addrs))
+        snap = self._snapshot()
+        bodies: asyncio.Future[list[RegisterBody]] | None = None
+
+        def shared_bodies() -> asyncio.Future[list[RegisterBody]]:
+            nonlocal bodies
+            if bodies is None:  # encoded once, for the first name server that needs it
+                bodies = asyncio.ensure_future(self._encode(snap, split=True))
+            return bodies
+
+        async def one(addr: str) -> bool:
+            try:
+                if not force and not await self._changed_at(addr):
+                    return True
+            except (MQError, OSError) as exc:
+                log.warning("query data version at name server %s failed: %s", addr, exc)
+                return False
+            return await self._register_full(addr, await shared_bodies())
+
+        results = await asyncio.gather(*(one(a) for a in addrs))
         self.last_results = dict(zip(addrs, results, strict=True))
         return self.last_results
 
-    def _register_request(self) -> RemotingCommand:
+    async def _register_full(self, addr: str, bodies: list[RegisterBody]) -> bool:
+        """Send ``bodies`` (the parts of one whole-table registration) in order."""
+        try:
+            channel = await self.client.channel(addr)
+        except (MQError, OSError) as exc:
+            log.warning("register broker at name server %s failed: %s", addr, exc)
+            return False
+        for body in bodies:
+            if not await self._send(addr, body):
+                self._full_over.pop(addr, None)
+                return False
+        self._full_over[addr] = channel
+        return True
+
+    # -- changed topics alone -------------------------------------------------------------
+
+    async def register_topics(self, topics: list[str]) -> bool:
+        """Register ``topics`` alone (with the current data version) at every name server
+        that holds this broker's table from this connection, the whole table at the
+        others. True when every name server accepted."""
+        addrs = self.config.namesrv_addrs
+        if not addrs:
+            return True
+        snap = self._snapshot(topics)
+        increment = await self._encode(snap, split=False)
+
+        async def one(addr: str) -> bool:
+            try:
+                channel = await self.client.channel(addr)
+            except (MQError, OSError) as exc:
+                log.warning("register broker at name server %s failed: %s", addr, exc)
+                return False
+            if self._full_over.get(addr) is not channel:
+                full = await self._encode(self._snapshot(), split=True)
+                return await self._register_full(addr, full)
+            return await self._send(addr, increment[0])
+
+        results = await asyncio.gather(*(one(a) for a in addrs))
+        self.last_results = dict(zip(addrs, results, strict=True))
+        return all(results)
+
+    # -- one request ----------------------------------------------------------------------
+
+    def _register_request(self, body: RegisterBody) -> RemotingCommand:
         config = self.config
-        body = RegisterBrokerBody(self.topics.serialize_wrapper()).encode()
         header = RegisterBrokerRequestHeader(
             broker_name=config.broker_name,
             broker_addr=self.broker_addr(),
             cluster_name=config.broker_cluster_name,
             ha_server_addr=self.ha_addr(),
             broker_id=config.broker_id,
-            compressed=False,
-            body_crc32=zlib.crc32(body) & 0x7FFFFFFF,
+            compressed=body.compressed,
+            body_crc32=body.crc32,
         )
-        return RemotingCommand.request(RequestCode.REGISTER_BROKER, header.to_ext_fields(), body)
+        return RemotingCommand.request(
+            RequestCode.REGISTER_BROKER, header.to_ext_fields(), body.body
+        )
 
-    async def _register_one(self, addr: str, force: bool) -> bool:
+    async def _send(self, addr: str, body: RegisterBody) -> bool:
+        """One REGISTER_BROKER; a slave learns its master from the answer."""
         try:
-            if not force and not await self._changed_at(addr):
-                return True
-            response = await self.client.invoke(addr, self._register_request(), self.timeout)
+            response = await self.client.invoke(addr, self._register_request(body), self.timeout)
         except (MQError, OSError) as exc:
             log.warning("register broker at name server %s failed: %s", addr, exc)
             return False
@@ -132,7 +227,7 @@ class BrokerOuterAPI:
             cluster_name=config.broker_cluster_name,
             broker_id=config.broker_id,
         )
-        body = self.topics.serialize_wrapper().data_version.encode()
+        body = self.topics.manager.data_version.encode()
         request = RemotingCommand.request(
             RequestCode.QUERY_DATA_VERSION, header.to_ext_fields(), body
         )

@@ -1,14 +1,18 @@
 """The name server's request processors (RocketMQ's ``DefaultRequestProcessor``).
 
 All are synchronous: they only touch in-memory tables (KV writes fsync a small file), so
-they answer without a task switch. Unknown codes get REQUEST_CODE_NOT_SUPPORTED from the
-dispatcher, unlike the Java name server which stays silent (spec §13.11).
+they answer without a task switch; the one exception is the decoding of a large
+REGISTER_BROKER body, made on a worker thread (the tables are still changed on the loop).
+Unknown codes get REQUEST_CODE_NOT_SUPPORTED from the dispatcher, unlike the Java name
+server which stays silent (spec §13.11).
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import zlib
+from collections.abc import Awaitable
 
 from mqcore.common.properties import parse_properties
 from mqcore.namesrv.config import NamesrvConfig
@@ -16,11 +20,13 @@ from mqcore.namesrv.kvconfig import NAMESPACE_ORDER_TOPIC_CONFIG, KVConfigManage
 from mqcore.namesrv.routeinfo import RouteInfoManager
 from mqcore.protocol import RemotingCommand, RequestCode, ResponseCode
 from mqcore.protocol.bodies import (
+    BodyError,
     DataVersion,
     KVTable,
     RegisterBrokerBody,
     TopicConfigSerializeWrapper,
 )
+from mqcore.protocol.bodies.register_compressed import decode_compressed
 from mqcore.protocol.headers import (
     AddWritePermOfBrokerRequestHeader,
     AddWritePermOfBrokerResponseHeader,
@@ -53,9 +59,33 @@ _V3_0_11 = 37
 
 SUCCESS = ResponseCode.SUCCESS
 
+DECODE_ON_LOOP_MAX = 64 * 1024
+"""REGISTER_BROKER bodies up to this size (about 400 topics in JSON) are decoded on the
+event loop; larger ones on a worker thread."""
+
 
 def _ok(request: RemotingCommand, **kwargs: object) -> RemotingCommand:
     return RemotingCommand.response_to(request, SUCCESS, **kwargs)  # type: ignore[arg-type]
+
+
+def _decode_register_body(body: bytes, compressed: bool, version: int) -> RegisterBrokerBody | None:
+    """The body of REGISTER_BROKER (None when empty); raises BodyError."""
+    if not body:
+        return None
+    if compressed:
+        return decode_compressed(body, version)
+    if version >= _V3_0_11:
+        return RegisterBrokerBody.decode(body)
+    return RegisterBrokerBody(TopicConfigSerializeWrapper.decode(body))
+
+
+def _bad_register_body(
+    channel: Channel, request: RemotingCommand, exc: BodyError
+) -> RemotingCommand:
+    log.warning("REGISTER_BROKER from %s: %s", channel.remote_address, exc)
+    return RemotingCommand.response_to(
+        request, ResponseCode.SYSTEM_ERROR, f"Failed to decode RegisterBrokerBody: {exc}"
+    )
 
 
 class NamesrvProcessor:
@@ -134,7 +164,13 @@ class NamesrvProcessor:
 
     # -- brokers ----------------------------------------------------------------------------
 
-    def register_broker(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
+    def register_broker(
+        self, channel: Channel, request: RemotingCommand
+    ) -> RemotingCommand | Awaitable[RemotingCommand]:
+        """REGISTER_BROKER, plain JSON or compressed (``compressed=true``: 4.9.8 and
+        RocketMQ 5 brokers with ``compressedRegister``). A body of more than
+        :data:`DECODE_ON_LOOP_MAX` bytes is decoded on a worker thread, so a broker of
+        10,000 topics does not hold every other request up for the decode."""
         h = RegisterBrokerRequestHeader.from_command(request)
         body = bytes(request.body)
         if h.body_crc32 and (zlib.crc32(body) & 0x7FFFFFFF) != h.body_crc32:
@@ -142,29 +178,44 @@ class NamesrvProcessor:
             return RemotingCommand.response_to(
                 request, ResponseCode.SYSTEM_ERROR, "crc32 not match"
             )
-        if h.compressed:
-            return RemotingCommand.response_to(
-                request,
-                ResponseCode.SYSTEM_ERROR,
-                "compressed broker registration is not supported; set compressedRegister=false",
+        if len(body) > DECODE_ON_LOOP_MAX:
+            return self._register_decoded_off_loop(channel, request, h, body)
+        try:
+            parsed = _decode_register_body(body, h.compressed, request.version)
+        except BodyError as exc:
+            return _bad_register_body(channel, request, exc)
+        return self._register(channel, request, h, parsed)
+
+    async def _register_decoded_off_loop(
+        self,
+        channel: Channel,
+        request: RemotingCommand,
+        h: RegisterBrokerRequestHeader,
+        body: bytes,
+    ) -> RemotingCommand:
+        try:
+            parsed = await asyncio.to_thread(
+                _decode_register_body, body, h.compressed, request.version
             )
-        wrapper: TopicConfigSerializeWrapper | None = None
-        filter_servers: list[str] = []
-        if body:
-            if request.version >= _V3_0_11:
-                parsed = RegisterBrokerBody.decode(body)
-                wrapper = parsed.topic_config_serialize_wrapper
-                filter_servers = parsed.filter_server_list
-            else:
-                wrapper = TopicConfigSerializeWrapper.decode(body)
+        except BodyError as exc:
+            return _bad_register_body(channel, request, exc)
+        return self._register(channel, request, h, parsed)
+
+    def _register(
+        self,
+        channel: Channel,
+        request: RemotingCommand,
+        h: RegisterBrokerRequestHeader,
+        parsed: RegisterBrokerBody | None,
+    ) -> RemotingCommand:
         result = self.routes.register_broker(
             h.cluster_name,
             h.broker_addr,
             h.broker_name,
             h.broker_id,
             h.ha_server_addr,
-            wrapper,
-            filter_servers,
+            parsed.topic_config_serialize_wrapper if parsed else None,
+            parsed.filter_server_list if parsed else [],
             channel,
         )
         order = self.kv.namespace(NAMESPACE_ORDER_TOPIC_CONFIG)

@@ -9,8 +9,13 @@ below is unit-testable with a fake clock. Tables, as in RocketMQ 4.9.8::
     broker_live_table   brokerAddr  -> BrokerLiveInfo(last_update, data_version, channel, ha)
     filter_server_table brokerAddr  -> [filter server addr]
 
-Rules: only a master's registration (id 0) updates queue data, and only when its
-DataVersion changed or it is new; topics a broker stops reporting are kept (4.9.8). A
+Rules: only a master's registration (id 0) updates queue data; a topic of its body is
+taken when the broker is new, when its DataVersion changed, or when the topic has no
+queue data of that broker yet (RocketMQ 5's ``isTopicConfigChanged``: the parts of a
+split registration share one version). A body need not hold the whole table: topics it
+does not name keep their queue data, so a registration of one changed topic (4.9.8's
+``registerIncrementBrokerData``) adds to what the name server knows; topics go only with
+DELETE_TOPIC_IN_NAMESRV or with their last broker (4.9.8). A
 broker address goes away on UNREGISTER_BROKER, on its connection closing, or after
 ``expired`` seconds without registering; when a broker name loses its last address its
 queue data, cluster membership and empty topics go too. Slaves are listed under their
@@ -108,21 +113,18 @@ class RouteInfoManager:
         addrs[broker_id] = broker_addr
 
         version = topic_config_wrapper.data_version if topic_config_wrapper else DataVersion()
-        update_queues = (
-            topic_config_wrapper is not None
-            and broker_id == MASTER_ID
-            and (register_first or self.is_broker_topic_config_changed(broker_addr, version))
-        )
-        if update_queues:
-            assert topic_config_wrapper is not None
+        if topic_config_wrapper is not None and broker_id == MASTER_ID:
+            every = register_first or self.is_broker_topic_config_changed(broker_addr, version)
             for config in topic_config_wrapper.topic_config_table.values():
-                t.topic_queue_table.setdefault(config.topic_name, {})[broker_name] = QueueData(
-                    broker_name,
-                    config.read_queue_nums,
-                    config.write_queue_nums,
-                    config.perm,
-                    config.topic_sys_flag,
-                )
+                queues = t.topic_queue_table.setdefault(config.topic_name, {})
+                if every or broker_name not in queues:
+                    queues[broker_name] = QueueData(
+                        broker_name,
+                        config.read_queue_nums,
+                        config.write_queue_nums,
+                        config.perm,
+                        config.topic_sys_flag,
+                    )
         previous = t.broker_live_table.get(broker_addr)
         if previous is None:
             log.info(

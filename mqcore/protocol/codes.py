@@ -63,6 +63,8 @@ class RequestCode(IntEnum):
     QUERY_CONSUMER_OFFSET = 14
     UPDATE_CONSUMER_OFFSET = 15
     UPDATE_AND_CREATE_TOPIC = 17
+    UPDATE_AND_CREATE_TOPIC_LIST = 18
+    """RocketMQ 5: many topics in one request (body ``{"topicConfigList":[...]}``)."""
     GET_ALL_TOPIC_CONFIG = 21
     GET_TOPIC_CONFIG_LIST = 22
     GET_TOPIC_NAME_LIST = 23
@@ -201,6 +203,8 @@ class ResponseCode(IntEnum):
     SUBSCRIPTION_GROUP_NOT_EXIST = 26
     FILTER_DATA_NOT_EXIST = 27
     FILTER_DATA_NOT_LATEST = 28
+    INVALID_PARAMETER = 29
+    """RocketMQ 5: a request field is wrong (e.g. a topic name in a topic list)."""
     TRANSACTION_SHOULD_COMMIT = 200
     TRANSACTION_SHOULD_ROLLBACK = 201
     TRANSACTION_STATE_UNKNOW = 202

@@ -96,6 +96,19 @@ def test_topic_commands_take_the_topic_as_group_commands_take_the_group(
     assert cluster.mq("topic", "route", "Positional").returncode == 1
 
 
+def test_create_takes_many_topics_in_one_command(cluster: Cluster) -> None:
+    """One UPDATE_AND_CREATE_TOPIC_LIST per broker; -t adds one more, repeats count once."""
+    out = cluster.ok(
+        "topic", "create", "ManyA", "ManyB", "ManyC", "ManyA", "-t", "ManyD", "-q", "3"
+    )
+    assert "created 4 topics on broker-a: 3 read / 3 write queues, perm RW-" in out
+    for topic in ("ManyA", "ManyB", "ManyC", "ManyD"):
+        q = _ns_route(cluster, topic).queue_datas[0]
+        assert (q.broker_name, q.read_queue_nums, q.write_queue_nums) == ("broker-a", 3, 3)
+    bad = cluster.mq("topic", "create", "Fine", "not fine")
+    assert bad.returncode != 0 and "not fine" in bad.stderr
+
+
 def test_update_changes_only_what_is_given_then_delete(cluster: Cluster) -> None:
     cluster.ok("topic", "create", "-t", "Changing", "-q", "2")
     out = cluster.ok("topic", "update", "-t", "Changing", "-w", "6", "-r", "6")

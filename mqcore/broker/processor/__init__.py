@@ -6,19 +6,23 @@ A processor module never imports the controller, starts no service and schedules
 timer; the controller puts each table on its ports.
 
 Shared here: :func:`reply`, the one way processors build an answer (response code,
-remark, typed header), so every error carries a remark as RocketMQ's do, and
+remark, typed header), so every error carries a remark as RocketMQ's do;
+:func:`reply_when_written`, the answer to a change that must be on disk first; and
 :func:`serve`, the one way a table of handlers goes onto the broker's ports.
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterable, Mapping
+from concurrent.futures import Future
 
+from mqcore.errors import ConfigError
 from mqcore.protocol import RemotingCommand, ResponseCode
 from mqcore.protocol.headers import CommandHeader
 from mqcore.remoting import Processor, RemotingServer
 
-__all__ = ["reply", "serve"]
+__all__ = ["reply", "reply_when_written", "serve"]
 
 
 def serve(servers: Iterable[RemotingServer], table: Mapping[int, Processor]) -> None:
@@ -40,3 +44,15 @@ def reply(
     return RemotingCommand.response_to(
         request, code, remark, header.to_ext_fields() if header is not None else None, body
     )
+
+
+async def reply_when_written(request: RemotingCommand, *written: Future[None]) -> RemotingCommand:
+    """SUCCESS once every write of ``written`` (the persister's group commits) is done;
+    SYSTEM_ERROR naming the file when one failed (the change stays in memory and is
+    written again at the next turn, but the client is not told it is durable)."""
+    for future in written:
+        try:
+            await asyncio.wrap_future(future)
+        except ConfigError as exc:
+            return reply(request, ResponseCode.SYSTEM_ERROR, f"not persisted: {exc}")
+    return reply(request)

@@ -19,11 +19,12 @@ from typing import TYPE_CHECKING, Any
 
 from mqcore.broker.config import BROKER_CONFIG_BLACK_LIST, BROKER_CONFIG_FIELDS
 from mqcore.broker.config_file import save_properties
-from mqcore.broker.processor import reply
+from mqcore.broker.processor import reply, reply_when_written
 from mqcore.common.properties import PropertiesConfig, camel, parse_properties
 from mqcore.errors import ConfigError
 from mqcore.protocol import MQ_VERSION, RemotingCommand, RequestCode, ResponseCode
 from mqcore.protocol.bodies import (
+    BodyError,
     DataVersion,
     KVTable,
     MessageQueue,
@@ -32,6 +33,7 @@ from mqcore.protocol.bodies import (
     TopicOffset,
     TopicStatsTable,
 )
+from mqcore.protocol.bodies.topic_admin import CreateTopicListRequestBody
 from mqcore.protocol.headers import (
     CreateTopicRequestHeader,
     DeleteTopicRequestHeader,
@@ -184,7 +186,20 @@ class AdminProcessor:
 
     # -- topics -------------------------------------------------------------------------
 
-    def update_and_create_topic(
+    def _refusal(self, topic: str) -> str | None:
+        """Why ``topic`` may not be created or changed by an admin (None: it may)."""
+        c = self.ctx
+        if topic == c.config.broker_cluster_name:
+            return f"The topic[{topic}] is conflict with system reserved words."
+        try:
+            validate_topic_name(topic)
+        except TopicNameError as exc:
+            return str(exc)
+        if is_system_topic(topic):
+            return f"The topic[{topic}] is conflict with system topic."
+        return None
+
+    async def update_and_create_topic(
         self, channel: Channel, request: RemotingCommand
     ) -> RemotingCommand:
         header = CreateTopicRequestHeader.from_command(request)
@@ -192,22 +207,9 @@ class AdminProcessor:
         topic = header.topic
         if c.store_config.broker_role is BrokerRole.SLAVE:
             return reply(request, ResponseCode.SYSTEM_ERROR, "a slave broker cannot create topics")
-        if topic == c.config.broker_cluster_name:
-            return reply(
-                request,
-                ResponseCode.SYSTEM_ERROR,
-                f"The topic[{topic}] is conflict with system reserved words.",
-            )
-        try:
-            validate_topic_name(topic)
-        except TopicNameError as exc:
-            return reply(request, ResponseCode.SYSTEM_ERROR, str(exc))
-        if is_system_topic(topic):
-            return reply(
-                request,
-                ResponseCode.SYSTEM_ERROR,
-                f"The topic[{topic}] is conflict with system topic.",
-            )
+        refusal = self._refusal(topic)
+        if refusal is not None:
+            return reply(request, ResponseCode.SYSTEM_ERROR, refusal)
         if header.read_queue_nums < 0 or header.write_queue_nums < 0:
             return reply(request, ResponseCode.SYSTEM_ERROR, "queue numbers must not be negative")
         try:
@@ -228,10 +230,42 @@ class AdminProcessor:
             order=header.order,
         )
         log.info("updateAndCreateTopic %s from %s", config, channel.remote_address)
-        c.topics.update(config)
-        return reply(request)
+        return await reply_when_written(request, c.topics.update(config))
 
-    def delete_topic(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
+    async def update_and_create_topic_list(
+        self, channel: Channel, request: RemotingCommand
+    ) -> RemotingCommand:
+        """RocketMQ 5's UPDATE_AND_CREATE_TOPIC_LIST: every topic is checked first (one
+        bad name refuses the whole list with INVALID_PARAMETER, nothing created), then
+        the topics that differ from what the broker has are made in one go: one write
+        and one registration for the lot. (RocketMQ 5 stops at the first unchanged topic
+        and answers SUCCESS without making the rest; here the rest are made.)"""
+        c = self.ctx
+        if c.store_config.broker_role is BrokerRole.SLAVE:
+            return reply(request, ResponseCode.SYSTEM_ERROR, "a slave broker cannot create topics")
+        try:
+            configs = CreateTopicListRequestBody.decode(request.body).topic_config_list
+        except BodyError as exc:
+            return reply(request, ResponseCode.INVALID_PARAMETER, str(exc))
+        for config in configs:
+            refusal = self._refusal(config.topic_name)
+            if refusal is None and (config.read_queue_nums < 0 or config.write_queue_nums < 0):
+                refusal = f"topic[{config.topic_name}]: queue numbers must not be negative"
+            if refusal is not None:
+                return reply(request, ResponseCode.INVALID_PARAMETER, refusal)
+        changed = [tc for tc in configs if c.topics.select(tc.topic_name) != tc]
+        log.info(
+            "updateAndCreateTopicList %d topic(s), %d changed, from %s: %s",
+            len(configs),
+            len(changed),
+            channel.remote_address,
+            ";".join(tc.topic_name for tc in configs[:20]) + (";..." if len(configs) > 20 else ""),
+        )
+        if not changed:
+            return reply(request)
+        return await reply_when_written(request, c.topics.update(*changed))
+
+    async def delete_topic(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
         header = DeleteTopicRequestHeader.from_command(request)
         topic = header.topic
         if not topic.strip():
@@ -243,9 +277,11 @@ class AdminProcessor:
                 f"The topic[{topic}] is conflict with system topic.",
             )
         log.info("deleteTopic %s from %s", topic, channel.remote_address)
-        self.ctx.topics.delete(topic)
+        written = self.ctx.topics.delete(topic)
         self.ctx.stats.remove_topic(topic)
-        return reply(request)
+        if written is None:
+            return reply(request)
+        return await reply_when_written(request, written)
 
     def get_all_topic_config(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
         """The full table with each topic's own perm (slaves copy it from here)."""
@@ -565,6 +601,7 @@ def handlers(ctx: BrokerContext) -> dict[int, Processor]:
     proc = AdminProcessor(ctx)
     return {
         RequestCode.UPDATE_AND_CREATE_TOPIC: proc.update_and_create_topic,
+        RequestCode.UPDATE_AND_CREATE_TOPIC_LIST: proc.update_and_create_topic_list,
         RequestCode.DELETE_TOPIC_IN_BROKER: proc.delete_topic,
         RequestCode.GET_ALL_TOPIC_CONFIG: proc.get_all_topic_config,
         RequestCode.GET_SYSTEM_TOPIC_LIST_FROM_BROKER: proc.get_system_topic_list,

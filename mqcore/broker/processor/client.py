@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from mqcore.broker.client_manager import (
@@ -130,7 +130,7 @@ class HeartbeatProcessor:
         consumers: ConsumerManager,
         producers: ProducerManager,
         persister: ConfigPersister,
-        request_register: Callable[[bool], None],
+        register_topics: Callable[[Iterable[str]], None],
         auto_create_groups: Callable[[], bool],
         limits: HeartbeatLimits | None = None,
     ) -> None:
@@ -139,7 +139,7 @@ class HeartbeatProcessor:
         self.consumers = consumers
         self.producers = producers
         self.persister = persister
-        self.request_register = request_register
+        self.register_topics = register_topics
         self.auto_create_groups = auto_create_groups
         self.limits = limits or HeartbeatLimits()
 
@@ -242,7 +242,8 @@ class HeartbeatProcessor:
                     topic_sys_flag=TOPIC_SYS_FLAG_UNIT_SUB if consumer.unit_mode else 0,
                 )
             )
-            batch.topics += created
+            if created:
+                batch.topics.append(retry_topic(name))
         if self.consumers.register_consumer(
             name,
             info,
@@ -278,15 +279,16 @@ class HeartbeatProcessor:
             log.info("auto created %d subscription group(s)", batch.groups)
             self.persister.request(self.groups)
         if batch.topics:
-            log.info("created %d retry topic(s)", batch.topics)
+            log.info("created %d retry topic(s)", len(batch.topics))
             self.persister.request(self.topics)
-            self.request_register(True)
+            self.register_topics(batch.topics)
 
 
 @dataclass(slots=True)
 class _Created:
     groups: int = 0
-    topics: int = 0
+    topics: list[str] = field(default_factory=list)
+    """Retry topics created, registered alone with the name servers."""
 
 
 def _work(data: HeartbeatData) -> int:
@@ -403,7 +405,7 @@ def handlers(ctx: BrokerContext) -> dict[int, Processor]:
         consumers=ctx.consumers,
         producers=ctx.producers,
         persister=ctx.persister,
-        request_register=ctx.request_register,
+        register_topics=ctx.topics.register_topics,
         auto_create_groups=lambda: config.auto_create_subscription_group,
     )
     proc = ClientProcessor(

@@ -204,8 +204,8 @@ class PullMessageProcessor:
                 ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST,
                 f"subscription group [{group}] does not exist",
             )
-        if not known:
-            groups.persist()
+        if not known:  # auto-created: written off the loop, coalesced (as heartbeats do)
+            c.persister.request(groups)
         if not group_config.consume_enable:
             raise PullRefused(
                 ResponseCode.NO_PERMISSION, f"subscription group no permission, {group}"

@@ -5,8 +5,8 @@ Files are UTF-8 text in fastjson's pretty dialect (spec §10.1), read with
 write is byte-identical to what a 4.x broker writes for the same content.
 
 Persisting is crash-safe: the new text goes to ``<file>.tmp`` and is fsynced; the previous
-content of ``<file>`` is copied to ``<file>.bak``; ``.tmp`` is renamed over ``<file>``
-(atomic) and the directory fsynced. A crash at any point leaves a complete old or new
+``<file>`` becomes ``<file>.bak`` (a hard link, else a copy); ``.tmp`` is renamed over
+``<file>`` (atomic) and the directory fsynced. A crash at any point leaves a complete old or new
 ``<file>``, and a failed write never replaces it.
 
 Loading (what a corrupt or missing file does):
@@ -43,7 +43,14 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, ClassVar, Generic, Protocol, TypeVar
 
-from mqcore.common.fastjson import FastjsonError, dumps_pretty, loads
+from mqcore.common.fastjson import (
+    FastjsonError,
+    Rendered,
+    dumps_pretty,
+    loads,
+    pretty_member,
+    pretty_object,
+)
 from mqcore.common.files import fsync_dir, write_synced
 from mqcore.common.jsonfields import (
     get_bool,
@@ -180,24 +187,23 @@ class ConfigFileManager(ABC):
 
     # -- persist ------------------------------------------------------------------------
 
+    def render(self) -> str:
+        """The text :meth:`persist` writes (called under the write lock)."""
+        return dumps_pretty(self.snapshot()())
+
     def persist(self) -> None:
         """Write the current state safely (module docstring); :class:`ConfigError` on failure
         or when read-only. The previous ``<file>`` is left untouched if anything fails."""
         if self.readonly:
             raise ConfigError(f"{self.path}: opened read-only, not writing")
         with self._write_lock:
-            data = dumps_pretty(self.snapshot()()).encode("utf-8")
+            data = self.render().encode("utf-8")
             tmp = self.tmp_path
             try:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
                 write_synced(tmp, data)
                 if not self._keep_bak:
-                    try:
-                        previous = self.path.read_bytes()
-                    except FileNotFoundError:
-                        previous = b""
-                    if previous.strip():
-                        write_synced(self.bak_path, previous)
+                    self._keep_previous()
                 os.replace(tmp, self.path)
                 fsync_dir(self.path.parent)
             except OSError as exc:
@@ -208,6 +214,29 @@ class ConfigFileManager(ABC):
                 raise ConfigError(f"cannot write {self.path}: {exc}") from exc
             self._keep_bak = False
             self.writes += 1
+
+    def _keep_previous(self) -> None:
+        """Make the current ``<file>`` the ``.bak``: a hard link (no copy, however big
+        the file: files here are only ever replaced by rename, never rewritten in place,
+        so the link keeps the old content), or a synced copy where links fail. The
+        directory fsync after the rename makes it durable with the new file."""
+        try:
+            size = self.path.stat().st_size
+        except FileNotFoundError:
+            return
+        if size == 0:
+            return
+        link = self.bak_path.with_name(self.bak_path.name + ".tmp")
+        try:
+            link.unlink(missing_ok=True)
+            os.link(self.path, link)
+            os.replace(link, self.bak_path)
+            return
+        except OSError:
+            link.unlink(missing_ok=True)
+        previous = self.path.read_bytes()
+        if previous.strip():
+            write_synced(self.bak_path, previous)
 
 
 class _Entry(Protocol):
@@ -227,9 +256,16 @@ class VersionedTableManager(ConfigFileManager, Generic[E]):
     data_version: DataVersion
     table: dict[str, E]
 
+    _rendered: dict[str, tuple[E, Rendered]]
+    """Entry name -> (the entry, its text) as last written (under the write lock)."""
+    _touched: set[str]
+    """Names of entries changed since the last rendering (under ``_lock``)."""
+
     def _reset(self) -> None:
         self.data_version = DataVersion()
         self.table = {}
+        self._rendered = {}
+        self._touched = set()
 
     def _decode(self, obj: Any) -> None:
         doc = get_mapping(obj)
@@ -257,3 +293,31 @@ class VersionedTableManager(ConfigFileManager, Generic[E]):
             "dataVersion": version,
             self.TABLE_KEY: {name: e.to_json() for name, e in entries},
         }
+
+    def render(self) -> str:
+        """The file's text, re-rendering only entries that changed since the last write.
+
+        Rendering 10,000 topics from scratch costs about 100 ms; a write after one change
+        costs little more than the join and the fsync. An entry is rendered again when
+        it is a new object or a mutator named it (:meth:`_touch`: the same object put
+        back after a change in place)."""
+        with self._lock:
+            version = self.data_version.to_json()
+            table = dict(self.table)
+            touched, self._touched = self._touched, set()
+        cache = self._rendered
+        for name in touched:
+            cache.pop(name, None)
+        members: list[Rendered] = []
+        for name, entry in table.items():
+            kept = cache.get(name)
+            if kept is None or kept[0] is not entry:
+                kept = cache[name] = (entry, pretty_member(name, entry.to_json(), 1))
+            members.append(kept[1])
+        if len(cache) > len(table):  # entries deleted since
+            self._rendered = {name: cache[name] for name in table}
+        return dumps_pretty({"dataVersion": version, self.TABLE_KEY: pretty_object(members, 1)})
+
+    def _touch(self, name: str) -> None:
+        """Mutators (under ``_lock``): ``name``'s entry changed, whatever its identity."""
+        self._touched.add(name)

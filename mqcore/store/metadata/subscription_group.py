@@ -43,12 +43,14 @@ class SubscriptionGroupManager(VersionedTableManager[SubscriptionGroupConfig]):
     def update(self, config: SubscriptionGroupConfig) -> None:
         with self._lock:
             self.table[config.group_name] = config
+            self._touch(config.group_name)
             self.data_version.next_version()
 
     def delete(self, group: str) -> SubscriptionGroupConfig | None:
         with self._lock:
             old = self.table.pop(group, None)
             if old is not None:
+                self._touch(group)
                 self.data_version.next_version()
             return old
 

@@ -190,6 +190,7 @@ class TopicConfigManager(VersionedTableManager[TopicConfig]):
         """Add or replace a topic (``updateTopicConfig`` minus the persist)."""
         with self._lock:
             self.table[config.topic_name] = config
+            self._touch(config.topic_name)
             self.data_version.next_version()
 
     def create_if_absent(self, config: TopicConfig) -> tuple[TopicConfig, bool]:
@@ -207,6 +208,7 @@ class TopicConfigManager(VersionedTableManager[TopicConfig]):
         with self._lock:
             old = self.table.pop(topic, None)
             if old is not None:
+                self._touch(topic)
                 self.data_version.next_version()
             return old
 

@@ -20,6 +20,7 @@ from mqcore.broker.stats import BrokerStatsManager
 from mqcore.broker.topics import TopicService
 from mqcore.protocol import RemotingCommand, RequestCode, ResponseCode
 from mqcore.protocol.bodies import ConsumeStats, MessageQueue, TopicStatsTable
+from mqcore.protocol.bodies.topic_admin import CreateTopicListRequestBody
 from mqcore.protocol.headers import (
     CreateTopicRequestHeader,
     GetConsumeStatsRequestHeader,
@@ -60,6 +61,7 @@ class Broker:
 
     def __init__(self, root: Path) -> None:
         self.registers: list[bool] = []
+        self.registered_topics: list[str] = []
         self.config = BrokerConfig(broker_name=BROKER, broker_ip1="127.0.0.1")
         self.store_config = MessageStoreConfig(store_path_root_dir=str(root))
         self.topic_configs = TopicConfigManager(root)
@@ -69,8 +71,9 @@ class Broker:
             self.topic_configs,
             self.config,
             offsets=self.offsets,
-            persister=ConfigPersister(),  # not started: requests are only queued
+            persister=ConfigPersister(),  # not started: durable writes are made at once
             request_register=self.request_register,
+            register_topics=self.registered_topics.extend,
         )
         self.ctx = BrokerContext(
             config=self.config,
@@ -110,16 +113,47 @@ def broker(tmp_path: Path) -> Broker:
     return Broker(tmp_path)
 
 
-def test_create_topic_goes_to_the_table_and_registers(broker: Broker) -> None:
+async def test_create_topic_goes_to_the_table_and_registers_it_alone(broker: Broker) -> None:
     header = CreateTopicRequestHeader("Orders", "TBW102", 4, 4, 6, "SINGLE_TAG")
     request = RemotingCommand.request(RequestCode.UPDATE_AND_CREATE_TOPIC, header.to_ext_fields())
 
-    response = AdminProcessor(broker.ctx).update_and_create_topic(FakeChannel(), request)
+    response = await AdminProcessor(broker.ctx).update_and_create_topic(FakeChannel(), request)
 
     assert response.code == ResponseCode.SUCCESS, response.remark
     created = broker.topic_configs.table["Orders"]
     assert (created.read_queue_nums, created.write_queue_nums, created.perm) == (4, 4, 6)
-    assert broker.registers == [True]
+    assert broker.registered_topics == ["Orders"]  # the increment, not the whole table
+    assert broker.registers == []
+    reread = TopicConfigManager(broker.store_config.root)
+    reread.load()
+    assert "Orders" in reread.table  # on disk before the answer
+
+
+async def test_a_topic_list_is_created_in_one_go(broker: Broker) -> None:
+    broker.topic_configs.update(TopicConfig("Same", 4, 4))
+    configs = [TopicConfig("A", 2, 2), TopicConfig("B", 3, 3, perm=4), TopicConfig("Same", 4, 4)]
+    body = CreateTopicListRequestBody(configs).encode()
+    request = RemotingCommand.request(RequestCode.UPDATE_AND_CREATE_TOPIC_LIST, body=body)
+    writes = broker.topic_configs.writes
+
+    response = await AdminProcessor(broker.ctx).update_and_create_topic_list(FakeChannel(), request)
+
+    assert response.code == ResponseCode.SUCCESS, response.remark
+    assert broker.topic_configs.table["B"] == TopicConfig("B", 3, 3, perm=4)
+    assert broker.registered_topics == ["A", "B"]  # unchanged "Same" is left alone
+    assert broker.topic_configs.writes == writes + 1
+
+
+async def test_a_topic_list_with_one_bad_name_creates_nothing(broker: Broker) -> None:
+    configs = [TopicConfig("Fine", 2, 2), TopicConfig("bad name", 2, 2)]
+    body = CreateTopicListRequestBody(configs).encode()
+    request = RemotingCommand.request(RequestCode.UPDATE_AND_CREATE_TOPIC_LIST, body=body)
+
+    response = await AdminProcessor(broker.ctx).update_and_create_topic_list(FakeChannel(), request)
+
+    assert response.code == ResponseCode.INVALID_PARAMETER
+    assert "bad name" in (response.remark or "")
+    assert "Fine" not in broker.topic_configs.table and broker.registered_topics == []
 
 
 def test_topic_stats_come_from_the_store(broker: Broker) -> None:

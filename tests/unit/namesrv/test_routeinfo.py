@@ -55,6 +55,34 @@ def test_queue_data_only_updates_on_new_data_version(routes: RouteInfoManager) -
     assert routes.pick_topic_route_data("T").queue_datas[0].write_queue_nums == 16  # type: ignore[union-attr]
 
 
+def test_a_registration_of_some_topics_keeps_the_others(routes: RouteInfoManager) -> None:
+    """4.9.8's registerIncrementBrokerData: the body holds the changed topic alone."""
+    routes.register_broker("c", "m:1", "a", 0, "", wrapper(1, T=4, U=4, V=4))
+    routes.register_broker("c", "m:1", "a", 0, "", wrapper(2, New=2))
+    routes.register_broker("c", "m:1", "a", 0, "", wrapper(3, U=8))
+    assert routes.get_all_topic_list().topic_list == {"T", "U", "V", "New"}
+    assert routes.pick_topic_route_data("U").queue_datas[0].write_queue_nums == 8  # type: ignore[union-attr]
+    assert routes.pick_topic_route_data("T").queue_datas[0].write_queue_nums == 4  # type: ignore[union-attr]
+
+
+def test_parts_of_a_split_registration_share_one_version(routes: RouteInfoManager) -> None:
+    """RocketMQ 5's enableSplitRegistration: every part carries the table's version, so
+    the parts after the first add the topics the name server lacks."""
+    routes.register_broker("c", "m:1", "a", 0, "", wrapper(7, T1=1, T2=1))
+    routes.register_broker("c", "m:1", "a", 0, "", wrapper(7, T3=1, T4=1))
+    routes.register_broker("c", "m:1", "a", 0, "", wrapper(7, T5=1))
+    assert routes.get_all_topic_list().topic_list == {"T1", "T2", "T3", "T4", "T5"}
+
+
+def test_a_wiped_write_perm_outlives_same_version_registrations(
+    routes: RouteInfoManager,
+) -> None:
+    routes.register_broker("c", "m:1", "a", 0, "", wrapper(1, T=4))
+    assert routes.wipe_write_perm_of_broker("a") == 1
+    routes.register_broker("c", "m:1", "a", 0, "", wrapper(1, T=4))  # the 30 s heartbeat
+    assert routes.pick_topic_route_data("T").queue_datas[0].perm == 4  # type: ignore[union-attr]
+
+
 def test_slave_promoted_to_master_moves_address(routes: RouteInfoManager) -> None:
     routes.register_broker("c", "s:1", "a", 1, "s:2", wrapper(1, T=4))
     routes.register_broker("c", "s:1", "a", 0, "s:2", wrapper(1, T=4))
