@@ -229,6 +229,7 @@ class BrokerController:
                 max_offset=lambda: self.store.max_phy_offset,
                 become_master=self.become_master,
                 become_slave=self._follow_master,
+                stamp_epoch=self.topics.stamp_epoch,
             )
         self.services = ServiceSet("broker", self._broker_services(), self.timers)
         """What every broker runs, whatever its role."""

@@ -70,7 +70,9 @@ def snapshot(
         entries = [tc for tc in (table.get(t) for t in topics) if tc is not None]
     version = manager.data_version
     return TopicTableSnapshot(
-        entries, DataVersion(version.timestamp, version.counter), broker_permission
+        entries,
+        DataVersion(version.timestamp, version.counter, version.state_version),
+        broker_permission,
     )
 
 

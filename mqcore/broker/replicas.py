@@ -80,7 +80,10 @@ class ReplicasManager:
         max_offset: Callable[[], int],
         become_master: Callable[[BrokerRole], Awaitable[None]],
         become_slave: Callable[[int, str | None], Awaitable[None]],
+        stamp_epoch: Callable[[int], None] | None = None,
     ) -> None:
+        """``stamp_epoch``: puts a new master epoch into the topic table's data version
+        (what name servers compare when two brokers claim to be master)."""
         self.config = config
         self.store_config = store_config
         self.client = client
@@ -90,6 +93,7 @@ class ReplicasManager:
         self.max_offset = max_offset
         self._become_master = become_master
         self._become_slave = become_slave
+        self._stamp_epoch = stamp_epoch
         self.broker_id: int | None = None
         """This replica's id at the controller (``brokerId`` says 0 while it is master)."""
         self.leader: str | None = None
@@ -257,6 +261,8 @@ class ReplicasManager:
         if epoch <= self.master_epoch and self.is_master:
             return
         self.master_epoch = epoch
+        if self._stamp_epoch is not None:
+            self._stamp_epoch(epoch)
         self.sync_state_set, self.sync_state_set_epoch = set(sync_set), set_epoch
         self.ha.in_sync_ids = set(self.sync_state_set)
         self._settle()
@@ -273,6 +279,8 @@ class ReplicasManager:
         ):
             return
         self.master_epoch = epoch
+        if self._stamp_epoch is not None:
+            self._stamp_epoch(epoch)
         self.master_broker_id, self.master_address = master_id, master_address
         self.ha.fence()  # before anything else: no send waiting here is acknowledged now
         self.ha.in_sync_ids = None

@@ -181,6 +181,12 @@ class TopicService:
         self.persister.request(self.manager)
         return True
 
+    def stamp_epoch(self, epoch: int) -> None:
+        """Controller mode, a role change at ``epoch``: stamped into the data version
+        (RocketMQ 5's ``nextVersion(masterEpoch)``) and written soon."""
+        self.manager.stamp_epoch(epoch)
+        self.persister.request(self.manager)
+
     def learn_queues(self, queues: Iterable[tuple[str, int]]) -> None:
         """:meth:`learn_replicated` for every topic of ``(topic, queue id)`` pairs."""
         counts: dict[str, int] = {}

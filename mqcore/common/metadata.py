@@ -77,19 +77,35 @@ class DataVersion(JsonModel):
 
     timestamp: int = field(default_factory=now_ms)
     counter: int = 0
+    state_version: int = 0
+    """RocketMQ 5's ``stateVersion``: in controller mode the master epoch the broker had
+    when it stamped this version. A name server keeps the master with the higher one
+    when two brokers register as master of one name (an old master back from a
+    partition that has not heard of the new epoch yet). Written only when set, so 4.x
+    files and bodies stay as 4.9.8 writes them."""
 
-    def next_version(self) -> None:
+    def next_version(self, state_version: int | None = None) -> None:
         self.timestamp = now_ms()
         self.counter += 1
+        if state_version is not None:
+            self.state_version = state_version
 
     def to_json(self) -> dict[str, Any]:
-        return {"counter": self.counter, "timestamp": self.timestamp}
+        out: dict[str, Any] = {"counter": self.counter}
+        if self.state_version:
+            out["stateVersion"] = self.state_version
+        out["timestamp"] = self.timestamp
+        return out
 
     @classmethod
     def from_json(cls, obj: Any) -> Self:
-        """Reads 4.x and 5.x stamps (5.x's ``stateVersion`` is ignored)."""
+        """Reads 4.x and 5.x stamps."""
         obj = get_mapping(obj)
-        return cls(timestamp=get_int(obj, "timestamp", 0), counter=get_int(obj, "counter", 0))
+        return cls(
+            timestamp=get_int(obj, "timestamp", 0),
+            counter=get_int(obj, "counter", 0),
+            state_version=get_int(obj, "stateVersion", 0),
+        )
 
 
 class TopicFilterType(enum.StrEnum):

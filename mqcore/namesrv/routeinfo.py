@@ -109,10 +109,22 @@ class RouteInfoManager:
         # The same address under another id: a slave became master (or the reverse).
         for other_id in [i for i, a in addrs.items() if a == broker_addr and i != broker_id]:
             del addrs[other_id]
+        version = topic_config_wrapper.data_version if topic_config_wrapper else DataVersion()
+        if self._stale_claim(addrs.get(broker_id), broker_addr, version):
+            log.warning(
+                "%s registers as %s id %d at state version %d; %s holds it at a higher "
+                "one: ignored",
+                broker_addr,
+                broker_name,
+                broker_id,
+                version.state_version,
+                addrs.get(broker_id),
+            )
+            t.broker_live_table.pop(broker_addr, None)
+            return RegisterBrokerResult()
         register_first = register_first or addrs.get(broker_id) is None
         addrs[broker_id] = broker_addr
 
-        version = topic_config_wrapper.data_version if topic_config_wrapper else DataVersion()
         if topic_config_wrapper is not None and broker_id == MASTER_ID:
             every = register_first or self.is_broker_topic_config_changed(broker_addr, version)
             for config in topic_config_wrapper.topic_config_table.values():
@@ -149,6 +161,15 @@ class RouteInfoManager:
                 if master_live is not None:
                     return RegisterBrokerResult(master_live.ha_server_addr, master_addr)
         return RegisterBrokerResult()
+
+    def _stale_claim(self, holder: str | None, broker_addr: str, version: DataVersion) -> bool:
+        """Another live broker holds this id with a higher ``stateVersion`` (RocketMQ 5:
+        in controller mode, the master epoch): an old master back from a partition,
+        not yet told of the new epoch, must not take the route back."""
+        if holder is None or holder == broker_addr:
+            return False
+        live = self._t.broker_live_table.get(holder)
+        return live is not None and live.data_version.state_version > version.state_version
 
     def is_broker_topic_config_changed(self, broker_addr: str, version: DataVersion) -> bool:
         live = self._t.broker_live_table.get(broker_addr)

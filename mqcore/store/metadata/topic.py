@@ -193,6 +193,13 @@ class TopicConfigManager(VersionedTableManager[TopicConfig]):
             self._touch(config.topic_name)
             self.data_version.next_version()
 
+    def stamp_epoch(self, epoch: int) -> None:
+        """A new master epoch (controller mode): the next version carries it as
+        ``stateVersion``, so name servers prefer this broker's registration as master
+        over one stamped at an older epoch."""
+        with self._lock:
+            self.data_version.next_version(epoch)
+
     def create_if_absent(self, config: TopicConfig) -> tuple[TopicConfig, bool]:
         """The topic's config, adding ``config`` when it has none; True when added. The
         caller persists (batching the writes of many creations into one)."""

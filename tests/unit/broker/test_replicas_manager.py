@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 from mqcore.broker.config import BrokerConfig
@@ -97,3 +98,15 @@ async def test_a_registering_replica_beats_before_it_asks_to_be_elected(tmp_path
         RequestCode.BROKER_HEARTBEAT,
         RequestCode.CONTROLLER_ELECT_MASTER,
     ]
+
+
+async def test_a_role_change_stamps_the_epoch_into_the_topic_version(tmp_path: Path) -> None:
+    """RocketMQ 5's nextVersion(masterEpoch): what name servers compare when two brokers
+    claim to be master of one name."""
+    calls = Calls()
+    m = manager(tmp_path, calls, serves=True)
+    stamps: list[int] = []
+    m._stamp_epoch = stamps.append
+    m.ha = SimpleNamespace(fence=lambda: None, in_sync_ids=None, end_join=lambda: None)  # type: ignore[assignment]
+    await m.change_to_slave("m2:1", 4, 7)
+    assert stamps == [4]

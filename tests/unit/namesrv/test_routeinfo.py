@@ -153,3 +153,38 @@ def test_kv_persistence(tmp_path: Path) -> None:
     fastjson_kv = KVConfigManager(path)
     fastjson_kv.load()
     assert fastjson_kv.get("ns", "1") == "x"
+
+
+def stamped(state_version: int, **topics: int) -> TopicConfigSerializeWrapper:
+    return TopicConfigSerializeWrapper(
+        {t: TopicConfig(t, n, n) for t, n in topics.items()}, DataVersion(1, 1, state_version)
+    )
+
+
+def test_an_old_master_back_from_a_partition_does_not_take_the_route_back(
+    routes: RouteInfoManager,
+) -> None:
+    """Controller mode: the new master registered at epoch 3. The old one, back from a
+    partition and not yet told, registers as master at epoch 2: ignored (RocketMQ 5
+    compares stateVersion), and it is not kept as a live broker. A master at a higher
+    epoch takes the route; 4.x brokers (no stateVersion) replace each other as before."""
+    routes.register_broker("c", "new:1", "a", 0, "", stamped(3, T=4), channel="n")
+    assert routes.register_broker("c", "old:1", "a", 0, "", stamped(2, T=4), channel="o")
+    route = routes.pick_topic_route_data("T")
+    assert route is not None and route.broker_datas[0].broker_addrs == {0: "new:1"}
+    assert routes.query_data_version("old:1") is None
+    routes.register_broker("c", "old:1", "a", 0, "", stamped(4, T=4), channel="o")
+    route = routes.pick_topic_route_data("T")
+    assert route is not None and route.broker_datas[0].broker_addrs == {0: "old:1"}
+    routes.register_broker("c", "x:1", "b", 0, "", wrapper(1, U=4))
+    routes.register_broker("c", "y:1", "b", 0, "", wrapper(1, U=4))
+    route = routes.pick_topic_route_data("U")
+    assert route is not None and route.broker_datas[0].broker_addrs == {0: "y:1"}
+
+
+def test_data_version_json_carries_state_version_only_when_set() -> None:
+    assert DataVersion(5, 2).to_json() == {"counter": 2, "timestamp": 5}
+    five = DataVersion(5, 2, 7)
+    assert five.to_json() == {"counter": 2, "stateVersion": 7, "timestamp": 5}
+    assert DataVersion.decode(five.encode()) == five
+    assert DataVersion.decode(b'{"counter":2,"timestamp":5}').state_version == 0
