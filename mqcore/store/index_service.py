@@ -118,25 +118,28 @@ class IndexService:
         sys_flag: int,
     ) -> None:
         """Index one dispatched record (``IndexService.buildIndex``)."""
-        record = (keys, uniq_key, commit_log_offset, store_timestamp, sys_flag)
-        self.build_index_many(topic, (record,))
+        record = (topic, keys, uniq_key, commit_log_offset, store_timestamp, sys_flag)
+        self.build_index_many((record,))
 
     def build_index_many(
-        self, topic: str, records: Sequence[tuple[str | None, str | None, int, int, int]]
+        self, records: Sequence[tuple[str, str | None, str | None, int, int, int]]
     ) -> None:
-        """Index ``(keys, uniq_key, offset, store_timestamp, sys_flag)`` records of one
-        topic in offset order, under one lock hold and with one header write per file."""
+        """Index ``(topic, keys, uniq_key, offset, store_timestamp, sys_flag)`` records in
+        commit log order, under one lock hold and with one header write per file.
+
+        A record below the last file's endPhyOffset is already indexed (a replay) and is
+        skipped; that only holds because records come in offset order across topics."""
         if self.readonly:
             raise StoreError("index service is read-only")
-        prefix = topic + "#"
         with self._lock:
             f = self._last_writable_file()
             try:
-                for keys, uniq_key, offset, store_ts, sys_flag in records:
+                for topic, keys, uniq_key, offset, store_ts, sys_flag in records:
                     if sys_flag & _TRANSACTION_MASK == _TRANSACTION_ROLLBACK:
                         continue
                     if offset < f.end_phy_offset:
                         continue
+                    prefix = topic + "#"
                     index_keys = [uniq_key] if uniq_key is not None else []
                     if keys:
                         index_keys.extend(k for k in keys.split(" ") if k)
