@@ -226,7 +226,7 @@ class MessageStore:
             self.commit_log.load()
             self.queues.load(infer_size=self.readonly)
             if self.index is not None:
-                self.index.load(self.last_exit_ok, self.checkpoint.index_msg_timestamp)
+                self.index.load()
             if self.readonly:
                 self._recover_readonly()
             else:
