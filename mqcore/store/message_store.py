@@ -218,6 +218,7 @@ class MessageStore:
         """Map files and recover; writable stores take the lock first."""
         if self._loaded:
             return self.recovery_report
+        started = time.monotonic()
         try:
             if not self.readonly:
                 self._lock.acquire()
@@ -235,10 +236,9 @@ class MessageStore:
                     self.queues,
                     self.dispatcher,
                     self.checkpoint,
+                    index=self.index if self.config.message_index_enable else None,
                     last_exit_ok=self.last_exit_ok,
                     check_crc=self.config.check_crc_on_recover,
-                    index_enable=self.config.message_index_enable,
-                    index_safe=self.config.message_index_safe,
                 )
                 self.recovery_report = report
                 self.topic_queue_table = dict(report.topic_queue_table)
@@ -246,6 +246,10 @@ class MessageStore:
                 self.commit_log.queue.flush_all()
                 for cq in self.queues.all():
                     cq.queue.flush_all()
+                if self.index is not None:
+                    self.index.flush()
+                report.seconds = time.monotonic() - started
+                log.info("%s", report.summary())
         except BaseException:
             self._close_files()
             self._lock.release()
