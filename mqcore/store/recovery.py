@@ -114,10 +114,6 @@ class RecoveryReport:
         )
 
 
-class _Gap(Exception):
-    """A queue lacks entries of records before the recovery point."""
-
-
 def _check_and_find_end(
     commit_log: CommitLog,
     queues: ConsumeQueueTable,
@@ -135,7 +131,7 @@ def _check_and_find_end(
     entry of a scanned record is checked against it: a wrong entry is rewritten, the
     entry of a damaged record becomes a filler, so consumers skip exactly that record.
     With ``gaps``, a queue whose first record here lies past the queue's end raises
-    :class:`_Gap`: the entries between belong to records before ``start``.
+    :class:`ConsumeQueueMismatch`: the entries between belong to records before ``start``.
     """
     newest = 0
     first_seen: set[tuple[str, int]] = set()
@@ -155,7 +151,7 @@ def _check_and_find_end(
         if gaps and (req.topic, req.queue_id) not in first_seen:
             first_seen.add((req.topic, req.queue_id))
             if req.queue_offset > held:
-                raise _Gap(
+                raise ConsumeQueueMismatch(
                     f"consume queue {req.topic}/{req.queue_id} ends at offset {held}, but the "
                     f"record at {req.commit_log_offset} after the recovery point has queue "
                     f"offset {req.queue_offset}"
@@ -198,7 +194,7 @@ def _check_from_checkpoint(
         end, newest = _check_and_find_end(
             commit_log, queues, start, report, check_crc=check_crc, gaps=True
         )
-    except (ConsumeQueueMismatch, _Gap) as exc:
+    except ConsumeQueueMismatch as exc:
         return str(exc)
     if checkpoint.physic_msg_timestamp > newest:
         return (
@@ -223,66 +219,21 @@ def recover(
     report = RecoveryReport(abnormal=not last_exit_ok)
     for cq in queues.all():
         cq.recover()
-
-    files = commit_log.queue.files
-    newest = 0
-    if not files:
-        start = end = 0
-    elif last_exit_ok:
-        start = files[max(0, len(files) - 3)].file_from_offset
-        end, newest = _check_and_find_end(commit_log, queues, start, report, check_crc=check_crc)
-    else:
-        checked = _check_from_checkpoint(
-            commit_log,
-            queues,
-            checkpoint,
-            report,
-            check_crc=check_crc,
-            index_enable=index is not None,
-        )
-        if isinstance(checked, str):
-            log.warning("abnormal recovery checks the whole commit log: %s", checked)
-            report.full_check, report.full_check_reason = True, checked
-            report.problems.clear()
-            report.damaged.clear()
-            start = commit_log.min_offset
-            end, newest = _check_and_find_end(
-                commit_log, queues, start, report, check_crc=check_crc
-            )
-        else:
-            start, end, newest = checked
+    start, end, newest = _find_end(
+        commit_log, queues, checkpoint, report, check_crc=check_crc, index_enable=index is not None
+    )
     # The next record is stored no earlier than the newest one kept (see the put path).
     commit_log.last_store_timestamp = newest
     report.scan_from = start
     report.commit_log_end = end
     commit_log.truncate(end)
-
     for cq in queues.all():
         if cq.max_physic_offset > end or cq.max_offset > 0:
             cq.truncate_dirty(end)
 
-    # What the queues and the index do not hold yet is dispatched again.
-    if report.abnormal:
-        redispatch_from = start
-        if index is not None:
-            report.index = "rebuilt" if report.full_check else "repaired"
-            if report.full_check:
-                report.index_dropped = index.drop_all()
-            else:
-                report.index_dropped = index.repair_tail(start, _store_time(commit_log))
-    else:
-        cq_end = queues.max_physic_end()
-        redispatch_from = cq_end if cq_end >= 0 else commit_log.min_offset
-        if index is not None:
-            report.index = "kept"
-            idx_end = max((f.end_phy_offset for f in index.files), default=0)
-            redispatch_from = min(redispatch_from, idx_end)
-    if index is not None:
-        report.index_files = len(index.files)
-    redispatch_from = max(redispatch_from, commit_log.min_offset)
-    report.redispatch_from = redispatch_from
+    report.redispatch_from = _prepare_redispatch(commit_log, queues, index, report)
     count = 0
-    for req in commit_log.scan(redispatch_from, check_crc=False, strict=False):
+    for req in commit_log.scan(report.redispatch_from, check_crc=False, strict=False):
         if req.commit_log_offset in report.damaged:
             continue  # the next record's entry pads a filler in its place
         dispatcher.dispatch(req, to_index=index is not None)
@@ -296,6 +247,65 @@ def recover(
     for problem in report.problems:
         log.error("store damage: %s", problem)
     return report
+
+
+def _find_end(
+    commit_log: CommitLog,
+    queues: ConsumeQueueTable,
+    checkpoint: StoreCheckpoint,
+    report: RecoveryReport,
+    *,
+    check_crc: bool,
+    index_enable: bool,
+) -> tuple[int, int, int]:
+    """Check the commit log from where this kind of recovery starts: (start, end, newest
+    store time met). A failed start from the checkpoint becomes a full check."""
+    files = commit_log.queue.files
+    if not files:
+        return 0, 0, 0
+    if not report.abnormal:
+        start = files[max(0, len(files) - 3)].file_from_offset
+        end, newest = _check_and_find_end(commit_log, queues, start, report, check_crc=check_crc)
+        return start, end, newest
+    checked = _check_from_checkpoint(
+        commit_log, queues, checkpoint, report, check_crc=check_crc, index_enable=index_enable
+    )
+    if not isinstance(checked, str):
+        return checked
+    log.warning("abnormal recovery checks the whole commit log: %s", checked)
+    report.full_check, report.full_check_reason = True, checked
+    report.problems.clear()  # the full check finds them again
+    report.damaged.clear()
+    start = commit_log.min_offset
+    end, newest = _check_and_find_end(commit_log, queues, start, report, check_crc=check_crc)
+    return start, end, newest
+
+
+def _prepare_redispatch(
+    commit_log: CommitLog,
+    queues: ConsumeQueueTable,
+    index: IndexService | None,
+    report: RecoveryReport,
+) -> int:
+    """Where re-dispatching starts; after a crash the index is first cut back to it
+    (or, after a full check, dropped)."""
+    if report.abnormal:
+        start = report.scan_from
+        if index is not None:
+            if report.full_check:
+                report.index, report.index_dropped = "rebuilt", index.drop_all()
+            else:
+                dropped = index.repair_tail(start, _store_time(commit_log))
+                report.index, report.index_dropped = "repaired", dropped
+    else:
+        cq_end = queues.max_physic_end()
+        start = cq_end if cq_end >= 0 else commit_log.min_offset
+        if index is not None:
+            report.index = "kept"
+            start = min(start, max((f.end_phy_offset for f in index.files), default=0))
+    if index is not None:
+        report.index_files = len(index.files)
+    return max(start, commit_log.min_offset)
 
 
 def _store_time(commit_log: CommitLog) -> Callable[[int], int | None]:

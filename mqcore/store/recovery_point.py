@@ -31,7 +31,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from mqcore.errors import CorruptRecordError
+from mqcore.errors import CorruptRecordError, StoreError
 from mqcore.message.record import DispatchRequest
 from mqcore.store.checkpoint import StoreCheckpoint
 from mqcore.store.commitlog import CommitLog
@@ -47,8 +47,10 @@ __all__ = [
 ]
 
 
-class ConsumeQueueMismatch(Exception):
-    """A consume queue entry names another record than the one at its offset."""
+class ConsumeQueueMismatch(StoreError):
+    """A consume queue disagrees with the commit log: an entry names another record than
+    the one at its offset, or entries of records before the recovery point are missing.
+    Recovery then checks the whole commit log instead of starting from the checkpoint."""
 
 
 @dataclass(frozen=True)
