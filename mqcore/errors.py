@@ -14,6 +14,7 @@ walks the modules and fails when this drawing and the classes part::
     │   ├── DiskFullError           no room for a file: writes stop, reads go on
     │   ├── CorruptRecordError      bytes that are not a valid record / file entry
     │   ├── StoreLockedError        another process holds the store's lock file
+    │   ├── ConsumeQueueMismatch    (store.recovery_point) a queue disagrees with the commit log
     │   └── IllegalMessageError     (store.batch_encoder) a message the store refuses
     ├── ProtocolError               a frame or header that does not parse
     │   ├── LocalProtocolError      we were asked to encode something invalid

@@ -5,7 +5,9 @@ Byte layout (4096-byte file, big-endian, RocketMQ 4.9.8 ``StoreCheckpoint``)::
     off  size  field
       0     8  i64 physicMsgTimestamp  store ts of the last message flushed to the commit log
       8     8  i64 logicsMsgTimestamp  store ts of the last message flushed to a consume queue
-     16     8  i64 indexMsgTimestamp   end ts of the last completely written+flushed index file
+     16     8  i64 indexMsgTimestamp   4.9.8: end ts of the last full and flushed index
+                                       file; mq: 1 ms before the last record whose index
+                                       entries are flushed (see MessageStore.flush_consume_queues)
      24  4072  zeros (5.x puts masterFlushedOffset and confirmPhyOffset at 24 and 32)
 
 Values are kept in memory and only written to the file by :meth:`flush`, after the data

@@ -37,6 +37,35 @@ def is_filler(phy: int, size: int) -> bool:
     return size == FILLER_SIZE and phy == 0
 
 
+_HIGH_BIT = bytes(int(b >= 0x80) for b in range(256))
+"""``bytes.translate`` table: 1 for a byte with its top bit set (a negative big-endian
+number's first byte), else 0."""
+
+
+def count_valid_entries(data: bytes | memoryview) -> int:
+    """How many entries at the start of ``data`` are valid (offset >= 0 and size > 0),
+    as ``ConsumeQueue.recover`` counts them before the first invalid one.
+
+    Recovery checks up to three 6 MB files per queue; one Python step per entry made
+    that the largest part of a restart. Here each condition is checked over a column
+    of bytes at once (every entry's first byte of the offset, the four bytes of the
+    size), so the work per entry is done in C."""
+    n = len(data) // CQ_STORE_UNIT_SIZE
+    if n == 0:
+        return 0
+    buf = bytes(data[: n * CQ_STORE_UNIT_SIZE])
+    size_bytes = [buf[i::CQ_STORE_UNIT_SIZE] for i in range(8, 12)]
+    size_or = 0
+    for column in size_bytes:
+        size_or |= int.from_bytes(column, "big")
+    firsts = (
+        buf[0::CQ_STORE_UNIT_SIZE].translate(_HIGH_BIT).find(1),  # offset < 0
+        size_bytes[0].translate(_HIGH_BIT).find(1),  # size < 0
+        size_or.to_bytes(n, "big").find(0),  # size == 0
+    )
+    return min((i for i in firsts if i >= 0), default=n)
+
+
 class ConsumeQueue:
     """One queue's entries; writes are serialised by the dispatcher."""
 
@@ -74,18 +103,16 @@ class ConsumeQueue:
         max_phy = -1
         for mf in files[start:]:
             view = mf.view
-            pos = 0
-            stop = False
-            while pos + CQ_STORE_UNIT_SIZE <= mf.file_size:
-                phy, size, _tags = ENTRY.unpack_from(view, pos)
-                if phy < 0 or size <= 0:
-                    stop = True
-                    break
+            valid = count_valid_entries(view[: mf.file_size])
+            n = valid
+            while n > 0:  # the last entry pointing at a record (fillers point nowhere)
+                phy, size, _tags = ENTRY.unpack_from(view, (n - 1) * CQ_STORE_UNIT_SIZE)
                 if not is_filler(phy, size):
                     max_phy = phy + size
-                pos += CQ_STORE_UNIT_SIZE
-            end = mf.file_from_offset + pos
-            if stop:
+                    break
+                n -= 1
+            end = mf.file_from_offset + valid * CQ_STORE_UNIT_SIZE
+            if valid < mf.file_size // CQ_STORE_UNIT_SIZE:
                 break
         self.queue.set_write_end(end)
         self.queue.flushed_where = end

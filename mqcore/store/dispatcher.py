@@ -41,7 +41,17 @@ from mqcore.store.commitlog import (
 )
 from mqcore.store.consume_queue import ConsumeQueue
 
-__all__ = ["AppendReceipt", "Arrival", "ConsumeQueueTable", "Dispatcher", "IndexBuilder"]
+__all__ = [
+    "AppendReceipt",
+    "Arrival",
+    "ConsumeQueueTable",
+    "Dispatcher",
+    "IndexBuilder",
+    "IndexRecord",
+]
+
+IndexRecord = tuple[str, str | None, str | None, int, int, int]
+"""``(topic, keys, uniq_key, commit log offset, store_timestamp, sys_flag)`` of a record."""
 
 
 class IndexBuilder(Protocol):
@@ -57,10 +67,9 @@ class IndexBuilder(Protocol):
         sys_flag: int,
     ) -> None: ...
 
-    def build_index_many(
-        self, topic: str, records: Sequence[tuple[str | None, str | None, int, int, int]]
-    ) -> None:
-        """Index ``(keys, uniq_key, offset, store_timestamp, sys_flag)`` records of one topic."""
+    def build_index_many(self, records: Sequence[IndexRecord]) -> None:
+        """Index ``(topic, keys, uniq_key, offset, store_timestamp, sys_flag)`` records given
+        in commit log order."""
 
 
 @dataclass(slots=True)
@@ -189,14 +198,17 @@ class Dispatcher:
         through :meth:`ConsumeQueue.put`, which pads or skips as recovery does.
         """
         per_queue: dict[tuple[str, int], list[tuple[int, int, int, int]]] = {}
-        to_index: dict[str, list[tuple[str | None, str | None, int, int, int]]] = {}
+        # In commit log order, across topics: the index then only ever grows by offset,
+        # which its replay rule (skip below the last file's endPhyOffset) and recovery's
+        # tail repair rely on.
+        to_index: list[IndexRecord] = []
         end = 0
         for receipt in receipts:
             batch = receipt.batch
             store_ts = receipt.store_timestamp
             level = receipt.delay_level
-            entries = per_queue.setdefault((batch.topic, batch.queue_id), [])
-            indexed = to_index.setdefault(batch.topic, [])
+            topic = batch.topic
+            entries = per_queue.setdefault((topic, batch.queue_id), [])
             for phy, qo, head, tags, keys, uniq in zip(
                 receipt.offsets,
                 receipt.queue_offsets,
@@ -213,7 +225,7 @@ class Dispatcher:
                         code = deliver_timestamp(store_ts, level, self.delay_table, code)
                     entries.append((qo, phy, size, code))
                 if (keys or uniq) and sys_flag & TRANSACTION_MASK != TRANSACTION_ROLLBACK:
-                    indexed.append((keys, uniq, phy, store_ts, sys_flag))
+                    to_index.append((topic, keys, uniq, phy, store_ts, sys_flag))
             end = receipt.offsets[-1] + batch.heads[-1][0]
             if entries:
                 self.last_dispatched_timestamp = store_ts
@@ -222,10 +234,8 @@ class Dispatcher:
             for (topic, queue_id), entries in per_queue.items()
             if entries
         ]
-        if self.index is not None:
-            for topic, records in to_index.items():
-                if records:
-                    self.index.build_index_many(topic, records)
+        if self.index is not None and to_index:
+            self.index.build_index_many(to_index)
         if end > self.reput_from_offset:
             self.reput_from_offset = end
         return arrivals

@@ -34,7 +34,7 @@ import mmap
 import os
 import struct
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import NamedTuple
 
@@ -65,6 +65,7 @@ _HEADER = struct.Struct(">qqqqii")
 _ENTRY = struct.Struct(">iqii")
 _SLOT = struct.Struct(">i")
 _INT_MAX = 0x7FFFFFFF
+_ZERO_ENTRY = bytes(INDEX_ENTRY_SIZE)
 
 
 def index_file_size(max_hash_slot_num: int, max_index_num: int) -> int:
@@ -290,7 +291,9 @@ class IndexFile:
         key_hash = index_key_hash(key)
         slot_pos = INDEX_HEADER_SIZE + (key_hash % self.max_hash_slot_num) * HASH_SLOT_SIZE
         (slot_value,) = _SLOT.unpack_from(mm, slot_pos)
-        if slot_value <= 0 or slot_value > self.index_count:
+        # Entry indexCount is the one being written: a slot naming it (or later) is left
+        # from a write cut short, and chaining to it would make the entry its own prev.
+        if slot_value <= 0 or slot_value >= self.index_count:
             slot_value = 0
         if self.index_count <= 1:
             self.begin_phy_offset = phy_offset
@@ -316,6 +319,79 @@ class IndexFile:
         if write_header:
             self.write_header()
         return True
+
+    # -- repair after a crash --------------------------------------------------------
+
+    def drop_stray_entries(self) -> int:
+        """Remove entries written past indexCount, and the slots naming them; returns how
+        many. A crash between a batch's entries and its header write leaves them: the
+        header never counted them, but their slots name them, and the next key of such a
+        slot would chain to an entry number about to be reused."""
+        if self.readonly:
+            raise StoreError(f"index file {self.path} is open read-only")
+        mm = self._map()
+        n = self.index_count
+        while (
+            n < self.max_index_num
+            and mm[self._entry_pos(n) : self._entry_pos(n) + INDEX_ENTRY_SIZE] != _ZERO_ENTRY
+        ):
+            n += 1
+        stray = n - self.index_count
+        for m in range(n - 1, self.index_count - 1, -1):
+            self._unlink(m, counted=False)
+        return stray
+
+    def drop_from(self, phy_offset: int, store_time: Callable[[int], int | None]) -> int:
+        """Remove the newest entries while they point at ``phy_offset`` or later (or make
+        no sense); returns how many. Entries go in commit log order, so what stays indexes
+        exactly the records below ``phy_offset`` that were indexed; recovery indexes the
+        rest again. Slots are set back to the entry each chain had before, the header's
+        end to the last entry kept (``store_time`` reads its record's store time)."""
+        if self.readonly:
+            raise StoreError(f"index file {self.path} is open read-only")
+        mm = self._map()
+        dropped = 0
+        while self.index_count > 1:
+            n = self.index_count - 1
+            key_hash, phy, time_diff, prev = _ENTRY.unpack_from(mm, self._entry_pos(n))
+            if 0 <= phy < phy_offset and key_hash >= 0 and time_diff >= 0 and 0 <= prev < n:
+                break
+            self._unlink(n, counted=True)
+            self.index_count = n
+            dropped += 1
+        if dropped:
+            if self.index_count > 1:
+                last = self.entry(self.index_count - 1)
+                self.end_phy_offset = last.phy_offset
+                stored = store_time(last.phy_offset)
+                self.end_timestamp = (
+                    stored if stored is not None else self.begin_timestamp + last.time_diff * 1000
+                )
+            else:
+                self.begin_phy_offset = self.end_phy_offset = 0
+                self.begin_timestamp = self.end_timestamp = 0
+                self.hash_slot_count = 0
+            self.write_header()
+        return dropped
+
+    def _entry_pos(self, n: int) -> int:
+        return self._entries_base + n * INDEX_ENTRY_SIZE
+
+    def _unlink(self, n: int, *, counted: bool) -> None:
+        """Zero entry ``n`` and point its slot back at the entry before it in the chain
+        (``counted``: the header's hashSlotCount included the entry)."""
+        mm = self._map()
+        pos = self._entry_pos(n)
+        key_hash, _phy, _diff, prev = _ENTRY.unpack_from(mm, pos)
+        if key_hash >= 0:
+            slot_pos = INDEX_HEADER_SIZE + (key_hash % self.max_hash_slot_num) * HASH_SLOT_SIZE
+            (value,) = _SLOT.unpack_from(mm, slot_pos)
+            if value >= n:  # names this entry (or one already gone)
+                back = prev if 0 < prev < n else 0
+                _SLOT.pack_into(mm, slot_pos, back)
+                if back == 0 and counted and self.hash_slot_count > 0:
+                    self.hash_slot_count -= 1
+        mm[pos : pos + INDEX_ENTRY_SIZE] = _ZERO_ENTRY
 
     def flush(self) -> None:
         """Sync the whole map (header included) without holding the GIL meanwhile."""

@@ -4,10 +4,11 @@ Index files live in ``<root>/index/`` and are named by creation time, so name or
 creation order. Keys are ``topic#uniqKey`` then ``topic#key`` for every space-separated
 key; a file that fills up is flushed and a new one continues from its end values.
 
-The dispatcher calls :meth:`IndexService.build_index` for every record (recovery replays
-records, and records below the last file's endPhyOffset are skipped, so a rebuild does
-not double-index). Queries walk files newest to oldest as ``queryOffset`` does; because a
-replayed boundary record may be indexed twice, duplicate offsets are dropped.
+The dispatcher indexes records in commit log order (recovery replays records, and records
+below the last file's endPhyOffset are skipped, so a replay does not double-index).
+Queries walk files newest to oldest as ``queryOffset`` does; because a replayed boundary
+record may be indexed twice, duplicate offsets are dropped. After a crash the files are
+kept and their tail repaired (:meth:`IndexService.repair_tail`).
 
 All methods take one lock: the dispatcher thread writes while broker threads query.
 """
@@ -17,7 +18,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -69,21 +70,18 @@ class IndexService:
         self.readonly = readonly
         self._files: list[IndexFile] = []
         self._lock = threading.RLock()
-        self._last_index_timestamp = 0
 
     # -- loading ------------------------------------------------------------------------
 
-    def load(self, last_exit_ok: bool, checkpoint_index_ts: int) -> None:
-        """Map every index file, oldest first.
+    def load(self) -> None:
+        """Map every index file, oldest first; bad files raise :class:`CorruptRecordError`.
 
-        After an abnormal exit, files whose endTimestamp is past the checkpoint's index
-        timestamp may be half written: they are deleted so recovery rebuilds them from the
-        commit log. Read-only loading keeps them (an offline tool shows what is on disk).
-        Bad files raise :class:`CorruptRecordError`.
-        """
+        Files are kept whatever the last exit was: after a crash, recovery cuts the
+        newest entries back to what the checkpoint proves (:meth:`repair_tail`) and
+        indexes the records after that point again, instead of dropping the files (as
+        4.9.8 does) and losing or rebuilding everything they held."""
         with self._lock:
             self._close_all()
-            self._last_index_timestamp = checkpoint_index_ts
             if not self.store_path.is_dir():
                 return
             names = sorted(p.name for p in self.store_path.iterdir() if p.is_file())
@@ -91,20 +89,49 @@ class IndexService:
                 if not name.isdigit():
                     log.warning("ignoring %s: not an index file name", self.store_path / name)
                     continue
-                f = IndexFile.open(
-                    self.store_path / name,
-                    self.max_hash_slot_num,
-                    self.max_index_num,
-                    readonly=self.readonly,
+                self._files.append(
+                    IndexFile.open(
+                        self.store_path / name,
+                        self.max_hash_slot_num,
+                        self.max_index_num,
+                        readonly=self.readonly,
+                    )
                 )
-                if not last_exit_ok and not self.readonly and f.end_timestamp > checkpoint_index_ts:
-                    log.info("abnormal exit: deleting index file %s (past checkpoint)", f.path)
-                    f.destroy()
-                    continue
-                self._files.append(f)
+
+    def repair_tail(self, phy_offset: int, store_time: Callable[[int], int | None]) -> int:
+        """After a crash: keep what indexes records below ``phy_offset``, drop the rest.
+
+        Entries a cut-short batch wrote past the newest file's header go first, then the
+        newest entries pointing at ``phy_offset`` or later, file by file from the newest;
+        a newer file left empty is deleted. Returns how many entries were dropped; the
+        caller indexes the records from ``phy_offset`` on again."""
+        if self.readonly:
+            raise StoreError("index service is read-only")
+        with self._lock:
+            if not self._files:
+                return 0
+            dropped = self._files[-1].drop_stray_entries()
+            while self._files:
+                f = self._files[-1]
+                dropped += f.drop_from(phy_offset, store_time)
+                if f.index_count > 1 or len(self._files) == 1:
+                    break
+                log.info("index file %s left empty by the repair: deleted", f.path)
+                f.destroy()
+                self._files.pop()
+            return dropped
+
+    def drop_all(self) -> int:
+        """Delete every index file (a full recovery check indexes everything again);
+        returns how many entries they held."""
+        if self.readonly:
+            raise StoreError("index service is read-only")
+        with self._lock:
+            held = sum(f.index_count - 1 for f in self._files)
             for f in self._files:
-                if f.is_write_full:
-                    self._last_index_timestamp = max(self._last_index_timestamp, f.end_timestamp)
+                f.destroy()
+            self._files = []
+            return held
 
     # -- writing ------------------------------------------------------------------------
 
@@ -118,25 +145,28 @@ class IndexService:
         sys_flag: int,
     ) -> None:
         """Index one dispatched record (``IndexService.buildIndex``)."""
-        record = (keys, uniq_key, commit_log_offset, store_timestamp, sys_flag)
-        self.build_index_many(topic, (record,))
+        record = (topic, keys, uniq_key, commit_log_offset, store_timestamp, sys_flag)
+        self.build_index_many((record,))
 
     def build_index_many(
-        self, topic: str, records: Sequence[tuple[str | None, str | None, int, int, int]]
+        self, records: Sequence[tuple[str, str | None, str | None, int, int, int]]
     ) -> None:
-        """Index ``(keys, uniq_key, offset, store_timestamp, sys_flag)`` records of one
-        topic in offset order, under one lock hold and with one header write per file."""
+        """Index ``(topic, keys, uniq_key, offset, store_timestamp, sys_flag)`` records in
+        commit log order, under one lock hold and with one header write per file.
+
+        A record below the last file's endPhyOffset is already indexed (a replay) and is
+        skipped; that only holds because records come in offset order across topics."""
         if self.readonly:
             raise StoreError("index service is read-only")
-        prefix = topic + "#"
         with self._lock:
             f = self._last_writable_file()
             try:
-                for keys, uniq_key, offset, store_ts, sys_flag in records:
+                for topic, keys, uniq_key, offset, store_ts, sys_flag in records:
                     if sys_flag & _TRANSACTION_MASK == _TRANSACTION_ROLLBACK:
                         continue
                     if offset < f.end_phy_offset:
                         continue
+                    prefix = topic + "#"
                     index_keys = [uniq_key] if uniq_key is not None else []
                     if keys:
                         index_keys.extend(k for k in keys.split(" ") if k)
@@ -169,13 +199,8 @@ class IndexService:
         )
         self._files.append(new)
         if prev is not None:
-            self._flush_file(prev)
+            prev.flush()
         return new
-
-    def _flush_file(self, f: IndexFile) -> None:
-        f.flush()
-        if f.is_write_full:
-            self._last_index_timestamp = max(self._last_index_timestamp, f.end_timestamp)
 
     def flush(self) -> None:
         """msync the newest file; full files were flushed when they rolled."""
@@ -183,7 +208,7 @@ class IndexService:
             return
         with self._lock:
             if self._files:
-                self._flush_file(self._files[-1])
+                self._files[-1].flush()
 
     # -- reading ------------------------------------------------------------------------
 
@@ -215,12 +240,6 @@ class IndexService:
         with self._lock:
             return list(self._files)
 
-    @property
-    def last_index_timestamp(self) -> int:
-        """End timestamp of the newest file that was full and flushed: the checkpoint's
-        ``indexMsgTimestamp``."""
-        return self._last_index_timestamp
-
     # -- cleanup ------------------------------------------------------------------------
 
     def delete_expired(self, min_commit_log_offset: int) -> None:
@@ -243,7 +262,7 @@ class IndexService:
         """Flush (when writable) and unmap every file."""
         with self._lock:
             if not self.readonly and self._files:
-                self._flush_file(self._files[-1])
+                self._files[-1].flush()
             self._close_all()
 
     def _close_all(self) -> None:

@@ -218,6 +218,7 @@ class MessageStore:
         """Map files and recover; writable stores take the lock first."""
         if self._loaded:
             return self.recovery_report
+        started = time.monotonic()
         try:
             if not self.readonly:
                 self._lock.acquire()
@@ -226,7 +227,7 @@ class MessageStore:
             self.commit_log.load()
             self.queues.load(infer_size=self.readonly)
             if self.index is not None:
-                self.index.load(self.last_exit_ok, self.checkpoint.index_msg_timestamp)
+                self.index.load()
             if self.readonly:
                 self._recover_readonly()
             else:
@@ -235,10 +236,9 @@ class MessageStore:
                     self.queues,
                     self.dispatcher,
                     self.checkpoint,
+                    index=self.index if self.config.message_index_enable else None,
                     last_exit_ok=self.last_exit_ok,
                     check_crc=self.config.check_crc_on_recover,
-                    index_enable=self.config.message_index_enable,
-                    index_safe=self.config.message_index_safe,
                 )
                 self.recovery_report = report
                 self.topic_queue_table = dict(report.topic_queue_table)
@@ -246,6 +246,10 @@ class MessageStore:
                 self.commit_log.queue.flush_all()
                 for cq in self.queues.all():
                     cq.queue.flush_all()
+                if self.index is not None:
+                    self.index.flush()
+                report.seconds = time.monotonic() - started
+                log.info("%s", report.summary())
         except BaseException:
             self._close_files()
             self._lock.release()
@@ -348,17 +352,27 @@ class MessageStore:
 
     # -- flushing ------------------------------------------------------------------------
     def flush_consume_queues(self) -> None:
-        """Flush queues and index, then write the checkpoint naming what is durable."""
+        """Flush queues and index, then write the checkpoint naming what is durable.
+
+        indexMsgTimestamp is one millisecond before the last record dispatched when the
+        flush began (4.9.8 writes the end of the last full index file there): every index
+        entry of records stored up to then is on disk, so recovery keeps the index files
+        and only indexes what follows again. One millisecond earlier because a record of
+        the same millisecond may be dispatched after the flush began; so an index file
+        ending at or before that time holds nothing newer than the flush, which is what a
+        4.9.8 broker's recovery needs of the files it keeps."""
         if self.readonly or self.checkpoint is None:
             return
-        logics_ts = self.dispatcher.last_dispatched_timestamp
+        with self._dispatch_lock:  # between two passes: nothing half dispatched
+            dispatched_ts = self.dispatcher.last_dispatched_timestamp
         for cq in self.queues.all():
             cq.queue.flush_all()
         if self.index is not None and self.config.message_index_enable:
             self.index.flush()
-            self.checkpoint.index_msg_timestamp = self.index.last_index_timestamp
-        if logics_ts:
-            self.checkpoint.logics_msg_timestamp = logics_ts
+            if dispatched_ts:
+                self.checkpoint.index_msg_timestamp = dispatched_ts - 1
+        if dispatched_ts:
+            self.checkpoint.logics_msg_timestamp = dispatched_ts
         if self._flusher is not None and self._flusher.flushed_store_timestamp:
             self.checkpoint.physic_msg_timestamp = self._flusher.flushed_store_timestamp
         self.checkpoint.flush()
@@ -488,7 +502,10 @@ class MessageStore:
             delay_level = batch[0].properties.get(PROPERTY_DELAY_TIME_LEVEL)
         key = (prepared.topic, prepared.queue_id)
         with self._put_lock:
-            store_ts = _now_ms()
+            # Never earlier than the last record: recovery finds what the checkpoint
+            # proves by binary search over store times, which needs them in log order
+            # (a clock stepping back would otherwise break that order).
+            store_ts = max(_now_ms(), self.commit_log.last_store_timestamp)
             try:
                 mf, phy = self.commit_log.reserve(prepared.total)
             except DiskFullError as exc:
@@ -574,6 +591,12 @@ class MessageStore:
             self._replicated_pending = False
             before = {(cq.topic, cq.queue_id): cq.max_offset for cq in self.queues.all()}
             self.dispatcher.reput(self.dispatcher.reput_from_offset)
+            # Raw appends carry no store time of their own: the records just dispatched
+            # name it, so the checkpoint's physicMsgTimestamp moves on a slave too and its
+            # recovery after a crash starts near the end rather than at the beginning.
+            last = self.dispatcher.last_dispatched_timestamp
+            if last > self.commit_log.last_store_timestamp:
+                self.commit_log.last_store_timestamp = last
             for cq in self.queues.all():
                 key = (cq.topic, cq.queue_id)
                 self.topic_queue_table[key] = cq.max_offset

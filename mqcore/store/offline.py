@@ -231,7 +231,7 @@ class OfflineStore:
             self.root, files[0].max_hash_slot_num, files[0].max_index_num, readonly=True
         )
         try:
-            service.load(True, 0)
+            service.load()
             result = service.query(topic, key, max_num, begin, end)
         finally:
             service.shutdown()

@@ -1,34 +1,49 @@
 """Recovery: bring commit log, consume queues and index back to one consistent end.
 
 Byte layout: none of its own; it reads the ``abort`` marker and ``checkpoint`` (see
-:mod:`checkpoint`) and the commit log / consume queue formats.
+:mod:`checkpoint`) and the commit log / consume queue / index formats.
 
-As in RocketMQ 4.9.8 (spec §9.2):
+Every consume queue first finds its end (first invalid 20-byte entry, scanning from its
+third-to-last file). Then:
 
-* every consume queue finds its end (first invalid 20-byte entry, scanning from its
-  third-to-last file);
-* **normal** (no ``abort`` file): scan the commit log from its third-to-last file,
-  validating every record (magic, size, BODYCRC when ``checkCRCOnRecover``), to find the
-  true end;
-* **abnormal** (``abort`` left by a crash): pick the newest commit log file whose first
-  record was stored at or before the checkpoint's min timestamp (min(physic, logics) - 3 s,
-  or the index timestamp when ``messageIndexSafe``) and scan from there;
-* the commit log is truncated at the end found (torn tail zeroed, later files deleted),
-  consume queue entries pointing past it are dropped, and every record not yet in a
-  consume queue or the index is re-dispatched (duplicates are skipped);
-* finally the per-queue next offsets (topicQueueTable) are rebuilt from the queues.
+* **normal** (no ``abort`` file): as 4.9.8, the commit log is checked from its
+  third-to-last file (magic, size, BODYCRC when ``checkCRCOnRecover``) to find its end;
+* **abnormal** (``abort`` left by a crash): the check starts at the *recovery point*,
+  the end of the records the checkpoint proves durable, queued and indexed (see
+  :mod:`recovery_point`), so a restart costs what was written in the last seconds before
+  the crash, not what the store holds. Index files are kept: entries past the point are
+  cut (:meth:`IndexService.repair_tail`) and indexed again. A checkpoint that proves
+  nothing or is ahead of the commit log, a queue entry naming another record, or a queue
+  missing entries of records before the point (a gap) asks for a **full check**
+  instead: every record from the commit log's first file is checked and re-dispatched and
+  the index is built again, and the log says why.
+
+In both, a whole record whose body fails BODYCRC costs only itself (skipped, its queue
+entry a filler), the first record that does not frame is the end (torn tail zeroed,
+later files deleted), queue entries pointing past the end are dropped, every record not
+yet in its queue or the index is re-dispatched (duplicates are skipped), and the
+per-queue next offsets (topicQueueTable) are rebuilt from the queues.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from mqcore.errors import CorruptRecordError
+from mqcore.message.record import DispatchRequest
 from mqcore.store.checkpoint import StoreCheckpoint
 from mqcore.store.commitlog import TRANSACTION_PREPARED, TRANSACTION_ROLLBACK, CommitLog
 from mqcore.store.consume_queue import FILLER_SIZE
 from mqcore.store.dispatcher import ConsumeQueueTable, Dispatcher
+from mqcore.store.index_service import IndexService
+from mqcore.store.recovery_point import (
+    ConsumeQueueMismatch,
+    checkpoint_problem,
+    find_recovery_point,
+    proven_timestamp,
+)
 
 log = logging.getLogger(__name__)
 
@@ -50,43 +65,53 @@ class RecoveryReport:
     """What recovery did, for logs and tests."""
 
     abnormal: bool
+    full_check: bool = False
+    """Abnormal recovery checked the whole commit log (see :attr:`full_check_reason`)."""
+    full_check_reason: str = ""
     scan_from: int = 0
+    """Commit log offset the check started at (the recovery point after a crash)."""
     commit_log_end: int = 0
     redispatch_from: int = 0
     redispatched: int = 0
+    """Records handed to the dispatcher again (entries they already had are skipped)."""
+    index: str = "off"
+    """``off``, ``kept`` (as it was), ``repaired`` (tail cut and indexed again) or
+    ``rebuilt`` (dropped and built from the commit log)."""
+    index_files: int = 0
+    """Index files kept."""
+    index_dropped: int = 0
+    """Index entries cut (repaired) or dropped (rebuilt) before indexing again."""
+    seconds: float = 0.0
+    """Wall time of the whole load (set by the message store)."""
     topic_queue_table: dict[tuple[str, int], int] = field(default_factory=dict)
     problems: list[StoreProblem] = field(default_factory=list)
     damaged: set[int] = field(default_factory=set)
     """Commit log offsets of whole records whose body fails BODYCRC (never delivered)."""
 
-
-def _first_store_timestamp(commit_log: CommitLog, file_index: int) -> int:
-    """STORETIMESTAMP of the first record of a file; 0 when it does not start with one."""
-    mf = commit_log.queue.files[file_index]
-    try:
-        res = commit_log.check_at(mf.file_from_offset, check_crc=False)
-    except CorruptRecordError:
-        return 0
-    if res is None or isinstance(res, int):
-        return 0
-    return res.store_timestamp
-
-
-def choose_abnormal_start(commit_log: CommitLog, min_timestamp: int) -> int:
-    """Offset of the newest file whose first record is not newer than ``min_timestamp``."""
-    files = commit_log.queue.files
-    for i in range(len(files) - 1, -1, -1):
-        ts = _first_store_timestamp(commit_log, i)
-        if ts != 0 and ts <= min_timestamp:
-            return files[i].file_from_offset
-    return files[0].file_from_offset if files else 0
-
-
-def find_commit_log_end(commit_log: CommitLog, start: int, *, check_crc: bool) -> int:
-    """Scan from ``start``; the first invalid record (or zeros) is the end."""
-    for _ in commit_log.scan(start, check_crc=check_crc, strict=False):
-        pass
-    return max(commit_log.last_scan_end, start)
+    def summary(self) -> str:
+        """The one log line: what was checked, re-dispatched and kept, and how long."""
+        if not self.abnormal:
+            how = "normal recovery"
+        elif self.full_check:
+            how = f"abnormal recovery, full check ({self.full_check_reason})"
+        else:
+            how = "abnormal recovery from the checkpoint"
+        index = self.index
+        if self.index == "kept":
+            index = f"kept ({self.index_files} files)"
+        elif self.index == "repaired":
+            index = (
+                f"kept ({self.index_files} files), {self.index_dropped:,} entries past the "
+                "recovery point cut and indexed again"
+            )
+        elif self.index == "rebuilt":
+            index = f"rebuilt ({self.index_dropped:,} entries dropped)"
+        damage = f", {len(self.problems)} problems (see below)" if self.problems else ""
+        return (
+            f"{how}: scanned the commit log from offset {self.scan_from:,} to "
+            f"{self.commit_log_end:,}, {self.redispatched:,} records re-dispatched, "
+            f"index {index}{damage}, {self.seconds:.3f} s"
+        )
 
 
 def _check_and_find_end(
@@ -96,15 +121,22 @@ def _check_and_find_end(
     report: RecoveryReport,
     *,
     check_crc: bool,
-) -> int:
-    """Scan from ``start`` to the first record that does not frame (the end).
+    gaps: bool = False,
+) -> tuple[int, int]:
+    """Scan from ``start`` to the first record that does not frame (the end); returns
+    the end and the newest store time met.
 
     On the way, a whole record whose body fails BODYCRC is only skipped (the records
     after it are good: truncating there would throw them away), and every consume queue
     entry of a scanned record is checked against it: a wrong entry is rewritten, the
     entry of a damaged record becomes a filler, so consumers skip exactly that record.
+    With ``gaps``, a queue whose first record here lies past the queue's end raises
+    :class:`ConsumeQueueMismatch`: the entries between belong to records before ``start``.
     """
+    newest = 0
+    first_seen: set[tuple[str, int]] = set()
     for req in commit_log.scan(start, check_crc=check_crc, strict=False, tolerate_crc=True):
+        newest = max(newest, req.store_timestamp)
         mf = commit_log.queue.find_by_offset(req.commit_log_offset)
         path = str(mf.path) if mf is not None else "commitlog"
         if req.damaged:
@@ -115,7 +147,16 @@ def _check_and_find_end(
         if req.transaction_type in (TRANSACTION_PREPARED, TRANSACTION_ROLLBACK):
             continue
         cq = queues.find(req.topic, req.queue_id, create=False)
-        if cq is None or req.queue_offset >= cq.max_offset:
+        held = cq.max_offset if cq is not None else 0
+        if gaps and (req.topic, req.queue_id) not in first_seen:
+            first_seen.add((req.topic, req.queue_id))
+            if req.queue_offset > held:
+                raise ConsumeQueueMismatch(
+                    f"consume queue {req.topic}/{req.queue_id} ends at offset {held}, but the "
+                    f"record at {req.commit_log_offset} after the recovery point has queue "
+                    f"offset {req.queue_offset}"
+                )
+        if cq is None or req.queue_offset >= held:
             continue
         if req.damaged:
             entry = (0, FILLER_SIZE, 0)
@@ -130,7 +171,37 @@ def _check_and_find_end(
                     "rewritten",
                 )
             )
-    return max(commit_log.last_scan_end, start)
+    return max(commit_log.last_scan_end, start), newest
+
+
+def _check_from_checkpoint(
+    commit_log: CommitLog,
+    queues: ConsumeQueueTable,
+    checkpoint: StoreCheckpoint,
+    report: RecoveryReport,
+    *,
+    check_crc: bool,
+    index_enable: bool,
+) -> tuple[int, int, int] | str:
+    """Check from the recovery point: (start, end, newest store time met), or why a full
+    check is needed."""
+    problem = checkpoint_problem(checkpoint, index_enable=index_enable)
+    if problem is not None:
+        return problem
+    proven = proven_timestamp(checkpoint, index_enable=index_enable)
+    try:
+        start = find_recovery_point(commit_log, queues, proven).offset
+        end, newest = _check_and_find_end(
+            commit_log, queues, start, report, check_crc=check_crc, gaps=True
+        )
+    except ConsumeQueueMismatch as exc:
+        return str(exc)
+    if checkpoint.physic_msg_timestamp > newest:
+        return (
+            f"the checkpoint's physicMsgTimestamp {checkpoint.physic_msg_timestamp} is ahead "
+            f"of the newest record after the recovery point (stored at {newest})"
+        )
+    return start, end, newest
 
 
 def recover(
@@ -139,57 +210,33 @@ def recover(
     dispatcher: Dispatcher,
     checkpoint: StoreCheckpoint,
     *,
+    index: IndexService | None,
     last_exit_ok: bool,
     check_crc: bool,
-    index_enable: bool,
-    index_safe: bool,
 ) -> RecoveryReport:
-    """Run normal or abnormal recovery on loaded (not yet started) components."""
+    """Run normal or abnormal recovery on loaded (not yet started) components;
+    ``index`` is the index the dispatcher builds (None when the index is off)."""
     report = RecoveryReport(abnormal=not last_exit_ok)
     for cq in queues.all():
         cq.recover()
-
-    files = commit_log.queue.files
-    if last_exit_ok:
-        start = files[max(0, len(files) - 3)].file_from_offset if files else 0
-    else:
-        min_ts = checkpoint.min_timestamp_index if index_safe else checkpoint.min_timestamp
-        start = choose_abnormal_start(commit_log, min_ts)
-    report.scan_from = start
-    end = (
-        _check_and_find_end(commit_log, queues, start, report, check_crc=check_crc) if files else 0
+    start, end, newest = _find_end(
+        commit_log, queues, checkpoint, report, check_crc=check_crc, index_enable=index is not None
     )
+    # The next record is stored no earlier than the newest one kept (see the put path).
+    commit_log.last_store_timestamp = newest
+    report.scan_from = start
     report.commit_log_end = end
     commit_log.truncate(end)
-    log.info(
-        "%s recovery: commit log end %d (scan from %d)",
-        "abnormal" if report.abnormal else "normal",
-        end,
-        start,
-    )
-
     for cq in queues.all():
         if cq.max_physic_offset > end or cq.max_offset > 0:
             cq.truncate_dirty(end)
 
-    # Re-dispatch what the queues and the index do not hold yet.
-    cq_end = queues.max_physic_end()
-    cq_from = cq_end if cq_end >= 0 else commit_log.min_offset
-    if report.abnormal:
-        cq_from = min(cq_from, start)
-    redispatch_from = cq_from
-    index = dispatcher.index
-    if index_enable and index is not None:
-        index_files = getattr(index, "files", [])
-        idx_end = max((f.end_phy_offset for f in index_files), default=0)
-        redispatch_from = min(redispatch_from, idx_end)
-    redispatch_from = max(redispatch_from, commit_log.min_offset)
-    report.redispatch_from = redispatch_from
+    report.redispatch_from = _prepare_redispatch(commit_log, queues, index, report)
     count = 0
-    for req in commit_log.scan(redispatch_from, check_crc=False, strict=False):
+    for req in commit_log.scan(report.redispatch_from, check_crc=False, strict=False):
         if req.commit_log_offset in report.damaged:
             continue  # the next record's entry pads a filler in its place
-        dispatcher.dispatch(req, to_index=index_enable)
+        dispatcher.dispatch(req, to_index=index is not None)
         count += 1
     report.redispatched = count
     dispatcher.reput_from_offset = end
@@ -200,3 +247,75 @@ def recover(
     for problem in report.problems:
         log.error("store damage: %s", problem)
     return report
+
+
+def _find_end(
+    commit_log: CommitLog,
+    queues: ConsumeQueueTable,
+    checkpoint: StoreCheckpoint,
+    report: RecoveryReport,
+    *,
+    check_crc: bool,
+    index_enable: bool,
+) -> tuple[int, int, int]:
+    """Check the commit log from where this kind of recovery starts: (start, end, newest
+    store time met). A failed start from the checkpoint becomes a full check."""
+    files = commit_log.queue.files
+    if not files:
+        return 0, 0, 0
+    if not report.abnormal:
+        start = files[max(0, len(files) - 3)].file_from_offset
+        end, newest = _check_and_find_end(commit_log, queues, start, report, check_crc=check_crc)
+        return start, end, newest
+    checked = _check_from_checkpoint(
+        commit_log, queues, checkpoint, report, check_crc=check_crc, index_enable=index_enable
+    )
+    if not isinstance(checked, str):
+        return checked
+    log.warning("abnormal recovery checks the whole commit log: %s", checked)
+    report.full_check, report.full_check_reason = True, checked
+    report.problems.clear()  # the full check finds them again
+    report.damaged.clear()
+    start = commit_log.min_offset
+    end, newest = _check_and_find_end(commit_log, queues, start, report, check_crc=check_crc)
+    return start, end, newest
+
+
+def _prepare_redispatch(
+    commit_log: CommitLog,
+    queues: ConsumeQueueTable,
+    index: IndexService | None,
+    report: RecoveryReport,
+) -> int:
+    """Where re-dispatching starts; after a crash the index is first cut back to it
+    (or, after a full check, dropped)."""
+    if report.abnormal:
+        start = report.scan_from
+        if index is not None:
+            if report.full_check:
+                report.index, report.index_dropped = "rebuilt", index.drop_all()
+            else:
+                dropped = index.repair_tail(start, _store_time(commit_log))
+                report.index, report.index_dropped = "repaired", dropped
+    else:
+        cq_end = queues.max_physic_end()
+        start = cq_end if cq_end >= 0 else commit_log.min_offset
+        if index is not None:
+            report.index = "kept"
+            start = min(start, max((f.end_phy_offset for f in index.files), default=0))
+    if index is not None:
+        report.index_files = len(index.files)
+    return max(start, commit_log.min_offset)
+
+
+def _store_time(commit_log: CommitLog) -> Callable[[int], int | None]:
+    """Store time of the record at an offset (None when none is readable there)."""
+
+    def store_time(offset: int) -> int | None:
+        try:
+            req = commit_log.check_at(offset)
+        except CorruptRecordError:
+            return None
+        return req.store_timestamp if isinstance(req, DispatchRequest) else None
+
+    return store_time

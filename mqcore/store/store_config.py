@@ -195,6 +195,8 @@ class MessageStoreConfig(PropertiesConfig):
     default_query_max_num: int = field(default=32, metadata=_key("defaultQueryMaxNum"))
     message_index_enable: bool = field(default=True, metadata=_key("messageIndexEnable"))
     message_index_safe: bool = field(default=False, metadata=_key("messageIndexSafe"))
+    """Read for 4.9.8's sake; mq's recovery always starts no later than the index's
+    checkpoint time, as 4.9.8 does with this key true (the index files are kept)."""
     check_crc_on_recover: bool = field(default=True, metadata=_key("checkCRCOnRecover"))
     message_delay_level: str = field(
         default=DEFAULT_DELAY_LEVELS, metadata=_key("messageDelayLevel")

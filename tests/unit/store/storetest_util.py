@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 from pathlib import Path
 
 from mqcore.message.model import MessageExt
@@ -67,3 +68,33 @@ def open_store(root: Path, **overrides: object) -> MessageStore:
 def store_threads() -> list[threading.Thread]:
     names = ("FlushRealTimeService", "GroupCommitService", "FlushConsumeQueueService")
     return [t for t in threading.enumerate() if t.name in names]
+
+
+def kill(store: MessageStore) -> None:
+    """Leave the store as ``kill -9`` does: what was written into the maps stays (the page
+    cache keeps it), the abort file stays, and nothing more is flushed or written on the
+    way out (no final flush, no index header, no checkpoint)."""
+    for service in (store._flusher, store._cq_flusher):
+        assert service is not None
+        service._on_stop = lambda: None  # type: ignore[method-assign]
+        service.shutdown()
+    store._running = False
+    if store.index is not None:
+        for f in store.index.files:
+            f.close()
+    store.queues.close()
+    store.commit_log.close()
+    checkpoint = store.checkpoint
+    if checkpoint is not None and checkpoint._mm is not None:
+        checkpoint._mm.close()
+        checkpoint._mm = None
+    store._lock.release()
+
+
+def next_millisecond() -> None:
+    """Return once the clock's millisecond has moved on, so the next record is stored
+    later than every record so far (store times have millisecond resolution)."""
+    start = time.time_ns() // 1_000_000
+    deadline = time.monotonic() + 1.0
+    while time.time_ns() // 1_000_000 == start:
+        assert time.monotonic() < deadline, "the clock did not move"

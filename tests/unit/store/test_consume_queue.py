@@ -5,7 +5,10 @@ from __future__ import annotations
 import struct
 from pathlib import Path
 
-from mqcore.store.consume_queue import FILLER_SIZE, ConsumeQueue
+from hypothesis import given
+from hypothesis import strategies as st
+
+from mqcore.store.consume_queue import ENTRY, FILLER_SIZE, ConsumeQueue, count_valid_entries
 
 SIZE = 10 * 20  # ten entries per file
 
@@ -93,3 +96,45 @@ def test_delete_expired_and_min_offset(tmp_path: Path) -> None:
     assert cq.min_offset == 21  # first entry at or past the log's min offset
     assert cq.max_offset == 35
     cq.close()
+
+
+def _valid_prefix_one_by_one(data: bytes) -> int:
+    for i in range(len(data) // 20):
+        phy, size, _ = ENTRY.unpack_from(data, i * 20)
+        if phy < 0 or size <= 0:
+            return i
+    return len(data) // 20
+
+
+_entries = st.lists(
+    st.tuples(
+        st.one_of(st.integers(-(2**63), 2**63 - 1), st.sampled_from([0, 1, -1, 2**32])),
+        st.one_of(st.integers(-(2**31), 2**31 - 1), st.sampled_from([0, 1, -1, 256, 2**24])),
+        st.integers(-(2**63), 2**63 - 1),
+    ),
+    max_size=40,
+)
+
+
+@given(_entries, st.binary(max_size=19))
+def test_valid_entries_are_counted_as_one_by_one(
+    entries: list[tuple[int, int, int]], tail: bytes
+) -> None:
+    data = b"".join(ENTRY.pack(*e) for e in entries) + tail
+    assert count_valid_entries(data) == _valid_prefix_one_by_one(data)
+
+
+def test_recover_stops_at_the_first_invalid_entry(tmp_path: Path) -> None:
+    cq = _cq(tmp_path)
+    for i in range(15):
+        cq.put(i * 100, 100, i, i)
+    cq.close()
+    path = tmp_path / "T" / "0" / "00000000000000000000"
+    data = bytearray(path.read_bytes())
+    data[6 * 20 + 8 : 6 * 20 + 12] = bytes(4)  # entry 6: size 0
+    path.write_bytes(bytes(data))
+    again = _cq(tmp_path)
+    again.load()
+    again.recover()
+    assert (again.max_offset, again.max_physic_offset) == (6, 600)
+    again.close()

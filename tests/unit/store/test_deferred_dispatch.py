@@ -117,3 +117,17 @@ def test_shutdown_dispatches_what_is_pending(tmp_path: Path) -> None:
         assert reopened.get_max_offset_in_queue("TopicA", 0) == 1
     finally:
         reopened.shutdown()
+
+
+def test_one_pass_over_several_topics_indexes_every_record(store: MessageStore) -> None:
+    """Index entries go in commit log order across topics: grouped by topic, the second
+    topic's records fell below the first's endPhyOffset and were skipped as replays."""
+    topics = ["TopicA", "TopicB", "TopicA", "TopicC", "TopicB"]
+    puts = [store.put_message(make_msg(topic=t, keys=f"k{i}")) for i, t in enumerate(topics)]
+    store.dispatch_pending()
+    for i, (topic, put) in enumerate(zip(topics, puts, strict=True)):
+        assert store.query_by_key(topic, f"k{i}").phy_offsets == [put.wrote_offset]
+    index = store.index
+    assert index is not None
+    offsets = [e.phy_offset for f in index.files for e in f.iter_entries()]
+    assert offsets == sorted(offsets)

@@ -23,7 +23,7 @@ def build(svc: IndexService, n: int, *, start: int = 0) -> None:
 @pytest.fixture
 def svc(tmp_path: Path) -> IndexService:
     s = IndexService(tmp_path, 7, 5)  # 4 keys per file: records straddle files
-    s.load(True, 0)
+    s.load()
     return s
 
 
@@ -63,8 +63,7 @@ def test_roll_presets_and_flushes(svc: IndexService) -> None:
     first, second = svc.files[:2]
     assert first.is_write_full and not second.closed
     assert second.begin_phy_offset >= first.end_phy_offset
-    full = [f for f in svc.files if f.is_write_full]
-    assert svc.last_index_timestamp == full[-1].end_timestamp
+    assert all(f.is_write_full for f in svc.files[:-1])
 
 
 def test_rollback_not_indexed_prepared_is(svc: IndexService) -> None:
@@ -92,32 +91,90 @@ def test_rebuild_is_idempotent(svc: IndexService) -> None:
         assert svc.query("T", f"k{i}", 64, 0, 2**62).phy_offsets == [i * RECORD]
 
 
-def test_reload_after_clean_and_abnormal_exit(tmp_path: Path) -> None:
+def _hot(svc: IndexService) -> list[int]:
+    return svc.query("T", "hot", 64, 0, 2**62).phy_offsets
+
+
+def _store_time(phy: int) -> int:
+    return T0 + phy // RECORD * 1000
+
+
+def test_reload_keeps_every_file_and_repair_cuts_the_tail(tmp_path: Path) -> None:
     svc = IndexService(tmp_path, 7, 5)
-    svc.load(True, 0)
+    svc.load()
     build(svc, 21)  # 63 keys: 15 full files + 1 partial
-    ckpt = svc.last_index_timestamp
     svc.shutdown()
     n_files = len(list((tmp_path / "index").iterdir()))
 
-    clean = IndexService(tmp_path, 7, 5)
-    clean.load(True, ckpt)
-    assert len(clean.files) == n_files
-    assert clean.query("T", "k20", 64, 0, 2**62).phy_offsets == [20 * RECORD]
-    build(clean, 25, start=21)
-    assert clean.query("T", "k24", 64, 0, 2**62).phy_offsets == [24 * RECORD]
-    ckpt = clean.last_index_timestamp
-    clean.shutdown()
+    again = IndexService(tmp_path, 7, 5)
+    again.load()  # kept, whatever the last exit was
+    assert len(again.files) == n_files
+    assert again.query("T", "k20", 64, 0, 2**62).phy_offsets == [20 * RECORD]
+    # a crash: recovery keeps what indexes records below 12 and indexes the rest again
+    dropped = again.repair_tail(12 * RECORD, _store_time)
+    assert dropped == sum(3 + (i % 2 == 0) for i in range(12, 21))
+    assert len(again.files) < n_files  # files left empty are gone
+    last = again.files[-1]
+    assert last.end_phy_offset == 11 * RECORD and last.end_timestamp == T0 + 11_000
+    assert _hot(again) == [i * RECORD for i in range(11, -1, -1)]
+    assert again.query("T", "k15", 64, 0, 2**62).phy_offsets == []
+    build(again, 25, start=12)
+    for i in range(25):  # every key once: nothing lost, nothing doubled
+        assert again.query("T", f"k{i}", 64, 0, 2**62).phy_offsets == [i * RECORD]
+        assert again.query("T", f"U{i:04d}", 64, 0, 2**62).phy_offsets == [i * RECORD]
+    assert _hot(again) == [i * RECORD for i in range(24, -1, -1)]
+    entries = [e.phy_offset for f in again.files for e in f.iter_entries()]
+    assert entries == sorted(entries)
+    again.shutdown()
 
-    crashed = IndexService(tmp_path, 7, 5)
-    crashed.load(False, ckpt)
-    assert all(f.end_timestamp <= ckpt for f in crashed.files)
-    assert crashed.files[-1].is_write_full
-    # recovery re-dispatches from the checkpoint; the index comes back whole
-    build(crashed, 25)
-    for i in range(25):
-        assert crashed.query("T", f"k{i}", 64, 0, 2**62).phy_offsets == [i * RECORD]
+
+def test_repair_within_one_file_restores_the_slots_chains(tmp_path: Path) -> None:
+    svc = IndexService(tmp_path, 7, 200)  # one file, 7 slots: long shared chains
+    svc.load()
+    build(svc, 30)
+    f = svc.files[0]
+    count, slots = f.hash_slot_count, [f.slot(i) for i in range(7)]
+    build(svc, 40, start=30)
+    assert svc.repair_tail(30 * RECORD, _store_time) == sum(3 + (i % 2 == 0) for i in range(30, 40))
+    assert (f.hash_slot_count, [f.slot(i) for i in range(7)]) == (count, slots)
+    assert _hot(svc) == [i * RECORD for i in range(29, -1, -1)]
+    build(svc, 40, start=30)
+    assert _hot(svc) == [i * RECORD for i in range(39, -1, -1)]
+    svc.shutdown()
+
+
+def test_entries_past_the_header_of_a_cut_batch_are_dropped(tmp_path: Path) -> None:
+    """A crash between a batch's entries and its header write: the slots name entries
+    the header does not count. Left so, the next key of such a slot would start a new
+    chain and every older entry of it would be lost to lookups."""
+    svc = IndexService(tmp_path, 7, 200)
+    svc.load()
+    build(svc, 5)
+    f = svc.files[0]
+    f.put_key("T#hot", 5 * RECORD, T0 + 5000, write_header=False)
+    f.put_key("T#k5", 5 * RECORD, T0 + 5000, write_header=False)
+    for g in svc.files:
+        g.close()  # killed: the map's bytes stay, the header was never written
+
+    crashed = IndexService(tmp_path, 7, 200)
+    crashed.load()
+    assert crashed.files[0].index_count == f.index_count - 2
+    assert crashed.repair_tail(5 * RECORD, _store_time) == 2
+    build(crashed, 7, start=5)
+    assert _hot(crashed) == [i * RECORD for i in range(6, -1, -1)]
+    assert crashed.query("T", "k5", 64, 0, 2**62).phy_offsets == [5 * RECORD]
     crashed.shutdown()
+
+
+def test_drop_all_deletes_the_files(tmp_path: Path) -> None:
+    svc = IndexService(tmp_path, 7, 5)
+    svc.load()
+    build(svc, 6)
+    assert svc.drop_all() == sum(3 + (i % 2 == 0) for i in range(6))
+    assert svc.files == [] and not any((tmp_path / "index").iterdir())
+    build(svc, 2)
+    assert svc.query("T", "k1", 64, 0, 2**62).phy_offsets == [RECORD]
+    svc.shutdown()
 
 
 def test_delete_expired_keeps_last(svc: IndexService) -> None:
@@ -134,13 +191,13 @@ def test_delete_expired_keeps_last(svc: IndexService) -> None:
 
 def test_readonly_never_writes(tmp_path: Path, fixture_store: Path) -> None:
     ro = IndexService(tmp_path, 7, 5, readonly=True)
-    ro.load(False, 0)
+    ro.load()
     assert not (tmp_path / "index").exists()
     with pytest.raises(StoreError):
         ro.build_index("T", "k", None, 0, T0, 0)
 
     fixture = IndexService(fixture_store, 100, 1000, readonly=True)
-    fixture.load(False, 0)  # abnormal + zero checkpoint would delete; readonly keeps it
+    fixture.load()
     assert [f.name for f in fixture.files] == ["20261129184202721"]
     res = fixture.query("FixtureTopic", "k42", 64, 0, 2**62)
     assert res.phy_offsets == [8370]
@@ -153,9 +210,9 @@ def test_readonly_never_writes(tmp_path: Path, fixture_store: Path) -> None:
 
 def test_geometry_mismatch_is_reported(tmp_path: Path) -> None:
     svc = IndexService(tmp_path, 7, 5)
-    svc.load(True, 0)
+    svc.load()
     build(svc, 1)
     svc.shutdown()
     other = IndexService(tmp_path, 8, 5)
     with pytest.raises(StoreError, match="expected"):
-        other.load(True, 0)
+        other.load()
