@@ -772,7 +772,8 @@ def topics_phase(
     if args.burst > 0:
         say(f"burst: {system}: sends at rest, then during {args.burst:,} creates")
         burst = burst_phase(lab, system, broker, total, args.burst, args.rest, args.send_rate)
-    lab.stop(broker, namesrv)
+    lab.stop(broker)  # first: it unregisters at the name server
+    lab.stop(namesrv)
     if not args.keep:
         shutil.rmtree(base, ignore_errors=True)
     return result, burst
@@ -1008,9 +1009,8 @@ def main() -> None:
             )
         )
     else:
-        print_tables(
-            Console(width=max(Console().width, 160)), restart_rows, topics, bursts, args.tail
-        )
+        out = Console(width=max(Console().width, 240))
+        print_tables(out, restart_rows, topics, bursts, args.tail)
 
 
 if __name__ == "__main__":
