@@ -66,6 +66,7 @@ from mqcore.broker.transaction import (
     TransactionalMessageCheckService,
     TransactionalMessageService,
 )
+from mqcore.common.loop_lag import LoopLagMonitor
 from mqcore.errors import MQError
 from mqcore.message.model import HostAddr
 from mqcore.remoting import ChannelLimits, RemotingServer
@@ -123,6 +124,8 @@ class BrokerController:
         self.stats = BrokerStatsManager()
         self.stats_history = StatsHistory(self.stats, lambda: config.broker_cluster_name)
         observe_store(self.store, self.stats.store_stats)
+        self.loop_lag = LoopLagMonitor(server=f"broker {config.broker_name}")
+        """Every request is served on one loop: how late it runs what is due."""
         self.housekeeping = ClientHousekeeping(
             config, self.producers, self.consumers, self.filters, self.persister
         )
@@ -277,6 +280,7 @@ class BrokerController:
             long_polling=self.long_polling,
             stats=self.stats,
             stats_history=self.stats_history,
+            loop_lag=self.loop_lag,
             schedule_service=self.schedule_service,
             transaction_service=self.transaction_service,
             ha=self.ha,
@@ -317,9 +321,11 @@ class BrokerController:
                 server.dispatcher.pre_dispatch = self.acl_guard
 
     def _broker_services(self) -> list[Service]:
-        """Registration, the periodic persistence, client scans and statistics samples."""
+        """The loop-lag monitor (first, so it sees the others' stalls), registration,
+        the periodic persistence, client scans and statistics samples."""
         t, c = self.timers, self.config
         services = [
+            Service("loop-lag-monitor", self.loop_lag.start, self.loop_lag.stop),
             Service("name-server-registration", self._start_registration),
             periodic(
                 t,
