@@ -331,7 +331,7 @@ class BrokerController:
                 t,
                 "persist-consumer-offsets",
                 c.flush_consumer_offset_interval,
-                self.persist_consumer_offsets,
+                self.request_persist_consumer_offsets,
             ),
             periodic(t, "persist-configs", 60_000, self.request_persist_configs),
             periodic(t, "client-scan", c.client_scan_interval, self.housekeeping.scan_not_active),
@@ -581,7 +581,13 @@ class BrokerController:
 
     # -- persistence ----------------------------------------------------------------------
     def persist_consumer_offsets(self) -> None:
+        """Write consumerOffset.json now, on the caller's thread (shutdown)."""
         self.offsets.persist()
+
+    def request_persist_consumer_offsets(self) -> None:
+        """The periodic write, off the loop: with 10,000 groups the file is ~1 MB and
+        encoding it on the loop held every request for 0.3-0.8 s."""
+        self.persister.request(self.offsets)
 
     def request_persist_configs(self) -> None:
         """The periodic write, off the loop: a large table takes long to encode and sync."""
