@@ -336,11 +336,19 @@ class BrokerController:
             periodic(t, "persist-configs", 60_000, self.request_persist_configs),
             periodic(t, "client-scan", c.client_scan_interval, self.housekeeping.scan_not_active),
             periodic(t, "filter-clean", FILTER_CLEAN_INTERVAL_MS, self.housekeeping.clean_filters),
-            periodic(t, "stats-sample", _STATS_SAMPLE_MS, self.stats.sample),
+            periodic(t, "stats-sample", _STATS_SAMPLE_MS, self.stats.sample_in_slices),
             periodic(
-                t, "stats-hour", HOUR_SAMPLE_SECONDS * 1000, self.stats_history.sample_hour_ring
+                t,
+                "stats-hour",
+                HOUR_SAMPLE_SECONDS * 1000,
+                self.stats_history.sample_hour_ring_in_slices,
             ),
-            periodic(t, "stats-day", DAY_SAMPLE_SECONDS * 1000, self.stats_history.sample_day_ring),
+            periodic(
+                t,
+                "stats-day",
+                DAY_SAMPLE_SECONDS * 1000,
+                self.stats_history.sample_day_ring_in_slices,
+            ),
         ]
         if self.acl_guard is not None:
             services.append(Service("acl-watch", self.acl_guard.start, self.acl_guard.close))
