@@ -213,6 +213,7 @@ class BrokerController:
             self.groups,
             own_addr=lambda: self.broker_addr,
             on_topics_taken=self._learn_stored_topics,
+            persister=self.persister,
         )
         self.epochs = EpochFileCache(store_config.root / EPOCH_FILE_NAME)
         """The master epochs this log was written in (controller mode)."""
