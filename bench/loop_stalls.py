@@ -2,21 +2,27 @@
 
 An in-process broker (its own periodic services stopped, so each job runs alone) gets
 ``--topics`` topics and ``--groups`` subscription groups straight into its tables, an
-offset for every ``topic@group`` pair on every queue, put and get statistics for each,
-and a consumer member for every group (100 client connections, as heartbeats would
-leave them). Then every periodic job is run ``--runs`` times while a loop-lag monitor
-wakes every 2 ms; the table shows the largest lag it saw (the longest the loop was held
-while the job ran, whether on the loop or by a thread holding the GIL) and the job's
-own wall time. The name server is a separate ``mq namesrv`` process, so registration is
-measured on the broker's side only.
+offset for every ``topic@group`` pair on every queue (what a restart loads; frozen out
+of garbage collections with ``--freeze``, as ``mq broker`` does), then put and get
+statistics for each and a consumer member for every group (100 client connections, as
+heartbeats would leave them). Then every periodic job is run ``--runs`` times while a
+loop-lag monitor wakes every 2 ms. The table shows the largest lag it saw (the longest
+the loop was held while the job ran, on the loop or by a thread holding the GIL), the
+job's own wall time, and the longest garbage collection meanwhile (part of the lag,
+not shortened by slicing). The name server is a separate ``mq namesrv`` process, so
+registration is measured on the broker's side only.
 
-    .venv/bin/python bench/loop_stalls.py [--topics 10000] [--groups 10000] [--json]
+    .venv/bin/python bench/loop_stalls.py [--topics 10000] [--groups 10000] [--freeze] [--json]
+
+An older commit is measured with the same script: ``git archive COMMIT mqcore mqcli |
+tar -x -C /tmp/old`` and ``PYTHONPATH=/tmp/old``.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import json
 import re
 import subprocess
@@ -75,17 +81,27 @@ def start_namesrv(workdir: Path) -> tuple[subprocess.Popen[str], str]:
     return proc, found.group(1)
 
 
-def populate(broker: BrokerController, topics: int, groups: int) -> None:
-    """Tables as a broker that has served these topics and groups for a while holds them."""
+def load_tables(broker: BrokerController, topics: int, groups: int) -> None:
+    """What a broker restarted on such a store loads from config/*.json: the topics, the
+    groups and an offset for every queue of each ``topic@group`` pair."""
     for i in range(topics):
         broker.topic_configs.update(TopicConfig(f"Topic{i}", QUEUES, QUEUES))
-        broker.stats.on_put(f"Topic{i}", 1, 100)
-    channels = [FakeChannel(n) for n in range(CLIENTS)]
     for i in range(groups):
         group, topic = f"Group{i}", f"Topic{i % topics}"
         broker.groups.update(SubscriptionGroupConfig(group))
         for q in range(QUEUES):
             broker.offsets.commit(group, topic, q, 1000 + q)
+
+
+def serve_clients(broker: BrokerController, topics: int, groups: int) -> None:
+    """What traffic adds once it runs: put and get statistics of every topic and pair,
+    and a consumer member of every group (``CLIENTS`` connections, as heartbeats leave
+    them)."""
+    channels = [FakeChannel(n) for n in range(CLIENTS)]
+    for i in range(topics):
+        broker.stats.on_put(f"Topic{i}", 1, 100)
+    for i in range(groups):
+        group, topic = f"Group{i}", f"Topic{i % topics}"
         broker.stats.on_get(group, topic, 1, 100)
         info = ClientChannelInfo(channels[i % CLIENTS], f"client-{i % CLIENTS}")  # type: ignore[arg-type]
         subs = [SubscriptionData(topic)]
@@ -95,10 +111,31 @@ def populate(broker: BrokerController, topics: int, groups: int) -> None:
         )  # fmt: skip
 
 
-async def measured(job: Job, runs: int, pause: float) -> tuple[float, float]:
+class GcPauses:
+    """The longest garbage collection (ms) since :meth:`reset`, from ``gc.callbacks``:
+    a job that allocates much sets off collections that scan every object of the broker,
+    a stall of its own that no slicing shortens."""
+
+    def __init__(self) -> None:
+        self.longest = 0.0
+        self._began = 0.0
+        gc.callbacks.append(self._callback)
+
+    def _callback(self, phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            self._began = time.perf_counter()
+        else:
+            self.longest = max(self.longest, (time.perf_counter() - self._began) * 1000)
+
+    def reset(self) -> None:
+        self.longest = 0.0
+
+
+async def measured(job: Job, runs: int, pause: float, gc_pauses: GcPauses) -> tuple[float, float]:
     """The largest loop lag (ms) seen while ``job`` ran, and its longest wall time (ms);
     ``pause`` seconds between runs."""
     worst_lag = worst_wall = 0.0
+    gc_pauses.reset()
     for _ in range(runs):
         monitor = LoopLagMonitor(interval=0.002, warn_ms=float("inf"))
         monitor.start()
@@ -115,9 +152,17 @@ async def measured(job: Job, runs: int, pause: float) -> tuple[float, float]:
     return worst_lag, worst_wall
 
 
+def timer_call(owner: object, name: str, before: str) -> Callable[[], object]:
+    """What the broker's timer calls, by its name now or (measuring an older commit
+    with PYTHONPATH, see bench/README.md) by the name it had before."""
+    fn: Callable[[], object] = getattr(owner, name, None) or getattr(owner, before)
+    return fn
+
+
 def jobs(broker: BrokerController) -> dict[str, Job]:
     """Each periodic job of the broker (its period in the name), run once per call,
     and the admin reads that grow with the tables."""
+    history = broker.stats_history
 
     async def register() -> None:
         await broker.outer_api.register_all(force=True)
@@ -130,7 +175,7 @@ def jobs(broker: BrokerController) -> dict[str, Job]:
 
     async def persist_offsets() -> None:
         before = broker.offsets.writes
-        broker.persist_consumer_offsets()
+        timer_call(broker, "request_persist_consumer_offsets", "persist_consumer_offsets")()
         while broker.offsets.writes <= before:
             await asyncio.sleep(0.005)
 
@@ -156,18 +201,25 @@ def jobs(broker: BrokerController) -> dict[str, Job]:
     return {
         "registration with the name server (forced, every 30 s)": register,
         "topics.json + subscriptionGroup.json (persister thread, 60 s)": persist_configs,
-        "consumerOffset.json (every 5 s)": persist_offsets,
+        "consumerOffset.json (persister thread, every 5 s)": persist_offsets,
         "client scan (every 10 s)": periodic(broker.housekeeping.scan_not_active),
         "consumer filter clean (every 10 s)": periodic(broker.housekeeping.clean_filters),
-        "statistics sample (every 1 s)": periodic(broker.stats.sample),
-        "statistics hour ring (every 10 min)": periodic(broker.stats_history.sample_hour_ring),
-        "statistics day ring (every hour)": periodic(broker.stats_history.sample_day_ring),
+        "statistics sample (every 1 s)": periodic(
+            timer_call(broker.stats, "sample_in_slices", "sample")
+        ),
+        "statistics hour ring (every 10 min)": periodic(
+            timer_call(history, "sample_hour_ring_in_slices", "sample_hour_ring")
+        ),
+        "statistics day ring (every hour)": periodic(
+            timer_call(history, "sample_day_ring_in_slices", "sample_day_ring")
+        ),
         "connection sweep (every 30 s)": periodic(broker.server.sweep),
         "GET_ALL_TOPIC_CONFIG (mq tui polls it)": admin(RequestCode.GET_ALL_TOPIC_CONFIG),
         "GET_ALL_SUBSCRIPTIONGROUP_CONFIG (mq tui)": admin(
             RequestCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG
         ),
         "GET_ALL_CONSUMER_OFFSET (mq tui)": admin(RequestCode.GET_ALL_CONSUMER_OFFSET),
+        "a full garbage collection (whatever sets it off)": periodic(gc.collect),
     }
 
 
@@ -185,13 +237,26 @@ async def bench(args: argparse.Namespace, workdir: Path, namesrv: str) -> list[d
     try:
         await broker.services.stop()  # no periodic job runs but the one measured
         t0 = time.perf_counter()
-        populate(broker, args.topics, args.groups)
+        load_tables(broker, args.topics, args.groups)
+        if args.freeze:  # what `mq broker` does once started (mqcli/serving.py)
+            gc.collect()
+            gc.freeze()
+        serve_clients(broker, args.topics, args.groups)
         print(f"tables filled in {time.perf_counter() - t0:.1f} s", file=sys.stderr)
+        tracked = len(gc.get_objects())
+        print(f"{tracked} objects walked by a full collection", file=sys.stderr)
         rows = []
+        gc_pauses = GcPauses()
         for name, job in jobs(broker).items():
+            if args.only and args.only not in name:
+                continue
             # the persister writes a file at most once a second: runs 1.1 s apart
-            lag, wall = await measured(job, args.runs, 1.1 if "persister" in name else 0.05)
-            rows.append({"job": name, "maxLoopStallMs": round(lag, 1), "wallMs": round(wall, 1)})
+            pause = 1.1 if "persister" in name else 0.05
+            lag, wall = await measured(job, args.runs, pause, gc_pauses)
+            rows.append(
+                {"job": name, "maxLoopStallMs": round(lag, 1), "wallMs": round(wall, 1),
+                 "maxGcPauseMs": round(gc_pauses.longest, 1)}
+            )  # fmt: skip
             print(f"  {name}: {lag:.1f} ms", file=sys.stderr)
         return rows
     finally:
@@ -204,6 +269,12 @@ def main() -> None:
     parser.add_argument("--groups", type=int, default=10_000)
     parser.add_argument("--runs", type=int, default=3, help="Runs of each job (the worst shown).")
     parser.add_argument("--json", action="store_true", help="One JSON object, no table.")
+    parser.add_argument("--only", metavar="TEXT", help="Only the jobs whose name has TEXT.")
+    parser.add_argument(
+        "--freeze",
+        action="store_true",
+        help="gc.freeze() once the tables a restart loads are in (as `mq broker` does).",
+    )
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="mq-loop-stalls-") as tmp:
         workdir = Path(tmp)
@@ -219,8 +290,14 @@ def main() -> None:
     table.add_column("job")
     table.add_column("largest loop stall", justify="right")
     table.add_column("job wall time", justify="right")
+    table.add_column("longest GC", justify="right")
     for row in rows:
-        table.add_row(row["job"], f"{row['maxLoopStallMs']:.1f} ms", f"{row['wallMs']:.1f} ms")
+        table.add_row(
+            row["job"],
+            f"{row['maxLoopStallMs']:.1f} ms",
+            f"{row['wallMs']:.1f} ms",
+            f"{row['maxGcPauseMs']:.1f} ms",
+        )
     Console().print(table)
 
 
