@@ -175,7 +175,9 @@ def jobs(broker: BrokerController) -> dict[str, Job]:
 
     async def persist_offsets() -> None:
         before = broker.offsets.writes
-        timer_call(broker, "request_persist_consumer_offsets", "persist_consumer_offsets")()
+        await maybe_await(
+            timer_call(broker, "persist_consumer_offsets_in_thread", "persist_consumer_offsets")()
+        )
         while broker.offsets.writes <= before:
             await asyncio.sleep(0.005)
 
@@ -201,7 +203,7 @@ def jobs(broker: BrokerController) -> dict[str, Job]:
     return {
         "registration with the name server (forced, every 30 s)": register,
         "topics.json + subscriptionGroup.json (persister thread, 60 s)": persist_configs,
-        "consumerOffset.json (persister thread, every 5 s)": persist_offsets,
+        "consumerOffset.json (every 5 s, in a thread now)": persist_offsets,
         "client scan (every 10 s)": periodic(broker.housekeeping.scan_not_active),
         "consumer filter clean (every 10 s)": periodic(broker.housekeeping.clean_filters),
         "statistics sample (every 1 s)": periodic(

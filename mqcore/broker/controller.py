@@ -332,7 +332,7 @@ class BrokerController:
                 t,
                 "persist-consumer-offsets",
                 c.flush_consumer_offset_interval,
-                self.request_persist_consumer_offsets,
+                self.persist_consumer_offsets_in_thread,
             ),
             periodic(t, "persist-configs", 60_000, self.request_persist_configs),
             periodic(t, "client-scan", c.client_scan_interval, self.housekeeping.scan_not_active),
@@ -593,10 +593,13 @@ class BrokerController:
         """Write consumerOffset.json now, on the caller's thread (shutdown)."""
         self.offsets.persist()
 
-    def request_persist_consumer_offsets(self) -> None:
+    async def persist_consumer_offsets_in_thread(self) -> None:
         """The periodic write, off the loop: with 10,000 groups the file is ~1 MB and
-        encoding it on the loop held every request for 0.3-0.8 s."""
-        self.persister.request(self.offsets)
+        encoding it on the loop held every request for 0.3-0.8 s. A thread of its own
+        rather than the config persister's, which writes a file at most once a second:
+        ``flushConsumerOffsetInterval`` may be shorter, and each period's write must
+        happen in that period."""
+        await asyncio.to_thread(self.offsets.persist)
 
     def request_persist_configs(self) -> None:
         """The periodic write, off the loop: a large table takes long to encode and sync."""

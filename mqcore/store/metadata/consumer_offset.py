@@ -84,7 +84,7 @@ class ConsumerOffsetManager(ConfigFileManager):
     def snapshot(self) -> Callable[[], dict[str, Any]]:
         """Nothing copied now: the writer reads the live table (:class:`_LiveOffsetTable`).
 
-        The broker writes this file every 5 s from the persister's thread while the loop
+        The broker writes this file every 5 s from a worker thread while the loop
         commits offsets; copying 10,000s of pairs under the lock would hold every commit,
         and so the loop, until done."""
         table = self.table
