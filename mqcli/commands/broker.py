@@ -21,6 +21,7 @@ from mqcli.serving import (
     PrintConfigOpt,
     broker_log_name,
     config_option,
+    freeze_startup_heap,
     is_local_address,
     listen_option,
     log_dir_option,
@@ -142,6 +143,7 @@ def describe(controller: BrokerController) -> str:
 async def _serve(broker: BrokerConfig, store_config: MessageStoreConfig, log_file: Path) -> None:
     controller = BrokerController(broker, store_config)
     await start_broker(controller)
+    freeze_startup_heap()  # the loaded tables stay out of full garbage collections
     print(
         f"mq broker listening on {controller.broker_addr} ({describe(controller)}, log={log_file})",
         flush=True,

@@ -42,6 +42,7 @@ from mqcli.tables import (
     resolve_format,
 )
 from mqcore.client import Admin
+from mqcore.common.loop_lag import DEFAULT_WARN_MS, LoopLagFigures
 from mqcore.errors import MQError
 from mqcore.message.const import SCHEDULE_TOPIC
 from mqcore.store.store_config import parse_delay_levels
@@ -222,6 +223,8 @@ def _status_doc(
         "earliestMessageTimestamp": as_int(  # mq's exact key, else 4.9.8's (often -1)
             rt.get("earliestStoredMessageTimeStamp") or rt.get("earliestMessageTimeStamp")
         ),
+        # how late the broker's event loop ran what was due (mq brokers only; None elsewhere)
+        "loopLag": _loop_lag_json(rt),
         # damage recovery found and worked around (mq brokers only; None elsewhere)
         "storeProblems": as_int(rt.get("storeProblems")),
         "storeProblemsDetail": [p for p in rt.get("storeProblemsDetail", "").split(" | ") if p],
@@ -239,6 +242,26 @@ def _status_doc(
         ],
         "runtime": dict(sorted(rt.items())),
     }
+
+
+def _loop_lag_json(rt: dict[str, str]) -> dict[str, object] | None:
+    figures = LoopLagFigures.from_runtime_info(rt)
+    return figures.to_json() if figures is not None else None
+
+
+def _loop_lag_text(doc: dict[str, Any]) -> str:
+    """The loop-lag row: the largest stall of the last minute first (what an operator
+    chasing timeouts asks), then of the last 10 minutes, and how many passed the
+    broker's warning threshold (each of those is in its log, some folded together)."""
+    lag = doc["loopLag"]
+    if lag is None:
+        return "-"
+    stalls = lag["stalls"]
+    return (
+        f"{lag['maxMsLastMinute']:.0f} ms largest in the last minute, "
+        f"{lag['maxMs']:.0f} ms in 10 minutes; "
+        f"{stalls} stall{'' if stalls == 1 else 's'} over {DEFAULT_WARN_MS:.0f} ms since start"
+    )
 
 
 def _render(
@@ -270,6 +293,7 @@ def _render(
         ),
         ("disk used", "-" if ratio is None or ratio < 0 else f"{ratio:.1%}"),
         ("dispatch behind", fmt_bytes(doc["dispatchBehindBytes"])),
+        ("loop lag", _loop_lag_text(doc)),
         ("earliest message", fmt_ts(doc["earliestMessageTimestamp"] or 0)),
         ("role", doc["role"]),
         ("HA", ha),
@@ -352,7 +376,8 @@ def status(
     """Runtime figures and delay levels of a broker (mqadmin brokerStatus).
 
     Version, uptime, put/get TPS, messages today, commit-log offsets, disk use, dispatch
-    lag, role and HA state (a master's connected slaves and the offset they
+    lag, loop lag (the largest stall of the broker's event loop in the last minute and
+    in 10 minutes), role and HA state (a master's connected slaves and the offset they
     acknowledged; a slave's master, its connection and its lag in bytes), in controller
     mode the replica's id, master epoch and in-sync set, and per delay
     level: messages waiting, when the head is due, and the delivery rate (the broker's
@@ -363,6 +388,7 @@ def status(
       mq broker status
       mq broker status --name broker-a --watch 2
       mq broker status 127.0.0.1:10911 --json | jq .delayLevels
+      mq broker status --json | jq .loopLag.maxMsLastMinute
     """
     fmt = resolve_format(fmt, as_json)
     as_json = fmt == "json"

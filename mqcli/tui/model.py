@@ -116,6 +116,9 @@ class BrokerRow:
     """Role and HA connection as the broker reports them (None: not polled yet)."""
     store_problems: int = 0
     """Damage the broker's recovery found and worked around (``storeProblems``)."""
+    loop_lag_ms: float | None = None
+    """The broker event loop's largest stall in the last minute (``None``: the broker
+    does not say, as RocketMQ)."""
     unknown: bool = False
     """No name server answers, so nothing current is known about this broker: ``up``
     is what the last good poll saw, and the views say "unknown", never DOWN."""

@@ -63,6 +63,7 @@ from mqcli.tui.model import (
 )
 from mqcore.client import Admin
 from mqcore.client.admin import QueueProgress
+from mqcore.common.loop_lag import LoopLagFigures
 from mqcore.errors import MQBrokerError, MQError
 from mqcore.message import MessageExt
 from mqcore.message.const import REPLY_TOPIC_POSTFIX
@@ -299,6 +300,8 @@ class ClusterPoller:
         row.commit_log_max = _int(rt.get("commitLogMaxOffset"))
         row.ha = ha_state(rt, row.broker_id)
         row.store_problems = _int(rt.get("storeProblems"))
+        lag = LoopLagFigures.from_runtime_info(rt)
+        row.loop_lag_ms = lag.max_ms_last_minute if lag is not None else None
         return data
 
     async def _topic_stats(self, data: BrokerData) -> None:

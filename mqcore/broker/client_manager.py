@@ -16,9 +16,10 @@ from __future__ import annotations
 import enum
 import logging
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 
+from mqcore.common.aio import run_all, run_in_slices
 from mqcore.protocol import RemotingCommand, RequestCode
 from mqcore.protocol.bodies import Connection, ConsumerConnection, SubscriptionData
 from mqcore.protocol.headers import NotifyConsumerIdsChangedRequestHeader
@@ -34,6 +35,9 @@ __all__ = [
 ]
 
 log = logging.getLogger("mq.broker.client")
+
+_GROUPS_PER_STEP = 128
+"""Groups scanned between two chances to give the loop back."""
 
 
 @dataclass(slots=True, eq=False)
@@ -94,17 +98,28 @@ class ProducerManager:
 
     def scan_not_active(self, timeout: float) -> list[ClientChannelInfo]:
         """Drop channels without a heartbeat for ``timeout`` seconds (and close them)."""
+        expired: list[ClientChannelInfo] = []
+        run_all(self._scan_steps(timeout, expired))
+        return expired
+
+    async def scan_not_active_in_slices(self, timeout: float) -> list[ClientChannelInfo]:
+        """:meth:`scan_not_active` a slice of groups at a time (the periodic scan)."""
+        expired: list[ClientChannelInfo] = []
+        await run_in_slices(self._scan_steps(timeout, expired))
+        return expired
+
+    def _scan_steps(self, timeout: float, expired: list[ClientChannelInfo]) -> Iterator[None]:
         now = self._clock()
-        expired = []
-        for group in list(self.groups):
-            for channel, info in list(self.groups[group].items()):
+        for n, group in enumerate(list(self.groups), 1):  # keys: no 10,000 pairs kept alive
+            for channel, info in list(self.groups.get(group, {}).items()):
                 if now - info.last_update > timeout:
                     log.warning("producer %s of %s expired", info.client_id, group)
                     self.unregister(group, channel)
                     expired.append(info)
+            if n % _GROUPS_PER_STEP == 0:
+                yield
         for info in expired:
             info.channel.close()
-        return expired
 
     def group_channels(self, group: str) -> list[ClientChannelInfo]:
         return list(self.groups.get(group, {}).values())
@@ -275,9 +290,23 @@ class ConsumerManager:
     def scan_not_active(self, timeout: float) -> list[ClientChannelInfo]:
         """Drop members without a heartbeat for ``timeout`` seconds, close their
         connections, and notify the members that remain."""
-        now = self._clock()
         expired: list[ClientChannelInfo] = []
-        for group, group_info in list(self.groups.items()):
+        run_all(self._scan_steps(timeout, expired))
+        return expired
+
+    async def scan_not_active_in_slices(self, timeout: float) -> list[ClientChannelInfo]:
+        """:meth:`scan_not_active` a slice of groups at a time (the periodic scan: 10,000
+        groups are ~10 ms of the loop at once)."""
+        expired: list[ClientChannelInfo] = []
+        await run_in_slices(self._scan_steps(timeout, expired))
+        return expired
+
+    def _scan_steps(self, timeout: float, expired: list[ClientChannelInfo]) -> Iterator[None]:
+        now = self._clock()
+        for n, group in enumerate(list(self.groups), 1):  # keys: no 10,000 pairs kept alive
+            group_info = self.groups.get(group)
+            if group_info is None:
+                continue  # gone meanwhile
             gone = [i for i in group_info.channels.values() if now - i.last_update > timeout]
             for info in gone:
                 log.warning("consumer %s of %s expired", info.client_id, group)
@@ -285,9 +314,10 @@ class ConsumerManager:
                 expired.append(info)
             if gone:
                 self._member_gone(group, group_info, True)
+            if n % _GROUPS_PER_STEP == 0:
+                yield
         for info in expired:
             info.channel.close()
-        return expired
 
     def _member_gone(self, group: str, group_info: ConsumerGroupInfo, notify: bool) -> None:
         if not group_info.channels:

@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from mqcore.broker.stats_history import StatsHistory
     from mqcore.broker.topics import TopicService
     from mqcore.broker.transaction import TransactionalMessageService
+    from mqcore.common.loop_lag import LoopLagMonitor
     from mqcore.message.model import HostAddr
     from mqcore.store.message_store import MessageStore
     from mqcore.store.metadata import (
@@ -67,6 +68,8 @@ class BrokerContext:
     long_polling: LongPollingService
     stats: BrokerStatsManager
     stats_history: StatsHistory
+    loop_lag: LoopLagMonitor
+    """How late the event loop runs what is due (the ``loopLag*`` runtime keys)."""
     schedule_service: ScheduleMessageService
     """Delay levels: rewrites a delayed put into SCHEDULE_TOPIC_XXXX."""
     transaction_service: TransactionalMessageService

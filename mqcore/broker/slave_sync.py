@@ -23,6 +23,7 @@ keep the others stale.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
@@ -43,6 +44,7 @@ from mqcore.store.metadata import (
     SubscriptionGroupManager,
     TopicConfigManager,
 )
+from mqcore.store.metadata.persister import ConfigPersister
 
 __all__ = [
     "SYNC_INITIAL_DELAY_MS",
@@ -84,9 +86,13 @@ class SlaveSynchronize:
         *,
         own_addr: Callable[[], str] | None = None,
         on_topics_taken: Callable[[], None] | None = None,
+        persister: ConfigPersister | None = None,
         timeout: float = DEFAULT_TIMEOUT,
     ) -> None:
+        """``persister``: writes the merged consumer offsets off the loop (the broker's);
+        without one they are written at once, on the caller's thread."""
         self.client = client
+        self.persister = persister
         self.on_topics_taken = on_topics_taken
         """Told after the master's topic table replaced ours (the broker adds back the
         topics its store holds that the master's answer did not have yet)."""
@@ -151,13 +157,16 @@ class SlaveSynchronize:
     async def sync_consumer_offset(self, addr: str) -> None:
         """Merge the master's offsets over ours (4.9.8 ``putAll``: whole queue maps of the
         master's ``topic@group`` keys replace ours, keys it lacks stay)."""
-        wrapper = ConsumerOffsetSerializeWrapper.decode(
-            await self._ask(addr, RequestCode.GET_ALL_CONSUMER_OFFSET)
-        )
+        body = await self._ask(addr, RequestCode.GET_ALL_CONSUMER_OFFSET)
+        # 10,000 groups are ~1 MB of JSON: decoded and written off the loop
+        wrapper = await asyncio.to_thread(ConsumerOffsetSerializeWrapper.decode, body)
         manager = self.offsets
         with manager._lock:
             manager.table.update(wrapper.offset_table)
-            manager.persist()
+            if self.persister is None:
+                manager.persist()
+        if self.persister is not None:
+            self.persister.request(manager)
         log.info("slave consumer offsets updated from master %s", addr)
 
     async def sync_delay_offset(self, addr: str) -> None:

@@ -239,6 +239,12 @@ def _pretty(value: Any, level: int, out: list[str]) -> None:
             out.append("{}")
             return
         if _int_keys(value):
+            if all(type(v) is int for v in value.values()):
+                # queue id -> offset (consumerOffset.json holds 10,000s of these): each
+                # is written as _scalar would write it, without a call per number
+                body = ",".join([f"{k}:{v}" for k, v in value.items()])
+                out.append("{" + body + "\n" + "\t" * level + "}")
+                return
             out.append("{")
             parts: list[str] = []
             for k, v in value.items():

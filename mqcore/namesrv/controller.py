@@ -19,6 +19,7 @@ from pathlib import Path
 
 from mqcore.acl.guard import AclGuard
 from mqcore.acl.permission import NAMESRV_ADMIN_CODES
+from mqcore.common.loop_lag import LoopLagMonitor
 from mqcore.controller.server import ControllerConfig, ControllerManager
 from mqcore.namesrv.config import NamesrvConfig
 from mqcore.namesrv.kvconfig import KVConfigManager
@@ -61,6 +62,8 @@ class NamesrvController:
         self.server.dispatcher.pre_dispatch = self.acl_guard  # ACL: admin codes only
         self.server.add_close_listener(self._channel_closed)
         self._scan_task: asyncio.Task[None] | None = None
+        self.loop_lag = LoopLagMonitor(server="name server")
+        """Every broker and client is served on one loop: a stall is logged."""
         self.controller: ControllerManager | None = None
         """The controller it hosts (``enableControllerInNamesrv``), on the same port."""
         if config.enable_controller_in_namesrv:
@@ -92,6 +95,7 @@ class NamesrvController:
         if self.acl_guard is not None:
             self.acl_guard.start()
         self._scan_task = asyncio.create_task(self._scan_loop(), name="namesrv-scan")
+        self.loop_lag.start()
 
     async def _scan_loop(self) -> None:
         interval = self.config.scan_not_active_broker_interval / 1000
@@ -106,6 +110,7 @@ class NamesrvController:
                 channel.close()
 
     async def shutdown(self) -> None:
+        await self.loop_lag.stop()
         if self._scan_task is not None:
             self._scan_task.cancel()
             with contextlib.suppress(asyncio.CancelledError):

@@ -13,9 +13,12 @@ Usage::
 Connections are bounded (:class:`ChannelLimits`): one sweep every few seconds closes
 channels idle past ``idle_timeout`` (RocketMQ's ``serverChannelMaxIdleTimeSeconds``; a
 request in progress, such as a held pull, is not idle) and peers that leave a frame
-half-sent past ``frame_timeout``; a host past ``max_per_address`` open connections has
-its next ones dropped at once. Clients heartbeat every 30 s, so the defaults never touch
-a healthy one; a client whose connection was closed reconnects on its next request.
+half-sent past ``frame_timeout``. A cap of open connections per host
+(``max_per_address``) is off by default, as RocketMQ has none: every client behind one
+NAT or proxy shares an address, so a cap there refuses healthy clients. An operator may
+set one; past it a host has its next connections dropped at once. Clients heartbeat
+every 30 s, so the timeouts never touch a healthy one; a client whose connection was
+closed reconnects on its next request.
 """
 
 from __future__ import annotations
@@ -48,8 +51,8 @@ DEFAULT_IDLE_TIMEOUT = 120.0
 """RocketMQ's ``serverChannelMaxIdleTimeSeconds`` default."""
 DEFAULT_FRAME_TIMEOUT = 30.0
 """Far longer than any frame up to the size limit takes on a working link."""
-DEFAULT_MAX_PER_ADDRESS = 1000
-"""A client instance opens one connection per server; a thousand is a crowded host."""
+DEFAULT_MAX_PER_ADDRESS = 0
+"""No cap, as RocketMQ: clients behind one NAT or proxy all share its address."""
 
 
 class _LimitKeys(Protocol):
@@ -70,7 +73,7 @@ class ChannelLimits:
     frame_timeout: float = DEFAULT_FRAME_TIMEOUT
     """Seconds a frame may take from its first byte to its last."""
     max_per_address: int = DEFAULT_MAX_PER_ADDRESS
-    """Open connections per remote host (IP); the next one is closed at once."""
+    """Open connections per remote host (IP); the next one is closed at once (0: none)."""
 
     def __post_init__(self) -> None:
         if self.idle_timeout < 0 or self.frame_timeout < 0 or self.max_per_address < 0:

@@ -151,7 +151,8 @@ class ServerSettings:
     server_frame_read_timeout_seconds: float = DEFAULT_FRAME_TIMEOUT
     """Close a connection whose frame is not complete this long after it began (0: never)."""
     server_max_connections_per_address: int = DEFAULT_MAX_PER_ADDRESS
-    """Open connections one remote host may hold; past it new ones are closed (0: no cap)."""
+    """Open connections one remote host may hold; past it new ones are closed. 0 (the
+    default, as RocketMQ) is no cap: clients behind one NAT or proxy share an address."""
     tls_server_mode: TlsMode = prop("tls.server.mode", TlsMode.DISABLED)  # noqa: RUF009
     """disabled, permissive (TLS and plain clients on one port) or enforcing (TLS only);
     RocketMQ's default is permissive, ours disabled (no certificate to serve)."""

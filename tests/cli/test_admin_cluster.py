@@ -74,11 +74,16 @@ def test_broker_status_json_has_the_runtime_keys(cluster: Cluster) -> None:
     assert doc["addr"] == cluster.broker and doc["broker"] == "broker-a"
     assert set(doc["commitLog"]) == {"minOffset", "maxOffset"}
     assert "scheduleMessageOffset_1" in doc["runtime"]
+    lag = doc["loopLag"]  # how late the broker's event loop ran what was due
+    assert lag["maxMsLastMinute"] >= 0 and lag["maxMs"] >= lag["maxMsLastMinute"]
+    assert len(lag["maxMsPerMinute"]) == 10 and lag["stalls"] >= 0
+    assert doc["runtime"]["loopLagMaxMsLastMinute"] == f"{lag['maxMsLastMinute']:.0f}"
     by_addr = orjson.loads(cluster.ok("broker", "status", cluster.broker, "--json"))
     by_name = orjson.loads(cluster.ok("broker", "status", "--name", "broker-a", "--json"))
     assert by_addr["broker"] == by_name["broker"] == "broker-a"
     text = cluster.ok("broker", "status")
     assert "uptime" in text and "commit log" in text and "V4_9_8" in text
+    assert "ms largest in the last minute" in text
 
 
 def _levels(s: Cluster) -> dict[int, dict[str, Any]]:

@@ -190,3 +190,5 @@ def test_rocketmq_brokers_show_dashes_and_a_computed_lag(rocketmq_pair: StatusCl
     assert "1.0 KiB behind" in text
     text = mq(rocketmq_pair, "broker", "status", rocketmq_pair.addr("broker-a", 0)).stdout
     assert re.search(r"^HA +-$", text, re.M) and "Traceback" not in text
+    assert re.search(r"^loop lag +-$", text, re.M)  # RocketMQ has no such keys
+    assert docs[("broker-a", 0)]["loopLag"] is None

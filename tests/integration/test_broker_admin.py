@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import json
+import logging
 import time
 from pathlib import Path
+
+import pytest
 
 from mqcore.common.properties import parse_properties
 from mqcore.protocol import RemotingCommand, RequestCode, ResponseCode
@@ -241,6 +244,50 @@ async def test_reset_offset_by_timestamp(tmp_path: Path) -> None:
         finally:
             await admin.close()
             await consumer.close()
+
+
+async def test_runtime_info_shows_the_largest_loop_stall(tmp_path: Path) -> None:
+    """The broker runs in this test's loop: holding it 400 ms is a stall the broker's
+    monitor must report. It wakes every 100 ms, so it sees at least 300 ms of it (a
+    loaded machine only makes the stall look longer)."""
+    async with running_broker(tmp_path) as broker:
+        client = TestClient(broker.broker_addr, "admin")
+        try:
+
+            async def runtime() -> dict[str, str]:
+                resp = await client.invoke(RequestCode.GET_BROKER_RUNTIME_INFO)
+                return KVTable.decode(resp.body).table
+
+            info = await runtime()
+            for key in ("loopLagMs", "loopLagMaxMsLastMinute", "loopLagMaxMs", "loopStallCount"):
+                assert int(info[key]) >= 0, key
+            assert len(info["loopLagMaxMsPerMinute"].split(",")) == 10
+            await until(lambda: broker.loop_lag.samples > 0, 10, "the monitor measuring")
+            time.sleep(0.4)  # holds the broker's loop
+            seen: dict[str, str] = {}
+
+            async def stall_reported() -> bool:
+                seen.update(await runtime())
+                return int(seen["loopLagMaxMsLastMinute"]) >= 250
+
+            await until(stall_reported, 10, lambda: seen)
+            assert int(seen["loopLagMaxMs"]) >= 250
+            assert int(seen["loopStallCount"]) >= 1
+        finally:
+            await client.close()
+
+
+async def test_the_name_server_logs_a_loop_stall(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    async with running_namesrv(tmp_path) as namesrv:
+        monitor = namesrv.loop_lag
+        await until(lambda: monitor.samples > 0, 10, "the monitor measuring")
+        with caplog.at_level(logging.WARNING, logger="mq.loop"):
+            time.sleep(0.4)  # holds the name server's loop
+            await until(lambda: monitor.stalls > 0, 10, "the stall seen")
+        assert "name server: the event loop stalled for" in caplog.text
+        assert monitor.figures().max_ms_last_minute >= 250
 
 
 async def test_runtime_info_and_broker_config(tmp_path: Path) -> None:

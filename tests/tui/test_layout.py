@@ -109,6 +109,35 @@ async def test_cluster_view_shows_roles_slave_lag_and_down_brokers() -> None:
         assert table.get_row("broker-a/0")[7] == "3h00m"  # uptime from the poll's time
 
 
+@pytest.mark.parametrize("width", [80, 120, 200])
+async def test_cluster_view_shows_the_largest_loop_stall(width: int) -> None:
+    """The full columns have LOOP LAG (yellow from 50 ms, red past the broker's 200 ms
+    warning threshold, "-" for a broker that does not say); narrower screens have no
+    room for it, so a stall past the threshold is said in STATE, in red."""
+    snap = sample_snapshot()
+    master, slave, _ = snap.brokers
+    master.loop_lag_ms, slave.loop_lag_ms = 3.0, 340.0
+    app = MQApp("10.0.0.1:9876", refresh=0, poller=FakePoller(snap), view="cluster")
+    async with app.run_test(size=(width, 40)) as pilot:
+        await poll(pilot)
+        table = app.screen.query_one("#brokers", LiveTable)
+        labels = [str(c.label) for c in table.columns.values()]
+        state = labels.index("STATE")
+        stalled = table.get_row("broker-a/1")[state]
+        if width < 160:
+            assert "LOOP LAG" not in labels
+            assert isinstance(stalled, Text) and stalled.plain == "up, 340 ms stall"
+            assert "red" in str(stalled.style)
+            assert str(table.get_row("broker-a/0")[state]) == "up"
+            return
+        assert str(stalled) == "up"
+        loop = labels.index("LOOP LAG")
+        assert table.get_row("broker-a/0")[loop] == "3 ms"
+        cell = table.get_row("broker-a/1")[loop]
+        assert isinstance(cell, Text) and cell.plain == "340 ms" and "red" in str(cell.style)
+        assert str(table.get_row("broker-b/0")[loop]) == "-"  # down
+
+
 async def test_cluster_view_marks_broken_replication_red() -> None:
     """A slave cut off from its master and a SYNC_MASTER without a slave (whose sends
     fail) are red; a broker that reports no HA keys (RocketMQ) shows "-"."""

@@ -97,7 +97,9 @@ async def test_poller_reads_role_ha_state_and_slave_lag_from_runtime_tables() ->
                    "haConnectionCount": "1", "haPush2SlaveMaxOffset": "4000",
                    "storeProblems": "7"},
         "mq-s:1": {"commitLogMaxOffset": "4000", "brokerRole": "SLAVE",
-                   "haMasterAddress": "mq-m:2", "haMasterConnected": "true"},
+                   "haMasterAddress": "mq-m:2", "haMasterConnected": "true",
+                   "loopLagMs": "1", "loopLagMaxMsLastMinute": "340", "loopLagMaxMs": "340",
+                   "loopLagMaxMsPerMinute": "0,0,0,0,0,0,0,0,0,340", "loopStallCount": "1"},
         "rmq-m:1": {"commitLogMaxOffset": "700"},
         "rmq-s:1": {"commitLogMaxOffset": "100"},
     }  # fmt: skip
@@ -144,6 +146,8 @@ async def test_poller_reads_role_ha_state_and_slave_lag_from_runtime_tables() ->
     assert (mq_m.store_problems, rmq_m.store_problems) == (7, 0)
     assert str(ClusterScreen._cells(mq_m, 0, keys)[state]) == "up, 7 damaged"
     assert str(ClusterScreen._cells(rmq_m, 0, keys)[state]) == "up"
+    # the loop's largest stall of the last minute: mq brokers say, RocketMQ's do not
+    assert (mq_s.loop_lag_ms, rmq_s.loop_lag_ms) == (340, None)
 
 
 def test_poller_reads_whether_a_slave_is_in_its_masters_in_sync_set() -> None:

@@ -8,6 +8,7 @@ from textual.app import ComposeResult
 from mqcli.tui.model import BrokerRow, Snapshot
 from mqcli.tui.screens.base import ViewScreen, fmt_int
 from mqcli.tui.widgets.live_table import LiveTable
+from mqcore.common.loop_lag import DEFAULT_WARN_MS
 
 __all__ = [
     "COMPACT_BELOW",
@@ -16,6 +17,7 @@ __all__ = [
     "ClusterScreen",
     "ha_text",
     "in_sync_text",
+    "loop_lag_text",
     "size_text",
     "uptime_text",
     "with_replica_columns",
@@ -29,7 +31,7 @@ FULL_COLUMNS = [
     ("addr", "ADDRESS"), ("state", "STATE"), ("version", "VERSION"), ("uptime", "UPTIME"),
     ("put_tps", "PUT TPS"), ("get_tps", "GET TPS"), ("put_today", "PUT TODAY"),
     ("get_today", "GET TODAY"), ("disk", "DISK"), ("cl_max", "COMMITLOG MAX"),
-    ("ha", "HA"), ("lag", "SLAVE LAG"),
+    ("loop", "LOOP LAG"), ("ha", "HA"), ("lag", "SLAVE LAG"),
 ]  # fmt: skip
 COMPACT_COLUMNS = [
     ("broker", "BROKER"), ("role", "ROLE"), ("addr", "ADDRESS"), ("state", "STATE"),
@@ -38,12 +40,15 @@ COMPACT_COLUMNS = [
     ("lag", "LAG"),
 ]  # fmt: skip
 """No cluster or version column, broker id folded into ROLE, in/out pairs in one
-column, sizes in binary units."""
+column, sizes in binary units; no LOOP LAG column: a stall past the broker's warning
+threshold is said in STATE instead."""
 NARROW_COLUMNS = [
     ("broker", "BROKER"), ("role", "ROLE"), ("addr", "ADDRESS"), ("state", "STATE"),
     ("tps", "TPS IN/OUT"), ("disk", "DISK"), ("ha", "HA"),
 ]  # fmt: skip
 """What an 80-column terminal has room for: who, where, alive, how busy, how full."""
+SLOW_LOOP_MS = 50.0
+"""A loop stall this long is shown in yellow: a request waited that long for it."""
 REPLICA_COLUMNS = [("epoch", "EPOCH"), ("insync", "IN-SYNC")]
 """Added while some broker is in controller mode (RocketMQ 5): the master epoch it
 knows, and a master's in-sync set or whether a slave is in it."""
@@ -107,17 +112,31 @@ def in_sync_text(b: BrokerRow) -> Text | str:
     return Text(text, "green") if b.ha.in_sync else Text(text, "bold red")
 
 
+def loop_lag_text(b: BrokerRow) -> Text | str:
+    """The LOOP LAG cell: the largest stall of the broker's event loop in the last
+    minute; yellow from 50 ms (requests feel it), red from the broker's warning
+    threshold (it logged the stall)."""
+    ms = b.loop_lag_ms
+    if ms is None:
+        return "-"
+    text = f"{ms:.0f} ms"
+    if ms >= DEFAULT_WARN_MS:
+        return Text(text, "bold red")
+    return Text(text, "yellow") if ms >= SLOW_LOOP_MS else text
+
+
 def _controller_mode(brokers: list[BrokerRow]) -> bool:
     return any(b.ha is not None and b.ha.replica is not None for b in brokers)
 
 
 class ClusterScreen(ViewScreen):
     """Brokers (name, id and role, address, version, uptime, put/get TPS, messages
-    today, disk use, commit log max offset, HA connection, slave lag) and the name
-    servers. HA is a master's connected slaves or a slave's link to its master, red
-    when replication is broken (a slave cut off, a SYNC_MASTER without a slave). In
-    controller mode, EPOCH and IN-SYNC follow: the master epoch, and a master's in-sync
-    set or whether a slave is in it (red when not)."""
+    today, disk use, commit log max offset, the event loop's largest stall in the last
+    minute, HA connection, slave lag) and the name servers. HA is a master's connected
+    slaves or a slave's link to its master, red when replication is broken (a slave cut
+    off, a SYNC_MASTER without a slave). In controller mode, EPOCH and IN-SYNC follow:
+    the master epoch, and a master's in-sync set or whether a slave is in it (red when
+    not)."""
 
     TITLE = "Cluster"
     AUTO_FOCUS = "#brokers"
@@ -165,6 +184,8 @@ class ClusterScreen(ViewScreen):
             state = Text("unknown", "bold yellow")
         elif b.up and b.store_problems:  # recovery worked around damage: say so, loudly
             state = Text(f"up, {b.store_problems} damaged", "bold red")
+        elif b.up and "loop" not in keys and (b.loop_lag_ms or 0) >= DEFAULT_WARN_MS:
+            state = Text(f"up, {b.loop_lag_ms:.0f} ms stall", "bold red")  # no LOOP LAG column
         role = b.role_text if b.broker_id == 0 else f"slave {b.broker_id}"
         cells: dict[str, object] = {
             "cluster": b.cluster, "broker": b.name, "bid": b.broker_id, "addr": b.addr,
@@ -183,6 +204,7 @@ class ClusterScreen(ViewScreen):
             put_today=fmt_int(b.put_today), get_today=fmt_int(b.get_today),
             today=f"{fmt_int(b.put_today)}/{fmt_int(b.get_today)}", disk=disk,
             ha=ha_text(b), epoch=b.ha.epoch_text if b.ha else "-", insync=in_sync_text(b),
+            loop=loop_lag_text(b),
         )  # fmt: skip
         if "bid" in keys:  # the full columns: exact figures
             cells["cl_max"] = fmt_int(b.commit_log_max)

@@ -353,6 +353,8 @@ class AdminProcessor:
         info.update(self._disk_info())
         info.update(self._schedule_offsets())
         info.update(self._ha_info())
+        # mq's own keys: how late the event loop ran what was due (0 for a sound loop)
+        info.update(c.loop_lag.runtime_info())
         report = store.recovery_report
         problems = report.problems if report is not None else []
         info["storeProblems"] = str(len(problems))

@@ -7,6 +7,7 @@ broker every ``flushConsumerOffsetInterval`` (5 s) and at shutdown.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from mqcore.common.jsonfields import get_mapping, int_key
@@ -21,6 +22,37 @@ TOPIC_GROUP_SEPARATOR = "@"
 def _split(key: str) -> tuple[str, str] | None:
     parts = key.split(TOPIC_GROUP_SEPARATOR)
     return (parts[0], parts[1]) if len(parts) == 2 else None
+
+
+class _LiveOffsetTable(Mapping[str, dict[int, int]]):
+    """The offset table as the file writer reads it, without the lock and without a
+    copy of the whole table.
+
+    Each pair's queue offsets are copied when the writer reaches them (one C-level
+    ``dict`` copy, atomic under the GIL) and dropped once written, so a commit landing
+    meanwhile is in this file or the next one, which is all a periodic write promises.
+    A whole copy made first (10,000 dicts alive while the file is encoded) survives
+    garbage collections and sets off full ones: 50-100 ms, GIL held, at 10,000 groups.
+    A pair removed meanwhile is left out."""
+
+    def __init__(self, table: dict[str, dict[int, int]]) -> None:
+        self._table = table
+
+    def __getitem__(self, key: str) -> dict[int, int]:
+        return dict(self._table[key])
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(list(self._table))
+
+    def __len__(self) -> int:
+        return len(self._table)
+
+    def items(self) -> Iterator[tuple[str, dict[int, int]]]:  # type: ignore[override]
+        table = self._table
+        for key in list(table):
+            offsets = table.get(key)
+            if offsets is not None:
+                yield key, dict(offsets)
 
 
 class ConsumerOffsetManager(ConfigFileManager):
@@ -48,6 +80,15 @@ class ConsumerOffsetManager(ConfigFileManager):
 
     def to_json(self) -> dict[str, Any]:
         return {"offsetTable": {k: dict(v) for k, v in self.table.items()}}
+
+    def snapshot(self) -> Callable[[], dict[str, Any]]:
+        """Nothing copied now: the writer reads the live table (:class:`_LiveOffsetTable`).
+
+        The broker writes this file every 5 s from a worker thread while the loop
+        commits offsets; copying 10,000s of pairs under the lock would hold every commit,
+        and so the loop, until done."""
+        table = self.table
+        return lambda: {"offsetTable": _LiveOffsetTable(table)}
 
     def commit(self, group: str, topic: str, queue_id: int, offset: int) -> None:
         """Record ``offset`` as the next message ``group`` consumes in the queue."""

@@ -18,6 +18,7 @@ from mqcore.broker.processor.admin_group import GroupAdminProcessor
 from mqcore.broker.rebalance_lock import RebalanceLockManager
 from mqcore.broker.stats import BrokerStatsManager
 from mqcore.broker.topics import TopicService
+from mqcore.common.loop_lag import LoopLagMonitor
 from mqcore.protocol import RemotingCommand, RequestCode, ResponseCode
 from mqcore.protocol.bodies import ConsumeStats, MessageQueue, TopicStatsTable
 from mqcore.protocol.bodies.topic_admin import CreateTopicListRequestBody
@@ -93,6 +94,7 @@ class Broker:
             long_polling=LongPollingService(),
             stats=BrokerStatsManager(),
             stats_history=cast(Any, None),
+            loop_lag=LoopLagMonitor(),
             schedule_service=cast(Any, None),  # no admin request here reads the delay levels
             transaction_service=cast(Any, None),
             ha=cast(Any, None),

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 import pytest
 
@@ -13,6 +13,7 @@ from mqcore.broker.client_manager import (
     ConsumerManager,
     ProducerManager,
 )
+from mqcore.common.aio import run_in_slices
 from mqcore.protocol import RemotingCommand, RequestCode
 from mqcore.protocol.bodies import SubscriptionData
 from mqcore.protocol.headers import NotifyConsumerIdsChangedRequestHeader
@@ -183,6 +184,50 @@ async def test_expiry(network: InMemoryNetwork) -> None:
     clock.now += 121
     assert [i.client_id for i in producers.scan_not_active(120)] == ["a"]
     assert producers.groups == {}
+
+
+async def test_the_periodic_scan_goes_a_slice_of_groups_at_a_time(
+    network: InMemoryNetwork, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With a zero budget the loop gets a turn between every step; the scan still
+    expires exactly the silent members, and a group that leaves meanwhile is no error."""
+    from mqcore.broker import client_manager
+
+    yields: list[int] = []
+
+    async def every_step(steps: Iterable[object]) -> int:
+        yields.append(await run_in_slices(steps, 0.0))
+        return yields[-1]
+
+    monkeypatch.setattr(client_manager, "run_in_slices", every_step)
+    clock = Clock()
+    manager, producers = ConsumerManager(clock, notify_enabled=False), ProducerManager(clock)
+    quiet, busy = Peer(network, "quiet"), Peer(network, "busy")
+    for i in range(600):
+        peer = quiet if i % 2 else busy
+        subs = [SubscriptionData(f"T{i}")]
+        manager.register_consumer(f"g{i}", peer.info(clock), "PULL", "CLUSTERING", "LAST", subs)
+        producers.register(f"pg{i}", peer.info(clock))
+    clock.now += 100
+    for i in range(0, 600, 2):  # busy heartbeats, quiet stays silent
+        subs = [SubscriptionData(f"T{i}")]
+        manager.register_consumer(f"g{i}", busy.info(clock), "PULL", "CLUSTERING", "LAST", subs)
+        producers.register(f"pg{i}", busy.info(clock))
+    clock.now += 30
+
+    async def leaves_meanwhile() -> None:
+        await asyncio.sleep(0)
+        manager.unregister_consumer("g2", busy.server_channel)
+
+    leaving = asyncio.create_task(leaves_meanwhile())
+    expired = await manager.scan_not_active_in_slices(120)
+    await leaving
+    assert len(expired) == 300 and {i.client_id for i in expired} == {"quiet"}
+    assert len(manager.groups) == 299 and "g1" not in manager.groups
+    assert len(await producers.scan_not_active_in_slices(120)) == 300
+    assert len(producers.groups) == 300
+    assert min(yields) >= 2
+    await until(lambda: quiet.client_channel.closed)
 
 
 def manager_info_for(peer: Peer) -> ClientChannelInfo:

@@ -22,6 +22,7 @@ TOPIC = "RoleSwitch"
 MASTER_SERVICES = {"ha-service", "schedule", "transaction-check"}
 SLAVE_SERVICES = {"learn-stored-topics", "ha-client", "slave-sync"}
 BROKER_SERVICES = {
+    "loop-lag-monitor",
     "name-server-registration",
     "persist-consumer-offsets",
     "persist-configs",

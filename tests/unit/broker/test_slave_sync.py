@@ -22,7 +22,9 @@ from mqcore.store.metadata import (
     SubscriptionGroupManager,
     TopicConfigManager,
 )
+from mqcore.store.metadata.persister import ConfigPersister
 from mqcore.store.store_config import BrokerRole
+from tests.support import until
 from tests.support.inproc import broker_controller
 
 
@@ -146,6 +148,25 @@ async def test_consumer_offsets_are_merged_master_first(
     again = slave.reloaded()
     assert again.offsets.query_all("g", "T") == {0: 5}
     assert again.offsets.query("other", "X", 0) == 3
+
+
+async def test_a_broker_slave_writes_the_merged_offsets_off_the_loop(
+    broker: BrokerController, client: RemotingClient, slave: SlaveTables
+) -> None:
+    """With the broker's persister the file is written by its thread, soon after."""
+    broker.offsets.commit("g", "T", 0, 9)
+    persister = ConfigPersister()
+    persister.start()
+    sync = synchronizer(client, slave, lambda: broker.broker_addr)
+    sync.persister = persister
+    try:
+        writes = slave.offsets.writes
+        assert await synced(sync, "offsets")
+        assert slave.offsets.query_all("g", "T") == {0: 9}  # in the table at once
+        await until(lambda: slave.offsets.writes > writes, 10, "the offsets written")
+    finally:
+        persister.close()
+    assert slave.reloaded().offsets.query_all("g", "T") == {0: 9}
 
 
 async def test_delay_offsets_replace_the_slaves(

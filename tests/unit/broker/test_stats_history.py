@@ -2,8 +2,16 @@
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Iterable
+
+import pytest
+
+from mqcore.broker import stats as stats_module
+from mqcore.broker import stats_history as history_module
 from mqcore.broker.stats import BrokerStatsManager
 from mqcore.broker.stats_history import StatsHistory
+from mqcore.common.aio import run_in_slices
 
 
 class Clock:
@@ -64,3 +72,48 @@ def test_unknown_names_keys_and_clusters_are_none() -> None:
     stats.remove_group("g")
     history.sample_hour_ring()
     assert history.lookup("GROUP_GET_NUMS", "T@g") is None
+
+
+async def test_a_sample_taken_in_slices_equals_one_taken_at_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The broker's timers take the one-second sample and the ring samples a slice at a
+    time (a zero budget: the loop gets a turn after every step); the figures read the
+    same as when taken at once, and a key deleted between slices is no error."""
+    yields = []
+
+    async def every_step(steps: Iterable[object]) -> int:
+        yields.append(await run_in_slices(steps, 0.0))
+        return yields[-1]
+
+    monkeypatch.setattr(stats_module, "run_in_slices", every_step)
+    monkeypatch.setattr(history_module, "run_in_slices", every_step)
+    clock = Clock()
+    sliced, whole = BrokerStatsManager(clock=clock), BrokerStatsManager(clock=clock)
+    histories = [StatsHistory(s, lambda: "C", clock=clock) for s in (sliced, whole)]
+    for stats in (sliced, whole):
+        for i in range(1000):
+            stats.on_put(f"T{i}", 1 + i % 3, 10)
+            stats.on_get("g", f"T{i}", 1, 10)
+    clock.now += 10
+    whole.sample()
+    whole_history = histories[1]
+    whole_history.sample_hour_ring()
+    whole_history.sample_day_ring()
+
+    async def deletes_meanwhile() -> None:
+        await asyncio.sleep(0)
+        sliced.remove_topic("T999")
+
+    deleting = asyncio.create_task(deletes_meanwhile())
+    await sliced.sample_in_slices()
+    await deleting
+    await histories[0].sample_hour_ring_in_slices()
+    await histories[0].sample_day_ring_in_slices()
+    for i in (0, 1, 500):
+        assert sliced.topic_put_snapshot(f"T{i}") == whole.topic_put_snapshot(f"T{i}")
+        for name, key in (("TOPIC_PUT_NUMS", f"T{i}"), ("GROUP_GET_NUMS", f"T{i}@g")):
+            assert histories[0].lookup(name, key) == whole_history.lookup(name, key)
+    assert histories[0].lookup("TOPIC_PUT_NUMS", "T999") is None
+    assert sliced.put_tps() == whole.put_tps()
+    assert min(yields) >= 2  # 2,000 keys: the loop had turns within each sample

@@ -58,6 +58,17 @@ def test_bare_and_object_keys() -> None:
     assert hooked == {("Q", 1): 2}
 
 
+def test_pretty_int_maps_as_fastjson_writes_them() -> None:
+    """Queue offsets (ints only) take a quicker path that must write what the general
+    one writes; a map with another value (a bool is not a number in JSON) takes that."""
+    doc = {"offsetTable": {"t@g": {0: 5, 1: -6, 12: 2**40}, "u@g": {}}}
+    assert fastjson.dumps_pretty(doc) == (
+        '{\n\t"offsetTable":{\n\t\t"t@g":{0:5,1:-6,12:1099511627776\n\t\t},\n\t\t"u@g":{}\n\t}\n}'
+    )
+    assert fastjson.dumps_pretty({0: True, 1: 5}) == "{0:true,1:5\n}"
+    assert fastjson.dumps_pretty({0: 1.5, 1: None}) == "{0:1.5,1:null\n}"
+
+
 def test_strict_dumps_quotes_keys() -> None:
     assert fastjson.dumps({0: "a", "b": [1, True]}) == b'{"0":"a","b":[1,true]}'
 

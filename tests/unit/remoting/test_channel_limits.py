@@ -194,6 +194,40 @@ async def test_a_frame_is_timed_from_its_first_byte() -> None:
 # -- connections per address ------------------------------------------------------------------
 
 
+def test_no_per_address_cap_by_default() -> None:
+    """RocketMQ has none: every client behind one NAT or proxy shares its address."""
+    from mqcore.broker.config import BrokerConfig
+    from mqcore.namesrv.config import NamesrvConfig
+
+    assert ChannelLimits().max_per_address == 0
+    assert NamesrvConfig().server_max_connections_per_address == 0
+    assert BrokerConfig().server_max_connections_per_address == 0
+    assert ChannelLimits.from_config(NamesrvConfig()).max_per_address == 0
+
+
+async def test_the_default_lets_many_connections_in_and_an_explicit_cap_refuses() -> None:
+    opened: list[tuple[asyncio.StreamReader, asyncio.StreamWriter]] = []
+    unlimited = await start(ChannelLimits(idle_timeout=0, frame_timeout=0))
+    capped = await start(ChannelLimits(idle_timeout=0, frame_timeout=0, max_per_address=3))
+    try:
+        for _ in range(8):
+            opened.append(await asyncio.open_connection("127.0.0.1", unlimited.port))
+        await until(lambda: unlimited.connections_from("127.0.0.1") == 8)
+        for _ in range(3):
+            opened.append(await asyncio.open_connection("127.0.0.1", capped.port))
+        await until(lambda: capped.connections_from("127.0.0.1") == 3)
+        reader, writer = await asyncio.open_connection("127.0.0.1", capped.port)
+        opened.append((reader, writer))
+        assert await closed_by_peer(reader)
+        assert capped.connections_from("127.0.0.1") == 3
+        assert unlimited.connections_from("127.0.0.1") == 8
+    finally:
+        for _, w in opened:
+            w.close()
+        await unlimited.close()
+        await capped.close()
+
+
 async def test_connections_past_the_per_address_cap_are_closed_at_once(
     caplog: pytest.LogCaptureFixture,
 ) -> None:

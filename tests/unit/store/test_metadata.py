@@ -120,6 +120,33 @@ def test_persist_round_trip_and_bak(store: Path) -> None:
     assert again.groups_by_topic("FixtureTopic") == {"FixtureGroup"}
 
 
+def test_offsets_are_written_from_the_live_table_as_encode_writes_them(tmp_path: Path) -> None:
+    """The periodic write reads the live table (no copy of it, no lock held) and must
+    still write exactly what ``encode`` does; pairs changed or removed while it runs are
+    written as they are found, or left out, never an error."""
+    from mqcore.store.metadata.consumer_offset import _LiveOffsetTable
+
+    offsets = ConsumerOffsetManager(tmp_path)
+    for i in range(300):
+        for q in range(4):
+            offsets.commit(f"G{i}", f"T{i}", q, 1000 * i + q)
+    offsets.persist()
+    assert offsets.path.read_text() == offsets.encode()
+
+    live = _LiveOffsetTable(offsets.table)
+    seen = []
+    for n, (key, queues) in enumerate(live.items()):
+        seen.append((key, queues))
+        if n == 10:  # the loop changes the table while the writer is half-way
+            offsets.remove_group("G200")
+            offsets.commit("G250", "T250", 0, -1)
+            offsets.commit("New", "T0", 0, 5)
+    written = dict(seen)
+    assert "T200@G200" not in written and written["T250@G250"][0] == -1
+    assert "T0@New" not in written  # born after the writer listed the pairs: next time
+    assert len(written) == 299 and len(live) == 300
+
+
 def test_round_trip_every_manager(tmp_path: Path) -> None:
     topics = TopicConfigManager(tmp_path)
     topics.load()
