@@ -37,7 +37,7 @@ same broker.conf keys (ASYNC_MASTER, ASYNC_FLUSH, 1 GiB commit log files):
 Every process runs in a private network namespace holding only loopback (when the script
 may create one, e.g. as root; else on free loopback ports), and every process the
 script starts is stopped on exit, also on failure or Ctrl-C. Progress goes to stderr;
-tables (or with ``--json`` one JSON object) to stdout.
+tables to stdout (with ``--json``: one JSON object to stdout, the tables to stderr).
 
 Small sizes for a trial: ``--sizes 20000,40000,80000 --topics 500``.
 """
@@ -1008,9 +1008,9 @@ def main() -> None:
                 indent=1,
             )
         )
-    else:
-        out = Console(width=max(Console().width, 240))
-        print_tables(out, restart_rows, topics, bursts, args.tail)
+    # with --json the tables go to stderr, after the progress lines
+    out = Console(width=max(Console().width, 240), stderr=args.json)
+    print_tables(out, restart_rows, topics, bursts, args.tail)
 
 
 if __name__ == "__main__":
