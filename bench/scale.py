@@ -20,8 +20,10 @@ same broker.conf keys (ASYNC_MASTER, ASYNC_FLUSH, 1 GiB commit log files):
    new message is acknowledged (SEND_OK) and pulled back. Also shown: when the broker
    printed its ready line, its CPU seconds until then, what its store log says recovery
    checked, whether the first message of the fill and the last one acknowledged before
-   the kill are still found by key (QUERY_MESSAGE), and its RSS. Stores are deleted
-   after each size (unless ``--keep``); the free disk space is checked first.
+   the kill are still found by key (QUERY_MESSAGE), and its RSS. "Clean start" is when
+   the first (untimed) start, on the freshly written and cleanly shut down store,
+   printed its ready line. Stores are deleted after each size (unless ``--keep``); the
+   free disk space is checked first.
 2. **Topic creation up to ``--topics``** on a fresh store with a name server:
    UPDATE_AND_CREATE_TOPIC (17), 4 queues, one at a time, each waiting for its answer
    (``mqadmin updateTopic`` in a loop). Creates/s and p50/p99 of the last 200 creates
@@ -336,6 +338,7 @@ class RestartRow:
     commitlog_mib: float
     restart_s: float
     ready_s: float | None
+    clean_start_s: float | None
     broker_cpu_s: float
     checked_mib: float | None
     recovery: str
@@ -449,6 +452,7 @@ def measure_restart(
         round(commitlog_mib, 1),
         round(restart, 3),
         None if (r := second.ready_seconds(0)) is None else round(r, 3),
+        None if (c := first.ready_seconds(0)) is None else round(c, 3),
         round(cpu, 2),
         None if checked is None else round(checked, 1),
         recovery,
@@ -812,6 +816,7 @@ def print_tables(
             "restart",
             "restart ÷ 4.9.8",
             "ready line",
+            "clean start",
             "broker CPU",
             "recovery checked",
             "recovery",
@@ -828,6 +833,7 @@ def print_tables(
                 f"{r.restart_s:.2f} s",
                 _ratio(r.restart_s, ref.get(r.messages)),
                 "?" if r.ready_s is None else f"{r.ready_s:.2f} s",
+                "?" if r.clean_start_s is None else f"{r.clean_start_s:.2f} s",
                 f"{r.broker_cpu_s:.2f} s",
                 "?" if r.checked_mib is None else f"{r.checked_mib:,.1f} MiB",
                 r.recovery,
