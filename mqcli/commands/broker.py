@@ -28,6 +28,7 @@ from mqcli.serving import (
     parse_listen,
     serve_until_signal,
     setup_logging,
+    shorten_gil_switch_interval,
 )
 from mqcore.broker.config import BROKER_CONFIG_FIELDS, BrokerConfig
 from mqcore.broker.controller import BrokerController
@@ -144,6 +145,7 @@ async def _serve(broker: BrokerConfig, store_config: MessageStoreConfig, log_fil
     controller = BrokerController(broker, store_config)
     await start_broker(controller)
     freeze_startup_heap()  # the loaded tables stay out of full garbage collections
+    shorten_gil_switch_interval()  # the loop waits at most 1 ms behind a helper thread
     print(
         f"mq broker listening on {controller.broker_addr} ({describe(controller)}, log={log_file})",
         flush=True,
