@@ -88,30 +88,30 @@ def key_of(n: int) -> str:
     return f"key-{n}"
 
 
+def keyed_batch(start: int, count: int) -> list[MessageExt]:
+    """Messages ``start`` .. up to ``BATCH`` of them (below ``count``), keyed 1 KiB, all
+    of one queue (a store put takes one queue at a time)."""
+    return [
+        MessageExt(
+            topic=TOPIC,
+            body=BODY,
+            queue_id=(start // BATCH) % QUEUES,
+            properties={"KEYS": key_of(n), "UNIQ_KEY": f"U{n:020d}", "TAGS": "bench"},
+            born_timestamp=int(time.time() * 1000),
+            born_host=("127.0.0.1", 50000),
+            store_host=("127.0.0.1", 10911),
+        )
+        for n in range(start, min(start + BATCH, count))
+    ]
+
+
 def fill(root: Path, count: int) -> None:
     """``count`` keyed 1 KiB messages through the store API, then a clean shutdown."""
     store = MessageStore(MessageStoreConfig(store_path_root_dir=str(root)))
     store.start()
     try:
         for start in range(0, count, BATCH):
-            queue_id = (start // BATCH) % QUEUES
-            batch = [
-                MessageExt(
-                    topic=TOPIC,
-                    body=BODY,
-                    queue_id=queue_id,
-                    properties={
-                        "KEYS": key_of(n),
-                        "UNIQ_KEY": f"U{n:020d}",
-                        "TAGS": "bench",
-                    },
-                    born_timestamp=int(time.time() * 1000),
-                    born_host=("127.0.0.1", 50000),
-                    store_host=("127.0.0.1", 10911),
-                )
-                for n in range(start, min(start + BATCH, count))
-            ]
-            result = store.put_messages(batch)
+            result = store.put_messages(keyed_batch(start, count))
             if not result.ok:
                 raise SystemExit(f"fill failed at {start}: {result.status}")
     finally:

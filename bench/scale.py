@@ -76,12 +76,11 @@ from typing import Any
 from procs import stop_processes
 from restart import (
     BATCH,
-    BODY,
     QUEUES,
     TOPIC,
     broker_cpu,
     key_found,
-    key_of,
+    keyed_batch,
     send_and_pull_back,
     send_tail,
 )
@@ -90,7 +89,6 @@ from rich.console import Console
 from rich.table import Table
 
 from mqcore.common.metadata import TopicConfig
-from mqcore.message.model import MessageExt
 from mqcore.message.properties import encode_properties
 from mqcore.protocol import RemotingCommand, RequestCode, ResponseCode
 from mqcore.protocol.bodies import TopicList
@@ -361,18 +359,7 @@ def fill(root: Path, count: int, file_size: int) -> None:
     began = last = time.monotonic()
     try:
         for start in range(0, count, BATCH):
-            batch = [
-                MessageExt(
-                    topic=TOPIC,
-                    body=BODY,
-                    queue_id=(start // BATCH) % QUEUES,
-                    properties={"KEYS": key_of(n), "UNIQ_KEY": f"U{n:020d}", "TAGS": "bench"},
-                    born_timestamp=int(time.time() * 1000),
-                    born_host=("127.0.0.1", 50000),
-                    store_host=("127.0.0.1", 10911),
-                )
-                for n in range(start, min(start + BATCH, count))
-            ]
+            batch = keyed_batch(start, count)
             result = store.put_messages(batch)
             if not result.ok:
                 raise SystemExit(f"fill failed at {start}: {result.status}")
