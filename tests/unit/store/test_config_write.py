@@ -1,10 +1,14 @@
 """Writing big config tables: only changed entries are re-rendered (new objects, or those
-a mutator names), the text stays byte-identical to a full rendering, and the previous file
-becomes ``.bak`` without a copy."""
+a mutator names), the text kept in segments stays byte-identical to a full rendering after
+any sequence of changes, and the previous file becomes ``.bak`` without a copy."""
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import os
+import random
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -17,6 +21,7 @@ from mqcore.store.metadata import (
     SubscriptionGroupManager,
     TopicConfig,
     TopicConfigManager,
+    config_file,
 )
 
 
@@ -63,6 +68,127 @@ def test_only_changed_entries_are_rendered_again(
     topics.update(TopicConfig("New", 1, 1))
     topics.persist()
     assert rendered == ["New"]
+
+
+@contextlib.contextmanager
+def segments_of(size: int) -> Iterator[None]:
+    """Tables cut into segments of ``size`` entries, so small tables have many."""
+    saved = config_file.SEGMENT_ENTRIES
+    config_file.SEGMENT_ENTRIES = size
+    try:
+        yield
+    finally:
+        config_file.SEGMENT_ENTRIES = saved
+
+
+NAMES = [f"T{i}" for i in range(24)] + ['odd"name', "t\u00e9"]
+
+change = st.one_of(
+    st.tuples(st.just("update"), st.sampled_from(NAMES), st.integers(1, 3)),
+    st.tuples(st.just("update"), st.sampled_from(NAMES), st.integers(1, 3)),  # twice as often
+    st.tuples(st.just("in place"), st.integers(0, 99), st.integers(0, 7)),
+    st.tuples(st.just("delete"), st.integers(0, 99), st.just(0)),
+    st.tuples(st.just("ensure"), st.sampled_from(NAMES), st.just(0)),
+    st.tuples(st.just("assign"), st.integers(0, 99), st.integers(1, 3)),  # no mutator
+    st.tuples(st.just("copy back"), st.integers(0, 99), st.just(0)),  # equal objects
+    st.tuples(st.just("shuffle"), st.integers(0, 99), st.just(0)),  # slave-sync style
+    st.tuples(st.just("reload"), st.just(0), st.just(0)),
+    st.tuples(st.just("write"), st.just(0), st.just(0)),
+)
+
+
+def apply(topics: TopicConfigManager, op: str, arg: str | int, value: int) -> None:
+    """One change; ``arg`` is a name, or picks one of the table's entries."""
+    if op == "update":
+        assert isinstance(arg, str)
+        topics.update(TopicConfig(arg, value, value))
+        return
+    if op == "ensure":
+        assert isinstance(arg, str)
+        topics.ensure_topics([TopicConfig(arg, 2, 2)])
+        return
+    assert isinstance(arg, int)
+    names = list(topics.table)
+    name = names[arg % len(names)] if names else None
+    if op == "in place" and name is not None:
+        config = topics.table[name]
+        config.perm = value
+        topics.update(config)
+    elif op == "delete" and name is not None:
+        topics.delete(name)
+    elif op == "assign" and name is not None:
+        topics.table[name] = dataclasses.replace(topics.table[name], read_queue_nums=value)
+    elif op == "copy back":
+        copies = {n: dataclasses.replace(c) for n, c in topics.table.items()}
+        topics.table.clear()
+        topics.table.update(copies)
+    elif op == "shuffle":
+        items = list(topics.table.items())
+        random.Random(arg).shuffle(items)
+        topics.table.clear()
+        topics.table.update(items)
+    elif op == "reload":
+        topics.load()
+    elif op == "write":
+        topics.persist()
+
+
+@given(
+    st.lists(change, max_size=60),
+    st.integers(1, 5),
+)
+@settings(max_examples=300, deadline=None)
+def test_kept_segments_render_as_a_full_rendering_after_any_changes(
+    tmp_path_factory: pytest.TempPathFactory, ops: list[tuple[str, str | int, int]], size: int
+) -> None:
+    root = tmp_path_factory.mktemp("store")
+    with segments_of(size):
+        topics = TopicConfigManager(root)
+        for i, (op, arg, value) in enumerate(ops):
+            apply(topics, op, arg, value)
+            if i % 3 == 2:  # several changes between some renderings
+                assert topics.render() == full_text(topics)
+        assert topics.render() == full_text(topics)
+        topics.persist()
+        assert topics.path.read_bytes() == full_text(topics).encode()
+        assert len(topics._rendered) == len(topics.table)  # nothing kept for deleted ones
+        assert topics._where.keys() == topics.table.keys()
+
+
+def test_creates_one_by_one_grow_the_last_segment(tmp_path: Path) -> None:
+    with segments_of(8):
+        topics = TopicConfigManager(tmp_path)
+        for i in range(100):
+            topics.update(TopicConfig(f"T{i}", 4, 4))
+            topics.persist()
+        assert [len(s.names) for s in topics._segments] == [8] * 12 + [4]
+        topics.delete("T13")
+        topics.update(TopicConfig("T50", 1, 1))
+        topics.persist()
+        assert topics.path.read_bytes() == full_text(topics).encode()
+        assert sum(len(s.names) for s in topics._segments) == 99
+        assert len(topics._segments) <= 14
+
+
+def test_a_failed_rendering_starts_afresh(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    topics = TopicConfigManager(tmp_path)
+    for i in range(10):
+        topics.update(TopicConfig(f"T{i}", 4, 4))
+    topics.persist()
+
+    def broken(self: TopicConfig) -> dict[str, object]:
+        raise RuntimeError("boom")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(TopicConfig, "to_json", broken)
+        topics.update(TopicConfig("New", 1, 1))
+        with pytest.raises(RuntimeError):
+            topics.persist()
+    config = topics.table["T3"]
+    config.perm = 2  # in place, named after the failure
+    topics.update(config)
+    topics.persist()
+    assert topics.path.read_bytes() == full_text(topics).encode()
 
 
 @given(
