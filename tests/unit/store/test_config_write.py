@@ -90,6 +90,14 @@ change = st.one_of(
     st.tuples(st.just("delete"), st.integers(0, 99), st.just(0)),
     st.tuples(st.just("ensure"), st.sampled_from(NAMES), st.just(0)),
     st.tuples(st.just("assign"), st.integers(0, 99), st.integers(1, 3)),  # no mutator
+    st.tuples(st.just("touch only"), st.integers(0, 99), st.integers(0, 7)),
+    st.tuples(st.just("pop"), st.integers(0, 99), st.just(0)),  # no mutator
+    st.tuples(st.just("move to end"), st.integers(0, 99), st.just(0)),
+    st.tuples(st.just("move to end, no mutator"), st.integers(0, 99), st.just(0)),
+    st.tuples(st.just("del"), st.integers(0, 99), st.just(0)),  # no mutator
+    st.tuples(st.just("popitem"), st.just(0), st.just(0)),  # no mutator
+    st.tuples(st.just("setdefault"), st.sampled_from(NAMES), st.just(0)),  # no mutator
+    st.tuples(st.just("plain dict"), st.just(0), st.just(0)),  # not a TrackedTable
     st.tuples(st.just("copy back"), st.integers(0, 99), st.just(0)),  # equal objects
     st.tuples(st.just("shuffle"), st.integers(0, 99), st.just(0)),  # slave-sync style
     st.tuples(st.just("reload"), st.just(0), st.just(0)),
@@ -107,6 +115,10 @@ def apply(topics: TopicConfigManager, op: str, arg: str | int, value: int) -> No
         assert isinstance(arg, str)
         topics.ensure_topics([TopicConfig(arg, 2, 2)])
         return
+    if op == "setdefault":
+        assert isinstance(arg, str)
+        topics.table.setdefault(arg, TopicConfig(arg, 3, 3))
+        return
     assert isinstance(arg, int)
     names = list(topics.table)
     name = names[arg % len(names)] if names else None
@@ -114,8 +126,24 @@ def apply(topics: TopicConfigManager, op: str, arg: str | int, value: int) -> No
         config = topics.table[name]
         config.perm = value
         topics.update(config)
+    elif op == "touch only" and name is not None:  # a mutator that changes in place
+        with topics._lock:
+            topics.table[name].write_queue_nums = value
+            topics._touch(name)
     elif op == "delete" and name is not None:
         topics.delete(name)
+    elif op == "pop" and name is not None:
+        topics.table.pop(name)
+    elif op == "move to end" and name is not None:
+        topics.update(topics.delete(name) or TopicConfig(name))
+    elif op == "move to end, no mutator" and name is not None:
+        topics.table[name] = topics.table.pop(name)
+    elif op == "del" and name is not None:
+        del topics.table[name]
+    elif op == "popitem" and name is not None:
+        topics.table.popitem()
+    elif op == "plain dict":
+        topics.table = dict(topics.table)
     elif op == "assign" and name is not None:
         topics.table[name] = dataclasses.replace(topics.table[name], read_queue_nums=value)
     elif op == "copy back":
@@ -134,19 +162,26 @@ def apply(topics: TopicConfigManager, op: str, arg: str | int, value: int) -> No
 
 
 @given(
-    st.lists(change, max_size=60),
+    st.integers(0, len(NAMES)),
+    st.lists(st.tuples(change, st.booleans()), max_size=40),
     st.integers(1, 5),
 )
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=400, deadline=None)
 def test_kept_segments_render_as_a_full_rendering_after_any_changes(
-    tmp_path_factory: pytest.TempPathFactory, ops: list[tuple[str, str | int, int]], size: int
+    tmp_path_factory: pytest.TempPathFactory,
+    initial: int,
+    ops: list[tuple[tuple[str, str | int, int], bool]],
+    size: int,
 ) -> None:
     root = tmp_path_factory.mktemp("store")
     with segments_of(size):
         topics = TopicConfigManager(root)
-        for i, (op, arg, value) in enumerate(ops):
+        for name in NAMES[:initial]:
+            topics.update(TopicConfig(name, 4, 4))
+        topics.persist()
+        for (op, arg, value), render in ops:
             apply(topics, op, arg, value)
-            if i % 3 == 2:  # several changes between some renderings
+            if render:  # else several changes before the next rendering
                 assert topics.render() == full_text(topics)
         assert topics.render() == full_text(topics)
         topics.persist()
@@ -168,6 +203,24 @@ def test_creates_one_by_one_grow_the_last_segment(tmp_path: Path) -> None:
         assert topics.path.read_bytes() == full_text(topics).encode()
         assert sum(len(s.names) for s in topics._segments) == 99
         assert len(topics._segments) <= 14
+
+
+def test_deletions_one_by_one_leave_few_segments(tmp_path: Path) -> None:
+    with segments_of(4):
+        topics = TopicConfigManager(tmp_path)
+        for i in range(400):
+            topics.update(TopicConfig(f"T{i}", 4, 4))
+        topics.persist()
+        # each segment keeps one entry; from the end, so that a segment made shorter is
+        # never joined again with the one before it, still full then
+        doomed = [f"T{i}" for i in reversed(range(400)) if i % 4]
+        for name in doomed:
+            topics.table.pop(name)  # behind the manager's back: no mutator names it
+            topics.persist()
+            assert len(topics._segments) <= 2 * len(topics.table) // 4 + 9
+        assert topics.path.read_bytes() == full_text(topics).encode()
+        assert len(topics._rendered) == len(topics.table) == 100
+        assert len(topics._segments) < 50  # joined again after the deletions
 
 
 def test_a_failed_rendering_starts_afresh(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
