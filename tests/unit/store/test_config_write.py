@@ -275,6 +275,59 @@ def test_bak_is_the_previous_file_without_a_copy(tmp_path: Path) -> None:
     assert not topics.bak_path.with_name(topics.bak_path.name + ".tmp").exists()
 
 
+def test_the_bak_before_is_written_over_in_place(tmp_path: Path) -> None:
+    topics = TopicConfigManager(tmp_path)
+    texts, inodes = [], []
+    for name in "ABCD":
+        topics.update(TopicConfig(name, 1, 1))
+        topics.persist()
+        texts.append(topics.path.read_bytes())
+        inodes.append(topics.path.stat().st_ino)
+        if len(texts) > 1:
+            assert topics.bak_path.read_bytes() == texts[-2]
+    assert texts[-1] == full_text(topics).encode()
+    assert inodes[2] == inodes[0] and inodes[3] == inodes[1]  # two files, taking turns
+    assert not topics.tmp_path.exists()
+
+
+def test_a_bak_that_is_the_file_itself_is_not_written_over(tmp_path: Path) -> None:
+    """A crash between linking ``<file>`` as ``.bak.tmp`` and renaming that over ``.bak``
+    cannot leave them one file (the rename is atomic), but one made by hand can be."""
+    topics = TopicConfigManager(tmp_path)
+    topics.update(TopicConfig("A", 1, 1))
+    topics.persist()
+    first = topics.path.read_bytes()
+    os.link(topics.path, topics.bak_path)
+    topics.update(TopicConfig("B", 1, 1))
+    topics.persist()
+    assert topics.bak_path.read_bytes() == first
+    assert topics.path.read_bytes() == full_text(topics).encode()
+
+
+def test_a_bak_with_other_links_is_not_written_over(tmp_path: Path) -> None:
+    topics = TopicConfigManager(tmp_path)
+    for name in "AB":
+        topics.update(TopicConfig(name, 1, 1))
+        topics.persist()
+    saved = tmp_path / "saved-by-hand.json"
+    os.link(topics.bak_path, saved)
+    kept = saved.read_bytes()
+    for name in "CD":
+        topics.update(TopicConfig(name, 1, 1))
+        topics.persist()
+    assert saved.read_bytes() == kept
+    assert topics.path.read_bytes() == full_text(topics).encode()
+
+
+def test_a_leftover_tmp_is_written_over(tmp_path: Path) -> None:
+    topics = TopicConfigManager(tmp_path)
+    topics.update(TopicConfig("A", 1, 1))
+    topics.tmp_path.parent.mkdir(parents=True)
+    topics.tmp_path.write_bytes(b"x" * 100_000)  # a crash's leftover, longer than the file
+    topics.persist()
+    assert topics.path.read_bytes() == full_text(topics).encode()
+
+
 def test_bak_is_copied_where_links_fail(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     topics = TopicConfigManager(tmp_path)
     topics.update(TopicConfig("A", 1, 1))
