@@ -33,6 +33,9 @@ def write_chunks(fd: int, chunks: Sequence[bytes | memoryview]) -> None:
     while start < len(pending):
         batch = pending[start : start + _IOV_MAX]
         written = os.writev(fd, batch)
+        if written == sum(map(len, batch)):  # the usual case, without a loop in Python
+            start += len(batch)
+            continue
         for chunk in batch:
             size = len(chunk)
             if written < size:

@@ -50,6 +50,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass
 from itertools import islice
+from operator import attrgetter
 from pathlib import Path
 from typing import Any, ClassVar, Generic, Protocol, TypeVar
 
@@ -101,6 +102,9 @@ class ConfigFileManager(ABC):
             Path(path) if path is not None else Path(store_path_root) / "config" / self.FILE_NAME
         )
         self.readonly = readonly
+        self._bak_path = self.path.with_name(self.path.name + ".bak")
+        self._tmp_path = self.path.with_name(self.path.name + ".tmp")
+        self._bak_tmp_path = self.path.with_name(self.path.name + ".bak.tmp")
         self._lock = threading.RLock()
         self._write_lock = threading.Lock()
         self._keep_bak = False
@@ -110,11 +114,11 @@ class ConfigFileManager(ABC):
 
     @property
     def bak_path(self) -> Path:
-        return self.path.with_name(self.path.name + ".bak")
+        return self._bak_path
 
     @property
     def tmp_path(self) -> Path:
-        return self.path.with_name(self.path.name + ".tmp")
+        return self._tmp_path
 
     @abstractmethod
     def to_json(self) -> dict[str, Any]:
@@ -256,7 +260,7 @@ class ConfigFileManager(ABC):
             return
         if size == 0:
             return
-        link = self.bak_path.with_name(self.bak_path.name + ".tmp")
+        link = self._bak_tmp_path
         try:
             link.unlink(missing_ok=True)
             os.link(self.path, link)
@@ -380,6 +384,9 @@ class _Increment(Generic[E]):
     touched: set[str]
 
 
+_TEXT = attrgetter("text")
+
+
 class VersionedTableManager(ConfigFileManager, Generic[E]):
     """A file of ``{"dataVersion": ..., TABLE_KEY: {name: entry}}`` (topics, groups):
     entries are ``ENTRY.from_json(obj, name)``; mutators bump the version."""
@@ -475,11 +482,10 @@ class VersionedTableManager(ConfigFileManager, Generic[E]):
         self._layout_of = table
         if not segments:
             return [head + b"{}" + tail]
-        out = [head + b"{\n"]
-        for segment in segments:
-            out.append(segment.text)
-            out.append(b",\n")
-        out[-1] = b"\n\t}" + tail
+        # head {, text, separator, text, ..., text, } tail: list operations in C
+        out = [b",\n"] * (2 * len(segments) + 1)
+        out[1::2] = map(_TEXT, segments)
+        out[0], out[-1] = head + b"{\n", b"\n\t}" + tail
         return out
 
     def _plan(
@@ -516,6 +522,12 @@ class VersionedTableManager(ConfigFileManager, Generic[E]):
         cache, where = self._rendered, self._where
         for name in plan.touched:
             cache.pop(name, None)
+        if not plan.dirty:  # creates: only entries appended
+            kept = self._segments[:]
+            if plan.appended:
+                self._build([n for n, _ in plan.appended], [e for _, e in plan.appended], kept)
+            self._segments = kept
+            return kept
         out: list[_Segment[E]] = []
         for segment in self._segments:
             items = plan.dirty.get(segment)
