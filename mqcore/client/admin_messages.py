@@ -162,13 +162,22 @@ class MessageLookup:
         return await self._link.instance().api.search_offset(mq, timestamp_ms)
 
     async def read_queue(
-        self, mq: MessageQueue, offset: int, max_nums: int = 32, *, timeout: float = PULL_TIMEOUT
+        self,
+        mq: MessageQueue,
+        offset: int,
+        max_nums: int = 32,
+        *,
+        timeout: float = PULL_TIMEOUT,
+        wait: float = 0.0,
+        expression: str = "*",
     ) -> PullResult:
-        """Messages of ``mq`` from ``offset``, pulled as TOOLS_CONSUMER without waiting for
-        new ones: reading them commits nothing."""
+        """Messages of ``mq`` from ``offset`` (tags matching ``expression``), pulled as
+        TOOLS_CONSUMER: reading them commits nothing and creates no group. With ``wait``
+        the broker holds the pull up to that many seconds for a new message (long
+        polling), so a reader that follows a queue does not spin."""
         return await self._link.instance().api.pull(
-            mq, group=TOOLS_GROUP, offset=offset, max_nums=max_nums, suspend=False,
-            timeout=timeout,
+            mq, group=TOOLS_GROUP, offset=offset, max_nums=max_nums, expression=expression,
+            suspend=wait > 0, suspend_timeout=wait, timeout=max(timeout, wait + 5.0),
         )  # fmt: skip
 
     async def peek(
