@@ -335,7 +335,7 @@ def main() -> None:
     parser.add_argument("--keep", action="store_true", help="keep the stores and broker logs")
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",") if s]
-    console = Console(width=max(Console().width, 110))
+    console = Console(width=max(Console().width, 130))
     rows = []
     for size in sizes:
         console.print(f"size {size:,}")
