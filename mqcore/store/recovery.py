@@ -113,6 +113,9 @@ class RecoveryReport:
     problems: list[StoreProblem] = field(default_factory=list)
     damaged: set[int] = field(default_factory=set)
     """Commit log offsets of whole records whose body fails BODYCRC (never delivered)."""
+    destroyed_queues: set[tuple[str, int]] = field(default_factory=set)
+    """(topic, queue id) of checked records whose consume queue is not there after a clean
+    shutdown: destroyed on purpose, so not written again by the re-dispatch."""
 
     @property
     def full_check(self) -> bool:
@@ -154,6 +157,7 @@ def _check_and_find_end(
     *,
     check_crc: bool,
     gaps: bool = False,
+    absent_queue_is_gap: bool = True,
 ) -> tuple[int, int]:
     """Scan from ``start`` to the first record that does not frame (the end); returns
     the end and the newest store time met.
@@ -164,6 +168,9 @@ def _check_and_find_end(
     entry of a damaged record becomes a filler, so consumers skip exactly that record.
     With ``gaps``, a queue whose first record here lies past the queue's end raises
     :class:`ConsumeQueueMismatch`: the entries between belong to records before ``start``.
+    Without ``absent_queue_is_gap``, a queue that does not exist at all is no gap but a
+    queue destroyed on purpose (cleanUnusedTopic, cleanExpiredConsumerQueue), and its
+    records are left out of it, as the check from the last files always did.
     """
     newest = 0
     first_seen: set[tuple[str, int]] = set()
@@ -180,13 +187,19 @@ def _check_and_find_end(
             continue
         cq = queues.find(req.topic, req.queue_id, create=False)
         held = cq.max_offset if cq is not None else 0
-        if gaps and (req.topic, req.queue_id) not in first_seen:
+        if cq is None and not absent_queue_is_gap:
+            report.destroyed_queues.add((req.topic, req.queue_id))
+        if (
+            gaps
+            and (cq is not None or absent_queue_is_gap)
+            and (req.topic, req.queue_id) not in first_seen
+        ):
             first_seen.add((req.topic, req.queue_id))
             if req.queue_offset > held:
                 raise ConsumeQueueMismatch(
                     f"consume queue {req.topic}/{req.queue_id} ends at offset {held}, but the "
-                    f"record at {req.commit_log_offset} after the recovery point has queue "
-                    f"offset {req.queue_offset}"
+                    f"record at {req.commit_log_offset} checked from the recovery point has "
+                    f"queue offset {req.queue_offset}"
                 )
         if cq is None or req.queue_offset >= held:
             continue
@@ -214,19 +227,27 @@ def _check_from_checkpoint(
     *,
     check_crc: bool,
     index_enable: bool,
-    recheck: int,
+    clean: bool,
 ) -> tuple[int, int, int] | str:
-    """Check from the recovery point, or from the first record of the ``recheck`` bytes
-    before it: (start, end, newest store time met), or why the checkpoint disagrees with
-    the files (then a full check is needed)."""
+    """Check from the recovery point (after a ``clean`` shutdown from the first record of
+    the :data:`CLEAN_RECHECK_BYTES` before it): (start, end, newest store time met), or
+    why the checkpoint disagrees with the files (then a full check is needed)."""
     proven = proven_timestamp(checkpoint, index_enable=index_enable)
     try:
         point = find_recovery_point(commit_log, queues, proven).offset
         start = point
-        if recheck:
-            start = first_queued_record(commit_log, queues, point - recheck, point)
+        if clean:
+            start = first_queued_record(commit_log, queues, point - CLEAN_RECHECK_BYTES, point)
+        # After a clean shutdown every record had been dispatched, so a queue that is not
+        # there was destroyed on purpose; after a crash it counts as a gap, as before.
         end, newest = _check_and_find_end(
-            commit_log, queues, start, report, check_crc=check_crc, gaps=True
+            commit_log,
+            queues,
+            start,
+            report,
+            check_crc=check_crc,
+            gaps=True,
+            absent_queue_is_gap=not clean,
         )
     except ConsumeQueueMismatch as exc:
         return str(exc)
@@ -266,12 +287,15 @@ def recover(
         if cq.max_physic_offset > end or cq.max_offset > 0:
             cq.truncate_dirty(end)
 
-    report.redispatch_from = _prepare_redispatch(commit_log, queues, index, report)
+    report.redispatch_from, queues_from = _prepare_redispatch(commit_log, queues, index, report)
     count = 0
     for req in commit_log.scan(report.redispatch_from, check_crc=False, strict=False):
         if req.commit_log_offset in report.damaged:
             continue  # the next record's entry pads a filler in its place
-        dispatcher.dispatch(req, to_index=index is not None)
+        to_cq = req.commit_log_offset >= queues_from and (
+            (req.topic, req.queue_id) not in report.destroyed_queues
+        )
+        dispatcher.dispatch(req, to_cq=to_cq, to_index=index is not None)
         count += 1
     report.redispatched = count
     dispatcher.reput_from_offset = end
@@ -310,7 +334,7 @@ def _find_end(
             report,
             check_crc=check_crc,
             index_enable=index_enable,
-            recheck=0 if report.abnormal else CLEAN_RECHECK_BYTES,
+            clean=not report.abnormal,
         )
         if not isinstance(checked, str):
             return checked
@@ -329,6 +353,7 @@ def _find_end(
     report.check, report.check_reason = "full", problem
     report.problems.clear()  # the full check finds them again
     report.damaged.clear()
+    report.destroyed_queues.clear()
     start = commit_log.min_offset
     end, newest = _check_and_find_end(commit_log, queues, start, report, check_crc=check_crc)
     return start, end, newest
@@ -339,11 +364,16 @@ def _prepare_redispatch(
     queues: ConsumeQueueTable,
     index: IndexService | None,
     report: RecoveryReport,
-) -> int:
-    """Where re-dispatching starts. After a crash the index is first cut back to the
-    start of the check; after a full check it is dropped (everything is re-dispatched);
-    after a clean shutdown it is kept, less any entry pointing at or past the end found
-    (a record lost after the shutdown: the next record written there must be indexed)."""
+) -> tuple[int, int]:
+    """Where re-dispatching starts, and where re-dispatching to the consume queues does
+    (before it, records only go to the index).
+
+    After a crash the index is first cut back to the start of the check; after a full
+    check it is dropped (everything is re-dispatched). After a clean shutdown the queues
+    hold every record up to their end and the index every record up to its last one:
+    only what follows is re-dispatched (nothing, normally), and the index is kept, less
+    any entry pointing at or past the end found (a record lost after the shutdown: the
+    next record written there must be indexed)."""
     if report.abnormal or report.full_check:
         start = report.scan_from
         if index is not None:
@@ -352,9 +382,10 @@ def _prepare_redispatch(
             else:
                 dropped = index.repair_tail(start, _store_time(commit_log))
                 report.index, report.index_dropped = "repaired", dropped
+        queues_from = start
     else:
         cq_end = queues.max_physic_end()
-        start = cq_end if cq_end >= 0 else commit_log.min_offset
+        start = queues_from = cq_end if cq_end >= 0 else commit_log.min_offset
         if index is not None:
             report.index = "kept"
             end = report.commit_log_end
@@ -362,10 +393,23 @@ def _prepare_redispatch(
                 dropped = index.repair_tail(end, _store_time(commit_log))
                 if dropped:
                     report.index, report.index_dropped = "repaired", dropped
-            start = min(start, max((f.end_phy_offset for f in index.files), default=0))
+            start = min(start, _indexed_end(commit_log, index))
     if index is not None:
         report.index_files = len(index.files)
-    return max(start, commit_log.min_offset)
+    return max(start, commit_log.min_offset), max(queues_from, commit_log.min_offset)
+
+
+def _indexed_end(commit_log: CommitLog, index: IndexService) -> int:
+    """End of the last record the index holds (0 without index files). The index names
+    where that record starts; re-dispatching from there would index it again."""
+    if not index.files:
+        return 0
+    last = index.files[-1].end_phy_offset
+    try:
+        req = commit_log.check_at(last)
+    except CorruptRecordError:
+        return last
+    return last + req.size if isinstance(req, DispatchRequest) else last
 
 
 def _store_time(commit_log: CommitLog) -> Callable[[int], int | None]:

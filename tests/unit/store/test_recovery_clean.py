@@ -120,7 +120,7 @@ def test_a_clean_restart_checks_only_the_tail_after_the_checkpoint(
         files = store.commit_log.queue.files
         assert rep.scan_from > files[-3].file_from_offset
         assert rep.commit_log_end == store.max_phy_offset == clean.end
-        assert rep.index == "kept" and rep.redispatched <= 1
+        assert rep.index == "kept" and rep.redispatched == 0
         assert _summaries(caplog) == [
             f"normal recovery from the checkpoint: scanned the commit log from offset "
             f"{rep.scan_from:,} to {clean.end:,}, {rep.redispatched} records re-dispatched, "
@@ -149,19 +149,28 @@ def test_by_default_the_window_is_a_mebibyte(
         store.shutdown()
 
 
+def _index_entries(store: MessageStore) -> int:
+    assert store.index is not None
+    return sum(f.index_count - 1 for f in store.index.files)
+
+
 def test_repeated_clean_restarts_stay_on_the_checkpoint(tmp_path: Path) -> None:
     """A restart that writes nothing leaves the checkpoint as it was; one that writes
-    moves it: either way the next clean restart starts from it."""
+    moves it: either way the next clean restart starts from it, re-dispatches nothing
+    and adds nothing to the index (each used to index the last record again)."""
     shut_down_cleanly(tmp_path)
+    entries = 2 * COUNT
     for round_no in range(3):
         store = open_store(tmp_path)
         try:
             rep = _report(store)
             assert rep.check == "checkpoint", rep.check_reason
             assert rep.scan_from > store.commit_log.queue.files[-2].file_from_offset
+            assert rep.redispatched == 0 and _index_entries(store) == entries
             if round_no == 1:
                 next_millisecond()
                 store.put_message(_msg(COUNT))  # type: ignore[arg-type]
+                entries += 2
         finally:
             store.shutdown()
     store = open_store(tmp_path)
@@ -292,6 +301,33 @@ def test_a_consume_queue_missing_entries_before_the_point_asks_for_a_full_check(
         rep = _report(store)
         assert rep.check == "full" and "consume queue TopicA/0 ends at offset" in (rep.check_reason)
         _assert_readable(store, list(range(COUNT)), COUNT)
+    finally:
+        store.shutdown()
+
+
+def test_queues_destroyed_on_purpose_stay_destroyed(tmp_path: Path) -> None:
+    """cleanUnusedTopic destroyed TopicB's queues, whose records are among the newest:
+    after a clean shutdown that is no gap (as after a crash it would be), the queues are
+    not written again, and the restart still starts from the checkpoint."""
+    store = open_store(tmp_path)
+    for i in range(400):
+        store.put_message(_msg(i))  # type: ignore[arg-type]
+        store.put_message(make_msg("TopicB", i % 2, f"b{i}".encode()))
+    assert store.clean_unused_topics(lambda topic: topic == "TopicA") == [
+        ("TopicB", 0),
+        ("TopicB", 1),
+    ]
+    store.shutdown()
+    store = open_store(tmp_path)
+    try:
+        rep = _report(store)
+        assert rep.check == "checkpoint", rep.check_reason
+        assert rep.scan_from < rep.recovery_point < rep.commit_log_end
+        assert rep.destroyed_queues == {("TopicB", 0), ("TopicB", 1)}
+        assert store.topics() == {"TopicA": [0, 1, 2]}
+        _assert_readable(store, list(range(400)), 400)
+        again = store.put_message(make_msg("TopicB", 1, b"again"))
+        assert again.queue_offset == 0  # the queue starts again, as after the destroy
     finally:
         store.shutdown()
 
