@@ -14,12 +14,13 @@ last, not what the store holds.
   everything and writes the checkpoint last, so the point lies within a millisecond of
   the end. The check starts :data:`CLEAN_RECHECK_BYTES` before it (at a record a
   consume queue names), so the last records written before the shutdown are checked
-  too. The index is kept; entries pointing at or past the end found are cut. 4.9.8
-  checks the last three commit log files here, RocketMQ 5.3 the file holding the
-  queues' end: mq did the former, about 15 s a GiB in Python. A checkpoint that proves
-  nothing (a store last written by 4.9.8 before any index file filled up, whose
-  indexMsgTimestamp is 0, or one never flushed) gets that check, from the third-to-last
-  file.
+  too. Every record had been dispatched, so a queue missing there was destroyed on
+  purpose (cleanUnusedTopic) and stays so. The index is kept; entries pointing at or
+  past the end found are cut. 4.9.8 checks the last three commit log files here,
+  RocketMQ 5.3 the file holding the queues' end: mq did the former, about 9 s a GiB in
+  Python. A checkpoint that proves nothing (a store last written by 4.9.8 before any
+  index file filled up, whose indexMsgTimestamp is 0, or one never flushed) gets that
+  check, from the third-to-last file.
 * **abnormal** (``abort`` left by a crash): the check starts at the point. Index files
   are kept: entries past the point are cut (:meth:`IndexService.repair_tail`) and
   indexed again. A checkpoint that proves nothing asks for a full check.
