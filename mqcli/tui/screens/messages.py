@@ -102,7 +102,6 @@ class MessagesScreen(ViewScreen):
             event.stop()
             self.query_one("#results", LiveTable).focus()
 
-
     def render_snapshot(self, snapshot: Snapshot) -> None:
         """Results come from lookups, not polls; before the first one the empty table
         still gets the columns that fit."""
