@@ -2,8 +2,12 @@
 
 Resolution order for the name server, like natscli's contexts and kcat's config:
 ``-n/--namesrv`` > ``MQ_NAMESRV_ADDR`` > RocketMQ's ``NAMESRV_ADDR`` > the selected
-context (``mq context use NAME``) > ``127.0.0.1:9876``. Contexts live in
-``$MQ_CONFIG_DIR/contexts.json`` (default ``~/.config/mq``).
+context (``mq context use NAME``) > ``127.0.0.1:9876``.
+
+Contexts live in ``contexts.json`` under :func:`config_dir`: ``$MQ_CONFIG_DIR``, else
+``$XDG_CONFIG_HOME/mq``, else ``~/.config/mq``. A file only at ``~/.config/mq`` (where
+versions before XDG support kept it) is still read when ``XDG_CONFIG_HOME`` points
+elsewhere, and the next change writes it to the new place.
 """
 
 from __future__ import annotations
@@ -34,8 +38,33 @@ NamesrvOpt = typer.Option(
 )
 
 
+CONTEXTS_FILE = "contexts.json"
+
+
 def config_dir() -> Path:
-    return Path(os.environ.get("MQ_CONFIG_DIR") or Path.home() / ".config" / "mq")
+    """Where mq keeps its settings: ``$MQ_CONFIG_DIR``, ``$XDG_CONFIG_HOME/mq``, or
+    ``~/.config/mq`` (the XDG base directory default)."""
+    if explicit := os.environ.get("MQ_CONFIG_DIR"):
+        return Path(explicit)
+    xdg = os.environ.get("XDG_CONFIG_HOME")
+    if xdg and Path(xdg).is_absolute():  # the spec: a relative path is to be ignored
+        return Path(xdg) / "mq"
+    return _legacy_config_dir()
+
+
+def _legacy_config_dir() -> Path:
+    return Path.home() / ".config" / "mq"
+
+
+def contexts_path() -> Path:
+    """The contexts file to read: :func:`config_dir`'s, or the one at ``~/.config/mq``
+    when only that one exists (written before ``XDG_CONFIG_HOME`` was honoured)."""
+    path = config_dir() / CONTEXTS_FILE
+    if not path.exists() and "MQ_CONFIG_DIR" not in os.environ:
+        legacy = _legacy_config_dir() / CONTEXTS_FILE
+        if legacy.exists():
+            return legacy
+    return path
 
 
 @dataclass(slots=True)
@@ -57,7 +86,7 @@ class ContextStore:
 
     @classmethod
     def load(cls) -> ContextStore:
-        path = config_dir() / "contexts.json"
+        path = contexts_path()
         try:
             doc = orjson.loads(path.read_bytes())
         except FileNotFoundError:
@@ -78,7 +107,9 @@ class ContextStore:
         return cls(contexts, current if current in contexts else None)
 
     def save(self) -> None:
-        path = config_dir() / "contexts.json"
+        """Write the contexts to :func:`config_dir` (moving them there from the old place
+        when they were read from it)."""
+        path = config_dir() / CONTEXTS_FILE
         path.parent.mkdir(parents=True, exist_ok=True)
         doc = {
             "current": self.current,
