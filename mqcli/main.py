@@ -14,6 +14,7 @@ import importlib
 import os
 import sys
 from collections.abc import Iterator, Mapping, MutableMapping
+from pathlib import Path
 from types import ModuleType
 from typing import Any
 
@@ -24,7 +25,17 @@ from typer._click.shell_completion import CompletionItem
 from typer.core import TyperCommand, TyperGroup
 
 from mqcli import coerce, helpfmt
-from mqcli.credentials import set_cli_credentials
+from mqcli.connect import NamesrvOpt
+from mqcli.connection import Connection, enter_scope
+from mqcli.connection_options import (
+    AccessKeyOpt,
+    ContextOpt,
+    SecretKeyOpt,
+    TlsCaOpt,
+    TlsCertOpt,
+    TlsKeyOpt,
+    TlsOpt,
+)
 from mqcore import __version__
 from mqcore.errors import MQError
 
@@ -120,10 +131,10 @@ def load_command(name: str) -> Command:
         holder = typer.Typer()
         holder.callback()(_no_options)  # always a group, whatever the module registers
         importlib.import_module(module_name).register(holder)
-        from mqcli.tls_options import add_tls_options
-
-        add_tls_options(holder)  # --tls and --tls-ca wherever -n/--namesrv is
         command = typer.main.get_group(holder).commands[name]
+        from mqcli.connection_options import add_connection_options
+
+        add_connection_options(command)  # -n, --context, keys, TLS wherever -n/--namesrv is
         command.rich_help_panel = panel  # type: ignore[attr-defined]
         _loaded[name] = command
     return command
@@ -266,6 +277,7 @@ def _version(value: bool) -> None:
 
 @app.callback()
 def _root(
+    ctx: typer.Context,
     debug: bool = typer.Option(False, "--debug", help="Show tracebacks on errors."),
     version: bool = typer.Option(
         False,
@@ -275,16 +287,20 @@ def _root(
         is_eager=True,
         help="Print the version and exit.",
     ),
-    access_key: str | None = typer.Option(
-        None, "--access-key", help="ACL access key to sign requests with (env MQ_ACCESS_KEY)."
-    ),
-    secret_key: str | None = typer.Option(
-        None, "--secret-key", help="ACL secret key (env MQ_SECRET_KEY).", show_default=False
-    ),
+    namesrv: str | None = NamesrvOpt,
+    context: str | None = ContextOpt,
+    access_key: str | None = AccessKeyOpt,
+    secret_key: str | None = SecretKeyOpt,
+    tls: bool = TlsOpt,
+    tls_ca: Path | None = TlsCaOpt,
+    tls_cert: Path | None = TlsCertOpt,
+    tls_key: Path | None = TlsKeyOpt,
 ) -> None:
+    """The root options; the connection ones hold for whatever command follows."""
     from mqcli import output  # rich's console: not needed to list or complete commands
 
-    set_cli_credentials(access_key, secret_key)
+    given = Connection(namesrv, context, access_key, secret_key, tls, tls_ca, tls_cert, tls_key)
+    enter_scope(ctx, given)
     output.set_debug(debug)
     output.quiet_library_logs(debug)
 

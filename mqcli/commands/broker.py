@@ -17,6 +17,7 @@ from pathlib import Path
 import typer
 
 from mqcli import output
+from mqcli.connection import Connection, enter_scope
 from mqcli.serving import (
     PrintConfigOpt,
     broker_log_name,
@@ -179,6 +180,8 @@ def broker(
 
     `mq broker status` shows a running broker's figures instead."""
     if ctx.invoked_subcommand is not None:
+        if namesrv is not None:  # `mq broker -n ADDR status`: the name server to ask
+            enter_scope(ctx, Connection(namesrv=namesrv))
         return
     try:
         broker_config, store_config = load_config(
