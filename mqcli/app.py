@@ -6,7 +6,8 @@ rich tables, Textual) cost a second before any command ran, so
 :data:`mqcli.command_table.COMMANDS` names each command's module, help panel and one-line
 help: the help and shell completion of the command word are served from that table, and
 a command's module is imported only when the command line (or a completion request)
-reaches it. :func:`mqcli.main.main` is the entry point.
+reaches it. The entry point, :func:`mqcli.main.main`, loads this module only when it
+cannot answer without it (`mq --help` it draws itself, see :mod:`mqcli.roothelp`).
 """
 
 from __future__ import annotations
