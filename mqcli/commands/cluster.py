@@ -116,6 +116,23 @@ async def broker_rows(admin: Admin, cluster: str | None = None) -> list[dict[str
     return rows
 
 
+CLUSTER_DROP_ORDER = (
+    "TODAY-OUT",
+    "TODAY-IN",
+    "UPTIME",
+    "DISK",
+    "OUT-TPS",
+    "IN-TPS",
+    "SLAVE-LAG",
+    "EPOCH",
+    "IN-SYNC",
+    "HA",
+    "CLUSTER",
+    "VERSION",
+)
+"""What a narrow terminal hides first; broker, id, role and address always show."""
+
+
 def shows_replicas(rows: list[dict[str, Any]], fmt: str) -> bool:
     """Whether the EPOCH and IN-SYNC columns are shown: when some broker is in
     controller mode (reports a master epoch), and always in wide output."""
@@ -188,6 +205,7 @@ def _print_rows(rows: list[dict[str, Any]], fmt: str = "table") -> None:
         "SLAVE-LAG",
         *extra,
         count=len(rows),
+        drop=CLUSTER_DROP_ORDER,
     )
     for r in rows:
         if not r["up"]:

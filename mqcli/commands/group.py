@@ -19,6 +19,7 @@ from typing import Any
 
 import typer
 from rich.markup import escape
+from rich.table import Table
 
 from mqcli.commands import group_dlq, group_offsets, group_reset
 from mqcli.commands.admin_util import (
@@ -127,7 +128,8 @@ def list_groups(
         cols = ["GROUP", "CONSUME", "BROADCAST", "RETRY-QUEUES", "RETRY-MAX"]
         if long:
             cols += ["MEMBERS", "TYPE", "MODEL", "LAG"]
-        table = make_table("Consumer groups", *cols, count=len(rows))
+        drop = ("RETRY-QUEUES", "RETRY-MAX", "BROADCAST", "MODEL", "TYPE", "CONSUME", "MEMBERS")
+        table = make_table("Consumer groups", *cols, count=len(rows), drop=drop)
         for r in rows:
             values = [
                 escape(r["group"]),
@@ -195,6 +197,38 @@ def _lag_json(group: str, rows: list[QueueProgress], now_ms: int) -> dict[str, A
     }
 
 
+def lag_table(group: str, rows: list[QueueProgress], doc: dict[str, Any], now_ms: int) -> Table:
+    """`mq group lag`'s table: the queue (topic, broker, id) and its lag always show; the
+    offsets, the age and the last consumed time give way on a narrow terminal."""
+    table = make_table(
+        f"Lag of {escape(group)} · {doc['totalLag']} messages behind · oldest "
+        f"waiting {fmt_age(doc['maxAgeMs'])}",
+        "TOPIC",
+        "BROKER",
+        "QUEUE",
+        "BROKER-OFFSET",
+        "CONSUMER-OFFSET",
+        "LAG",
+        "AGE",
+        "LAST-CONSUMED",
+        count=len(rows),
+        drop=("LAST-CONSUMED", "BROKER-OFFSET", "CONSUMER-OFFSET", "AGE"),
+    )
+    for r in rows:
+        behind = r.lag > 0
+        table.add_row(
+            escape(r.mq.topic),
+            escape(r.mq.broker_name),
+            str(r.mq.queue_id),
+            str(r.broker_offset),
+            str(r.consumer_offset) if r.consumer_offset >= 0 else "-",
+            f"[yellow]{r.lag}[/]" if behind else "0",
+            fmt_age(r.age_ms(now_ms)) if behind else "-",
+            fmt_ts(r.last_timestamp),
+        )
+    return table
+
+
 def lag(
     group: str | None = GroupArg,
     group_opt: str | None = group_option(False),
@@ -228,31 +262,7 @@ def lag(
                 if as_json:
                     print_json_line(doc) if interval is not None else print_json(doc)
                     return
-                table = make_table(
-                    f"Lag of {escape(group)} · {doc['totalLag']} messages behind · oldest "
-                    f"waiting {fmt_age(doc['maxAgeMs'])}",
-                    "TOPIC",
-                    "BROKER",
-                    "QUEUE",
-                    "BROKER-OFFSET",
-                    "CONSUMER-OFFSET",
-                    "LAG",
-                    "AGE",
-                    "LAST-CONSUMED",
-                    count=len(rows),
-                )
-                for r in rows:
-                    behind = r.lag > 0
-                    table.add_row(
-                        escape(r.mq.topic),
-                        escape(r.mq.broker_name),
-                        str(r.mq.queue_id),
-                        str(r.broker_offset),
-                        str(r.consumer_offset) if r.consumer_offset >= 0 else "-",
-                        f"[yellow]{r.lag}[/]" if behind else "0",
-                        fmt_age(r.age_ms(now_ms)) if behind else "-",
-                        fmt_ts(r.last_timestamp),
-                    )
+                table = lag_table(group, rows, doc, now_ms)
                 print_table(table, fmt)
                 if doc["totalLag"]:
                     note(LAG_CAVEAT)
@@ -307,7 +317,13 @@ def _print_connections(group: str, conn: ConsumerConnection, fmt: str) -> None:
         f"{cell(conn.message_model)} · from {cell(conn.consume_from_where)}"
     )
     table = make_table(
-        "Members", "CLIENT-ID", "ADDRESS", "LANGUAGE", "VERSION", count=len(conn.connection_set)
+        "Members",
+        "CLIENT-ID",
+        "ADDRESS",
+        "LANGUAGE",
+        "VERSION",
+        count=len(conn.connection_set),
+        drop=("LANGUAGE", "VERSION"),
     )
     for c in sorted(conn.connection_set, key=lambda c: c.client_id):
         table.add_row(escape(c.client_id), c.client_addr, c.language, str(c.version))
