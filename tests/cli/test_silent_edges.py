@@ -1,0 +1,28 @@
+"""What used to pass without a word now ends in one line with a hint: a delay level the
+brokers do not have, a reset of a group nobody knows, a broker's address given as the
+name server. (Contexts under XDG_CONFIG_HOME: tests/cli/test_context.py.)"""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.support.cluster import Cluster
+
+LEVELS = "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h 3h 4h"  # 20 levels
+pytestmark = pytest.mark.cluster(brokers=1, messageDelayLevel=LEVELS)
+
+
+def test_a_delay_level_the_broker_lacks_is_refused(cluster: Cluster) -> None:
+    done = cluster.mq("produce", "-t", "DelayEdge", "--body", "x", "--delay", "99")
+    assert done.returncode == 2
+    lines = done.stderr.splitlines()
+    assert lines[0].startswith("error: --delay 99: broker broker-a has 20 delay levels")
+    assert "1=1s" in lines[0] and "20=4h" in lines[0]
+    assert lines[1] == "hint: give a level from 1 to 20, or 0 for no delay"
+    assert "SEND_OK" not in done.stdout  # nothing was sent
+
+
+def test_a_level_the_broker_has_is_sent(cluster: Cluster) -> None:
+    for level in ("3", "20"):  # a default one, and one only this broker's list has
+        done = cluster.mq("produce", "-t", "DelayEdge", "--body", "x", "--delay", level)
+        assert done.returncode == 0 and "SEND_OK" in done.stdout, done.stderr
