@@ -26,3 +26,17 @@ def test_a_level_the_broker_has_is_sent(cluster: Cluster) -> None:
     for level in ("3", "20"):  # a default one, and one only this broker's list has
         done = cluster.mq("produce", "-t", "DelayEdge", "--body", "x", "--delay", level)
         assert done.returncode == 0 and "SEND_OK" in done.stdout, done.stderr
+
+
+def test_a_reset_of_an_unknown_group_fails(cluster: Cluster) -> None:
+    assert cluster.mq("produce", "-t", "ResetEdge", "--body", "x").returncode == 0
+    done = cluster.mq("group", "reset", "no-such-group", "-t", "ResetEdge", "--to", "begin", "-y")
+    assert done.returncode == 1
+    assert done.stderr.splitlines() == [
+        "error: no group named no-such-group: no broker has its subscription or offsets on "
+        "ResetEdge",
+        "hint: `mq group list` shows the groups; `mq group create no-such-group` makes one",
+    ]
+    assert cluster.mq("group", "create", "known-group").returncode == 0
+    known = cluster.mq("group", "reset", "known-group", "-t", "ResetEdge", "--to", "end", "-y")
+    assert known.returncode == 0, known.stderr
