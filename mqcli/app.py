@@ -263,7 +263,7 @@ def run() -> None:
 
         if output.debug_enabled():
             raise
-        output.fail(str(exc))
+        output.fail(str(exc), hint=exc.hint)
     except (KeyboardInterrupt, typer.Abort):
         sys.exit(130)
     sys.exit(code if isinstance(code, int) else 0)

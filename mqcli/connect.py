@@ -199,6 +199,6 @@ def run_async(main: Coroutine[Any, Any, T]) -> T:
     except MQError as exc:
         if output.debug_enabled():
             raise
-        output.fail(str(exc))
+        output.fail(str(exc), hint=exc.hint)
     except KeyboardInterrupt:
         raise typer.Exit(130) from None

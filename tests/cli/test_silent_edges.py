@@ -40,3 +40,22 @@ def test_a_reset_of_an_unknown_group_fails(cluster: Cluster) -> None:
     assert cluster.mq("group", "create", "known-group").returncode == 0
     known = cluster.mq("group", "reset", "known-group", "-t", "ResetEdge", "--to", "end", "-y")
     assert known.returncode == 0, known.stderr
+
+
+@pytest.mark.parametrize("args", [("topic", "list"), ("produce", "-t", "T", "--body", "x")])
+def test_a_broker_given_as_the_name_server_is_named_as_such(
+    cluster: Cluster, args: tuple[str, ...]
+) -> None:
+    done = cluster.mq(*args, "-n", cluster.broker)
+    assert done.returncode == 1
+    assert done.stderr.splitlines()[0] == (
+        f"error: {cluster.broker} is a broker, not a name server"
+    )
+    assert done.stderr.splitlines()[1].startswith("hint: give the name server's address")
+    assert "not supported" not in done.stderr
+
+
+def test_a_broker_in_the_list_is_skipped_for_a_name_server(cluster: Cluster) -> None:
+    """`-n BROKER;NAMESRV` still works: the broker is passed over like a dead server."""
+    done = cluster.mq("topic", "list", "-n", f"{cluster.broker};{cluster.namesrv}", "--json")
+    assert done.returncode == 0, done.stderr
