@@ -309,6 +309,10 @@ _TEXT_COLUMNS = frozenset(
         "GROUP-DEFAULT",
         "TOPICS",
         "GROUPS",
+        "LOCKED",
+        "EFFECT",
+        "OLD-VALUE",
+        "NEW-VALUE",
     }
 )
 

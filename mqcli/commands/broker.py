@@ -205,10 +205,11 @@ def broker(
 
 
 def register(app: typer.Typer) -> None:
-    from mqcli.commands import broker_admin, broker_status
+    from mqcli.commands import broker_admin, broker_config, broker_status
 
     broker_app = typer.Typer(no_args_is_help=False, subcommand_metavar="[COMMAND [ARGS]...]")
     broker_app.callback(invoke_without_command=True)(broker)
     broker_status.register(broker_app)
     broker_admin.register(broker_app)
+    broker_config.register(broker_app)
     app.add_typer(broker_app, name="broker")
