@@ -1,14 +1,14 @@
-"""`mq group list|lag|reset|clients|create|delete|dlq`: consumer groups as mqadmin's
+"""`mq group list|lag|reset|clients|status|create|delete|dlq`: consumer groups as mqadmin's
 consumerProgress, resetOffsetByTime / skipAccumulatedMessage, consumerConnection,
-updateSubGroup / deleteSubGroup see them, plus the group's dead letters.
+consumerStatus, updateSubGroup / deleteSubGroup see them, plus the group's dead letters.
 
 Lag is shown in messages and as an age (now minus the store time of the first
 unconsumed message), never negative (apache/rocketmq#6600); a reset shows old -> new per
 queue and asks before it changes anything (apache/rocketmq-dashboard#3993, rpk seek).
 
-``reset``, ``dlq`` and ``clone-offsets`` live in :mod:`.group_reset`, :mod:`.group_dlq`
-and :mod:`.group_offsets`; :func:`register` adds every command in the order
-``mq group --help`` lists them.
+``reset``, ``status``, ``dlq`` and ``clone-offsets`` live in :mod:`.group_reset`,
+:mod:`.group_status`, :mod:`.group_dlq` and :mod:`.group_offsets`; :func:`register` adds
+every command in the order ``mq group --help`` lists them.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from mqcli.commands import group_dlq, group_offsets, group_reset
+from mqcli.commands import group_dlq, group_offsets, group_reset, group_status
 from mqcli.commands.admin_util import (
     SYSTEM_GROUPS,
     GroupArg,
@@ -434,6 +434,7 @@ def register(app: typer.Typer) -> None:
     group_app.command("lag")(lag)
     group_reset.register(group_app)
     group_app.command("clients")(clients)
+    group_status.register(group_app)
     group_app.command("create")(create)
     group_app.command("delete")(delete)
     group_dlq.register(group_app)
