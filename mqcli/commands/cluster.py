@@ -34,10 +34,11 @@ cluster_app = typer.Typer(help="Clusters and their brokers.", no_args_is_help=Tr
 
 def first_rate(value: str | None) -> float | None:
     """The 10-second figure of a ``"<10s> <60s> <600s>"`` TPS value."""
-    if not value:
+    parts = (value or "").split()
+    if not parts:  # a 4.9.8 broker that has served nothing yet sends a blank
         return None
     try:
-        return float(value.split()[0])
+        return float(parts[0])
     except ValueError:
         return None
 

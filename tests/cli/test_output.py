@@ -322,3 +322,10 @@ def test_a_long_message_line_is_one_line_in_a_pipe(tmp_path: Path) -> None:
     done = mq(tmp_path, "context", "add", name, "-n", "127.0.0.1:9876", columns=40)
     assert done.returncode == 0, done.stderr
     assert done.stdout == f"saved context {name} -> 127.0.0.1:9876 (current)\n"
+
+
+@pytest.mark.parametrize(("value", "rate"), [("12.5 10.0 9.1", 12.5), ("", None), (" ", None)])
+def test_a_blank_tps_figure_is_unknown(value: str, rate: float | None) -> None:
+    """A 4.9.8 broker that has served nothing yet reports putTps as blank: "-", not a
+    traceback of `mq cluster list`."""
+    assert cluster.first_rate(value) == rate
