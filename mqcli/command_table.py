@@ -40,7 +40,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "message": (
         "mqcli.commands.message",
         "Messages",
-        "Look at one message; resend a dead letter.",
+        "Look at one message; send it again (to a consumer of a group, or to its topic).",
     ),
     "topic": (
         "mqcli.commands.topic",
@@ -50,7 +50,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "group": (
         "mqcli.commands.group",
         "Administration",
-        "Consumer groups: lag, members, offset resets, dead letters.",
+        "Consumer groups: lag, members and their status, offset resets, dead letters.",
     ),
     "cluster": ("mqcli.commands.cluster", "Administration", "Clusters and their brokers."),
     "kv": (

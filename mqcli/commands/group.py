@@ -54,7 +54,8 @@ from mqcore.protocol import ResponseCode
 from mqcore.protocol.bodies import ConsumerConnection
 
 group_app = typer.Typer(
-    help="Consumer groups: lag, members, offset resets, dead letters.", no_args_is_help=True
+    help="Consumer groups: lag, members and their status, offset resets, dead letters.",
+    no_args_is_help=True,
 )
 
 ClusterOpt = typer.Option(

@@ -35,7 +35,10 @@ from mqcore.message.const import (
 from mqcore.protocol import ResponseCode
 from mqcore.protocol.bodies.running_info import ConsumeMessageDirectlyResult
 
-message_app = typer.Typer(help="Look at one message; resend a dead letter.", no_args_is_help=True)
+message_app = typer.Typer(
+    help="Look at one message; send it again (to a consumer of a group, or to its topic).",
+    no_args_is_help=True,
+)
 
 TopicOpt = typer.Option(
     None,
