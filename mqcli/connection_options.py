@@ -185,6 +185,8 @@ def _wrap_group(group: Group) -> None:
 
 
 def check_pem_pair() -> None:
+    """A client certificate needs its key and a key its certificate, wherever each was
+    given (a usage error otherwise)."""
     conn = current()
     if (conn.tls_cert is None) != (conn.tls_key is None):
         raise typer.BadParameter("--tls-cert and --tls-key go together")

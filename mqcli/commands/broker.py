@@ -17,7 +17,7 @@ from pathlib import Path
 import typer
 
 from mqcli import output
-from mqcli.connection import Connection, enter_scope
+from mqcli.connection import Connection, current, enter_scope
 from mqcli.serving import (
     PrintConfigOpt,
     broker_log_name,
@@ -183,6 +183,7 @@ def broker(
         if namesrv is not None:  # `mq broker -n ADDR status`: the name server to ask
             enter_scope(ctx, Connection(namesrv=namesrv))
         return
+    namesrv = namesrv or current().namesrv  # `mq -n ADDR broker`: the same name servers
     try:
         broker_config, store_config = load_config(
             config_file, namesrv=namesrv, listen=listen, store=store, log_dir=log_dir

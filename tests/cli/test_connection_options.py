@@ -112,3 +112,11 @@ def test_one_connection_panel_in_help(mq: MqRunner) -> None:
         for flag in CONNECTION:
             assert f" {flag} " in panel, (args, flag)
         assert text.count("─ Connection ─") == 1
+
+
+def test_a_broker_run_takes_the_name_server_given_before_it(mq: MqRunner) -> None:
+    """`mq -n ADDR broker` registers with ADDR, as `mq broker -n ADDR` does."""
+    for args in (("-n", "10.9.9.9:9876", "broker", "-p"), ("broker", "-n", "10.9.9.9:9876", "-p")):
+        done = mq(*args)
+        assert done.returncode == 0, done.stderr
+        assert "namesrvAddr=10.9.9.9:9876" in done.stdout.splitlines()
