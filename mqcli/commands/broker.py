@@ -17,6 +17,7 @@ from pathlib import Path
 import typer
 
 from mqcli import output
+from mqcli.connection import Connection, current, enter_scope
 from mqcli.serving import (
     PrintConfigOpt,
     broker_log_name,
@@ -179,7 +180,10 @@ def broker(
 
     `mq broker status` shows a running broker's figures instead."""
     if ctx.invoked_subcommand is not None:
+        if namesrv is not None:  # `mq broker -n ADDR status`: the name server to ask
+            enter_scope(ctx, Connection(namesrv=namesrv))
         return
+    namesrv = namesrv or current().namesrv  # `mq -n ADDR broker`: the same name servers
     try:
         broker_config, store_config = load_config(
             config_file, namesrv=namesrv, listen=listen, store=store, log_dir=log_dir
@@ -202,10 +206,11 @@ def broker(
 
 
 def register(app: typer.Typer) -> None:
-    from mqcli.commands import broker_admin, broker_status
+    from mqcli.commands import broker_admin, broker_config, broker_status
 
     broker_app = typer.Typer(no_args_is_help=False, subcommand_metavar="[COMMAND [ARGS]...]")
     broker_app.callback(invoke_without_command=True)(broker)
     broker_status.register(broker_app)
     broker_admin.register(broker_app)
+    broker_config.register(broker_app)
     app.add_typer(broker_app, name="broker")

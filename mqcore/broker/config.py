@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 
 from mqcore.common.net import local_ip
 from mqcore.common.properties import PropertiesConfig, prop
+from mqcore.common.runtime_keys import BROKER_CONFIG_BLACK_LIST
 from mqcore.errors import ConfigError
 from mqcore.remoting.settings import JavaDefault, ServerSettings, available_processors
 
@@ -113,9 +114,6 @@ BROKER_CONFIG_FIELDS: tuple[tuple[str, JavaDefault], ...] = (
 )
 """4.9.8's ``BrokerConfig`` fields in declaration order with their defaults (the ones
 computed from the processor count as 4.9.8 computes them)."""
-
-BROKER_CONFIG_BLACK_LIST = frozenset({"brokerConfigPath", "rocketmqHome", "configBlackList"})
-"""Keys UPDATE_BROKER_CONFIG refuses (4.9.8's AdminBrokerProcessor ``configBlackList``)."""
 
 
 @dataclass

@@ -10,7 +10,7 @@ Every method takes the address of the broker it asks (``Admin.masters_of`` gives
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from mqcore.client.errors import check_ok
@@ -57,6 +57,15 @@ class BrokerAdmin:
         """GET_BROKER_CONFIG: the broker's running configuration (``messageDelayLevel``...)."""
         body = check_ok(await self._link.ask(addr, RequestCode.GET_BROKER_CONFIG)).body
         return parse_properties(bytes(body or b"").decode("utf-8", "replace"))
+
+    async def update_broker_config(self, addr: str, changes: Mapping[str, str]) -> str | None:
+        """UPDATE_BROKER_CONFIG: the broker saves ``changes`` (``key -> value`` by
+        RocketMQ's names) and applies those it reads at run time; returns its remark (mq's
+        broker says which keys wait for a restart; 4.9.8 says nothing)."""
+        body = "".join(f"{key}={value}\n" for key, value in changes.items()).encode()
+        link = self._link
+        request = link.request(RequestCode.UPDATE_BROKER_CONFIG, body=body)
+        return check_ok(await link.call(addr, request)).remark
 
     async def broker_topic_configs(self, addr: str) -> dict[str, TopicConfig]:
         """GET_ALL_TOPIC_CONFIG: every topic one broker hosts."""

@@ -31,10 +31,12 @@ from mqcore.protocol.bodies import (
     SubscriptionGroupWrapper,
 )
 from mqcore.protocol.bodies.consumer_admin import GetConsumerStatusBody
+from mqcore.protocol.bodies.running_info import ConsumerRunningInfo
 from mqcore.protocol.headers import (
     CloneGroupOffsetRequestHeader,
     DeleteSubscriptionGroupRequestHeader,
     GetConsumerConnectionListRequestHeader,
+    GetConsumerRunningInfoRequestHeader,
     GetConsumerStatusRequestHeader,
     GetConsumeStatsRequestHeader,
     QueryConsumeTimeSpanRequestHeader,
@@ -173,6 +175,28 @@ class GroupAdmin:
                 return ConsumerConnection.decode(last.body)
         code = last.code if last is not None else ResponseCode.CONSUMER_NOT_ONLINE
         raise MQBrokerError(code, f"the consumer group {group} is not online")
+
+    async def consumer_running_info(
+        self, group: str, client_id: str, *, jstack: bool = False
+    ) -> ConsumerRunningInfo:
+        """GET_CONSUMER_RUNNING_INFO: the client's own account of itself (its settings,
+        subscriptions, held queues, rates and, with ``jstack``, its stacks), relayed by a
+        broker the client is connected to (the masters are asked in turn). Raises
+        MQBrokerError when none can reach it."""
+        header = GetConsumerRunningInfoRequestHeader(group, client_id, jstack)
+        last: RemotingCommand | None = None
+        for addr in (await self._link.master_addrs()).values():
+            last = await self._link.ask(
+                addr,
+                RequestCode.GET_CONSUMER_RUNNING_INFO,
+                header,
+                timeout=max(self._link.timeout() * 3, 10.0),  # the broker waits on the client
+            )
+            if last.code == ResponseCode.SUCCESS:
+                return ConsumerRunningInfo.decode(last.body)
+        if last is None:
+            raise MQBrokerError(ResponseCode.CONSUMER_NOT_ONLINE, "no broker is registered")
+        raise MQBrokerError(last.code, last.remark)
 
     async def create_subscription_group(
         self, group: SubscriptionGroupConfig | str, *, cluster: str | None = None

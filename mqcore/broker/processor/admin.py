@@ -15,11 +15,17 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from mqcore.broker.config import BROKER_CONFIG_BLACK_LIST, BROKER_CONFIG_FIELDS
+from mqcore.broker.config import BROKER_CONFIG_FIELDS
 from mqcore.broker.config_file import save_properties
 from mqcore.broker.processor import reply, reply_when_written
 from mqcore.broker.runtime_info import RuntimeInfo
 from mqcore.common.properties import PropertiesConfig, camel, parse_properties
+from mqcore.common.runtime_keys import (
+    BROKER_CONFIG_BLACK_LIST,
+    BROKER_RUNTIME_KEYS,
+    RUNTIME_KEYS,
+    STORE_RUNTIME_KEYS,
+)
 from mqcore.errors import ConfigError
 from mqcore.protocol import RemotingCommand, RequestCode, ResponseCode
 from mqcore.protocol.bodies import (
@@ -69,50 +75,6 @@ __all__ = [
 ]
 
 log = logging.getLogger("mq.broker.admin")
-
-BROKER_RUNTIME_KEYS = frozenset(
-    {
-        "autoCreateTopicEnable",
-        "autoCreateSubscriptionGroup",
-        "brokerPermission",
-        "defaultTopicQueueNums",
-        "channelExpiredTimeout",
-        "longPollingEnable",
-        "shortPollingTimeMills",
-        "maxBatchBodySize",
-        "enablePropertyFilter",
-        "filterSupportRetry",
-        "transactionTimeOut",
-        "transactionCheckMax",
-        "transactionCheckInterval",
-        "traceOn",
-        "maxReconsumeTimes",
-        "rebalanceLockMaxLiveTime",
-        "logLevel",
-    }
-)
-"""BrokerConfig keys UPDATE_BROKER_CONFIG applies at once: each is read where it is
-used. Others (ports, names, paths, roles, timer periods) are saved in the config file
-and take effect at the next start, as in 4.9.8 (whose components read most keys once)."""
-
-STORE_RUNTIME_KEYS = frozenset(
-    {
-        "fileReservedTime",
-        "deleteWhen",
-        "diskMaxUsedSpaceRatio",
-        "cleanFileForciblyEnable",
-        "cleanResourceInterval",
-        "syncFlushTimeout",
-        "maxMessageSize",
-        "maxTransferBytesOnMessageInMemory",
-        "maxTransferCountOnMessageInMemory",
-        "defaultQueryMaxNum",
-        "maxMsgsNumBatch",
-        "diskSpaceWarningLevelRatio",
-        "diskSpaceCleanForciblyRatio",
-    }
-)
-"""Store keys UPDATE_BROKER_CONFIG may change (read per operation by the store)."""
 
 BROKER_PROPERTIES_FILE = "broker.properties"
 """Where a broker started without ``-c`` saves updated keys (``BrokerPathConfigHelper``'s
@@ -362,11 +324,7 @@ class AdminProcessor:
             timestamp=int(time.time() * 1000), counter=self.config_version.counter + 1
         )
         self._apply_side_effects(old_perm, "logLevel" in props)
-        restart = sorted(
-            k
-            for k in {**broker_props, **store_props}
-            if k not in BROKER_RUNTIME_KEYS | STORE_RUNTIME_KEYS
-        )
+        restart = sorted(k for k in {**broker_props, **store_props} if k not in RUNTIME_KEYS)
         notes = []
         if restart:
             notes.append(
