@@ -22,16 +22,19 @@ from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING
 
 from mqcore.broker.metrics_lag import ConsumerLag, ConsumerLagCalculator
-from mqcore.message.const import (
-    DLQ_GROUP_TOPIC_PREFIX,
-    RETRY_GROUP_TOPIC_PREFIX,
-    RMQ_SYS_TRANS_HALF_TOPIC,
-    SCHEDULE_TOPIC,
-)
+from mqcore.message.const import DLQ_GROUP_TOPIC_PREFIX, SCHEDULE_TOPIC
 from mqcore.metrics import names as n
 from mqcore.metrics.families import MetricSet
 from mqcore.metrics.http import LoopCollector, MetricsHttpServer
-from mqcore.metrics.names import MetricsExporterType, bool_label, is_system_group
+from mqcore.metrics.names import (
+    MetricsExporterType,
+    bool_label,
+    counted_topic,
+    delay_text,
+    is_system_group,
+    message_type,
+    node_labels,
+)
 from mqcore.metrics.rpc import RpcLatency
 from mqcore.store.cleanup import disk_used_ratio
 from mqcore.store.metadata.topic import is_system_topic
@@ -41,45 +44,12 @@ if TYPE_CHECKING:
     from mqcore.broker.context import BrokerContext
     from mqcore.remoting import RemotingServer
 
-__all__ = ["BrokerMetrics", "delay_text", "metrics_endpoint", "node_labels"]
+__all__ = ["BrokerMetrics", "metrics_endpoint"]
 
 _KEYS_PER_STEP = 256
 """Topics or groups read between two chances to give the loop back."""
 _CONSUME_MODES = {"CONSUME_ACTIVELY": "pull", "CONSUME_PASSIVELY": "push", "CONSUME_POP": "pop"}
 """``ConsumeType.getTypeCN()`` in lower case, RocketMQ 5's ``consume_mode`` values."""
-
-
-def node_labels(cluster: str, node_type: str, node_id: str, metrics_label: str) -> dict[str, str]:
-    """The labels on every sample of a process: RocketMQ 5's ``cluster``, ``node_type``
-    and ``node_id`` (the broker name), then ``metricsLabel``'s."""
-    labels = {n.CLUSTER: cluster, n.NODE_TYPE: node_type, n.NODE_ID: node_id}
-    for key, value in n.parse_metrics_label(metrics_label).items():
-        labels.setdefault(key, value)
-    return labels
-
-
-def delay_text(ms: int) -> str:
-    """A delay level's time as ``messageDelayLevel`` writes it (``10s``, ``2m``, ``1h``)."""
-    for unit, size in (("d", 86_400_000), ("h", 3_600_000), ("m", 60_000), ("s", 1000)):
-        if ms >= size and ms % size == 0:
-            return f"{ms // size}{unit}"
-    return f"{ms}ms"
-
-
-def _message_type(topic: str, order: bool) -> str:
-    """RocketMQ 5's ``message_type`` is a property of each send; the broker's counters
-    are per topic, so it is said of the topic: delayed and half messages are stored in
-    their system topics, and an ordered topic holds FIFO messages."""
-    if topic == SCHEDULE_TOPIC:
-        return "delay"
-    if topic == RMQ_SYS_TRANS_HALF_TOPIC:
-        return "transaction"
-    return "fifo" if order else "normal"
-
-
-def _counted(topic: str) -> bool:
-    """RocketMQ 5 counts messages in and out of every topic but the retry and DLQ ones."""
-    return not topic.startswith((RETRY_GROUP_TOPIC_PREFIX, DLQ_GROUP_TOPIC_PREFIX))
 
 
 class BrokerMetrics:
@@ -136,11 +106,11 @@ class BrokerMetrics:
             n.MESSAGE_SIZE, "Incoming messages size (bytes)", n.MESSAGE_SIZE_BUCKETS, in_labels
         )
         for count, (topic, item) in enumerate(list(stats.topic_put.items()), 1):
-            if _counted(topic):
+            if counted_topic(topic):
                 config = topics.get(topic)
                 labels = (
                     topic,
-                    _message_type(topic, config is not None and config.order),
+                    message_type(topic, config is not None and config.order),
                     bool_label(is_system_topic(topic)),
                 )
                 messages_in.add(item.msgs, *labels)
@@ -159,7 +129,7 @@ class BrokerMetrics:
         )
         for count, (key, item) in enumerate(list(stats.group_get.items()), 1):
             topic, _, group = key.partition("@")
-            if _counted(topic):
+            if counted_topic(topic):
                 system = bool_label(is_system_topic(topic) or is_system_group(group))
                 messages_out.add(item.msgs, topic, group, system)
                 bytes_out.add(item.bytes, topic, group, system)

@@ -23,6 +23,7 @@ import logging
 import socket
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping
+from typing import Protocol
 from wsgiref.simple_server import WSGIRequestHandler, make_server
 
 from prometheus_client import CollectorRegistry, make_wsgi_app
@@ -33,7 +34,7 @@ from mqcore.common.aio import run_all, run_in_slices
 from mqcore.errors import ConfigError
 from mqcore.metrics.families import MetricSet
 
-__all__ = ["CollectSteps", "LoopCollector", "MetricsHttpServer"]
+__all__ = ["CollectSteps", "Collector", "LoopCollector", "MetricsHttpServer"]
 
 log = logging.getLogger("mq.metrics")
 
@@ -47,6 +48,12 @@ _POLL_INTERVAL = 0.05
 """Seconds between the HTTP thread's checks for a stop (its ``serve_forever`` poll)."""
 
 
+class Collector(Protocol):
+    """What an endpoint serves: prometheus_client's collector shape."""
+
+    def collect(self) -> Iterable[Metric]: ...
+
+
 class LoopCollector:
     """A prometheus_client collector whose ``collect`` runs ``steps`` on ``loop``.
 
@@ -56,16 +63,23 @@ class LoopCollector:
     def __init__(
         self,
         steps: CollectSteps,
-        labels: Mapping[str, str],
+        labels: Mapping[str, str] | Callable[[], Mapping[str, str]],
         loop: asyncio.AbstractEventLoop | None = None,
         *,
         timeout: float = SCRAPE_TIMEOUT,
     ) -> None:
+        """``labels``: on every sample (``cluster``, ``node_type``, ``node_id``, ...), or a
+        function giving them at each scrape (a name server's address is known once it
+        listens)."""
         self._steps = steps
-        self.labels = dict(labels)
-        """The labels on every sample (``cluster``, ``node_type``, ``node_id``, ...)."""
+        self._labels = labels
         self.loop = loop
         self.timeout = timeout
+
+    @property
+    def labels(self) -> dict[str, str]:
+        labels = self._labels
+        return dict(labels() if callable(labels) else labels)
 
     def collect_now(self) -> MetricSet:
         """Every family, read at once on the calling thread."""
@@ -106,7 +120,7 @@ class MetricsHttpServer:
     one), served from threads of its own. :meth:`bind` takes the port before the server
     starts anything else, so a taken port fails its start; :meth:`serve` answers."""
 
-    def __init__(self, host: str, port: int, collector: LoopCollector) -> None:
+    def __init__(self, host: str, port: int, collector: Collector) -> None:
         self.host = host
         self.requested_port = port
         self.collector = collector
@@ -161,11 +175,12 @@ class MetricsHttpServer:
             ) from None
 
     def serve(self, loop: asyncio.AbstractEventLoop | None = None) -> None:
-        """Bind unless bound, and answer scrapes from now on; the collector reads on
-        ``loop`` (the running one by default)."""
+        """Bind unless bound, and answer scrapes from now on; a :class:`LoopCollector`
+        reads on ``loop`` (the running one by default)."""
         if self._thread is not None:
             return
-        self.collector.loop = loop or asyncio.get_running_loop()
+        if isinstance(self.collector, LoopCollector):
+            self.collector.loop = loop or asyncio.get_running_loop()
         self.bind()
         server = self._server
         assert server is not None

@@ -13,11 +13,21 @@ from __future__ import annotations
 import enum
 
 from mqcore.errors import ConfigError
+from mqcore.message.const import (
+    DLQ_GROUP_TOPIC_PREFIX,
+    RETRY_GROUP_TOPIC_PREFIX,
+    RMQ_SYS_TRANS_HALF_TOPIC,
+    SCHEDULE_TOPIC,
+)
 
 __all__ = [
     "MetricsExporterType",
     "bool_label",
+    "counted_topic",
+    "delay_text",
     "is_system_group",
+    "message_type",
+    "node_labels",
     "parse_metrics_label",
     "version_desc",
 ]
@@ -134,6 +144,39 @@ def is_system_group(group: str) -> bool:
 def bool_label(value: bool) -> str:
     """A boolean attribute as OpenTelemetry's Prometheus exporter writes it."""
     return "true" if value else "false"
+
+
+def counted_topic(topic: str) -> bool:
+    """RocketMQ 5 counts messages in and out of every topic but the retry and DLQ ones."""
+    return not topic.startswith((RETRY_GROUP_TOPIC_PREFIX, DLQ_GROUP_TOPIC_PREFIX))
+
+
+def message_type(topic: str, order: bool) -> str:
+    """RocketMQ 5's ``message_type`` is a property of each send; mq's counters are per
+    topic, so it is said of the topic: delayed and half messages are stored in their
+    system topics, and an ordered topic holds FIFO messages."""
+    if topic == SCHEDULE_TOPIC:
+        return "delay"
+    if topic == RMQ_SYS_TRANS_HALF_TOPIC:
+        return "transaction"
+    return "fifo" if order else "normal"
+
+
+def delay_text(ms: int) -> str:
+    """A delay level's time as ``messageDelayLevel`` writes it (``10s``, ``2m``, ``1h``)."""
+    for unit, size in (("d", 86_400_000), ("h", 3_600_000), ("m", 60_000), ("s", 1000)):
+        if ms >= size and ms % size == 0:
+            return f"{ms // size}{unit}"
+    return f"{ms}ms"
+
+
+def node_labels(cluster: str, node_type: str, node_id: str, metrics_label: str) -> dict[str, str]:
+    """The labels on every sample of a process: RocketMQ 5's ``cluster``, ``node_type``
+    and ``node_id`` (a broker's name), then ``metricsLabel``'s."""
+    labels = {CLUSTER: cluster, NODE_TYPE: node_type, NODE_ID: node_id}
+    for key, value in parse_metrics_label(metrics_label).items():
+        labels.setdefault(key, value)
+    return labels
 
 
 def parse_metrics_label(text: str) -> dict[str, str]:

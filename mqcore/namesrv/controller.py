@@ -21,7 +21,6 @@ from mqcore.acl.guard import AclGuard
 from mqcore.acl.permission import NAMESRV_ADMIN_CODES
 from mqcore.common.loop_lag import LoopLagMonitor
 from mqcore.controller.server import ControllerConfig, ControllerManager
-from mqcore.metrics.names import NODE_ID
 from mqcore.namesrv.config import NamesrvConfig
 from mqcore.namesrv.kvconfig import KVConfigManager
 from mqcore.namesrv.metrics import metrics_endpoint
@@ -92,7 +91,6 @@ class NamesrvController:
         await self.server.start()
         try:
             if self.metrics is not None:
-                self.metrics.collector.labels[NODE_ID] = self.listen_address
                 self.metrics.serve()
             if self.controller is not None:
                 await self.controller.start()

@@ -81,15 +81,18 @@ def metrics_endpoint(
     server: RemotingServer,
 ) -> MetricsHttpServer | None:
     """The name server's Prometheus endpoint when ``metricsExporterType=PROM`` (None
-    otherwise), timing the requests of ``server``; not bound yet. ``node_id`` is the
-    listen address, known once ``server`` listens."""
+    otherwise), timing the requests of ``server``; not bound yet. ``node_id`` is
+    ``server``'s listen address (known once it listens)."""
     if config.metrics_exporter_type != MetricsExporterType.PROM:
         return None
     rpc = RpcLatency()
     server.dispatcher.observer = rpc
     metrics = NamesrvMetrics(routes, loop_lag, rpc)
-    labels = {n.NODE_TYPE: n.NODE_TYPE_NAMESRV, n.NODE_ID: ""}
-    labels.update(parse_metrics_label(config.metrics_label))
+    extra = parse_metrics_label(config.metrics_label)
+
+    def labels() -> dict[str, str]:
+        return {n.NODE_TYPE: n.NODE_TYPE_NAMESRV, n.NODE_ID: server.listen_address, **extra}
+
     host = config.metrics_prom_exporter_host or config.bind_address
     return MetricsHttpServer(
         host, config.metrics_prom_exporter_port, LoopCollector(metrics.steps, labels)
