@@ -46,8 +46,9 @@ if TYPE_CHECKING:
 
 __all__ = ["BrokerMetrics", "metrics_endpoint"]
 
-_KEYS_PER_STEP = 256
-"""Topics or groups read between two chances to give the loop back."""
+_KEYS_PER_STEP = 64
+"""Topics, groups or lag rows read between two chances to give the loop back (each
+adds a few samples: ~1 ms)."""
 _CONSUME_MODES = {"CONSUME_ACTIVELY": "pull", "CONSUME_PASSIVELY": "push", "CONSUME_POP": "pop"}
 """``ConsumeType.getTypeCN()`` in lower case, RocketMQ 5's ``consume_mode`` values."""
 
@@ -71,14 +72,18 @@ class BrokerMetrics:
         if config.enable_request_metrics:
             yield from self._requests(metrics)
         if config.enable_connection_metrics:
-            self._connections(metrics)
-            yield
+            yield from self._connections(metrics)
         if config.enable_lag_and_dlq_metrics:
             yield from self._lag(metrics)
+            yield
+            self._dead_letters(metrics)
+        yield
         if config.enable_remoting_metrics and self.rpc is not None:
             self.rpc.collect(metrics)
+        yield
         if config.enable_message_store_metrics:
             self._storage(metrics)
+            yield
             self._schedule(metrics)
         self._ha(metrics)
         self._event_loop(metrics)
@@ -137,11 +142,13 @@ class BrokerMetrics:
                 yield
 
     # -- clients ----------------------------------------------------------------------------
-    def _connections(self, metrics: MetricSet) -> None:
+    def _connections(self, metrics: MetricSet) -> Iterator[None]:
         producers: Counter[tuple[str, str]] = Counter()
-        for channels in list(self.ctx.producers.groups.values()):
+        for count, channels in enumerate(list(self.ctx.producers.groups.values()), 1):
             for info in list(channels.values()):
                 producers[(info.language.lower(), n.version_desc(info.version))] += 1
+            if count % _KEYS_PER_STEP == 0:
+                yield
         family = metrics.gauge(
             n.PRODUCER_CONNECTIONS,
             "Producer connections",
@@ -150,16 +157,23 @@ class BrokerMetrics:
         for (language, version), count in sorted(producers.items()):
             family.add(count, language, version, n.PROTOCOL_TYPE_REMOTING)
         consumers: Counter[tuple[str, str, str, str]] = Counter()
-        for group, group_info in list(self.ctx.consumers.groups.items()):
+        groups = list(self.ctx.consumers.groups.items())
+        for count, (group, group_info) in enumerate(groups, 1):
             mode = _CONSUME_MODES.get(group_info.consume_type, group_info.consume_type.lower())
             for info in list(group_info.channels.values()):
                 consumers[(group, info.language.lower(), n.version_desc(info.version), mode)] += 1
+            if count % _KEYS_PER_STEP == 0:
+                yield
         family = metrics.gauge(
             n.CONSUMER_CONNECTIONS,
             "Consumer connections",
             (n.CONSUMER_GROUP, n.LANGUAGE, n.VERSION, n.CONSUME_MODE, n.PROTOCOL_TYPE, n.IS_SYSTEM),
         )
-        for (group, language, version, mode), count in sorted(consumers.items()):
+        for done, ((group, language, version, mode), count) in enumerate(
+            sorted(consumers.items()), 1
+        ):
+            if done % _KEYS_PER_STEP == 0:
+                yield
             family.add(
                 count,
                 group,
@@ -182,7 +196,9 @@ class BrokerMetrics:
             n.CONSUMER_QUEUEING_LATENCY, "Consumer queueing time (milliseconds)", labels
         )
         ready = metrics.gauge(n.CONSUMER_READY_MESSAGES, "Consumer ready messages", labels)
-        for row in rows:
+        for count, row in enumerate(rows, 1):
+            if count % _KEYS_PER_STEP == 0:
+                yield
             system = bool_label(is_system_topic(row.topic) or is_system_group(row.group))
             values = (row.group, row.topic, "false", system)
             waited = row.latency_ms(now)
@@ -191,8 +207,10 @@ class BrokerMetrics:
             inflight.add(0, *values)  # no POP: pulled is committed (see metrics_lag)
             queueing.add(waited, *values)
             ready.add(row.lag, *values)
-        # Dead letters by group: what the broker stored in each %DLQ% topic (RocketMQ 5
-        # also labels the original topic, which the DLQ topic's counter does not keep).
+
+    def _dead_letters(self, metrics: MetricSet) -> None:
+        """By group: what the broker stored in each %DLQ% topic (RocketMQ 5 also labels
+        the original topic, which the DLQ topic's counter does not keep)."""
         dlq = metrics.counter(
             n.SEND_TO_DLQ_MESSAGES_TOTAL,
             "Consumer send to DLQ messages",

@@ -33,8 +33,11 @@ if TYPE_CHECKING:
 
 __all__ = ["ConsumerLag", "ConsumerLagCalculator"]
 
-_PAIRS_PER_STEP = 64
-"""(group, topic) pairs between two chances to give the loop back."""
+_KEYS_PER_STEP = 512
+"""Groups or offset keys gathered between two chances to give the loop back."""
+_QUEUES_PER_STEP = 128
+"""Queues read (an offset, a queue end, maybe a store time) between two chances to give
+the loop back: about a millisecond."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,27 +62,38 @@ class ConsumerLagCalculator:
     def __init__(self, ctx: BrokerContext) -> None:
         self.ctx = ctx
 
-    def pairs(self) -> list[tuple[str, str]]:
-        """(group, topic): the online groups' subscriptions and every committed pair,
-        retry topics left out, sorted."""
-        found: set[tuple[str, str]] = set()
-        for group, info in list(self.ctx.consumers.groups.items()):
-            found.update((group, topic) for topic in list(info.subscriptions))
-        for key in list(self.ctx.offsets.table):
+    def pairs(self, out: set[tuple[str, str]]) -> Iterator[None]:
+        """(group, topic) into ``out``: the online groups' subscriptions and every
+        committed pair, retry topics left out; yields between runs of them."""
+        for count, (group, info) in enumerate(list(self.ctx.consumers.groups.items()), 1):
+            out.update(
+                (group, topic)
+                for topic in list(info.subscriptions)
+                if not topic.startswith(RETRY_GROUP_TOPIC_PREFIX)
+            )
+            if count % _KEYS_PER_STEP == 0:
+                yield
+        for count, key in enumerate(list(self.ctx.offsets.table), 1):
             topic, sep, group = key.partition(TOPIC_GROUP_SEPARATOR)
-            if sep:
-                found.add((group, topic))
-        return sorted(p for p in found if not p[1].startswith(RETRY_GROUP_TOPIC_PREFIX))
+            if sep and not topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
+                out.add((group, topic))
+            if count % _KEYS_PER_STEP == 0:
+                yield
 
     def calculate(self, out: list[ConsumerLag]) -> Iterator[None]:
         """Append the lag of every pair to ``out``, yielding between runs of pairs."""
         ctx = self.ctx
         broker_perm = ctx.config.broker_permission
-        for n, (group, topic) in enumerate(self.pairs(), 1):
+        pairs: set[tuple[str, str]] = set()
+        yield from self.pairs(pairs)
+        queues = 0
+        for group, topic in pairs:
             config = ctx.topic_configs.table.get(topic)
             if config is not None and config.perm & broker_perm & 0x6:  # readable or writable
                 out.append(self.lag_of(group, topic, config.write_queue_nums))
-            if n % _PAIRS_PER_STEP == 0:
+                queues += config.write_queue_nums
+            if queues >= _QUEUES_PER_STEP:
+                queues = 0
                 yield
 
     def lag_of(self, group: str, topic: str, queues: int) -> ConsumerLag:
