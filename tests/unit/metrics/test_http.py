@@ -4,6 +4,7 @@ on the event loop, and a taken port fails the start with the address in the mess
 from __future__ import annotations
 
 import asyncio
+import gc
 import threading
 from collections.abc import Iterator
 
@@ -11,7 +12,7 @@ import pytest
 
 from mqcore.errors import ConfigError
 from mqcore.metrics.families import MetricSet
-from mqcore.metrics.http import LoopCollector, MetricsHttpServer
+from mqcore.metrics.http import GcPause, LoopCollector, MetricsHttpServer
 from tests.support.metrics import parse, scrape_text, value
 
 
@@ -61,3 +62,20 @@ async def test_a_taken_port_fails_the_bind() -> None:
             second.bind()
     finally:
         first.close()
+
+
+def test_gc_pauses_nest_and_restore_what_was() -> None:
+    pause = GcPause()
+    assert gc.isenabled()
+    with pause:
+        with pause:
+            assert not gc.isenabled()
+        assert not gc.isenabled()  # the outer scrape still runs
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        with pause:
+            pass
+        assert not gc.isenabled()  # it was off before: left off
+    finally:
+        gc.enable()
