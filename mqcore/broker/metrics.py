@@ -185,8 +185,11 @@ class BrokerMetrics:
             )
 
     def _lag(self, metrics: MetricSet) -> Iterator[None]:
+        """The ``rocketmq_consumer_*`` families. A slave's offsets are a copy of its
+        master's: it reports no lag, so a sum over brokers counts each group once."""
         rows: list[ConsumerLag] = []
-        yield from self.lag.calculate(rows)
+        if self.ctx.store_config.broker_role is not BrokerRole.SLAVE:
+            yield from self.lag.calculate(rows)
         now = int(time.time() * 1000)
         labels = (n.CONSUMER_GROUP, n.TOPIC, n.IS_RETRY, n.IS_SYSTEM)
         lag = metrics.gauge(n.CONSUMER_LAG_MESSAGES, "Consumer lag messages", labels)

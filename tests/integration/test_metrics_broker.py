@@ -174,4 +174,6 @@ async def test_ha_figures_of_a_master_and_its_slave(tmp_path: Path) -> None:
         assert value(samples, "rocketmq_ha_slave_connections") == 1
         behind = find(samples, "rocketmq_ha_slave_behind_bytes")
         assert len(behind) == 1 and behind[0].value >= 0
-        assert value(await slave_side(), "rocketmq_ha_master_connected") == 1
+        on_slave = await slave_side()
+        assert value(on_slave, "rocketmq_ha_master_connected") == 1
+        assert not find(on_slave, "rocketmq_consumer_lag_messages")  # the master's to say
