@@ -80,6 +80,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
         "Tools",
         "Inspect a plain_acl.yml, or change the ACL of running brokers (RocketMQ 4.x plain ACL).",
     ),
+    "exporter": ("mqcli.commands.exporter", "Tools", "Serve Prometheus metrics of any cluster."),
     "completion": ("mqcli.commands.completion", "Tools", "Print the completion script for SHELL."),
 }
 """Command name -> (module exposing ``register``, help panel, one-line help), in the

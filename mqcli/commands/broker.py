@@ -134,11 +134,13 @@ def describe(controller: BrokerController) -> str:
     if replicas is not None:  # controller mode: the id the controller gave, and where
         given = "-" if replicas.broker_id is None else replicas.broker_id
         ident += f" controllerBrokerId={given} controller={c.controller_addr}"
+    metrics = f" metrics={controller.metrics.url}" if controller.metrics is not None else ""
     return (
         f"cluster={c.broker_cluster_name} broker={c.broker_name} {ident} "
         f"role={s.broker_role.value} fast port={controller.fast_server.port} store={s.root} "
         f"flushDiskType={s.flush_disk_type.value} "
         f"namesrv={c.namesrv_addr or '-'} loop={'uvloop' if uvloop_available() else 'asyncio'}"
+        f"{metrics}"
     )
 
 
