@@ -31,6 +31,7 @@ from mqcli.commands.admin_util import (
     admin_session,
     confirm,
     group_option,
+    online_connections,
     resolve_group,
     topic_option,
     watch,
@@ -49,8 +50,7 @@ from mqcli.tables import (
 )
 from mqcore.client import Admin, QueueProgress
 from mqcore.common.metadata import SubscriptionGroupConfig
-from mqcore.errors import MQBrokerError, MQError
-from mqcore.protocol import ResponseCode
+from mqcore.errors import MQError
 from mqcore.protocol.bodies import ConsumerConnection
 
 group_app = typer.Typer(
@@ -295,15 +295,7 @@ def clients(
 
     async def go() -> None:
         async with admin_session(namesrv) as admin:
-            try:
-                conn = await admin.consumer_connections(group)
-            except MQBrokerError as exc:
-                if exc.code != ResponseCode.CONSUMER_NOT_ONLINE:
-                    raise
-                fail(
-                    f"group {group} has no consumer online",
-                    hint="`mq group list` shows the known groups; start a consumer first",
-                )
+            conn = await online_connections(admin, group)
         _print_connections(group, conn, fmt)
 
     run_async(go())

@@ -25,6 +25,7 @@ from mqcli.commands.admin_util import (
     JsonOpt,
     admin_session,
     group_option,
+    online_connections,
     resolve_group,
 )
 from mqcli.connect import NamesrvOpt, run_async
@@ -39,8 +40,6 @@ from mqcli.tables import (
     print_table,
     resolve_format,
 )
-from mqcore.errors import MQBrokerError
-from mqcore.protocol import ResponseCode
 from mqcore.protocol.bodies import ConsumerConnection
 from mqcore.protocol.bodies.running_info import (
     PROP_CONSUME_ORDERLY,
@@ -144,15 +143,7 @@ def status(
 
     async def go() -> tuple[ConsumerConnection, dict[str, ConsumerRunningInfo]]:
         async with admin_session(namesrv) as admin:
-            try:
-                conn = await admin.consumer_connections(group)
-            except MQBrokerError as exc:
-                if exc.code != ResponseCode.CONSUMER_NOT_ONLINE:
-                    raise
-                fail(
-                    f"group {group} has no consumer online",
-                    hint="`mq group list` shows the known groups; start a consumer first",
-                )
+            conn = await online_connections(admin, group)
             members = sorted(c.client_id for c in conn.connection_set)
             if client is not None:
                 if client not in members:

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 from mqcore.broker.metrics_lag import ConsumerLag, ConsumerLagCalculator
 from mqcore.message.const import DLQ_GROUP_TOPIC_PREFIX, SCHEDULE_TOPIC
 from mqcore.metrics import names as n
-from mqcore.metrics.families import MetricSet
+from mqcore.metrics.families import MetricSet, event_loop_families, schedule_families
 from mqcore.metrics.http import LoopCollector, MetricsHttpServer
 from mqcore.metrics.names import (
     MetricsExporterType,
@@ -273,19 +273,7 @@ class BrokerMetrics:
     def _schedule(self, metrics: MetricSet) -> None:
         service = self.ctx.schedule_service
         labels = (n.DELAY_LEVEL, n.DELAY)
-        waiting = metrics.gauge(
-            n.SCHEDULE_LAG_MESSAGES, "Delayed messages of the level not delivered yet", labels
-        )
-        overdue = metrics.gauge(
-            n.SCHEDULE_LAG_LATENCY,
-            "How long the level's next message is overdue (milliseconds)",
-            labels,
-        )
-        delivered = metrics.counter(
-            n.SCHEDULE_DELIVERED_MESSAGES_TOTAL,
-            "Delayed messages of the level delivered to their topic",
-            labels,
-        )
+        waiting, overdue, delivered = schedule_families(metrics, labels)
         now = int(time.time() * 1000)
         for level, delay_ms in sorted(service.delay_table.items()):
             values = (str(level), delay_text(delay_ms))
@@ -324,16 +312,10 @@ class BrokerMetrics:
 
     def _event_loop(self, metrics: MetricSet) -> None:
         figures = self.ctx.loop_lag.figures()
-        metrics.gauge(
-            n.EVENT_LOOP_LAG_LATENCY, "How late the event loop ran its last wake-up (ms)"
-        ).add(figures.last_ms)
-        metrics.gauge(
-            n.EVENT_LOOP_LAG_MAX_LATENCY,
-            "The longest the event loop ran late in the last minute (ms)",
-        ).add(figures.max_ms_last_minute)
-        metrics.counter(
-            n.EVENT_LOOP_STALLS_TOTAL, "Event loop stalls past the warning threshold"
-        ).add(figures.stalls)
+        last, worst, stalls = event_loop_families(metrics)
+        last.add(figures.last_ms)
+        worst.add(figures.max_ms_last_minute)
+        stalls.add(figures.stalls)
 
 
 def metrics_endpoint(

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from mqcore.common.metadata import TopicConfig
 from mqcore.errors import ConfigError
 from mqcore.metrics import names as n
-from mqcore.metrics.families import MetricSet
+from mqcore.metrics.families import MetricSet, event_loop_families, schedule_families
 from mqcore.metrics.names import bool_label, counted_topic, delay_text, is_system_group
 from mqcore.metrics.names import message_type as message_type_of
 from mqcore.store.metadata.topic import is_system_topic
@@ -198,19 +198,7 @@ def _schedule(broker: BrokerFigures, metrics: MetricSet, node: tuple[str, str], 
     except ConfigError:
         delays = {}
     labels = (*_NODE, n.DELAY_LEVEL, n.DELAY)
-    waiting = metrics.gauge(
-        n.SCHEDULE_LAG_MESSAGES, "Delayed messages of the level not delivered yet", labels
-    )
-    overdue = metrics.gauge(
-        n.SCHEDULE_LAG_LATENCY,
-        "How long the level's next message is overdue (milliseconds)",
-        labels,
-    )
-    delivered = metrics.counter(
-        n.SCHEDULE_DELIVERED_MESSAGES_TOTAL,
-        "Delayed messages of the level delivered to their topic",
-        labels,
-    )
+    waiting, overdue, delivered = schedule_families(metrics, labels)
     prefix = "scheduleMessageOffset_"
     progress: dict[int, tuple[int, int]] = {}
     for key, text in runtime.items():
@@ -245,26 +233,14 @@ def _ha_and_loop(broker: BrokerFigures, metrics: MetricSet, node: tuple[str, str
     if end is not None:
         for addr, slave_end in sorted(broker.slave_ends.items()):
             behind.add(max(0, end - slave_end), *node, addr)
-    for key, name, what in (
-        (
-            "loopLagMs",
-            n.EVENT_LOOP_LAG_LATENCY,
-            "How late the event loop ran its last wake-up (ms)",
-        ),
-        (
-            "loopLagMaxMsLastMinute",
-            n.EVENT_LOOP_LAG_MAX_LATENCY,
-            "The longest the event loop ran late in the last minute (ms)",
-        ),
-    ):
+    last, worst, stall_count = event_loop_families(metrics, _NODE)
+    for key, family in (("loopLagMs", last), ("loopLagMaxMsLastMinute", worst)):
         value = _float(runtime, key)
         if value is not None:
-            metrics.gauge(name, what, _NODE).add(value, *node)
+            family.add(value, *node)
     stalls = _int(runtime, "loopStallCount")
     if stalls is not None:
-        metrics.counter(
-            n.EVENT_LOOP_STALLS_TOTAL, "Event loop stalls past the warning threshold", _NODE
-        ).add(stalls, *node)
+        stall_count.add(stalls, *node)
 
 
 def counted(topics: Iterable[str]) -> list[str]:

@@ -16,6 +16,8 @@ from prometheus_client.core import (
     Metric,
 )
 
+from mqcore.metrics import names as n
+
 __all__ = ["Family", "Histogram", "MetricSet", "cumulative_buckets"]
 
 _FREED_AT_ONCE = 4096
@@ -134,3 +136,45 @@ class MetricSet:
             samples = family.samples  # rendered: free it a few thousand at a time
             while samples:
                 del samples[-_FREED_AT_ONCE:]
+
+
+# -- families more than one server or the exporter fills -------------------------------
+
+
+def event_loop_families(
+    metrics: MetricSet, labels: Sequence[str] = ()
+) -> tuple[Family, Family, Family]:
+    """How late the event loop runs: its last wake-up, the worst of the last minute (both
+    gauges, milliseconds) and the stalls past the warning threshold (a counter)."""
+    return (
+        metrics.gauge(
+            n.EVENT_LOOP_LAG_LATENCY, "How late the event loop ran its last wake-up (ms)", labels
+        ),
+        metrics.gauge(
+            n.EVENT_LOOP_LAG_MAX_LATENCY,
+            "The longest the event loop ran late in the last minute (ms)",
+            labels,
+        ),
+        metrics.counter(
+            n.EVENT_LOOP_STALLS_TOTAL, "Event loop stalls past the warning threshold", labels
+        ),
+    )
+
+
+def schedule_families(metrics: MetricSet, labels: Sequence[str]) -> tuple[Family, Family, Family]:
+    """The delay levels: messages waiting, how overdue the next one is, and deliveries."""
+    return (
+        metrics.gauge(
+            n.SCHEDULE_LAG_MESSAGES, "Delayed messages of the level not delivered yet", labels
+        ),
+        metrics.gauge(
+            n.SCHEDULE_LAG_LATENCY,
+            "How long the level's next message is overdue (milliseconds)",
+            labels,
+        ),
+        metrics.counter(
+            n.SCHEDULE_DELIVERED_MESSAGES_TOTAL,
+            "Delayed messages of the level delivered to their topic",
+            labels,
+        ),
+    )

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from mqcore.metrics import names as n
-from mqcore.metrics.families import MetricSet
+from mqcore.metrics.families import MetricSet, event_loop_families
 from mqcore.metrics.http import LoopCollector, MetricsHttpServer
 from mqcore.metrics.names import MetricsExporterType, parse_metrics_label
 from mqcore.metrics.rpc import RpcLatency
@@ -62,16 +62,10 @@ class NamesrvMetrics:
         if self.rpc is not None:
             self.rpc.collect(metrics)
         figures = self.loop_lag.figures()
-        metrics.gauge(
-            n.EVENT_LOOP_LAG_LATENCY, "How late the event loop ran its last wake-up (ms)"
-        ).add(figures.last_ms)
-        metrics.gauge(
-            n.EVENT_LOOP_LAG_MAX_LATENCY,
-            "The longest the event loop ran late in the last minute (ms)",
-        ).add(figures.max_ms_last_minute)
-        metrics.counter(
-            n.EVENT_LOOP_STALLS_TOTAL, "Event loop stalls past the warning threshold"
-        ).add(figures.stalls)
+        last, worst, stalls = event_loop_families(metrics)
+        last.add(figures.last_ms)
+        worst.add(figures.max_ms_last_minute)
+        stalls.add(figures.stalls)
 
 
 def metrics_endpoint(
