@@ -5,7 +5,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 PYTEST_ARGS ?=
 
-.PHONY: run test lint typecheck unit dev clean docs site
+.PHONY: run test lint typecheck unit dev clean docs site test-tools
 
 $(BIN)/mq: pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -29,7 +29,22 @@ lint: dev
 typecheck: dev
 	$(BIN)/mypy
 
-unit: dev
+# Programs the tests run beside mq: a real Prometheus server scrapes a broker in
+# tests/integration/test_metrics_prometheus.py. Installed from the distribution where we
+# may (root with apt-get, as CI runs); elsewhere that test is skipped and says why.
+APT_INSTALL := DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends
+test-tools:
+	@if ! command -v prometheus >/dev/null; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    echo "installing prometheus (apt-get) for the metrics tests"; \
+	    $(APT_INSTALL) prometheus >/dev/null || \
+	      { apt-get update -qq && $(APT_INSTALL) prometheus >/dev/null; }; \
+	  else \
+	    echo "note: no prometheus here and no root to install it: its test is skipped"; \
+	  fi; \
+	fi
+
+unit: dev test-tools
 	$(BIN)/pytest -n 2 $(PYTEST_ARGS)
 
 # The documentation site, with warnings as errors (a broken link or a docstring the API

@@ -1,4 +1,4 @@
-"""Broker restart after kill -9, by store size (not a test).
+"""Broker restart after a clean shutdown and after kill -9, by store size (not a test).
 
 Usage: ``.venv/bin/python bench/restart.py [--sizes 100000,200000,400000] [--tail 2000]``
 
@@ -6,21 +6,23 @@ For each size N, on a temporary store:
 
 1. N messages of 1 KiB (each with a UNIQ_KEY and a KEYS key, so the index holds two
    entries per message) are written through the MessageStore API, 32 per batch, over 4
-   queues, and the store is shut down cleanly;
-2. ``mq broker`` starts on that store (not timed), ``--tail`` more messages are sent to
-   it over loopback, and it is killed with SIGKILL right after the last acknowledgement,
-   so the abort file stays and the newest writes lie after the last checkpoint;
-3. the broker starts again on the same store; the clock runs from the process start
-   until a new message is acknowledged (SEND_MESSAGE_V2) and pulled back
-   (PULL_MESSAGE at the offset the send reported).
+   queues, and the store is shut down cleanly (then ``sync``, so no writeback of the
+   fill runs during the measurements);
+2. **clean restart**: ``mq broker`` starts on that store; the clock runs from the process
+   start until a new message is acknowledged (SEND_MESSAGE_V2) and pulled back
+   (PULL_MESSAGE at the offset the send reported);
+3. ``--tail`` more messages are sent to it over loopback, and it is killed with SIGKILL
+   right after the last acknowledgement, so the abort file stays and the newest writes
+   lie after the last checkpoint;
+4. **restart after kill -9**: the broker starts again on the same store, timed as in 2.
 
 It then looks up (QUERY_MESSAGE) the key of the first message of the fill and of the
 last message acknowledged before the kill, and reads the broker's one-line recovery
-summary from its log. Printed per size: restart seconds, the broker's CPU seconds until
-then, the store's load as the broker logged it (recovery), how much of the commit log
-it checked and how many records it re-dispatched, whether both keys were found.
-Restart cost that does not grow with N is the point: doubling the store must not double
-the restart.
+summary from its log after each start. Printed per size and kind of restart: restart
+seconds, the broker's CPU seconds until then, the store's load as the broker logged it
+(recovery), how much of the commit log it checked and how many records it
+re-dispatched, and (after the kill) whether both keys were found. Restart cost that does
+not grow with N is the point: doubling the store must not double the restart.
 """
 
 from __future__ import annotations
@@ -69,12 +71,20 @@ _RECOVERY = re.compile(
 
 
 @dataclass
-class Row:
-    size: int
-    store_mib: float
+class Start:
+    """One timed broker start."""
+
     restart_s: float
     broker_cpu_s: float
     recovery: re.Match[str] | None
+
+
+@dataclass
+class Row:
+    size: int
+    store_mib: float
+    clean: Start
+    killed: Start
     keys_found: str
 
 
@@ -257,7 +267,23 @@ def recovery_line(logs: Path) -> re.Match[str] | None:
     return found
 
 
+def timed_start(workdir: Path, probe: int, procs: list[subprocess.Popen[str]]) -> tuple[Start, str]:
+    """Start the broker on the store, send message ``probe`` and pull it back; the time
+    from the process start until then, the broker's CPU and its recovery summary."""
+    logs = workdir / "logs"
+    for log in logs.glob("*.log"):
+        log.unlink()
+    t0 = time.monotonic()
+    proc, addr = start_broker(workdir)
+    procs.append(proc)
+    run(send_and_pull_back(addr, probe, t0 + 600))
+    restart = time.monotonic() - t0
+    return Start(restart, broker_cpu(proc.pid), recovery_line(logs)), addr
+
+
 def measure(size: int, tail: int, console: Console, keep: bool) -> Row:
+    """Messages 0..size-1 are the fill, ``size`` the clean restart's probe, the next
+    ``tail`` the ones sent before the kill, and the one after them the last probe."""
     workdir = Path(tempfile.mkdtemp(prefix="mq-restart-bench-"))
     if keep:
         console.print(f"  keeping {workdir}")
@@ -265,30 +291,41 @@ def measure(size: int, tail: int, console: Console, keep: bool) -> Row:
     try:
         t = time.monotonic()
         fill(workdir / "store", size)
+        os.sync()
         console.print(f"  filled {size:,} messages in {time.monotonic() - t:.1f} s")
-        proc, addr = start_broker(workdir)
-        procs.append(proc)
-        run(send_tail(addr, size, tail))
-        proc.kill()  # SIGKILL: the abort file stays
-        proc.wait(10)
+        clean, addr = timed_start(workdir, size, procs)
+        console.print(f"  clean restart {clean.restart_s:.2f} s")
+        run(send_tail(addr, size + 1, tail))
+        procs[-1].kill()  # SIGKILL: the abort file stays
+        procs[-1].wait(10)
         store_mib = (
             sum(p.stat().st_blocks * 512 for p in (workdir / "store" / "commitlog").iterdir())
             / 2**20
         )
-        for log in (workdir / "logs").glob("*.log"):
-            log.unlink()
-        t0 = time.monotonic()
-        proc, addr = start_broker(workdir)
-        procs.append(proc)
-        run(send_and_pull_back(addr, size + tail, t0 + 600))
-        restart = time.monotonic() - t0
-        cpu = broker_cpu(proc.pid)
-        found = sum(run(key_found(addr, n)) for n in (0, size + tail - 1))
-        return Row(size, store_mib, restart, cpu, recovery_line(workdir / "logs"), f"{found}/2")
+        last_acked = size + tail
+        killed, addr = timed_start(workdir, last_acked + 1, procs)
+        console.print(f"  restart after kill -9 {killed.restart_s:.2f} s")
+        found = sum(run(key_found(addr, n)) for n in (0, last_acked))
+        return Row(size, store_mib, clean, killed, f"{found}/2")
     finally:
         stop_processes(procs)
         if not keep:
             shutil.rmtree(workdir, ignore_errors=True)
+
+
+def _checked(m: re.Match[str] | None) -> str:
+    if m is None:
+        return "?"
+    span = int(m["end"].replace(",", "")) - int(m["start"].replace(",", ""))
+    return f"{span / 2**20:,.1f} MiB" + (" (full)" if "full" in m["how"] else "")
+
+
+def _how(m: re.Match[str] | None) -> str:
+    """What the summary says the check started from, in a few words."""
+    if m is None:
+        return "?"
+    how = m["how"].strip(" ,").split(" (")[0]
+    return f"{m['kind']}, {how}" if how else m["kind"]
 
 
 def main() -> None:
@@ -298,40 +335,43 @@ def main() -> None:
     parser.add_argument("--keep", action="store_true", help="keep the stores and broker logs")
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",") if s]
-    console = Console(width=max(Console().width, 110))
+    console = Console(width=max(Console().width, 130))
     rows = []
     for size in sizes:
         console.print(f"size {size:,}")
         rows.append(measure(size, args.tail, console, args.keep))
-    table = Table(title=f"restart after kill -9 (1 KiB messages, {args.tail:,} sent before it)")
-    for col in (
-        "messages",
-        "commit log",
-        "restart",
-        "broker CPU",
-        "recovery",
-        "checked",
-        "re-dispatched",
-        "keys found",
+    for title, kind in (
+        ("restart after a clean shutdown (1 KiB messages)", "clean"),
+        (f"restart after kill -9 (1 KiB messages, {args.tail:,} sent before it)", "killed"),
     ):
-        table.add_column(col, justify="right")
-    for r in rows:
-        m = r.recovery
-        checked = "?"
-        if m is not None:
-            span = int(m["end"].replace(",", "")) - int(m["start"].replace(",", ""))
-            checked = f"{span / 2**20:,.1f} MiB" + (" (full)" if "full" in m["how"] else "")
-        table.add_row(
-            f"{r.size:,}",
-            f"{r.store_mib:,.0f} MiB",
-            f"{r.restart_s:.2f} s",
-            f"{r.broker_cpu_s:.2f} s",
-            f"{m['seconds']} s" if m is not None else "?",
-            checked,
-            m["records"] if m is not None else "?",
-            r.keys_found,
-        )
-    console.print(table)
+        table = Table(title=title)
+        for col in (
+            "messages",
+            "commit log",
+            "restart",
+            "broker CPU",
+            "recovery",
+            "how",
+            "checked",
+            "re-dispatched",
+            *(("keys found",) if kind == "killed" else ()),
+        ):
+            table.add_column(col, justify="right")
+        for r in rows:
+            start: Start = getattr(r, kind)
+            m = start.recovery
+            table.add_row(
+                f"{r.size:,}",
+                f"{r.store_mib:,.0f} MiB",
+                f"{start.restart_s:.2f} s",
+                f"{start.broker_cpu_s:.2f} s",
+                f"{m['seconds']} s" if m is not None else "?",
+                _how(m),
+                _checked(m),
+                m["records"] if m is not None else "?",
+                *((r.keys_found,) if kind == "killed" else ()),
+            )
+        console.print(table)
 
 
 if __name__ == "__main__":

@@ -1,9 +1,14 @@
 """Where the CLI connects: the `-n` option, environment, and named contexts.
 
 Resolution order for the name server, like natscli's contexts and kcat's config:
-``-n/--namesrv`` > ``MQ_NAMESRV_ADDR`` > RocketMQ's ``NAMESRV_ADDR`` > the selected
-context (``mq context use NAME``) > ``127.0.0.1:9876``. Contexts live in
-``$MQ_CONFIG_DIR/contexts.json`` (default ``~/.config/mq``).
+``-n/--namesrv`` (the command's own, else one given before it) > the context
+``--context NAME`` names > ``MQ_NAMESRV_ADDR`` > RocketMQ's ``NAMESRV_ADDR`` > the
+selected context (``mq context use NAME``) > ``127.0.0.1:9876``.
+
+Contexts live in ``contexts.json`` under :func:`config_dir`: ``$MQ_CONFIG_DIR``, else
+``$XDG_CONFIG_HOME/mq``, else ``~/.config/mq``. A file only at ``~/.config/mq`` (where
+versions before XDG support kept it) is still read when ``XDG_CONFIG_HOME`` points
+elsewhere, and the next change writes it to the new place.
 """
 
 from __future__ import annotations
@@ -18,24 +23,54 @@ import orjson
 import typer
 
 from mqcli import output
+from mqcli.connection import current
 from mqcore.errors import MQError
 
 T = TypeVar("T")
 
 DEFAULT_NAMESRV = "127.0.0.1:9876"
 
+CONNECTION_PANEL = "Connection"
+"""The help panel of the options saying where and how to connect (-n, --context, keys,
+TLS), on every command that connects and on `mq --help`."""
+
 NamesrvOpt = typer.Option(
     None,
     "--namesrv",
     "-n",
-    help="Name server(s) host:port;host:port (default: MQ_NAMESRV_ADDR, NAMESRV_ADDR, "
-    "the current context, 127.0.0.1:9876).",
+    help="Name server(s) host:port;host:port (default: --context, MQ_NAMESRV_ADDR, "
+    "NAMESRV_ADDR, the current context, 127.0.0.1:9876).",
     show_default=False,
+    rich_help_panel=CONNECTION_PANEL,
 )
+
+CONTEXTS_FILE = "contexts.json"
 
 
 def config_dir() -> Path:
-    return Path(os.environ.get("MQ_CONFIG_DIR") or Path.home() / ".config" / "mq")
+    """Where mq keeps its settings: ``$MQ_CONFIG_DIR``, ``$XDG_CONFIG_HOME/mq``, or
+    ``~/.config/mq`` (the XDG base directory default)."""
+    if explicit := os.environ.get("MQ_CONFIG_DIR"):
+        return Path(explicit)
+    xdg = os.environ.get("XDG_CONFIG_HOME")
+    if xdg and Path(xdg).is_absolute():  # the spec: a relative path is to be ignored
+        return Path(xdg) / "mq"
+    return _legacy_config_dir()
+
+
+def _legacy_config_dir() -> Path:
+    return Path.home() / ".config" / "mq"
+
+
+def contexts_path() -> Path:
+    """The contexts file to read: :func:`config_dir`'s, or the one at ``~/.config/mq``
+    when only that one exists (written before ``XDG_CONFIG_HOME`` was honoured)."""
+    path = config_dir() / CONTEXTS_FILE
+    if not path.exists() and "MQ_CONFIG_DIR" not in os.environ:
+        legacy = _legacy_config_dir() / CONTEXTS_FILE
+        if legacy.exists():
+            return legacy
+    return path
 
 
 @dataclass(slots=True)
@@ -57,7 +92,7 @@ class ContextStore:
 
     @classmethod
     def load(cls) -> ContextStore:
-        path = config_dir() / "contexts.json"
+        path = contexts_path()
         try:
             doc = orjson.loads(path.read_bytes())
         except FileNotFoundError:
@@ -78,7 +113,9 @@ class ContextStore:
         return cls(contexts, current if current in contexts else None)
 
     def save(self) -> None:
-        path = config_dir() / "contexts.json"
+        """Write the contexts to :func:`config_dir` (moving them there from the old place
+        when they were read from it)."""
+        path = config_dir() / CONTEXTS_FILE
         path.parent.mkdir(parents=True, exist_ok=True)
         doc = {
             "current": self.current,
@@ -101,8 +138,11 @@ def _context_doc(c: Context) -> dict[str, str]:
 def resolve_namesrv(option: str | None) -> str:
     """The name server address list to use for this command; a malformed one ends the
     command with one line saying which address, where it came from, and why."""
-    if option:
-        return check_namesrv(option, "-n/--namesrv")
+    given = option or current().namesrv
+    if given:
+        return check_namesrv(given, "-n/--namesrv")
+    if (chosen := chosen_context()) is not None:
+        return check_namesrv(chosen.namesrv, f"context {chosen.name!r}")
     for var in ("MQ_NAMESRV_ADDR", "NAMESRV_ADDR"):
         if env := os.environ.get(var):
             return check_namesrv(env, var)
@@ -110,6 +150,22 @@ def resolve_namesrv(option: str | None) -> str:
     if store.current is not None:
         return check_namesrv(store.contexts[store.current].namesrv, f"context {store.current!r}")
     return DEFAULT_NAMESRV
+
+
+def chosen_context() -> Context | None:
+    """The context ``--context NAME`` names (None without the option); an unknown name
+    ends the command with one line."""
+    name = current().context
+    if name is None:
+        return None
+    store = ContextStore.load()
+    if name not in store.contexts:
+        known = ", ".join(sorted(store.contexts)) or "none saved"
+        output.fail(
+            f"no context named {name!r} (known: {known})",
+            hint="`mq context ls` lists them; `mq context add NAME -n ADDR` saves one",
+        )
+    return store.contexts[name]
 
 
 def namesrv_problem(addresses: str) -> str | None:
@@ -143,6 +199,6 @@ def run_async(main: Coroutine[Any, Any, T]) -> T:
     except MQError as exc:
         if output.debug_enabled():
             raise
-        output.fail(str(exc))
+        output.fail(str(exc), hint=exc.hint)
     except KeyboardInterrupt:
         raise typer.Exit(130) from None

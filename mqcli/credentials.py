@@ -1,4 +1,5 @@
-"""Which ACL keys the CLI signs with: ``mq --access-key K --secret-key S <command>`` >
+"""Which ACL keys the CLI signs with: ``--access-key K --secret-key S`` (before or after
+the command) > the keys of the context ``--context NAME`` names >
 ``MQ_ACCESS_KEY``/``MQ_SECRET_KEY`` > the current context's keys > RocketMQ's
 ``$ROCKETMQ_HOME/conf/tools.yml`` (``accessKey``/``secretKey``, what mqadmin reads) >
 none (requests go unsigned, as to a server without ACL)."""
@@ -9,13 +10,13 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from mqcli.connection import current
+
 if TYPE_CHECKING:  # the client and the ACL code load only when a command signs
     from mqcore.acl.signature import SessionCredentials
     from mqcore.client import ClientConfig
 
-__all__ = ["client_config", "resolve_credentials", "set_cli_credentials"]
-
-_from_options: SessionCredentials | None = None
+__all__ = ["client_config", "resolve_credentials"]
 
 
 def _pair(access_key: str | None, secret_key: str | None, where: str) -> SessionCredentials | None:
@@ -28,12 +29,6 @@ def _pair(access_key: str | None, secret_key: str | None, where: str) -> Session
     from mqcore.acl.signature import SessionCredentials
 
     return SessionCredentials(access_key, secret_key)
-
-
-def set_cli_credentials(access_key: str | None, secret_key: str | None) -> None:
-    """The root options' keys (the first choice)."""
-    global _from_options
-    _from_options = _pair(access_key, secret_key, "--access-key/--secret-key")
 
 
 def _tools_yml() -> SessionCredentials | None:
@@ -55,20 +50,23 @@ def _tools_yml() -> SessionCredentials | None:
 
 
 def resolve_credentials() -> SessionCredentials | None:
-    if _from_options is not None:
-        return _from_options
+    from mqcli.connect import ContextStore, chosen_context
+
+    conn = current()
+    given = _pair(conn.access_key, conn.secret_key, "--access-key/--secret-key")
+    if given is not None:
+        return given
+    chosen = chosen_context()
+    if chosen is not None and chosen.access_key and chosen.secret_key:
+        return _pair(chosen.access_key, chosen.secret_key, f"context {chosen.name!r}")
     env = _pair(os.environ.get("MQ_ACCESS_KEY"), os.environ.get("MQ_SECRET_KEY"), "the environment")
     if env is not None:
         return env
-    from mqcli.connect import ContextStore
-
     store = ContextStore.load()
     if store.current is not None:
         context = store.contexts[store.current]
         if context.access_key and context.secret_key:
-            from mqcore.acl.signature import SessionCredentials
-
-            return SessionCredentials(context.access_key, context.secret_key)
+            return _pair(context.access_key, context.secret_key, f"context {context.name!r}")
     return _tools_yml()
 
 

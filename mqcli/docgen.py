@@ -17,6 +17,7 @@ from typing import Any
 
 import typer
 from typer._click import Context  # typer >= 0.29 vendors click
+from typer.core import TyperGroup
 
 from mqcli.helpfmt import EXIT_STATUS, install
 from mqcore import __version__
@@ -151,6 +152,14 @@ def write_all(app: typer.Typer, root: Path) -> list[Path]:
     for name, text in man_pages(app).items():
         (man_dir / name).write_text(text)
         written.append(man_dir / name)
+    from mqcli.roothelp import MODEL_FILE
+    from mqcli.roothelp_model import root_help_model
+
+    model = Path(__file__).parent / MODEL_FILE
+    group = typer.main.get_command(app)
+    assert isinstance(group, TyperGroup)
+    model.write_text(root_help_model(group))
+    written.append(model)
     comp_dir = root / "completions"
     comp_dir.mkdir(exist_ok=True)
     for shell in SHELLS:

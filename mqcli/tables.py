@@ -9,13 +9,13 @@ says how much there was. The delay-level table lives here because ``mq store ins
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Protocol
 
 import typer
+from rich.cells import cell_len
 from rich.console import Console
-from rich.table import Table
+from rich.table import Column, Table
 from rich.text import Text
 
 from mqcli.output import console, err_console, fail
@@ -25,6 +25,7 @@ __all__ = [
     "OUTPUT_FORMATS",
     "PLAIN",
     "DelayRow",
+    "FittedTable",
     "FormatOpt",
     "cell",
     "delay_table",
@@ -78,7 +79,8 @@ def resolve_format(fmt: str | None, as_json: bool) -> str:
 def print_table(table: Table, fmt: str | None = None, *, section: bool = False) -> None:
     """Print ``table`` in ``fmt`` (None: as :func:`resolve_format` would choose).
 
-    ``table``: fitted to the terminal; text cells may wrap or be cut, ids and times never.
+    ``table``: fitted to the terminal (see :func:`_fit`): the least important columns are
+    hidden first, free text wraps, nothing else is cut.
     ``wide``: every cell whole on one line, the table as wide as it needs to be.
     :data:`PLAIN`: the title on stderr, header and rows on stdout as plain columns; a
     ``section`` of a longer report keeps its title on stdout, where it names the rows."""
@@ -93,8 +95,10 @@ def print_table(table: Table, fmt: str | None = None, *, section: bool = False) 
             console.out(line, highlight=False)
         return
     if fmt != "wide":
-        _keep_whole(table, console.width)
+        hidden = _fit(table, console.width)
         console.print(table)
+        if hidden:
+            note(f"{', '.join(hidden)} hidden to fit: -o wide shows every column")
         return
     for column in table.columns:
         column.no_wrap = True
@@ -144,54 +148,120 @@ def plain_lines(table: Table, *, header: bool = True) -> list[str]:
     return lines
 
 
-def _keep_whole(table: Table, width: int) -> None:
-    """Ids and times are never cut or wrapped: their columns get the width of the
-    longest value; the text columns give way instead. When every value fits but the
-    headers do not, long headers break at their hyphens (``BROKER-`` over ``OFFSET``)
-    rather than any value being cut."""
-    columns = table.columns
-    cells = [[_text(v) for v in column.cells] for column in columns]
-    longest = [max((len(v) for v in values), default=0) for values in cells]
-    headers = [_text(column.header) for column in columns]
-    overhead = 3 * len(columns) + 1  # a border and two spaces of padding per column
-    roomy = sum(max(len(h), w) for h, w in zip(headers, longest, strict=True)) + overhead
-    broken = [
-        h.replace("-", "-\n") if len(h) > w else h for h, w in zip(headers, longest, strict=True)
-    ]
-    need = [
-        max(w, *(len(part) for part in b.split("\n"))) for b, w in zip(broken, longest, strict=True)
-    ]
-    if roomy > width and sum(need) + overhead <= width:
-        for column, header, least in zip(columns, broken, need, strict=True):
-            column.header = header
-            column.min_width = max(column.min_width or 0, least)
-    for column, header, values, most in zip(columns, headers, cells, longest, strict=True):
-        if (
-            header.endswith(_WHOLE_SUFFIXES)
-            or header in _WHOLE_COLUMNS
-            or any(_TIMESTAMP.match(v) for v in values)
-        ):
-            shown = str(column.header).split("\n")  # broken at its hyphens, or whole
-            column.no_wrap = True
-            column.min_width = max(column.min_width or 0, most, *(len(x) for x in shown))
+class FittedTable(Table):
+    """A table that says which columns a narrow terminal may hide (:func:`make_table`)."""
+
+    def __init__(self, *args: Any, drop: Sequence[str] | None = None, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.drop = None if drop is None else tuple(drop)
+        """Headers of the columns that may be hidden, the first hidden first; None: every
+        column but the first, from the right."""
 
 
-# Columns whose values are never cut in a fitted table (ids, addresses, times).
-_WHOLE_SUFFIXES = (
-    "-ID",
-    "ID",
-    "TIME",
-    "-AT",
-    "-KEY",
-    "DUE",
-    "STORED",
-    "ADDRESS",
-    "ADDR",
-    "-CONSUMED",
-    "HEARTBEAT",
+def _drop_order(table: Table) -> list[str]:
+    declared = getattr(table, "drop", None)
+    headers = [_text(c.header) for c in table.columns]
+    if declared is None:
+        return headers[:0:-1]
+    return [h for h in declared if h in headers]
+
+
+def _overhead(table: Table, count: int) -> int:
+    """Cells of a ``count``-column table that are not content: padding and borders."""
+    if count == 0:
+        return 0
+    _, right, _, left = table.padding  # rich keeps it as (top, right, bottom, left)
+    pad = (left + right) * count - (0 if table.pad_edge else left + right)
+    lines = (count - 1 + (2 if table.show_edge else 0)) if table.box is not None else 0
+    return pad + lines
+
+
+def _header_lines(column: Column, broken: bool) -> list[str]:
+    """The header, broken at its hyphens when ``broken`` and it is wider than the values."""
+    header = _text(column.header)
+    longest = max((cell_len(_text(v)) for v in column.cells), default=0)
+    if broken and cell_len(header) > longest and header not in _WRAPPING_COLUMNS:
+        return header.replace("-", "-\n").split("\n")
+    return [header]
+
+
+def _needs(table: Table, *, broken: bool) -> list[int]:
+    """Each column's narrowest width that cuts nothing: a whole column its longest value
+    (and header); a wrapping one its longest word, at least 10 or all of it."""
+    out = []
+    for column in table.columns:
+        header = _text(column.header)
+        values = [_text(v) for v in column.cells]
+        head = max(cell_len(p) for p in _header_lines(column, broken))
+        longest = max((cell_len(v) for v in values), default=0)
+        if header in _WRAPPING_COLUMNS:
+            word = max((cell_len(w) for v in values for w in v.split()), default=0)
+            out.append(max(head, min(longest, max(10, word))))
+        else:
+            out.append(max(head, longest))
+    return out
+
+
+def _fit(table: Table, width: int) -> list[str]:
+    """Make ``table`` fit ``width`` without cutting a value: long headers break at their
+    hyphens (``BROKER-`` over ``OFFSET``), then the columns the table lets go are hidden,
+    least important first, until the rest fits whole; free text (bodies, descriptions)
+    wraps. Names, ids, addresses, roles, versions, times and numbers are never cut: if
+    even the columns that stay do not fit, they wrap onto a second line rather than end
+    in "…". Returns the headers of the hidden columns."""
+    hidden: list[str] = []
+    order = _drop_order(table)
+    broken = False
+    while True:
+        needs = _needs(table, broken=broken)
+        if sum(needs) + _overhead(table, len(needs)) <= width:
+            break
+        if not broken:
+            broken = True
+            continue
+        if not order:
+            break
+        name = order.pop(0)
+        index = [_text(c.header) for c in table.columns].index(name)
+        del table.columns[index]
+        for i, column in enumerate(table.columns):
+            column._index = i
+        hidden.append(name)
+    fits = sum(_needs(table, broken=broken)) + _overhead(table, len(table.columns)) <= width
+    for column, least in zip(table.columns, _needs(table, broken=broken), strict=True):
+        header = _text(column.header)
+        if header in _WRAPPING_COLUMNS:
+            column.no_wrap, column.overflow = False, "fold"
+            continue
+        column.header = "\n".join(_header_lines(column, broken))
+        # whole: never "…"; when even the kept columns cannot fit, fold rather than cut
+        column.no_wrap, column.overflow = fits, "fold"
+        column.min_width = least if fits else None
+    return hidden
+
+
+# Free-text columns: the only ones a fitted table wraps (every other value is a name, an
+# id, an address, a role, a version, a time or a number, and stays whole on one line).
+_WRAPPING_COLUMNS = frozenset(
+    {
+        "DESCRIPTION",
+        "BODY",
+        "PROPERTIES",
+        "EXPRESSION",
+        "KEYS",
+        "TAGS",
+        "VALUE",
+        "DETAIL",
+        "HA",
+        "TOPICS",
+        "GROUPS",
+        "WHITE-ADDRESS",
+        "TOPIC-DEFAULT",
+        "GROUP-DEFAULT",
+        "SUBSCRIPTIONS",
+        "ERROR",
+    }
 )
-_WHOLE_COLUMNS = frozenset({"TOPIC", "QUEUE", "OFFSET", "EPOCH", "IN-SYNC"})
-_TIMESTAMP = re.compile(r"\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}")  # what fmt_ts prints
 
 
 # Columns whose values are text, so they stay left-aligned; all others are numbers.
@@ -239,6 +309,10 @@ _TEXT_COLUMNS = frozenset(
         "GROUP-DEFAULT",
         "TOPICS",
         "GROUPS",
+        "LOCKED",
+        "EFFECT",
+        "OLD-VALUE",
+        "NEW-VALUE",
     }
 )
 
@@ -246,12 +320,18 @@ _TEXT_COLUMNS = frozenset(
 _TEXT_SUFFIXES = ("-ID", "TIME", "-AT", "DUE", "STORED", "UPDATED", "CONSUMED", "HEARTBEAT")
 
 
-def make_table(title: str, *columns: str, count: int | None = None) -> Table:
+def make_table(
+    title: str, *columns: str, count: int | None = None, drop: Sequence[str] | None = None
+) -> Table:
     """A table with ``columns`` (UPPER-KEBAB) and ``title``, plus `` · N rows`` when
-    ``count`` is given."""
+    ``count`` is given. ``drop`` are the columns a terminal too narrow for all of them may
+    hide, the least important first (as kubectl and rpk leave columns to ``-o wide``);
+    columns not named stay. By default every column but the first may go, from the right."""
     if count is not None:
         title = f"{title} · {count} {'row' if count == 1 else 'rows'}"
-    table = Table(title=title, title_justify="left", title_style="bold", header_style="cyan")
+    table = FittedTable(
+        title=title, title_justify="left", title_style="bold", header_style="cyan", drop=drop
+    )
     for col in columns:
         text = col in _TEXT_COLUMNS or col.endswith(_TEXT_SUFFIXES)
         table.add_column(col, justify="left" if text else "right", no_wrap=col in ("TOPIC",))
@@ -262,11 +342,15 @@ Row = dict[str, Any]
 
 
 def rows_table(
-    title: str, columns: Mapping[str, Callable[[Row], str]], rows: Sequence[Row]
+    title: str,
+    columns: Mapping[str, Callable[[Row], str]],
+    rows: Sequence[Row],
+    *,
+    drop: Sequence[str] | None = None,
 ) -> Table:
     """:func:`make_table` filled from the rows a command also prints as JSON: each column
     is its header and how to show a row's value, side by side, so they cannot drift."""
-    table = make_table(title, *columns, count=len(rows))
+    table = make_table(title, *columns, count=len(rows), drop=drop)
     for row in rows:
         table.add_row(*(show(row) for show in columns.values()))
     return table

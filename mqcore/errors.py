@@ -43,13 +43,15 @@ walks the modules and fails when this drawing and the classes part::
         │   └── BrokerUnreachableError      (client.errors) a broker is down
         ├── ChannelClosedError      (remoting.errors) connection lost mid-request
         ├── TopicRouteNotFoundError (client.errors) no route (invalid_route)
+        ├── NotANameServerError     (client.errors) a broker given as a name server
         ├── ClientStateError        (client.errors) not started, closed, ...
         ├── InvalidMessageError     (client.errors, ValueError) bad topic or body
         ├── InvalidGroupError       (client.errors, ValueError) a group name RocketMQ refuses
         └── ReplyMessageError       (client.request_reply, ValueError) not a request
 
 Classes carry behavioural flags (``retriable``) rather than forcing callers to enumerate
-types, as aiokafka does.
+types, as aiokafka does, and may carry a ``hint``: what to do next, which the CLI prints
+under the one-line error.
 """
 
 from __future__ import annotations
@@ -59,6 +61,8 @@ class MQError(Exception):
     """Root of every error mq raises on purpose."""
 
     retriable: bool = False
+    hint: str | None = None
+    """What to do about it, when that can be said (the CLI prints it as ``hint:``)."""
 
 
 class RequestRefused(MQError):

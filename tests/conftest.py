@@ -33,7 +33,8 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers",
         "cluster(**settings): how the `cluster` fixture of the folder's conftest.py starts "
-        "(in-process in tests/integration, `mq` processes in tests/cli); see there",
+        "(in-process in tests/integration, `mq` processes in tests/cli, in memory in "
+        "tests/unit/client); see there",
     )
     config.addinivalue_line(
         "markers",

@@ -20,6 +20,7 @@ from mqcli.output import console, err_console, fail
 
 if TYPE_CHECKING:  # the admin client loads when a command uses it, not to build the CLI
     from mqcore.client import Admin
+    from mqcore.protocol.bodies import ConsumerConnection
 
 JsonOpt = typer.Option(False, "--json", "-j", help="JSON output (one document per sample).")
 WatchOpt = typer.Option(
@@ -225,3 +226,20 @@ def topic_kind(topic: str, cluster_and_broker_names: frozenset[str] = frozenset(
     ):
         return "system"
     return "normal"
+
+
+async def online_connections(admin: Admin, group: str) -> ConsumerConnection:
+    """GET_CONSUMER_CONNECTION_LIST of ``group``; a group with no consumer online ends
+    the command with one line and a hint."""
+    from mqcore.errors import MQBrokerError
+    from mqcore.protocol import ResponseCode
+
+    try:
+        return await admin.consumer_connections(group)
+    except MQBrokerError as exc:
+        if exc.code != ResponseCode.CONSUMER_NOT_ONLINE:
+            raise
+        fail(
+            f"group {group} has no consumer online",
+            hint="`mq group list` shows the known groups; start a consumer first",
+        )

@@ -17,6 +17,7 @@ from pathlib import Path
 import typer
 
 from mqcli import output
+from mqcli.connection import Connection, current, enter_scope
 from mqcli.serving import (
     PrintConfigOpt,
     broker_log_name,
@@ -133,11 +134,13 @@ def describe(controller: BrokerController) -> str:
     if replicas is not None:  # controller mode: the id the controller gave, and where
         given = "-" if replicas.broker_id is None else replicas.broker_id
         ident += f" controllerBrokerId={given} controller={c.controller_addr}"
+    metrics = f" metrics={controller.metrics.url}" if controller.metrics is not None else ""
     return (
         f"cluster={c.broker_cluster_name} broker={c.broker_name} {ident} "
         f"role={s.broker_role.value} fast port={controller.fast_server.port} store={s.root} "
         f"flushDiskType={s.flush_disk_type.value} "
         f"namesrv={c.namesrv_addr or '-'} loop={'uvloop' if uvloop_available() else 'asyncio'}"
+        f"{metrics}"
     )
 
 
@@ -179,7 +182,10 @@ def broker(
 
     `mq broker status` shows a running broker's figures instead."""
     if ctx.invoked_subcommand is not None:
+        if namesrv is not None:  # `mq broker -n ADDR status`: the name server to ask
+            enter_scope(ctx, Connection(namesrv=namesrv))
         return
+    namesrv = namesrv or current().namesrv  # `mq -n ADDR broker`: the same name servers
     try:
         broker_config, store_config = load_config(
             config_file, namesrv=namesrv, listen=listen, store=store, log_dir=log_dir
@@ -202,10 +208,11 @@ def broker(
 
 
 def register(app: typer.Typer) -> None:
-    from mqcli.commands import broker_admin, broker_status
+    from mqcli.commands import broker_admin, broker_config, broker_status
 
     broker_app = typer.Typer(no_args_is_help=False, subcommand_metavar="[COMMAND [ARGS]...]")
     broker_app.callback(invoke_without_command=True)(broker)
     broker_status.register(broker_app)
     broker_admin.register(broker_app)
+    broker_config.register(broker_app)
     app.add_typer(broker_app, name="broker")

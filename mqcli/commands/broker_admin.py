@@ -138,6 +138,7 @@ def consume_stats(
                     ),
                 },
                 doc["queues"],
+                drop=("LAST-CONSUMED", "BROKER-OFFSET", "CONSUMER-OFFSET", "BROKER"),
             )
             print_table(table, fmt)
 
@@ -268,6 +269,7 @@ def producers(
                 "LAST-HEARTBEAT": lambda r: fmt_ts(r["lastUpdateTimestamp"]),
             },
             rows,
+            drop=("LAST-HEARTBEAT", "LANGUAGE", "VERSION", "BROKER"),
         )
         print_table(table, fmt)
 

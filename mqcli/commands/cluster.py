@@ -34,10 +34,11 @@ cluster_app = typer.Typer(help="Clusters and their brokers.", no_args_is_help=Tr
 
 def first_rate(value: str | None) -> float | None:
     """The 10-second figure of a ``"<10s> <60s> <600s>"`` TPS value."""
-    if not value:
+    parts = (value or "").split()
+    if not parts:  # a 4.9.8 broker that has served nothing yet sends a blank
         return None
     try:
-        return float(value.split()[0])
+        return float(parts[0])
     except ValueError:
         return None
 
@@ -116,6 +117,23 @@ async def broker_rows(admin: Admin, cluster: str | None = None) -> list[dict[str
     return rows
 
 
+CLUSTER_DROP_ORDER = (
+    "TODAY-OUT",
+    "TODAY-IN",
+    "UPTIME",
+    "DISK",
+    "OUT-TPS",
+    "IN-TPS",
+    "SLAVE-LAG",
+    "EPOCH",
+    "IN-SYNC",
+    "HA",
+    "CLUSTER",
+    "VERSION",
+)
+"""What a narrow terminal hides first; broker, id, role and address always show."""
+
+
 def shows_replicas(rows: list[dict[str, Any]], fmt: str) -> bool:
     """Whether the EPOCH and IN-SYNC columns are shown: when some broker is in
     controller mode (reports a master epoch), and always in wide output."""
@@ -188,6 +206,7 @@ def _print_rows(rows: list[dict[str, Any]], fmt: str = "table") -> None:
         "SLAVE-LAG",
         *extra,
         count=len(rows),
+        drop=CLUSTER_DROP_ORDER,
     )
     for r in rows:
         if not r["up"]:

@@ -5,7 +5,14 @@ like ``kcat -e``), or on Ctrl-C / SIGTERM; in every case offsets are committed b
 process exits (exit 0), unless ``--no-ack``. Messages the command did not print (beyond
 ``--count``) are never acknowledged, so the group's next consumer gets them.
 
-Modes:
+Without ``-g`` it is a quick look that leaves nothing behind (:mod:`.consume_look`):
+no group is created or moved and nothing is committed; ``--queue`` and ``--until`` pick
+queues and a time to stop at.
+
+When standard output's reader goes away (``| head``), the message being written is not
+counted as printed: the command stops, commits what was printed, and exits 0.
+
+Modes with a group:
 
 * push (default): ``PushConsumer`` with a listener that prints; ``--fail-rate`` /
   ``--nack`` make it answer RECONSUME_LATER, which shows retries and the DLQ.
@@ -22,6 +29,7 @@ from __future__ import annotations
 import asyncio
 import codecs
 import contextlib
+import os
 import random
 import signal
 import sys
@@ -33,6 +41,7 @@ import orjson
 import typer
 
 from mqcli.commands.admin_util import check_group, complete_group, complete_topic
+from mqcli.commands.consume_look import Look, PipeClosed, look, parse_queue_pick
 from mqcli.connect import NamesrvOpt, config_dir, resolve_namesrv, run_async
 from mqcli.credentials import client_config
 from mqcli.output import err_console, fail
@@ -95,6 +104,8 @@ class Sink:
         self.limit = limit
         self.show_result = show_result
         self.count = 0
+        self.pipe_closed = False
+        """Standard output's reader went away (``| head``)."""
         self._header = False
         self._widths: list[int] = []
 
@@ -103,10 +114,21 @@ class Sink:
         return self.limit is not None and self.count >= self.limit
 
     def emit(self, msg: MessageExt, broker: str | None, nack: bool = False) -> None:
-        self.count += 1
-        out = sys.stdout
+        """Print ``msg``; raises :class:`PipeClosed` (the message not counted) when
+        standard output's reader is gone."""
         if self.quiet:
+            self.count += 1
             return
+        try:
+            self._write(msg, broker, nack)
+        except BrokenPipeError:
+            _silence_stdout()
+            self.pipe_closed = True
+            raise PipeClosed from None
+        self.count += 1
+
+    def _write(self, msg: MessageExt, broker: str | None, nack: bool) -> None:
+        out = sys.stdout
         if self.template is not None:
             out.write(self.template.render(msg, charset=self.charset, broker=broker))
         elif self.fmt == "json":
@@ -138,6 +160,14 @@ class Sink:
             self._widths[i] = max(self._widths[i], min(len(cell), 40))
         head = "  ".join(c.ljust(w) for c, w in zip(cells[:-1], self._widths, strict=True))
         return f"{head}  {cells[-1]}\n"
+
+
+def _silence_stdout() -> None:
+    """Point standard output at /dev/null, so the flush at exit does not fail again."""
+    with contextlib.suppress(OSError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
 
 
 class ClientFilter:
@@ -354,7 +384,11 @@ def _push_listener(sink: Sink, stop: asyncio.Event, fail_rate: float) -> Any:
         nack = False
         for msg in msgs:
             nack = fail_rate > 0 and random.random() < fail_rate
-            sink.emit(msg, ctx.message_queue.broker_name, nack)
+            try:
+                sink.emit(msg, ctx.message_queue.broker_name, nack)
+            except PipeClosed:
+                stop.set()  # not printed, so not consumed
+                raise asyncio.CancelledError from None
         if sink.full:
             stop.set()
         return ConsumeStatus.RECONSUME_LATER if nack else ConsumeStatus.CONSUME_SUCCESS
@@ -388,7 +422,7 @@ async def _pull_loop(
         msgs = await consumer.poll(timeout=CHECK_INTERVAL)
         for msg in msgs:
             broker = broker_of(addrs, msg.store_host)
-            if sink.full:
+            if sink.full or stop.is_set():
                 # Put the rest back: what was not printed must not be committed.
                 if broker is not None:
                     mq = MessageQueue(msg.topic, broker, msg.queue_id)
@@ -396,8 +430,16 @@ async def _pull_loop(
                 break
             if msg.store_timestamp < not_before or (check is not None and not check(msg)):
                 continue
-            sink.emit(msg, broker)
-        if sink.full:
+            try:
+                sink.emit(msg, broker)
+            except PipeClosed:
+                stop.set()
+                if broker is not None:
+                    await consumer.seek(
+                        MessageQueue(msg.topic, broker, msg.queue_id), msg.queue_offset
+                    )
+                break
+        if sink.full or stop.is_set():
             break
         if watch is not None and (not msgs or time.monotonic() - last_check > 1.0):
             last_check = time.monotonic()
@@ -409,8 +451,24 @@ def consume(
     topic: str = typer.Option(
         ..., "--topic", "-t", help="Topic to read.", autocompletion=complete_topic
     ),
-    group: str = typer.Option(
-        ..., "--group", "-g", help="Consumer group.", autocompletion=complete_group
+    group: str | None = typer.Option(
+        None,
+        "--group",
+        "-g",
+        help="Consumer group. Without one: a quick look that creates no group and commits "
+        "nothing (kcat -C without -G), from the first message unless --from says otherwise.",
+        autocompletion=complete_group,
+    ),
+    queue: list[str] = typer.Option(
+        [],
+        "--queue",
+        help="Without -g: read only queue N of every broker, or BROKER:N (repeatable).",
+    ),
+    until: str | None = typer.Option(
+        None,
+        "--until",
+        help="Without -g: stop each queue at its first message stored at or after this "
+        "time (@-10m, @2026-01-02T10:00, @<epoch ms>, now).",
     ),
     push: bool = typer.Option(False, "--push", help="Push consumer (the default)."),
     pull: bool = typer.Option(False, "--pull", help="Lite pull consumer."),
@@ -469,13 +527,16 @@ def consume(
     first (exit 0). Messages beyond --count are not acknowledged.
 
     Examples:
+      mq consume -t Orders --no-follow | head
+      mq consume -t Orders --queue 3 --from @-1h --until @-30m
       mq consume -t Orders -g audit --from first --no-follow
       mq consume -t Orders -g audit --pull --from @-1h -f '%d %T %b\\n'
       mq consume -t Orders -g audit --nack --max-reconsume-times 2
       mq consume -t Orders -g audit --trace
       mq consume -t Orders -g drain --from first --no-follow -q
     """
-    check_group(group)
+    if group is not None:
+        check_group(group)
     if push and pull:
         fail("choose --push or --pull, not both")
     if tag and sql:
@@ -498,6 +559,23 @@ def consume(
     except (TemplateError, TimespecError, FilterSyntaxError) as exc:
         fail(str(exc))
     failing = nack or fail_rate > 0
+    if group is None:
+        grouped = {
+            "--push": push, "--pull": pull, "--broadcast": broadcast, "--no-ack": not ack,
+            "--nack/--fail-rate": failing, "--max-reconsume-times": max_reconsume != -1,
+            "--trace": trace,
+        }  # fmt: skip
+        for name, given in grouped.items():
+            if given:
+                fail(f"{name} needs a consumer group", hint="add -g GROUP")
+        _quick_look(topic, position, follow, queue, until, tag, sql, namesrv, fmt, tmpl,
+                    charset, count, quiet)  # fmt: skip
+        return
+    if queue or until:
+        fail(
+            "--queue and --until read without a group",
+            hint="drop -g (a quick look commits nothing), or use --from with the group",
+        )
     needs_pull = (not ack) or _seeks(position)
     if failing and (pull or needs_pull):
         fail("--fail-rate/--nack need the push consumer (its listener answers RECONSUME_LATER)")
@@ -522,9 +600,59 @@ def consume(
     }
     sink = Sink(fmt, tmpl, charset, count, show_result=failing, quiet=quiet)
     printed, interrupted = run_async(_consume(opts, sink))
-    if interrupted or quiet or err_console.is_terminal:
-        what = "not committed (--no-ack)" if not ack else "offsets committed"
+    what = "not committed (--no-ack)" if not ack else "offsets committed"
+    if sink.pipe_closed:
+        # a pipe's reader may drop what it had not read yet: say how many were written
+        err_console.print(
+            f"{printed} message(s) from {topic} written before the output closed; {what}",
+            highlight=False,
+        )
+    elif interrupted or quiet or err_console.is_terminal:
         err_console.print(f"{printed} message(s) from {topic}; {what}", highlight=False)
+
+
+def _quick_look(
+    topic: str,
+    position: Position | None,
+    follow: bool,
+    queue: list[str],
+    until: str | None,
+    tag: str | None,
+    sql: str | None,
+    namesrv: str | None,
+    fmt: str,
+    tmpl: Template | None,
+    charset: str,
+    count: int | None,
+    quiet: bool,
+) -> None:
+    """``mq consume`` without a group: :func:`.consume_look.look`, stopped by
+    ``--count``, the end, ``--until``, a closed pipe or Ctrl-C."""
+    try:
+        picks = [parse_queue_pick(q) for q in queue]
+        until_ms = parse_position(until).time_ms() if until is not None else None
+    except (ValueError, TimespecError) as exc:
+        fail(str(exc))
+    spec = Look(topic, position or parse_position("first"), follow, picks, until_ms, tag, sql)
+    sink = Sink(fmt, tmpl, charset, count, show_result=False, quiet=quiet)
+    addr = resolve_namesrv(namesrv)
+
+    async def run() -> bool:
+        stop = asyncio.Event()
+        hits = [0]
+        remove = _install_stop(stop, hits)
+        try:
+            await look(addr, spec, sink, stop)
+        finally:
+            remove()
+        return hits[0] > 0
+
+    interrupted = run_async(run())
+    if interrupted or quiet or err_console.is_terminal:
+        err_console.print(
+            f"{sink.count} message(s) from {topic}; nothing committed (no group)",
+            highlight=False,
+        )
 
 
 def register(app: typer.Typer) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from mqcli.connect import Context, ContextStore, config_dir, resolve_namesrv
+from mqcli.connect import Context, ContextStore, contexts_path, resolve_namesrv
 from mqcli.output import console, fail, print_json
 from mqcli.tables import FormatOpt, make_table, note, print_table, resolve_format
 
@@ -89,7 +89,7 @@ def ls(
         )
         return
     table = make_table(
-        f"Contexts ({config_dir() / 'contexts.json'})",
+        f"Contexts ({contexts_path()})",
         "CURRENT",
         "NAME",
         "NAMESRV",

@@ -1,14 +1,14 @@
-"""`mq group list|lag|reset|clients|create|delete|dlq`: consumer groups as mqadmin's
+"""`mq group list|lag|reset|clients|status|create|delete|dlq`: consumer groups as mqadmin's
 consumerProgress, resetOffsetByTime / skipAccumulatedMessage, consumerConnection,
-updateSubGroup / deleteSubGroup see them, plus the group's dead letters.
+consumerStatus, updateSubGroup / deleteSubGroup see them, plus the group's dead letters.
 
 Lag is shown in messages and as an age (now minus the store time of the first
 unconsumed message), never negative (apache/rocketmq#6600); a reset shows old -> new per
 queue and asks before it changes anything (apache/rocketmq-dashboard#3993, rpk seek).
 
-``reset``, ``dlq`` and ``clone-offsets`` live in :mod:`.group_reset`, :mod:`.group_dlq`
-and :mod:`.group_offsets`; :func:`register` adds every command in the order
-``mq group --help`` lists them.
+``reset``, ``status``, ``dlq`` and ``clone-offsets`` live in :mod:`.group_reset`,
+:mod:`.group_status`, :mod:`.group_dlq` and :mod:`.group_offsets`; :func:`register` adds
+every command in the order ``mq group --help`` lists them.
 """
 
 from __future__ import annotations
@@ -19,8 +19,9 @@ from typing import Any
 
 import typer
 from rich.markup import escape
+from rich.table import Table
 
-from mqcli.commands import group_dlq, group_offsets, group_reset
+from mqcli.commands import group_dlq, group_offsets, group_reset, group_status
 from mqcli.commands.admin_util import (
     SYSTEM_GROUPS,
     GroupArg,
@@ -30,6 +31,7 @@ from mqcli.commands.admin_util import (
     admin_session,
     confirm,
     group_option,
+    online_connections,
     resolve_group,
     topic_option,
     watch,
@@ -48,12 +50,12 @@ from mqcli.tables import (
 )
 from mqcore.client import Admin, QueueProgress
 from mqcore.common.metadata import SubscriptionGroupConfig
-from mqcore.errors import MQBrokerError, MQError
-from mqcore.protocol import ResponseCode
+from mqcore.errors import MQError
 from mqcore.protocol.bodies import ConsumerConnection
 
 group_app = typer.Typer(
-    help="Consumer groups: lag, members, offset resets, dead letters.", no_args_is_help=True
+    help="Consumer groups: lag, members and their status, offset resets, dead letters.",
+    no_args_is_help=True,
 )
 
 ClusterOpt = typer.Option(
@@ -127,7 +129,8 @@ def list_groups(
         cols = ["GROUP", "CONSUME", "BROADCAST", "RETRY-QUEUES", "RETRY-MAX"]
         if long:
             cols += ["MEMBERS", "TYPE", "MODEL", "LAG"]
-        table = make_table("Consumer groups", *cols, count=len(rows))
+        drop = ("RETRY-QUEUES", "RETRY-MAX", "BROADCAST", "MODEL", "TYPE", "CONSUME", "MEMBERS")
+        table = make_table("Consumer groups", *cols, count=len(rows), drop=drop)
         for r in rows:
             values = [
                 escape(r["group"]),
@@ -195,6 +198,38 @@ def _lag_json(group: str, rows: list[QueueProgress], now_ms: int) -> dict[str, A
     }
 
 
+def lag_table(group: str, rows: list[QueueProgress], doc: dict[str, Any], now_ms: int) -> Table:
+    """`mq group lag`'s table: the queue (topic, broker, id) and its lag always show; the
+    offsets, the age and the last consumed time give way on a narrow terminal."""
+    table = make_table(
+        f"Lag of {escape(group)} · {doc['totalLag']} messages behind · oldest "
+        f"waiting {fmt_age(doc['maxAgeMs'])}",
+        "TOPIC",
+        "BROKER",
+        "QUEUE",
+        "BROKER-OFFSET",
+        "CONSUMER-OFFSET",
+        "LAG",
+        "AGE",
+        "LAST-CONSUMED",
+        count=len(rows),
+        drop=("LAST-CONSUMED", "BROKER-OFFSET", "CONSUMER-OFFSET", "AGE"),
+    )
+    for r in rows:
+        behind = r.lag > 0
+        table.add_row(
+            escape(r.mq.topic),
+            escape(r.mq.broker_name),
+            str(r.mq.queue_id),
+            str(r.broker_offset),
+            str(r.consumer_offset) if r.consumer_offset >= 0 else "-",
+            f"[yellow]{r.lag}[/]" if behind else "0",
+            fmt_age(r.age_ms(now_ms)) if behind else "-",
+            fmt_ts(r.last_timestamp),
+        )
+    return table
+
+
 def lag(
     group: str | None = GroupArg,
     group_opt: str | None = group_option(False),
@@ -228,31 +263,7 @@ def lag(
                 if as_json:
                     print_json_line(doc) if interval is not None else print_json(doc)
                     return
-                table = make_table(
-                    f"Lag of {escape(group)} · {doc['totalLag']} messages behind · oldest "
-                    f"waiting {fmt_age(doc['maxAgeMs'])}",
-                    "TOPIC",
-                    "BROKER",
-                    "QUEUE",
-                    "BROKER-OFFSET",
-                    "CONSUMER-OFFSET",
-                    "LAG",
-                    "AGE",
-                    "LAST-CONSUMED",
-                    count=len(rows),
-                )
-                for r in rows:
-                    behind = r.lag > 0
-                    table.add_row(
-                        escape(r.mq.topic),
-                        escape(r.mq.broker_name),
-                        str(r.mq.queue_id),
-                        str(r.broker_offset),
-                        str(r.consumer_offset) if r.consumer_offset >= 0 else "-",
-                        f"[yellow]{r.lag}[/]" if behind else "0",
-                        fmt_age(r.age_ms(now_ms)) if behind else "-",
-                        fmt_ts(r.last_timestamp),
-                    )
+                table = lag_table(group, rows, doc, now_ms)
                 print_table(table, fmt)
                 if doc["totalLag"]:
                     note(LAG_CAVEAT)
@@ -284,15 +295,7 @@ def clients(
 
     async def go() -> None:
         async with admin_session(namesrv) as admin:
-            try:
-                conn = await admin.consumer_connections(group)
-            except MQBrokerError as exc:
-                if exc.code != ResponseCode.CONSUMER_NOT_ONLINE:
-                    raise
-                fail(
-                    f"group {group} has no consumer online",
-                    hint="`mq group list` shows the known groups; start a consumer first",
-                )
+            conn = await online_connections(admin, group)
         _print_connections(group, conn, fmt)
 
     run_async(go())
@@ -307,7 +310,13 @@ def _print_connections(group: str, conn: ConsumerConnection, fmt: str) -> None:
         f"{cell(conn.message_model)} · from {cell(conn.consume_from_where)}"
     )
     table = make_table(
-        "Members", "CLIENT-ID", "ADDRESS", "LANGUAGE", "VERSION", count=len(conn.connection_set)
+        "Members",
+        "CLIENT-ID",
+        "ADDRESS",
+        "LANGUAGE",
+        "VERSION",
+        count=len(conn.connection_set),
+        drop=("LANGUAGE", "VERSION"),
     )
     for c in sorted(conn.connection_set, key=lambda c: c.client_id):
         table.add_row(escape(c.client_id), c.client_addr, c.language, str(c.version))
@@ -418,6 +427,7 @@ def register(app: typer.Typer) -> None:
     group_app.command("lag")(lag)
     group_reset.register(group_app)
     group_app.command("clients")(clients)
+    group_status.register(group_app)
     group_app.command("create")(create)
     group_app.command("delete")(delete)
     group_dlq.register(group_app)

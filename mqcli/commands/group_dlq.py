@@ -109,6 +109,7 @@ def dlq(
             "KEYS",
             "BODY",
             count=len(msgs),
+            drop=("ORIGIN-MSG-ID", "KEYS", "TAGS", "RECONSUME", "STORED", "ORIGIN-TOPIC"),
         )
         for m in msgs:
             origin_topic, origin_id = _origin(m)

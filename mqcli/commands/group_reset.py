@@ -95,6 +95,7 @@ def reset(
     async def go() -> None:
         async with admin_session(namesrv) as admin:
             await admin.topic_route(topic)  # a clear error for an unknown topic
+            await check_group_known(admin, group, topic)
             if relative is not None:
                 plan = await _plan_relative(admin, group, topic, relative)
             else:
@@ -137,6 +138,18 @@ def reset(
         err_console.print(f"reset {changed} queue(s) of {group} on {topic}: {how}")
 
     run_async(go())
+
+
+async def check_group_known(admin: Admin, group: str, topic: str) -> None:
+    """End the command when no broker knows ``group``: no subscription group of that
+    name and no offsets of it on ``topic`` (a reset would otherwise plan offsets for a
+    group nobody runs, likely a typo, and say "nothing to change")."""
+    if group in await admin.subscription_groups() or group in await admin.groups_of_topic(topic):
+        return
+    fail(
+        f"no group named {group}: no broker has its subscription or offsets on {topic}",
+        hint=f"`mq group list` shows the groups; `mq group create {group}` makes one",
+    )
 
 
 def _reset_time(text: str) -> int:

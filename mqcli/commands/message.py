@@ -1,11 +1,14 @@
-"""`mq message view|resend`: one message by id; send a dead letter back to its topic.
+"""`mq message view|resend`: one message by id; send it again.
 
 ``view`` is mqadmin's ``queryMsgById`` (an offset msg id names its broker and commit log
-offset; with ``-t`` a unique key is looked up through the index instead). ``resend`` is
-the dashboard's DLQ "resend": a new message with the same body, tags, keys and user
-properties goes to the original topic, which RocketMQ keeps in the ``RETRY_TOPIC``
-property when it moves a message to ``%RETRY%``/``%DLQ%`` (or ``REAL_TOPIC`` for a
-scheduled one).
+offset; with ``-t`` a unique key is looked up through the index instead). ``resend`` does
+one of two things. With ``--group`` it is the dashboard's "resend message" and mqadmin's
+``queryMsgById -g -d``: the message's broker hands it to one consumer of the group
+(CONSUME_MESSAGE_DIRECTLY), whose listener consumes it while the command waits and
+answers how that went; nothing is stored again. Without, it is the dashboard's DLQ
+resend: a new message with the same body, tags, keys and user properties goes to the
+original topic, which RocketMQ keeps in the ``RETRY_TOPIC`` property when it moves a
+message to ``%RETRY%``/``%DLQ%`` (or ``REAL_TOPIC`` for a scheduled one).
 """
 
 from __future__ import annotations
@@ -18,9 +21,10 @@ from mqcli.commands.produce_spec import DEFAULT_GROUP
 from mqcli.commands.query import check_output, find_message, print_messages
 from mqcli.connect import NamesrvOpt, resolve_namesrv, run_async
 from mqcli.credentials import client_config
-from mqcli.output import err_console, fail
+from mqcli.output import console, err_console, fail, print_json
+from mqcli.render import fmt_host
 from mqcore.client import Admin, Producer, SendResult, make_message
-from mqcore.errors import MQClientError
+from mqcore.errors import MQBrokerError, MQClientError
 from mqcore.message import Message, MessageExt
 from mqcore.message.const import (
     DLQ_GROUP_TOPIC_PREFIX,
@@ -28,8 +32,13 @@ from mqcore.message.const import (
     PROPERTY_RETRY_TOPIC,
     RETRY_GROUP_TOPIC_PREFIX,
 )
+from mqcore.protocol import ResponseCode
+from mqcore.protocol.bodies.running_info import ConsumeMessageDirectlyResult
 
-message_app = typer.Typer(help="Look at one message; resend a dead letter.", no_args_is_help=True)
+message_app = typer.Typer(
+    help="Look at one message; send it again (to a consumer of a group, or to its topic).",
+    no_args_is_help=True,
+)
 
 TopicOpt = typer.Option(
     None,
@@ -127,28 +136,122 @@ async def _resend(
 def resend(
     msg_id: str = typer.Argument(..., help="Offset msg id, or a unique key with -t."),
     topic: str | None = TopicOpt,
-    to: str | None = typer.Option(None, "--to", help="Send here instead of the original topic."),
-    group: str = typer.Option(DEFAULT_GROUP, "--group", "-g", help="Producer group."),
-    as_json: bool = typer.Option(False, "--json", "-j", help="The send result as JSON."),
+    group: str | None = typer.Option(
+        None,
+        "--group",
+        "-g",
+        help="Hand the message to a consumer of this group, whose listener consumes it now "
+        "(CONSUME_MESSAGE_DIRECTLY), instead of sending a copy.",
+    ),
+    client: str | None = typer.Option(
+        None,
+        "--client",
+        metavar="CLIENT_ID",
+        help="With --group: this consumer (default: the first online, see `mq group clients`).",
+    ),
+    to: str | None = typer.Option(
+        None, "--to", help="Send the copy here, not to the original topic."
+    ),
+    producer_group: str = typer.Option(
+        DEFAULT_GROUP, "--producer-group", help="Producer group of the copy."
+    ),
+    as_json: bool = typer.Option(False, "--json", "-j", help="The result as JSON."),
     namesrv: str | None = NamesrvOpt,
 ) -> None:
-    """Send a copy of a message (typically a dead letter) to its original topic.
+    """Send a message again: to a consumer of a group, or as a copy to its topic.
 
-    Body, tags, keys and user properties are kept; the copy gets a new msg id.
+    With --group, the broker that stores the message hands it to one online consumer of
+    the group; its listener runs on it at once and the command prints what it answered
+    (CR_SUCCESS, CR_LATER, CR_THROW_EXCEPTION with the error, ...) and how long it took;
+    the exit status is 1 unless it succeeded. Offsets do not move and nothing is stored.
+    Without --group, a copy of a message (typically a dead letter) goes to its original
+    topic: body, tags, keys and user properties kept, a new msg id.
 
     Examples:
+      mq message resend 7F00000100002A9F0000000000000A1B --group billing
+      mq message resend 7F00000100002A9F0000000000000A1B -g billing --client 10.0.0.7@4711
       mq query -t %DLQ%billing --from @-1d
       mq message resend C0A8011E00002A9F... -t %DLQ%billing
     """
-    check_group(group, "producer group")
+    if group is not None:
+        check_group(group)
+        if to is not None:
+            fail("--to sends a copy; --group hands the message to a consumer: give one")
+        result = run_async(
+            _consume_directly(resolve_namesrv(namesrv), msg_id, topic, group, client)
+        )
+        _print_direct(*result, as_json=as_json)
+        return
+    if client is not None:
+        fail("--client picks a consumer of --group", hint="add --group GROUP")
+    check_group(producer_group, "producer group")
     if to is not None and not to.strip():
         fail("--to needs a topic name")
-    old, copy, result = run_async(_resend(resolve_namesrv(namesrv), msg_id, topic, to, group))
-    Printer(as_json=as_json, quiet=False).result(1, copy, result, None)
+    old, copy, sent = run_async(
+        _resend(resolve_namesrv(namesrv), msg_id, topic, to, producer_group)
+    )
+    Printer(as_json=as_json, quiet=False).result(1, copy, sent, None)
     err_console.print(
         f"resent {old.unique_key or old.msg_id} from {old.topic} to {copy.topic}",
         highlight=False,
     )
+    if not sent.ok:
+        raise typer.Exit(1)
+
+
+async def _consume_directly(
+    namesrv: str, msg_id: str, topic: str | None, group: str, client: str | None
+) -> tuple[MessageExt, str, str, ConsumeMessageDirectlyResult]:
+    """Find the message, pick the consumer, have the message's broker hand it over."""
+    async with Admin(namesrv, client_config=client_config()) as admin:
+        msg = await find_message(admin, msg_id, topic)
+        if client is None:
+            try:
+                members = [
+                    c.client_id for c in (await admin.consumer_connections(group)).connection_set
+                ]
+            except MQBrokerError as exc:
+                if exc.code != ResponseCode.CONSUMER_NOT_ONLINE:
+                    raise
+                members = []
+            if not members:
+                fail(
+                    f"group {group} has no consumer online to hand the message to",
+                    hint="start a consumer of the group, or resend a copy without --group",
+                )
+            client = sorted(members)[0]
+        addr = fmt_host(msg.store_host)
+        try:
+            answer = await admin.consume_message_directly(addr, group, client, msg.msg_id)
+        except MQBrokerError as exc:
+            if "not online" not in exc.remark:
+                raise
+            fail(
+                f"consumer {client} of group {group} is not online",
+                hint=f"`mq group clients {group}` lists the members",
+            )
+    return msg, group, client, ConsumeMessageDirectlyResult.from_json(answer)
+
+
+def _print_direct(
+    msg: MessageExt,
+    group: str,
+    client: str,
+    result: ConsumeMessageDirectlyResult,
+    *,
+    as_json: bool,
+) -> None:
+    if as_json:
+        doc = {"msgId": msg.msg_id, "topic": msg.topic, "group": group, "clientId": client}
+        print_json({**doc, **result.to_json()})
+    else:
+        line = (
+            f"{result.consume_result}  {msg.msg_id} consumed by {client} (group {group}) "
+            f"in {result.spent_time_mills} ms"
+        )
+        console.print(line, highlight=False, markup=False, style=None if result.ok else "red")
+        if result.remark:
+            console.print(f"remark: {result.remark}", highlight=False, markup=False)
     if not result.ok:
         raise typer.Exit(1)
 

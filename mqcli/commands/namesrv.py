@@ -42,9 +42,10 @@ async def _serve(
             hint="is another name server running? choose another port with --listen HOST:PORT",
         )
     loop_name = "uvloop" if uvloop_available() else "asyncio"
+    metrics = f", metrics={controller.metrics.url}" if controller.metrics is not None else ""
     print(
         f"mq namesrv listening on {controller.listen_address} "
-        f"(serializeType=JSON, loop={loop_name}, log={log_file})",
+        f"(serializeType=JSON, loop={loop_name}, log={log_file}{metrics})",
         flush=True,
     )
     logging.getLogger("mq.namesrv").info("name server started on %s", controller.listen_address)

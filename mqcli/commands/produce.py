@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 import typer
 
 from mqcli.commands.admin_util import check_group, complete_topic
+from mqcli.commands.produce_delay import DEFAULT_LEVELS, check_delay_level
 from mqcli.commands.produce_input import bodies as read_bodies
 from mqcli.commands.produce_output import Printer, Stats, progress_bar
 from mqcli.commands.produce_spec import (
@@ -209,8 +210,9 @@ def produce(
         0,
         "--delay",
         min=0,
-        help="Delay level (1 = 1s ... 18 = 2h with the default messageDelayLevel); the "
-        "broker clamps a level above its highest to that highest level. 0: no delay.",
+        help="Delay level (1 = 1s ... 18 = 2h with the default messageDelayLevel; a level "
+        "the brokers do not have is refused, as they would send it at their highest). "
+        "0: no delay.",
     ),
     body: str | None = typer.Option(None, "--body", "-b", help="The body text."),
     file: Path | None = typer.Option(None, "--file", "-F", help="A file's bytes ('-': stdin)."),
@@ -295,6 +297,8 @@ def produce(
         transactional=transaction is not None,
     )  # fmt: skip
     addr = resolve_namesrv(namesrv)
+    if delay > len(DEFAULT_LEVELS):
+        run_async(check_delay_level(addr, delay))
     if request:
         from mqcli.commands.produce_request import run_request
 

@@ -147,6 +147,7 @@ def _print_route(topic: str, route: TopicRouteData, fmt: str = "table") -> None:
             "PERM": lambda r: str(r["permText"]),
         },
         _route_rows(route),
+        drop=("CLUSTER", "PERM", "WRITE-QUEUES", "READ-QUEUES", "SLAVES"),
     )
     print_table(table, fmt)
     if route.order_topic_conf:
@@ -404,7 +405,8 @@ def list_topics(
             print_json(rows)
             return
         cols = ["TOPIC", "KIND"] + (["BROKERS", "READ", "WRITE", "PERM"] if long else [])
-        table = make_table("Topics", *cols, count=len(rows))
+        drop = ("PERM", "WRITE-QUEUES", "READ-QUEUES", "KIND", "BROKERS")
+        table = make_table("Topics", *cols, count=len(rows), drop=drop)
         for r in rows:
             values = [escape(r["topic"]), r["kind"]]
             if long:
@@ -514,6 +516,7 @@ def status(
                     "MESSAGES",
                     "LAST-UPDATED",
                     count=len(rows),
+                    drop=("LAST-UPDATED", "MIN-OFFSET", "MAX-OFFSET"),
                 )
                 for r in rows:
                     table.add_row(

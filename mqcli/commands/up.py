@@ -51,6 +51,7 @@ from mqcore.broker.controller import BrokerController
 from mqcore.common.properties import read_properties_file
 from mqcore.controller.server import ControllerConfig
 from mqcore.errors import ConfigError, MQError
+from mqcore.metrics.names import MetricsExporterType
 from mqcore.namesrv import NamesrvConfig, NamesrvController
 from mqcore.remoting import run
 from mqcore.remoting.tls import TlsMode
@@ -191,6 +192,14 @@ def _replica_configs(
         store_config.validate()
         out.append((config, store_config))
     return out
+
+
+def _serve_metrics(configs: list[BrokerConfig], first_port: int) -> None:
+    """Every broker serves Prometheus metrics, the n-th on ``first_port + n`` (the name
+    server has ``first_port - 1``); with 0, each on a free port."""
+    for k, config in enumerate(configs, 1):
+        config.metrics_exporter_type = MetricsExporterType.PROM
+        config.metrics_prom_exporter_port = first_port + k if first_port else 0
 
 
 def _free_port(host: str) -> int:
@@ -347,6 +356,7 @@ async def _serve(
     slave: bool = False,
     replicas: int = 0,
     timing: ReplicaTiming | None = None,
+    metrics_port: int | None = None,
 ) -> None:
     store = store_config.root
     controller_config = None
@@ -370,6 +380,8 @@ async def _serve(
             f"{exc.strerror or exc}",
             hint="is a name server already running? choose another --namesrv-port",
         )
+    except ConfigError as exc:  # the metrics port
+        output.fail(str(exc), hint="choose another --metrics-port")
     except MQError as exc:
         output.fail(f"cannot start the controller: {exc}", hint=f"is {store} writable?")
     host = broker_config.broker_ip1
@@ -390,13 +402,17 @@ async def _serve(
     else:
         masters = _extra_configs(broker_config, store, brokers, store_config.broker_role)
         slaves = [_slave_config(c, store) for c in [broker_config, *(c for c, _ in masters)]]
+    if metrics_port is not None:
+        extra = masters + (slaves if slave else [])
+        _serve_metrics([broker_config, *(c for c, _ in extra)], metrics_port)
     controller = BrokerController(broker_config, store_config)
     try:
         await start_broker(controller)
     except SystemExit:
         await namesrv.shutdown()
         raise
-    print(f"mq namesrv listening on {host}:{namesrv.port}", flush=True)
+    metrics = f" (metrics={namesrv.metrics.url})" if namesrv.metrics is not None else ""
+    print(f"mq namesrv listening on {host}:{namesrv.port}{metrics}", flush=True)
     if controller_config is not None and timing is not None:
         raft = controller_config.controller_d_leger_peers.partition("-")[2]
         print(
@@ -479,6 +495,13 @@ def up(
         help="With --replicas: controllerHeartBeatTimeoutMills, how long a silent master "
         "keeps its role (the other periods shrink with it).",
     ),
+    metrics_port: int | None = typer.Option(
+        None,
+        "--metrics-port",
+        metavar="PORT",
+        help="Serve Prometheus metrics: the name server on PORT, the brokers on PORT+1, "
+        "PORT+2... (metricsExporterType=PROM; 0: any free ports).",
+    ),
     tls_config: Path | None = typer.Option(
         None,
         "--tls-config",
@@ -504,8 +527,13 @@ def up(
       mq up --store /tmp/mq-store --brokers 2
       mq up --slave --host 0.0.0.0
       mq up --replicas 3 --heartbeat-timeout 3000
+      mq up --metrics-port 5556
     """
-    for name, port in (("--namesrv-port", namesrv_port), ("--broker-port", broker_port)):
+    for name, port in (
+        ("--namesrv-port", namesrv_port),
+        ("--broker-port", broker_port),
+        ("--metrics-port", metrics_port or 0),
+    ):
         if not 0 <= port <= 65535:
             raise typer.BadParameter(f"must be 0..65535, got {port}", param_hint=name)
     if not 1 <= brokers <= _MAX_BROKERS:
@@ -521,6 +549,11 @@ def up(
     last_port = broker_port + _PORT_STEP * (brokers - 1) + (_SLAVE_PORT_STEP if slave else 0)
     if broker_port and last_port > 65535:
         raise typer.BadParameter("the last broker's port would pass 65535", param_hint="--brokers")
+    served = (replicas or brokers) * (2 if slave else 1)
+    if metrics_port and metrics_port + served > 65535:
+        raise typer.BadParameter(
+            "the last broker's metrics port would pass 65535", param_hint="--metrics-port"
+        )
     if broker_role is MasterRole.SYNC_MASTER and not slave and replicas < 2:
         output.err_console.print(
             "warning: a SYNC_MASTER without a slave refuses every send "
@@ -542,6 +575,9 @@ def up(
             broker_config.broker_name = "broker-a"
         if tls_config is not None:
             _apply_tls_file(tls_config, namesrv_config, broker_config)
+        if metrics_port is not None:
+            namesrv_config.metrics_exporter_type = MetricsExporterType.PROM
+            namesrv_config.metrics_prom_exporter_port = metrics_port
         store_config = MessageStoreConfig(
             store_path_root_dir=str(store), broker_role=BrokerRole(broker_role.value)
         )
@@ -560,6 +596,7 @@ def up(
             slave,
             replicas,
             timing,
+            metrics_port,
         )
     )
 

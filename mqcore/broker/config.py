@@ -12,7 +12,9 @@ from dataclasses import dataclass, field
 
 from mqcore.common.net import local_ip
 from mqcore.common.properties import PropertiesConfig, prop
+from mqcore.common.runtime_keys import BROKER_CONFIG_BLACK_LIST
 from mqcore.errors import ConfigError
+from mqcore.metrics.names import DEFAULT_PROM_PORT, MetricsExporterType
 from mqcore.remoting.settings import JavaDefault, ServerSettings, available_processors
 
 __all__ = ["BROKER_CONFIG_BLACK_LIST", "BROKER_CONFIG_FIELDS", "BrokerConfig", "local_ip"]
@@ -114,9 +116,6 @@ BROKER_CONFIG_FIELDS: tuple[tuple[str, JavaDefault], ...] = (
 """4.9.8's ``BrokerConfig`` fields in declaration order with their defaults (the ones
 computed from the processor count as 4.9.8 computes them)."""
 
-BROKER_CONFIG_BLACK_LIST = frozenset({"brokerConfigPath", "rocketmqHome", "configBlackList"})
-"""Keys UPDATE_BROKER_CONFIG refuses (4.9.8's AdminBrokerProcessor ``configBlackList``)."""
-
 
 @dataclass
 class BrokerConfig(ServerSettings, PropertiesConfig):
@@ -205,6 +204,21 @@ class BrokerConfig(ServerSettings, PropertiesConfig):
     broker_heartbeat_interval: int = 1000
     broker_election_priority: int = (1 << 31) - 1
     """The lower, the likelier this broker is elected master among equals."""
+    # -- metrics (RocketMQ 5's keys and defaults; docs/operations.md) --
+    metrics_exporter_type: MetricsExporterType = MetricsExporterType.DISABLE
+    """PROM serves Prometheus metrics on ``metricsPromExporterPort``."""
+    metrics_prom_exporter_port: int = DEFAULT_PROM_PORT
+    """0: any free port (the broker's log and `mq broker` say which)."""
+    metrics_prom_exporter_host: str = ""
+    """Where the metrics port listens; blank: ``brokerIP1``, as RocketMQ 5."""
+    metrics_label: str = ""
+    """Labels added to every sample, ``"k1:v1,k2:v2"``."""
+    enable_stats_metrics: bool = True
+    enable_request_metrics: bool = True
+    enable_connection_metrics: bool = True
+    enable_lag_and_dlq_metrics: bool = True
+    enable_remoting_metrics: bool = True
+    enable_message_store_metrics: bool = True
     log_dir: str = field(
         default_factory=lambda: os.path.join(os.path.expanduser("~"), "logs", "mqlogs")
     )
@@ -224,6 +238,10 @@ class BrokerConfig(ServerSettings, PropertiesConfig):
             )
         if self.default_topic_queue_nums <= 0:
             raise ConfigError("defaultTopicQueueNums must be > 0")
+        if not 0 <= self.metrics_prom_exporter_port <= 65535:
+            raise ConfigError(
+                f"metricsPromExporterPort must be 0..65535, got {self.metrics_prom_exporter_port}"
+            )
 
     @property
     def broker_addr(self) -> str:

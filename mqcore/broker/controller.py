@@ -32,6 +32,7 @@ from mqcore.broker.context import BrokerContext
 from mqcore.broker.ha.master import HAService
 from mqcore.broker.ha.slave import HAClient
 from mqcore.broker.long_polling import LongPollingService
+from mqcore.broker.metrics import metrics_endpoint
 from mqcore.broker.outer_api import BrokerOuterAPI
 from mqcore.broker.ports import listen_pair, server_pair
 from mqcore.broker.processor import (
@@ -235,8 +236,6 @@ class BrokerController:
                 become_slave=self._follow_master,
                 stamp_epoch=self.topics.stamp_epoch,
             )
-        self.services = ServiceSet("broker", self._broker_services(), self.timers)
-        """What every broker runs, whatever its role."""
         self.master_services = ServiceSet(
             "master",
             [
@@ -297,6 +296,10 @@ class BrokerController:
             request_register=self.registration.request,
         )
         self._serve()
+        self.metrics = metrics_endpoint(self.context, self.servers)
+        """The Prometheus endpoint (``metricsExporterType=PROM``), None without it."""
+        self.services = ServiceSet("broker", self._broker_services(), self.timers)
+        """What every broker runs, whatever its role."""
 
     def _serve(self) -> None:
         """Every processor module's handlers on both ports (pulls on the main one only, as
@@ -327,7 +330,8 @@ class BrokerController:
 
     def _broker_services(self) -> list[Service]:
         """The loop-lag monitor (first, so it sees the others' stalls), registration,
-        the periodic persistence, client scans and statistics samples."""
+        the periodic persistence, client scans, statistics samples and the metrics
+        endpoint (``metricsExporterType=PROM``)."""
         t, c = self.timers, self.config
         services = [
             Service("loop-lag-monitor", self.loop_lag.start, self.loop_lag.stop),
@@ -355,6 +359,8 @@ class BrokerController:
                 self.stats_history.sample_day_ring_in_slices,
             ),
         ]
+        if self.metrics is not None:  # bound at start; answers once the broker is up
+            services.append(Service("metrics-exporter", self.metrics.serve, self.metrics.stop))
         if self.acl_guard is not None:
             services.append(Service("acl-watch", self.acl_guard.start, self.acl_guard.close))
         if self.replicas is not None:
@@ -399,9 +405,13 @@ class BrokerController:
             self.epochs.load()
             self.store.start()
             self.reput.start(loop)
+            if self.metrics is not None:  # its port, before the broker is reachable
+                self.metrics.bind()
             await listen_pair(self.server, self.fast_server, self.config.listen_port)
             await self._role_services().start()
         except BaseException:
+            if self.metrics is not None:
+                self.metrics.close()
             await self._stop_role_services()
             await self.fast_server.close()
             await self.server.close()

@@ -151,19 +151,27 @@ class BrokerRequestHandlers:
                 f"The Consumer Group <{header.consumer_group}> not exist in this consumer",
             )
         info_fn = getattr(consumer, "running_info", None)
-        info: dict[str, Any]
         if info_fn is not None:
-            result = info_fn()
+            result = info_fn(jstack=header.jstack_enable)
             info = await result if inspect.isawaitable(result) else result
-        else:
+        else:  # a handle without one: what the instance knows of it
+            from mqcore.client.consume_stats import ConsumerStats
+            from mqcore.client.running_info import running_info
+
             data = consumer.consumer_data()
-            info = {
-                "properties": {"PROP_CLIENT_VERSION": "V4_9_8", "language": "PYTHON"},
-                "subscriptionSet": [s.to_json() for s in data.subscription_data_set],
-                "mqTable": {},
-                "statusTable": {},
-            }
-        return RemotingCommand.response_to(request, ResponseCode.SUCCESS, body=fastjson.dumps(info))
+            info = running_info(
+                properties={"consumerGroup": header.consumer_group},
+                consume_type=data.consume_type,
+                namesrv="",
+                started_ms=0,
+                subscriptions=list(data.subscription_data_set),
+                queues={},
+                offsets={},
+                stats=ConsumerStats(),
+                jstack=header.jstack_enable,
+            )
+        body = info.encode() if hasattr(info, "encode") else fastjson.dumps(info)
+        return RemotingCommand.response_to(request, ResponseCode.SUCCESS, body=body)
 
     async def on_consume_message_directly(
         self, channel: Channel, request: RemotingCommand

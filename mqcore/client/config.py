@@ -127,7 +127,8 @@ class ConsumerHandle(Protocol):
     sends NOTIFY_CONSUMER_IDS_CHANGED for the group; ``reset_offset`` when an admin resets
     the group's offsets (RESET_CONSUMER_CLIENT_OFFSET). Optional members, used when present:
     ``persist_consumer_offset()`` (every ``persist_consumer_offset_interval``) and
-    ``running_info() -> dict`` (GET_CONSUMER_RUNNING_INFO's ConsumerRunningInfo JSON).
+    ``running_info(jstack=False)`` (GET_CONSUMER_RUNNING_INFO: a ConsumerRunningInfo, or
+    its JSON as a dict).
     Each may be a plain or a coroutine function.
     """
 

@@ -45,6 +45,7 @@ from mqcore.protocol.bodies import MessageQueue
 from mqcore.protocol.bodies.trace import ConsumeReturnType
 
 if TYPE_CHECKING:
+    from mqcore.client.consume_stats import ConsumerStats
     from mqcore.client.trace import ConsumeTraceHook
 
 __all__ = [
@@ -157,6 +158,8 @@ class ConsumeService:
         self.consumed_failed = 0
         self.trace: ConsumeTraceHook | None = None
         """SubBefore/SubAfter records around each listener call (message trace)."""
+        self.stats: ConsumerStats | None = None
+        """Where each listener call's time and outcome are counted (running info)."""
 
     async def _invoke(self, msgs: list[MessageExt], ctx: ConsumeContext) -> Any:
         """The listener's result (in the pool when threaded); its exceptions propagate."""
@@ -200,6 +203,7 @@ class ConsumeService:
         """Run the listener; True for success. Exceptions are logged as failures."""
         traced = self.trace.before(msgs) if self.trace is not None else None
         outcome = ConsumeReturnType.SUCCESS
+        started = time.monotonic()
         try:
             result = await self._invoke(msgs, ctx)
         except asyncio.CancelledError:
@@ -222,6 +226,10 @@ class ConsumeService:
             self.consumed_ok += len(msgs)
         else:
             self.consumed_failed += len(msgs)
+        if self.stats is not None:
+            rt_ms = (time.monotonic() - started) * 1000
+            n = len(msgs)
+            self.stats.consumed(ctx.message_queue.topic, rt_ms, n if ok else 0, 0 if ok else n)
         return ok
 
     def spawn(self, coro: Awaitable[Any], name: str | None = None) -> asyncio.Task[Any]:

@@ -12,10 +12,12 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import logging
+import time
 from collections.abc import Coroutine, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, TypedDict
 
 from mqcore.client.allocate import AllocateStrategy
+from mqcore.client.consume_stats import ConsumerStats
 from mqcore.client.errors import ClientStateError
 from mqcore.client.instance import ClientConfig, ClientInstance
 from mqcore.client.offset_store import LocalFileOffsetStore, OffsetStore, RemoteBrokerOffsetStore
@@ -40,6 +42,7 @@ from mqcore.protocol.bodies import ConsumerData, MessageQueue, SubscriptionData
 
 if TYPE_CHECKING:
     from mqcore.client.api import MQClientAPI, PullResult
+    from mqcore.protocol.bodies.running_info import ConsumerRunningInfo
 
 __all__ = ["FLOW_CONTROL_DELAY", "PULL_RETRY_DELAY", "ConsumerBase", "ConsumerOptions"]
 
@@ -134,6 +137,9 @@ class ConsumerBase(ClientRole):
         self._offset_store: OffsetStore | None = None
         self._running = False
         self._closed = False
+        self.stats = ConsumerStats()
+        """Pull and consume figures by topic (the running info's statusTable)."""
+        self._started_ms = 0
 
     # -- configuration ---------------------------------------------------------------------
     @property
@@ -221,6 +227,7 @@ class ConsumerBase(ClientRole):
         self._rebalance.subscriptions.update(self._subscriptions)
         self._prepare()
         self._running = True
+        self._started_ms = int(time.time() * 1000)
         try:
             await instance.register_consumer(self)
         except BaseException:
@@ -264,6 +271,44 @@ class ConsumerBase(ClientRole):
             consume_from_where=self.consume_from_where.value,
             subscription_data_set=list(self._subscriptions.values()),
         )
+
+    def running_info(self, jstack: bool = False) -> ConsumerRunningInfo:
+        """GET_CONSUMER_RUNNING_INFO: settings, subscriptions, each held queue, rates per
+        topic and, with ``jstack``, the stacks of this process (mqadmin consumerStatus)."""
+        from mqcore.client.running_info import running_info
+
+        namesrv = self.namesrv if isinstance(self.namesrv, str) else ";".join(self.namesrv)
+        return running_info(
+            properties=self._running_properties(),
+            consume_type=self.CONSUME_TYPE,
+            namesrv=namesrv,
+            started_ms=self._started_ms,
+            subscriptions=list(self._subscriptions.values()),
+            queues=self._held_queues() if self._running else {},
+            offsets=self._offset_store.offsets() if self._offset_store is not None else {},
+            stats=self.stats,
+            jstack=jstack,
+        )
+
+    def _held_queues(self) -> dict[MessageQueue, ProcessQueue]:
+        """The queues this member holds now (the rebalance's table)."""
+        return dict(self._rebalance.process_queues) if self._rebalance is not None else {}
+
+    def _running_properties(self) -> dict[str, object]:
+        """Settings for the running info, by the Java client's property names."""
+        return {
+            "consumerGroup": self._group,
+            "messageModel": self.message_model,
+            "consumeFromWhere": self.consume_from_where,
+            "consumeTimestamp": self.consume_timestamp or 0,
+            "allocateMessageQueueStrategy": type(self.strategy).__name__,
+            "pullBatchSize": self.pull_batch_size,
+            "pullThresholdForQueue": self.pull_threshold_for_queue,
+            "pullThresholdSizeForQueue": self.pull_threshold_size_for_queue // (1024 * 1024),
+            "instanceName": self.instance_name or "DEFAULT",
+            "clientId": self.client_id or "",
+            "unitMode": False,
+        }
 
     # -- RebalanceOwner --------------------------------------------------------------------
     async def _start_offset(self, mq: MessageQueue, pq: ProcessQueue) -> int | None:
@@ -328,6 +373,7 @@ class ConsumerBase(ClientRole):
         if sub is None:
             await asyncio.sleep(PULL_RETRY_DELAY)
             return None
+        started = time.monotonic()
         try:
             result = await self.api.pull(
                 mq,
@@ -345,6 +391,7 @@ class ConsumerBase(ClientRole):
             log.info("%s: pulling %s at %d failed: %s", self._group, mq, offset, exc)
             await asyncio.sleep(PULL_RETRY_DELAY)
             return None
+        self.stats.pulled(mq.topic, (time.monotonic() - started) * 1000, len(result.messages))
         return None if pq.dropped else result
 
     def assignment_changed(self, topic: str, mine: set[MessageQueue]) -> None:

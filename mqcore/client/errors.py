@@ -9,6 +9,7 @@ unreachable broker or name server, and ``except MQClientError`` catches everythi
     │   ├── NameServerUnreachableError no name server of the list answers
     │   └── BrokerUnreachableError     a broker address does not answer
     ├── TopicRouteNotFoundError        no route for a topic (invalid_route)
+    ├── NotANameServerError            a broker's address where a name server's belongs
     ├── ClientStateError               not started / already shut down / duplicate group
     ├── InvalidMessageError            bad topic name, empty or too large body (ValueError)
     └── InvalidGroupError              bad producer/consumer group name (ValueError)
@@ -32,6 +33,7 @@ __all__ = [
     "InvalidGroupError",
     "InvalidMessageError",
     "NameServerUnreachableError",
+    "NotANameServerError",
     "TopicRouteNotFoundError",
     "is_retriable",
 ]
@@ -84,6 +86,20 @@ class TopicRouteNotFoundError(MQClientError):
         super().__init__(
             f"no route for topic {topic}: does it exist (`mq topic create -t {topic}`)? "
             "is autoCreateTopicEnable on? is the name server address right?"
+        )
+
+
+class NotANameServerError(MQClientError):
+    """The name server address is a broker's: it answers name server requests with
+    REQUEST_CODE_NOT_SUPPORTED (the usual mix-up of -n with a broker's port)."""
+
+    def __init__(self, addr: str) -> None:
+        self.addr = addr
+        super().__init__(f"{addr} is a broker, not a name server")
+        self.hint = (
+            "give the name server's address (`mq namesrv` listens on 9876 by default); "
+            f"the broker's own namesrvAddr names it: mq broker config get namesrvAddr "
+            f"--addr {addr}"
         )
 
 

@@ -283,6 +283,9 @@ class LitePullConsumer(ConsumerBase):
             if mq.topic == topic and mq in self._queues:
                 await self._restart_at(mq, offset)
 
+    def _held_queues(self) -> dict[MessageQueue, ProcessQueue]:
+        return dict(self._queues)  # assigned or rebalanced, one table
+
     # -- RebalanceOwner --------------------------------------------------------------------
     async def start_queue(self, mq: MessageQueue, pq: ProcessQueue) -> bool:
         offset = await self._start_offset(mq, pq)

@@ -208,6 +208,21 @@ class ProcessQueue:
     def has_messages(self) -> bool:
         return bool(self._msgs)
 
+    def cached_offsets(self) -> tuple[int, int] | None:
+        """Lowest and highest cached offset (those an orderly listener holds included);
+        None when nothing is cached."""
+        offsets = [o for o in (self._min_offset(), *self._consuming) if o is not None]
+        if self._msgs:
+            offsets.append(next(reversed(self._msgs)))
+        return (min(offsets), max(offsets)) if offsets else None
+
+    def wall_clock_ms(self, monotonic_time: float) -> int:
+        """A time of this queue's clock (``last_pull``, ...) as wall-clock milliseconds;
+        0 for never (``last_lock`` before a first lock)."""
+        if monotonic_time <= 0:
+            return 0
+        return int((time.time() - (self._clock() - monotonic_time)) * 1000)
+
     def put(self, msgs: Iterable[MessageExt], next_offset: int | None = None) -> int:
         """Cache pulled messages (duplicates of cached offsets are ignored). Returns how
         many were new.

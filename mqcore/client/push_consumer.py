@@ -57,6 +57,7 @@ from mqcore.errors import MQError
 from mqcore.message import MessageExt, encode_properties
 from mqcore.message import const as mc
 from mqcore.protocol.bodies import MessageQueue
+from mqcore.protocol.bodies.running_info import PROP_CONSUME_ORDERLY, PROP_THREADPOOL_CORE_SIZE
 from mqcore.protocol.headers import SendMessageRequestHeader
 
 if TYPE_CHECKING:
@@ -167,6 +168,7 @@ class PushConsumer(ConsumerBase):
     def _prepare(self) -> None:
         self._service = self._make_service()
         self._service.trace = self._trace
+        self._service.stats = self.stats
 
     def _make_service(self) -> ConsumeService:
         assert self._listener is not None and self._offset_store is not None
@@ -244,28 +246,22 @@ class PushConsumer(ConsumerBase):
                     await self._offset_store.persist(mq)
         await self.do_rebalance()
 
-    def running_info(self) -> dict[str, Any]:
-        """GET_CONSUMER_RUNNING_INFO (a subset of ConsumerRunningInfo)."""
-        mq_table: dict[str, Any] = {}
-        if self._rebalance is not None:
-            for mq, pq in self._rebalance.process_queues.items():
-                mq_table[f"{mq.topic}@{mq.broker_name}@{mq.queue_id}"] = {
-                    "cachedMsgCount": pq.msg_count,
-                    "cachedMsgSizeInMiB": pq.msg_size // (1024 * 1024),
-                    "droped": pq.dropped,
-                    "locked": pq.locked,
-                }
-        return {
-            "properties": {
-                "PROP_CLIENT_VERSION": "V4_9_8",
-                "PROP_CONSUME_ORDERLY": str(self._orderly).lower(),
-                "PROP_CONSUME_TYPE": "CONSUME_PASSIVELY",
-                "language": "PYTHON",
-            },
-            "subscriptionSet": [s.to_json() for s in self._subscriptions.values()],
-            "mqTable": mq_table,
-            "statusTable": {},
-        }
+    def _running_properties(self) -> dict[str, object]:
+        props = super()._running_properties()
+        props.update(
+            {
+                "consumeThreadMin": self.consume_thread_max,
+                "consumeThreadMax": self.consume_thread_max,
+                "consumeMessageBatchMaxSize": self.batch_max_size,
+                "consumeConcurrentlyMaxSpan": self.consume_concurrently_max_span,
+                "pullInterval": int(self.pull_interval * 1000),
+                "maxReconsumeTimes": self.max_reconsume_times,
+                "suspendCurrentQueueTimeMillis": int(self.suspend_time * 1000),
+                PROP_CONSUME_ORDERLY: self._orderly,
+                PROP_THREADPOOL_CORE_SIZE: self.consume_thread_max,
+            }
+        )
+        return props
 
     # -- RebalanceOwner --------------------------------------------------------------------
     async def start_queue(self, mq: MessageQueue, pq: ProcessQueue) -> bool:

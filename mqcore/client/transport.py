@@ -19,6 +19,7 @@ from mqcore.client.errors import (
     BrokerUnreachableError,
     ClientStateError,
     NameServerUnreachableError,
+    NotANameServerError,
 )
 from mqcore.errors import MQBrokerError, MQTimeoutError
 from mqcore.protocol import RemotingCommand, RequestCode, ResponseCode
@@ -113,10 +114,13 @@ class ClientTransport:
     async def invoke_namesrv(
         self, request: RemotingCommand, timeout: float | None = None
     ) -> RemotingCommand:
-        """Ask the name server we last reached, failing over to the others in turn."""
+        """Ask the name server we last reached, failing over to the others in turn. An
+        address that turns out to be a broker's is skipped like an unreachable one; when
+        no name server answers and one was a broker, :class:`NotANameServerError`."""
         self._check_open()
         addrs = self.namesrv_addrs
         errors: list[str] = []
+        brokers: list[str] = []
         for i in range(len(addrs)):
             index = (self._ns_index + i) % len(addrs)
             addr = addrs[index]
@@ -128,9 +132,26 @@ class ClientTransport:
                 errors.append(f"{addr}: {exc}")
                 self.remoting.close_channel(addr)
                 continue
+            if response.code == ResponseCode.REQUEST_CODE_NOT_SUPPORTED and await self._is_broker(
+                addr, timeout
+            ):
+                brokers.append(addr)
+                continue
             self._ns_index = index
             return response
+        if brokers:
+            raise NotANameServerError(brokers[0])
         raise NameServerUnreachableError(addrs, "; ".join(errors))
+
+    async def _is_broker(self, addr: str, timeout: float | None) -> bool:
+        """Whether ``addr`` answers GET_BROKER_RUNTIME_INFO, which only brokers serve
+        (asked only after it refused a name server request as not supported)."""
+        probe = self.request(RequestCode.GET_BROKER_RUNTIME_INFO)
+        try:
+            answer = await self.remoting.invoke(addr, probe, timeout or self.config.request_timeout)
+        except (RemotingConnectError, ChannelClosedError, MQTimeoutError):
+            return False
+        return answer.code == ResponseCode.SUCCESS
 
     async def fetch_route(self, topic: str, timeout: float | None = None) -> TopicRouteData | None:
         """GET_ROUTEINFO_BY_TOPIC from the name servers; None if the topic has none."""

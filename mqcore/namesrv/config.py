@@ -20,6 +20,7 @@ from mqcore.common.properties import (
     parse_properties,
     read_server_properties,
 )
+from mqcore.metrics.names import MetricsExporterType
 from mqcore.protocol import DEFAULT_MAX_FRAME
 from mqcore.remoting.settings import (
     NETTY_SERVER_FIELDS,
@@ -41,6 +42,10 @@ NAMESRV_CONFIG_FIELDS: tuple[tuple[str, JavaDefault], ...] = (
     ("configBlackList", "configBlackList;configStorePath;kvConfigPath"),
 )
 """4.9.8's ``NamesrvConfig`` fields in declaration order with their defaults."""
+
+NAMESRV_PROM_PORT = 5556
+"""mq's default metrics port of a name server: beside the broker's 5557, so both run on
+one host with the defaults."""
 
 
 @dataclass(slots=True)
@@ -65,6 +70,14 @@ class NamesrvConfig(ServerSettings, PropertiesConfig):
     enable_controller_in_namesrv: bool = False
     """Also be a controller of RocketMQ 5's controller mode, on this port (its keys,
     ``controllerDLegerPeers`` etc., in the same file)."""
+    metrics_exporter_type: MetricsExporterType = MetricsExporterType.DISABLE
+    """PROM serves Prometheus metrics (the broker's key; RocketMQ's name server has
+    none)."""
+    metrics_prom_exporter_port: int = NAMESRV_PROM_PORT
+    metrics_prom_exporter_host: str = ""
+    """Blank: the name server's ``bindAddress``."""
+    metrics_label: str = ""
+    """Labels added to every sample, ``"k1:v1,k2:v2"``."""
 
     def to_properties_text(self) -> str:
         """4.9.8's ``Configuration.getAllConfigsFormatString`` keys (see the module)."""

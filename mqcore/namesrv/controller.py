@@ -23,6 +23,7 @@ from mqcore.common.loop_lag import LoopLagMonitor
 from mqcore.controller.server import ControllerConfig, ControllerManager
 from mqcore.namesrv.config import NamesrvConfig
 from mqcore.namesrv.kvconfig import KVConfigManager
+from mqcore.namesrv.metrics import metrics_endpoint
 from mqcore.namesrv.processor import NamesrvProcessor
 from mqcore.namesrv.routeinfo import RouteInfoManager
 from mqcore.remoting import Channel, ChannelLimits, RemotingServer
@@ -64,6 +65,8 @@ class NamesrvController:
         self._scan_task: asyncio.Task[None] | None = None
         self.loop_lag = LoopLagMonitor(server="name server")
         """Every broker and client is served on one loop: a stall is logged."""
+        self.metrics = metrics_endpoint(config, self.routes, self.loop_lag, self.server)
+        """The Prometheus endpoint (``metricsExporterType=PROM``), None without it."""
         self.controller: ControllerManager | None = None
         """The controller it hosts (``enableControllerInNamesrv``), on the same port."""
         if config.enable_controller_in_namesrv:
@@ -86,12 +89,16 @@ class NamesrvController:
         """Load the KV file, listen, start the scan. Raises ConfigError / OSError."""
         self.kv.load()
         await self.server.start()
-        if self.controller is not None:
-            try:
+        try:
+            if self.metrics is not None:
+                self.metrics.serve()
+            if self.controller is not None:
                 await self.controller.start()
-            except BaseException:
-                await self.server.close()
-                raise
+        except BaseException:
+            if self.metrics is not None:
+                await self.metrics.stop()
+            await self.server.close()
+            raise
         if self.acl_guard is not None:
             self.acl_guard.start()
         self._scan_task = asyncio.create_task(self._scan_loop(), name="namesrv-scan")
@@ -110,6 +117,8 @@ class NamesrvController:
                 channel.close()
 
     async def shutdown(self) -> None:
+        if self.metrics is not None:
+            await self.metrics.stop()
         await self.loop_lag.stop()
         if self._scan_task is not None:
             self._scan_task.cancel()

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import inspect
 import logging
+import time
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, TypeAlias
 
@@ -21,7 +22,14 @@ from mqcore.protocol import FLAG_ONEWAY, RemotingCommand, ResponseCode
 if TYPE_CHECKING:
     from mqcore.remoting.channel import Channel
 
-__all__ = ["PreDispatch", "Processor", "ProcessorResult", "RequestDispatcher", "RpcHook"]
+__all__ = [
+    "PreDispatch",
+    "Processor",
+    "ProcessorResult",
+    "RequestDispatcher",
+    "RequestObserver",
+    "RpcHook",
+]
 
 log = logging.getLogger("mq.remoting")
 
@@ -31,6 +39,10 @@ Processor: TypeAlias = Callable[
 ]
 PreDispatch: TypeAlias = Callable[["Channel", RemotingCommand], RemotingCommand | None]
 """A check before any processor (ACL): None lets the request through, a command answers it."""
+RequestObserver: TypeAlias = Callable[[RemotingCommand, RemotingCommand | None, float, bool], None]
+"""``observer(request, response, started, deferred)`` once a request is answered:
+``started`` is its arrival (``time.monotonic``), ``deferred`` whether the processor
+answered from a task (the metrics' request latency, :mod:`mqcore.metrics.rpc`)."""
 RpcHook: TypeAlias = Callable[[str, RemotingCommand], RemotingCommand]
 """A client's ``hook(addr, request) -> request to send`` (RocketMQ's RPCHook, e.g. the
 ACL signature)."""
@@ -45,6 +57,8 @@ class RequestDispatcher:
         self.pre_dispatch: PreDispatch | None = None
         """Set by a server's owner (the ACL guard); its refusal is the answer and no
         processor runs."""
+        self.observer: RequestObserver | None = None
+        """Set by a server's owner to time its requests (metrics); None costs nothing."""
 
     def register(self, code: int, processor: Processor) -> None:
         self._processors[int(code)] = processor
@@ -76,6 +90,30 @@ class RequestDispatcher:
         self, channel: Channel, request: RemotingCommand
     ) -> ProcessorResult | Awaitable[ProcessorResult]:
         """The answer, or an awaitable of it (for coroutine processors). Never raises."""
+        observer = self.observer
+        if observer is None:
+            return self._dispatch(channel, request)
+        started = time.monotonic()
+        result = self._dispatch(channel, request)
+        if result is None or isinstance(result, RemotingCommand):
+            observer(request, result, started, False)
+            return result
+        return self._observed(request, result, observer, started)
+
+    async def _observed(
+        self,
+        request: RemotingCommand,
+        pending: Awaitable[ProcessorResult],
+        observer: RequestObserver,
+        started: float,
+    ) -> ProcessorResult:
+        result = await pending
+        observer(request, result, started, True)
+        return result
+
+    def _dispatch(
+        self, channel: Channel, request: RemotingCommand
+    ) -> ProcessorResult | Awaitable[ProcessorResult]:
         if self.pre_dispatch is not None:
             try:
                 refusal = self.pre_dispatch(channel, request)

@@ -19,7 +19,7 @@ RocketMQ's ``CleanCommitLogService`` / ``CleanConsumeQueueService``:
 from __future__ import annotations
 
 import logging
-import shutil
+import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -37,13 +37,25 @@ class ExpiringIndex(Protocol):
     def delete_expired(self, min_commit_log_offset: int) -> None: ...
 
 
-def disk_used_ratio(path: Path) -> float:
-    """Fraction of the filesystem holding ``path`` that is used (0..1)."""
-    probe = path
-    while not probe.exists() and probe != probe.parent:
-        probe = probe.parent
-    usage = shutil.disk_usage(probe)
-    return (usage.total - usage.free) / usage.total if usage.total else 0.0
+def disk_used_ratio(path: str | Path) -> float:
+    """``UtilAll.getDiskPartitionSpaceUsedPercent``: the used share of the partition
+    holding ``path`` (blocks reserved for root count neither as used nor as usable),
+    rounded up to two decimals; -1.0 when it cannot be measured. A directory the store
+    creates on first use (4.9.8 creates it at start) is measured where it will be."""
+    target = Path(path)
+    while not target.exists() and target.parent != target:
+        target = target.parent
+    try:
+        st = os.statvfs(target)
+    except OSError:
+        return -1.0
+    total = st.f_blocks * st.f_frsize
+    if total <= 0:
+        return -1.0
+    used = total - st.f_bfree * st.f_frsize
+    entire = used + st.f_bavail * st.f_frsize
+    percent = -(-used * 100 // entire) if entire else 0
+    return percent / 100.0
 
 
 @dataclass

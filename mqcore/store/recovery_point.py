@@ -25,6 +25,12 @@ Anything that makes the proof doubtful asks for a full check instead: a checkpoi
 that proves nothing or holds impossible values (:func:`checkpoint_problem`), or a queue
 entry that names a record other than the one it points at
 (:class:`ConsumeQueueMismatch`).
+
+After a clean shutdown the point lies within a millisecond of the end (everything was
+flushed and the checkpoint written last), so recovery also checks the last records
+before it: :func:`first_queued_record` finds where a window of a given size before the
+point begins on a record boundary, through the consume queues (a binary search per queue
+written to in that window), and checks that the queue entry there names its record.
 """
 
 from __future__ import annotations
@@ -43,6 +49,7 @@ __all__ = [
     "RecoveryPoint",
     "checkpoint_problem",
     "find_recovery_point",
+    "first_queued_record",
     "proven_timestamp",
 ]
 
@@ -164,3 +171,75 @@ def _probe(
             )
         return index, phy + size, req.store_timestamp
     return None
+
+
+def first_queued_record(
+    commit_log: CommitLog, queues: ConsumeQueueTable, from_offset: int, point: int
+) -> int:
+    """Commit log offset of the first record at or after ``from_offset`` that a consume
+    queue names (a record boundary), or ``point`` when no queue names a record between
+    them; the commit log's first offset when ``from_offset`` lies before it.
+
+    Only queues written to after ``from_offset`` are searched; the entry chosen is checked
+    against its record (it must read and be that queue's), else
+    :class:`ConsumeQueueMismatch`: a check started anywhere but at a record would take
+    the first bytes it cannot frame for the end of the log."""
+    if from_offset <= commit_log.min_offset:
+        return commit_log.min_offset
+    best: tuple[int, ConsumeQueue, int, int] | None = None  # (phy, queue, index, size)
+    for cq in sorted(queues.all(), key=lambda q: q.max_physic_offset, reverse=True):
+        if cq.max_physic_offset <= from_offset:
+            break
+        found = _first_entry_from(cq, from_offset)
+        if found is not None and found[1] < point and (best is None or found[1] < best[0]):
+            best = (found[1], cq, found[0], found[2])
+    if best is None:
+        return point
+    phy, cq, index, size = best
+    try:
+        req = commit_log.check_at(phy)
+    except CorruptRecordError as exc:
+        raise ConsumeQueueMismatch(
+            f"consume queue {cq.topic}/{cq.queue_id} entry {index} points at {phy}, where the "
+            f"commit log holds no readable record ({exc})"
+        ) from None
+    if not isinstance(req, DispatchRequest) or (
+        req.topic,
+        req.queue_id,
+        req.queue_offset,
+        req.size,
+    ) != (cq.topic, cq.queue_id, index, size):
+        held = (
+            f"{req.topic}/{req.queue_id} offset {req.queue_offset} ({req.size} bytes)"
+            if isinstance(req, DispatchRequest)
+            else "no record"
+        )
+        raise ConsumeQueueMismatch(
+            f"consume queue {cq.topic}/{cq.queue_id} entry {index} points at {phy} "
+            f"({size} bytes), where the commit log holds {held}"
+        )
+    return phy
+
+
+def _first_entry_from(cq: ConsumeQueue, offset: int) -> tuple[int, int, int] | None:
+    """(queue offset, commit log offset, size) of the queue's first entry pointing at
+    ``offset`` or later (fillers skipped); None when there is none."""
+    lo, hi = cq.min_offset, cq.max_offset
+    found = None
+    while lo < hi:
+        mid = (lo + hi) // 2
+        index, entry = mid, None
+        while index < hi:  # the nearest entry at or after mid that points at a record
+            entry = cq.entry(index)
+            if entry is None or not is_filler(entry[0], entry[1]):
+                break
+            index += 1
+            entry = None
+        if entry is None:
+            hi = mid
+        elif entry[0] >= offset:
+            found = (index, entry[0], entry[1])
+            hi = mid
+        else:
+            lo = index + 1
+    return found

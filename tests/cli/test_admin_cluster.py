@@ -155,10 +155,13 @@ def test_group_names_complete_from_the_brokers(cluster: Cluster) -> None:
 
 
 def test_cluster_list_formats_wide_shows_every_cell_whole(cluster: Cluster) -> None:
-    narrow = cluster.mq("cluster", "list", "-o", "table", columns=80, check=True).stdout
+    fitted = cluster.mq("cluster", "list", "-o", "table", columns=80, check=True)
+    narrow = fitted.stdout
     wide = cluster.mq("cluster", "list", "-o", "wide", columns=80, check=True).stdout
-    # A fitted table gives way in the text columns; an address is never cut.
-    assert "…" in narrow and cluster.broker in narrow
+    # A fitted table hides the figures it cannot fit (and says which); nothing is cut.
+    assert "…" not in narrow and cluster.broker in narrow and "DefaultCluster" in narrow
+    assert "TODAY-OUT" not in narrow and "TODAY-OUT" in fitted.stderr  # the note, on stderr
+    assert "hidden to fit: -o wide shows every column" in fitted.stderr
     assert all(len(line) <= 80 for line in narrow.splitlines())
     assert "…" not in wide and cluster.broker in wide and "DefaultCluster" in wide
     assert "TODAY-OUT" in wide and "UPTIME" in wide

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+import shlex
 import signal
 import subprocess
 import time
@@ -9,6 +11,7 @@ import time
 import pytest
 
 from tests.support.cluster import Cluster, json_lines
+from tests.support.processes import MQ
 
 pytestmark = pytest.mark.cluster(brokers=2)
 
@@ -177,3 +180,85 @@ def test_wrong_input(cluster: Cluster) -> None:
         assert done.returncode == 1, (args, done.stderr)
         assert needle in done.stderr, (args, done.stderr)
         assert "Traceback" not in done.stderr and len(done.stderr.splitlines()) <= 3
+
+
+def groups_of(cluster: Cluster) -> set[str]:
+    rows = cluster.json("group", "list")
+    assert isinstance(rows, list)
+    return {str(r["group"]) for r in rows}
+
+
+def test_a_quick_look_without_a_group_leaves_nothing_behind(cluster: Cluster) -> None:
+    """No -g: every message from the first, no group created, nothing committed, so a
+    second look sees the same; --queue picks queues, --count stops early."""
+    produce(cluster, "CLook", 10)
+    before = groups_of(cluster)
+    done = cluster.mq("consume", "-t", "CLook", "--no-follow", "--json", check=True)
+    msgs = json_lines(done.stdout)
+    assert bodies(msgs) == sorted(f"m{i}" for i in range(10))
+    assert bodies(json_lines(cluster.ok("consume", "-t", "CLook", "--no-follow", "--json"))) == (
+        bodies(msgs)
+    )
+    assert groups_of(cluster) == before  # no group made by either look
+    [(broker, qid)] = {(str(m["brokerName"]), m["queueId"]) for m in msgs[:1]}
+    one = json_lines(cluster.ok("consume", "-t", "CLook", "--no-follow", "--json",
+                                "--queue", f"{broker}:{qid}"))  # fmt: skip
+    assert one and {(m["brokerName"], m["queueId"]) for m in one} == {(broker, qid)}
+    every_broker = json_lines(cluster.ok("consume", "-t", "CLook", "--no-follow", "--json",
+                                         "--queue", str(qid)))  # fmt: skip
+    assert {m["queueId"] for m in every_broker} == {qid} and len(every_broker) >= len(one)
+    assert len(json_lines(cluster.ok("consume", "-t", "CLook", "--json", "-c", "3"))) == 3
+
+
+def test_a_quick_look_stops_at_until(cluster: Cluster) -> None:
+    produce(cluster, "CUntil", 4, "--key", "early")
+    cut = int(time.time() * 1000) + 1
+    deadline = time.monotonic() + 5
+    while int(time.time() * 1000) <= cut and time.monotonic() < deadline:
+        time.sleep(0.01)  # the next messages are stored after the cut
+    produce(cluster, "CUntil", 3, "--key", "late", start=4)
+    done = cluster.mq("consume", "-t", "CUntil", "--until", f"@{cut}", "--json", timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert bodies(json_lines(done.stdout)) == ["m0", "m1", "m2", "m3"]  # ended by itself
+
+
+def test_quick_look_refuses_group_only_options(cluster: Cluster) -> None:
+    produce(cluster, "CRefuse", 1)
+    cases = [
+        (["-t", "CRefuse", "--pull"], "--pull needs a consumer group"),
+        (["-t", "CRefuse", "--nack"], "needs a consumer group"),
+        (["-t", "CRefuse", "-g", "g", "--queue", "1"], "--queue and --until read without a group"),
+        (["-t", "CRefuse", "--queue", "a:b"], "give a queue id"),
+        (["-t", "CRefuse", "--queue", "77", "--no-follow"], "matches --queue 77"),
+    ]
+    for args, needle in cases:
+        done = cluster.mq("consume", *args, timeout=30)
+        assert done.returncode == 1 and needle in done.stderr, (args, done.stderr)
+
+
+def test_a_closed_pipe_commits_only_what_was_printed(cluster: Cluster) -> None:
+    """`mq consume ... | head -2`: exit 0, one line saying how many messages were written
+    before the pipe closed, and exactly those are committed: the group's next run gets
+    every other message, none skipped and none twice. (What the pipe held but its reader
+    never read is lost to the reader, as with any tool writing into a pipe.)"""
+    # 200 bodies of 2 KiB: more than a pipe holds, so the reader's exit must cut the run
+    count, pad = 200, "x" * 2048
+    cluster.mq("produce", "-t", "CPipe", "-q", input="".join(f"m{i}-{pad}\n" for i in range(count)),
+               check=True)  # fmt: skip
+    command = [*MQ, "consume", "-t", "CPipe", "-g", "piped", "--pull", "--from", "first",
+               "--no-follow", "-o", "json"]  # fmt: skip
+    proc = subprocess.Popen(
+        ["bash", "-c", f'{shlex.join(command)} | head -2; echo "rc=${{PIPESTATUS[0]}}" >&2'],
+        env=cluster.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    out, err = proc.communicate(timeout=60)
+    first = json_lines(out)
+    assert len(first) == 2 and "rc=0" in err, (out, err)
+    assert "Traceback" not in err and "Broken pipe" not in err, err
+    found = re.search(r"(\d+) message\(s\) from CPipe written before the output closed", err)
+    assert found is not None, err
+    written = int(found.group(1))
+    assert 2 <= written < count, err
+    rest = consume(cluster, "CPipe", "piped", "--pull", "--no-follow")
+    assert len(rest) == count - written, (written, len(rest))
+    assert {str(m["body"]) for m in first}.isdisjoint(str(m["body"]) for m in rest)

@@ -60,3 +60,26 @@ def test_errors(tmp_path: Path) -> None:
     (cfg / "contexts.json").write_text("{broken")
     bad = mq(tmp_path, "context", "ls")
     assert bad.returncode == 1 and "cannot read" in bad.stderr and "Traceback" not in bad.stderr
+
+
+def test_contexts_follow_xdg_config_home(tmp_path: Path) -> None:
+    xdg = tmp_path / "xdg"
+    env = {"XDG_CONFIG_HOME": str(xdg)}
+    assert mq(tmp_path, "context", "add", "x", "-n", "10.0.0.9:9876", env=env).returncode == 0
+    assert (xdg / "mq" / "contexts.json").exists()
+    assert not (tmp_path / ".config" / "mq" / "contexts.json").exists()
+    assert effective(tmp_path, env) == "10.0.0.9:9876"
+    assert effective(tmp_path) == "127.0.0.1:9876"  # without it: ~/.config/mq, empty
+
+
+def test_contexts_at_the_old_place_are_read_then_moved(tmp_path: Path) -> None:
+    assert mq(tmp_path, "context", "add", "old", "-n", "10.0.0.7:9876").returncode == 0
+    old = tmp_path / ".config" / "mq" / "contexts.json"
+    assert old.exists()
+    env = {"XDG_CONFIG_HOME": str(tmp_path / "xdg")}
+    assert effective(tmp_path, env) == "10.0.0.7:9876"  # read where it was
+    assert mq(tmp_path, "context", "add", "new", "-n", "10.0.0.8:9876", env=env).returncode == 0
+    moved = json.loads((tmp_path / "xdg" / "mq" / "contexts.json").read_text())
+    assert set(moved["contexts"]) == {"old", "new"}  # both, at the new place
+    listing = mq(tmp_path, "context", "ls", env=env)
+    assert str(tmp_path / "xdg" / "mq" / "contexts.json") in listing.stdout + listing.stderr

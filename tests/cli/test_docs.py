@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -77,3 +78,20 @@ def test_completion_rejects_unknown_shell() -> None:
         check=False,
     )
     assert done.returncode == 1 and "unsupported shell" in done.stderr
+
+
+def test_readme_and_docs_stand_alone_in_a_clone() -> None:
+    """Every relative link and path the README and the docs name is inside the repository
+    (a clone has nothing beside it), and every linked file exists."""
+    pages = [REPO / "README.md", *sorted((REPO / "docs").rglob("*.md"))]
+    for page in pages:
+        text = page.read_text()
+        assert "../shared" not in text, f"{page.relative_to(REPO)} names ../shared"
+        for target in re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", text):
+            if re.match(r"[a-z]+:", target):
+                continue  # a web address
+            resolved = (page.parent / target).resolve()
+            assert resolved.is_relative_to(REPO), f"{page.relative_to(REPO)} -> {target}"
+            if resolved.is_relative_to(REPO / "docs" / "commands"):
+                continue  # the command pages docs/hooks.py writes at build time
+            assert resolved.exists(), f"{page.relative_to(REPO)} links to missing {target}"

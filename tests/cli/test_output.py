@@ -12,17 +12,23 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pexpect
 import pytest
 import typer
 from rich.console import Console
+from rich.table import Table
 
 from mqcli import tables
+from mqcli.commands import cluster
+from mqcli.commands.group import lag_table
 from mqcli.docgen import _walk
 from mqcli.helpfmt import EXIT_STATUS, type_word
 from mqcli.main import app
 from mqcli.tables import make_table, plain_lines, print_table
+from mqcore.client import QueueProgress
+from mqcore.protocol.bodies import MessageQueue
 
 ACL = """\
 globalWhiteRemoteAddresses:
@@ -73,30 +79,130 @@ def test_plain_lines_align_whole_values_without_markup() -> None:
     assert "Title" not in "\n".join((header, first, second))
 
 
-def _fitted(width: int, monkeypatch: pytest.MonkeyPatch) -> str:
-    """group lag's table printed with -o table on a ``width``-column console."""
+def _printed(table: Table, width: int, monkeypatch: pytest.MonkeyPatch, fmt: str = "table") -> str:
+    """``table`` printed with -o ``fmt`` on a ``width``-column terminal."""
     out = io.StringIO()
-    monkeypatch.setattr(tables, "console", Console(file=out, width=width, color_system=None))
-    table = make_table(
-        "Lag", "TOPIC", "BROKER", "QUEUE", "BROKER-OFFSET", "CONSUMER-OFFSET", "LAG", "AGE",
-        "LAST-CONSUMED",
-    )  # fmt: skip
-    table.add_row("Orders", "broker-a", "0", "100000", "99990", "[yellow]10[/]", "3.0s",
-                  "2026-12-02 07:31:09.052")  # fmt: skip
-    print_table(table, "table")
+    terminal = Console(file=out, width=width, color_system=None, force_terminal=True)
+    monkeypatch.setattr(tables, "console", terminal)
+    print_table(table, fmt)
     return out.getvalue()
 
 
-def test_a_fitted_table_breaks_headers_before_it_cuts_values(
+def _lag_table(topic: str = "Orders") -> Table:
+    rows = [
+        QueueProgress(MessageQueue(topic, "broker-a", q), 100000, 99990, 1_796_000_000_000)
+        for q in range(2)
+    ]
+    return lag_table("billing", rows, {"totalLag": 20, "maxAgeMs": 3000}, 1_796_000_003_000)
+
+
+def _cluster_rows() -> list[dict[str, Any]]:
+    runtime = {"brokerRole": "ASYNC_MASTER"}
+    rows = []
+    for name, addr in (
+        ("broker-a", "192.168.100.201:10911"),
+        ("broker-b", "192.168.100.202:10911"),
+    ):
+        rows.append(
+            {
+                "cluster": "DefaultCluster", "broker": name, "brokerId": 0, "addr": addr,
+                "role": "ASYNC_MASTER", "up": True, "version": "V4_9_8", "inTps": 1234.5,
+                "outTps": 2345.6, "todayIn": 123456789, "todayOut": 987654321,
+                "uptimeMs": 3_600_000 * 50, "commitLogDiskRatio": 0.42,
+                "commitLogMaxOffset": 1 << 40, "runtime": runtime, "slaveLagBytes": None,
+            }
+        )  # fmt: skip
+    return rows
+
+
+def _cluster_table(width: int, monkeypatch: pytest.MonkeyPatch, fmt: str = "table") -> str:
+    out = io.StringIO()
+    terminal = Console(file=out, width=width, color_system=None, force_terminal=True)
+    monkeypatch.setattr(tables, "console", terminal)
+    cluster._print_rows(_cluster_rows(), fmt)
+    return out.getvalue()
+
+
+@pytest.mark.parametrize("width", [80, 100, 120])
+def test_cluster_list_keeps_names_addresses_roles_and_versions_whole(
+    width: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    text = _cluster_table(width, monkeypatch)
+    assert "…" not in text
+    assert max(len(line) for line in text.splitlines()) <= width
+    bottom = text.rindex("└")
+    table, caption = text[:bottom], " ".join(text[bottom:].split("\n", 1)[1].split())
+    assert caption.endswith("hidden to fit: -o wide shows every column"), caption
+    hidden = caption.split(" hidden")[0].split(", ")
+    assert hidden[0] == "TODAY-OUT"  # the first to go
+    for whole in ("broker-a", "192.168.100.202:10911", "ASYNC_MASTER"):  # always shown
+        assert whole in table, (width, whole)
+    for header, whole in (("CLUSTER", "DefaultCluster"), ("VERSION", "V4_9_8")):
+        assert whole in table or header in hidden, (width, whole)  # whole, or hidden
+    if width >= 100:
+        assert "DefaultCluster" in table and "V4_9_8" in table
+
+
+def test_cluster_list_wide_shows_every_column(monkeypatch: pytest.MonkeyPatch) -> None:
+    text = _cluster_table(80, monkeypatch, "wide")
+    for header in ("IN-TPS", "TODAY-OUT", "UPTIME", "DISK", "HA", "SLAVE-LAG", "VERSION"):
+        assert header in text
+    assert "hidden" not in text and "…" not in text
+
+
+def test_cluster_list_in_a_pipe_is_whole(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    cluster._print_rows(_cluster_rows(), tables.PLAIN)
+    out = capsys.readouterr().out
+    assert out.splitlines()[0].split()[:6] == [
+        "CLUSTER",
+        "BROKER",
+        "BID",
+        "ROLE",
+        "ADDRESS",
+        "VERSION",
+    ]
+    assert "TODAY-OUT" in out and "1234.5" in out and "…" not in out
+
+
+@pytest.mark.parametrize("width", [80, 120])
+def test_group_lag_keeps_the_lag_beside_a_long_topic(
+    width: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    topic = "payments.settlement.eu-west-1.OrdersV2"
+    text = _printed(_lag_table(topic), width, monkeypatch)
+    assert topic in text and "broker-a" in text and "…" not in text
+    header = next(line for line in text.splitlines() if "TOPIC" in line)
+    assert "LAG" in header  # the lag column stays; the offsets and times give way first
+    assert max(len(line) for line in text.splitlines()) <= width
+
+
+def test_a_fitted_table_breaks_headers_before_it_hides_columns(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    roomy = _fitted(100, monkeypatch)
+    roomy = _printed(_lag_table(), 100, monkeypatch)
     assert "…" not in roomy and "100000" in roomy and "broker-a" in roomy
     assert "BROKER-" in roomy and "CONSUMER-" in roomy  # broken at the hyphen
+    assert "hidden" not in roomy  # every column fits once the headers are broken
     assert max(len(x) for x in roomy.splitlines()) <= 100
-    tight = _fitted(80, monkeypatch)  # something must give: never the store time
-    assert "2026-12-02 07:31:09.052" in tight
-    assert max(len(x) for x in tight.splitlines()) <= 80
+
+
+def test_identifiers_wrap_rather_than_end_in_an_ellipsis(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Narrower than the columns that always stay: they fold onto a second line, whole."""
+    topic = "T" * 70
+    text = _printed(_lag_table(topic), 60, monkeypatch)
+    assert "…" not in text
+    assert "".join(text.replace("│", " ").split()).count(topic) >= 1
+
+
+def test_free_text_wraps_and_the_row_keeps_its_id(monkeypatch: pytest.MonkeyPatch) -> None:
+    table = make_table("Messages", "MSG-ID", "TAGS", "BODY")
+    msg_id = "7F00000100002A9F0000000000000A1B"
+    table.add_row(msg_id, "TagA", "word " * 40)
+    text = _printed(table, 70, monkeypatch)
+    assert msg_id in text and "…" not in text and "hidden" not in text
+    assert text.count("word") == 40
 
 
 def test_piped_acl_list_is_plain_and_the_title_goes_to_stderr(tmp_path: Path) -> None:
@@ -216,3 +322,10 @@ def test_a_long_message_line_is_one_line_in_a_pipe(tmp_path: Path) -> None:
     done = mq(tmp_path, "context", "add", name, "-n", "127.0.0.1:9876", columns=40)
     assert done.returncode == 0, done.stderr
     assert done.stdout == f"saved context {name} -> 127.0.0.1:9876 (current)\n"
+
+
+@pytest.mark.parametrize(("value", "rate"), [("12.5 10.0 9.1", 12.5), ("", None), (" ", None)])
+def test_a_blank_tps_figure_is_unknown(value: str, rate: float | None) -> None:
+    """A 4.9.8 broker that has served nothing yet reports putTps as blank: "-", not a
+    traceback of `mq cluster list`."""
+    assert cluster.first_rate(value) == rate

@@ -226,7 +226,7 @@ def test_delay_help_and_negative_delay(tmp_path: Path) -> None:
             env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "COLUMNS": "200"},
         )
 
-    assert "clamps" in " ".join(run("--help").stdout.split())
+    assert "do not have is refused" in " ".join(run("--help").stdout.split())
     negative = run("-t", "T", "--delay", "-1", "--body", "x", "-n", "127.0.0.1:1")
     assert negative.returncode == 2 and "--delay" in negative.stderr
 

@@ -30,7 +30,7 @@ def mq(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedPro
 
 
 @pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Pki]]:
+def tls_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Pki]]:
     """An enforcing name server and broker (the broker registers over TLS)."""
     base = tmp_path_factory.mktemp("tls-cluster")
     pki = make_pki(base / "pki")
@@ -63,8 +63,8 @@ def cluster_list(addr: str, pki: Pki) -> str:
     return done.stdout if done.returncode == 0 else ""
 
 
-def test_produce_and_consume_over_tls(cluster: tuple[str, Pki]) -> None:
-    addr, pki = cluster
+def test_produce_and_consume_over_tls(tls_cluster: tuple[str, Pki]) -> None:
+    addr, pki = tls_cluster
     tls = ["-n", addr, "--tls-ca", str(pki.ca)]
     done = mq("produce", "-t", "TlsCli", "--body", "hi {{Count}}", "--count", "3", *tls)
     assert done.returncode == 0, done.stderr
@@ -78,15 +78,15 @@ def test_produce_and_consume_over_tls(cluster: tuple[str, Pki]) -> None:
     assert done.returncode == 0 and "TlsCli" in done.stdout, done.stderr
 
 
-def test_plain_cli_is_refused_with_one_line(cluster: tuple[str, Pki]) -> None:
-    addr, _ = cluster
+def test_plain_cli_is_refused_with_one_line(tls_cluster: tuple[str, Pki]) -> None:
+    addr, _ = tls_cluster
     done = mq("cluster", "list", "-n", addr)
     assert done.returncode != 0
     assert done.stderr.strip() and "Traceback" not in done.stderr
 
 
-def test_wrong_ca_is_one_clear_line(cluster: tuple[str, Pki]) -> None:
-    addr, pki = cluster
+def test_wrong_ca_is_one_clear_line(tls_cluster: tuple[str, Pki]) -> None:
+    addr, pki = tls_cluster
     done = mq("cluster", "list", "-n", addr, "--tls-ca", str(pki.other_ca))
     assert done.returncode != 0
     lines = [line for line in done.stderr.splitlines() if line.strip()]
@@ -94,8 +94,8 @@ def test_wrong_ca_is_one_clear_line(cluster: tuple[str, Pki]) -> None:
     assert "Traceback" not in done.stderr and len(lines) <= 2  # the error and a hint at most
 
 
-def test_missing_ca_file_is_a_usage_error(cluster: tuple[str, Pki], tmp_path: Path) -> None:
-    addr, _ = cluster
+def test_missing_ca_file_is_a_usage_error(tls_cluster: tuple[str, Pki], tmp_path: Path) -> None:
+    addr, _ = tls_cluster
     done = mq("topic", "list", "-n", addr, "--tls-ca", str(tmp_path / "nope.pem"))
     assert done.returncode != 0 and "--tls-ca" in done.stderr
 

@@ -47,6 +47,12 @@ async def test_cli_keys_from_options_env_and_context(
     code, out = await mq(tmp_path, *create, env=env)
     assert code != 0 and "needs an admin account" in out
     assert acl_cluster.broker.topic_configs.select("cliTopic") is None
+    after = ["topic", "create", "-n", acl_cluster.ns, "-t", "cliTopicAfter", "-q", "1"]
+    code, out = await mq(
+        tmp_path, *after, "--access-key", "adminKey", "--secret-key", "adminSecret"
+    )
+    assert code == 0, out  # the keys after the command sign as well as before it
+    assert acl_cluster.broker.topic_configs.select("cliTopicAfter") is not None
     code, out = await mq(
         tmp_path, "context", "add", "ops", "-n", acl_cluster.ns, "--select",
         "--access-key", "adminKey", "--secret-key", "adminSecret",

@@ -125,6 +125,7 @@ def test_the_wheel_carries_the_license_and_its_metadata(installed: Installed) ->
     assert "Author: mq developers" in metadata
     assert "Project-URL: " in metadata and "Keywords: " in metadata
     assert "mqcli/tui/mq.tcss" in names  # package data the TUI loads at start
+    assert "mqcli/roothelp.txt" in names  # what `mq --help` draws without typer
 
 
 def test_mq_version_is_the_installed_distribution_version(installed: Installed) -> None:

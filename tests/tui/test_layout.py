@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from pilot_support import poll, wait_until
+from pilot_support import poll, screen_lines, wait_until
 from rich.text import Text
 from textual.widgets import Input, Label
 from tui_fakes import FakePoller, sample_snapshot
@@ -358,3 +358,67 @@ async def test_without_controller_mode_there_are_no_replica_columns() -> None:
         table = app.screen.query_one("#brokers", LiveTable)
         labels = [str(c.label) for c in table.columns.values()]
         assert "EPOCH" not in labels and "IN-SYNC" not in labels
+
+
+async def test_slash_in_the_topic_box_goes_on_to_the_query_box() -> None:
+    """The topic box has the focus on entering Messages: `/` (search) is not typed into
+    it (no topic name holds one); with a topic given it moves on to the query box, whose
+    text may hold a `/`."""
+    app = make_app("messages")
+    async with app.run_test(size=(120, 40)) as pilot:
+        await poll(pilot)
+        topic = app.screen.query_one("#topic", Input)
+        query = app.screen.query_one("#query", Input)
+        await wait_until(pilot, lambda: app.focused is topic, 5, "topic box focused")
+        await pilot.press("slash")
+        assert topic.value == "" and app.focused is topic
+        await pilot.press("O", "r", "d", "slash")
+        assert topic.value == "Ord" and app.focused is query
+        await pilot.press("a", "slash", "b")
+        assert query.value == "a/b"
+
+
+async def test_tab_in_a_text_box_moves_to_the_next_field_not_the_next_view() -> None:
+    app = make_app("messages")
+    async with app.run_test(size=(120, 40)) as pilot:
+        await poll(pilot)
+        topic = app.screen.query_one("#topic", Input)
+        await wait_until(pilot, lambda: app.focused is topic, 5, "topic box focused")
+        await pilot.press("tab")
+        assert app.current_mode == "messages"
+        assert app.focused is app.screen.query_one("#query", Input)
+        await pilot.press("shift+tab")
+        assert app.current_mode == "messages" and app.focused is topic
+        await pilot.press("escape", "tab")  # outside the boxes: the next view, as the help says
+        assert app.current_mode == "dlq"
+
+
+async def test_groups_at_80_columns_show_total_lag_whatever_the_topics() -> None:
+    """A group on topics with long names still shows its total lag at 80x24: the lag
+    comes right after the name, the topics last."""
+    from mqcli.tui.model import GroupRow
+
+    snap = sample_snapshot()
+    topics = ["OrderEventsFromTheWebShopCheckout", "PaymentSettlementNotifications"]
+    snap.groups["order-settlement-service"] = GroupRow(
+        "order-settlement-service", model="CLUSTERING", topics=topics, queues=16,
+        total_lag=12345, lag_history=[1, 5, 12345],
+    )  # fmt: skip
+    app = MQApp("10.0.0.1:9876", refresh=0, poller=FakePoller(snap), view="groups")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await poll(pilot)
+        groups = app.screen.query_one("#groups", LiveTable)
+        await pilot.pause()
+        labels = [str(c.label) for c in groups.columns.values()]
+        assert labels[:2] == ["GROUP", "TOTAL LAG"], labels
+        row = next(ln for ln in screen_lines(app) if "order-settlement-service" in ln)
+        assert "12,345" in row or "12345" in row, row
+
+
+def test_lag_sparklines_share_one_scale() -> None:
+    """A lag of 1 is a low bar beside a lag of 168 in the same table, not a full one."""
+    from mqcli.tui.widgets.lag_sparkline import spark
+
+    assert spark([1, 1, 1], top=168) == "▁▁▁"
+    assert spark([168, 168, 168], top=168) == "███"
+    assert spark([1, 1, 1]) == "███"  # alone, a series is scaled to itself

@@ -22,6 +22,7 @@ LAYERS: tuple[frozenset[str], ...] = (
     frozenset({"mqcore.client", "mqcore.broker", "mqcore.namesrv"}),
     frozenset({"mqcore.controller"}),
     frozenset({"mqcore.acl"}),
+    frozenset({"mqcore.metrics"}),
     frozenset({"mqcore.remoting"}),
     frozenset({"mqcore.filter"}),
     frozenset({"mqcore.protocol"}),

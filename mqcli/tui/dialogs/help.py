@@ -19,6 +19,7 @@ HELP_TEXT = f"""\
 |---|---|---|
 | `F1`-`F6`, `alt+1`-`alt+6` | everywhere but dialogs, typing too | views (see the tabs) |
 | `1`-`6`, `tab`, `shift+tab` | outside text boxes | the same views |
+| `tab`, `shift+tab` | in a text box | the next / previous field (then the table) |
 | `esc` | in a text box | leave it (the digit keys switch views again) |
 | `/` | tables | filter as you type (`enter` keeps it, `esc` clears it) |
 | `r` | outside text boxes | refresh now |
@@ -28,6 +29,7 @@ HELP_TEXT = f"""\
 | `s` | topics, groups | show or hide system, retry and DLQ topics / system groups |
 | `d` | topics | delete the highlighted topic (type its name to confirm) |
 | `x` | groups | skip the highlighted group's backlog: offsets to the end (type its name) |
+| `/` | messages | the lookup boxes (from the topic box: on to the query box) |
 | `enter` | messages | search (mode: `key`, `id` or `time` with `FROM..TO`, e.g. `-1h..now`) |
 | `h` | messages, dead letters | body as hex / text |
 | `enter` | dead letters | load the highlighted group's dead letters |

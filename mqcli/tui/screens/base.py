@@ -59,6 +59,10 @@ class Dashboard(Protocol):
 
     def mode_of(self, screen: ViewScreen) -> str: ...
 
+    def action_next_view(self) -> None: ...
+
+    def action_prev_view(self) -> None: ...
+
 
 class ViewScreen(Screen[None]):
     """A view (one App mode). Subclasses compose their body in :meth:`compose_body` and
@@ -73,8 +77,8 @@ class ViewScreen(Screen[None]):
     AUTO_FOCUS = "LiveTable"
 
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("tab", "app.next_view", "Next view", show=False),
-        Binding("shift+tab", "app.prev_view", "Prev view", show=False),
+        Binding("tab", "next", "Next view", show=False),
+        Binding("shift+tab", "prev", "Prev view", show=False),
         Binding("slash", "filter", "Filter"),
     ]
 
@@ -131,6 +135,22 @@ class ViewScreen(Screen[None]):
 
     def render_snapshot(self, snapshot: Snapshot) -> None:
         """Patch the view's widgets from ``snapshot`` (never rebuild them)."""
+
+    # -- tab: the next view, or in a text box the next field ----------------------------
+
+    def action_next(self) -> None:
+        """Outside text boxes the next view (as the help says); in one, the next field,
+        as in any form (a view's search boxes, then its table)."""
+        if isinstance(self.focused, Input):
+            self.focus_next()
+        else:
+            self.mq_app.action_next_view()
+
+    def action_prev(self) -> None:
+        if isinstance(self.focused, Input):
+            self.focus_previous()
+        else:
+            self.mq_app.action_prev_view()
 
     # -- filtering ------------------------------------------------------------------------
 

@@ -21,7 +21,21 @@ from mqcli.tui.widgets.live_table import LiveTable
 from mqcli.tui.widgets.message_detail import fmt_ms
 from mqcore.message.const import RETRY_GROUP_TOPIC_PREFIX
 
-__all__ = ["NARROW_QUEUE_COLUMNS", "QUEUE_COLUMNS", "GroupsScreen"]
+__all__ = [
+    "GROUP_COLUMNS", "NARROW_GROUP_COLUMNS", "NARROW_QUEUE_COLUMNS", "QUEUE_COLUMNS",
+    "GroupsScreen",
+]  # fmt: skip
+
+GROUP_COLUMNS = [
+    ("group", "GROUP"), ("model", "MODEL"), ("topics", "TOPICS"), ("queues", "QUEUES"),
+    ("lag", "TOTAL LAG"), ("trend", "TREND"), ("spark", "LAG HISTORY"),
+]  # fmt: skip
+NARROW_GROUP_COLUMNS = [
+    ("group", "GROUP"), ("lag", "TOTAL LAG"), ("trend", "TREND"), ("spark", "LAG HISTORY"),
+    ("topics", "TOPICS"),
+]  # fmt: skip
+"""Under 120 columns: the group and how far behind it is come first, its topics last
+(what a long list of them may push off the screen); the detail has model and queues."""
 
 QUEUE_COLUMNS = [
     ("topic", "TOPIC"), ("broker", "BROKER"), ("qid", "QUEUE"),
@@ -50,14 +64,7 @@ class GroupsScreen(ViewScreen):
     show_system: bool = False
 
     def compose_body(self) -> ComposeResult:
-        yield LiveTable(
-            [
-                ("group", "GROUP"), ("model", "MODEL"), ("topics", "TOPICS"),
-                ("queues", "QUEUES"), ("lag", "TOTAL LAG"), ("trend", "TREND"),
-                ("spark", "LAG HISTORY"),
-            ],
-            title="Groups", order_by=("group",), id="groups",
-        )  # fmt: skip
+        yield LiveTable(GROUP_COLUMNS, title="Groups", order_by=("group",), id="groups")
         with Horizontal(id="group-detail"):
             with Vertical(id="group-info-pane"):
                 yield Static(id="group-info")
@@ -83,18 +90,26 @@ class GroupsScreen(ViewScreen):
         table.filter_text = self.filter_text
         table.title = "Groups" if self.show_system else "Groups, system hidden"
         table.total = len(shown) if self.filter_text else None
-        table.sync({g.name: self._cells(g) for g in rows})
+        spec = NARROW_GROUP_COLUMNS if self.narrow else GROUP_COLUMNS
+        table.set_columns(spec, order_by=("group",))
+        keys = [k for k, _ in spec]
+        top = max((max(g.lag_history[-12:], default=0) for g in rows), default=0)
+        table.sync({g.name: self._cells(g, keys, top) for g in rows})
         self._render_detail(snapshot)
 
     @staticmethod
-    def _cells(g: GroupRow) -> tuple[object, ...]:
+    def _cells(g: GroupRow, keys: list[str], top: float) -> tuple[object, ...]:
+        """The cells of ``keys``; the lag history is scaled to ``top``, the largest lag
+        the table shows, so bars compare across groups."""
         style = "bold red" if g.lag_growing else ""
         topics = [t for t in g.topics if not t.startswith(RETRY_GROUP_TOPIC_PREFIX)]
-        return (
-            Text(g.name, style), g.model.lower() if g.model != "-" else "-",
-            ", ".join(topics) or "-", g.queues, Text(fmt_int(g.total_lag), style),
-            trend(g.lag_history), Text(spark(g.lag_history), "magenta"),
-        )  # fmt: skip
+        cells: dict[str, object] = {
+            "group": Text(g.name, style), "model": g.model.lower() if g.model != "-" else "-",
+            "topics": ", ".join(topics) or "-", "queues": g.queues,
+            "lag": Text(fmt_int(g.total_lag), style), "trend": trend(g.lag_history),
+            "spark": Text(spark(g.lag_history, top=top), "magenta"),
+        }  # fmt: skip
+        return tuple(cells[k] for k in keys)
 
     def _render_detail(self, snapshot: Snapshot) -> None:
         name = self.selected_group

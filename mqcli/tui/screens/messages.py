@@ -47,6 +47,19 @@ NARROW_MESSAGE_COLUMNS = [
 """80 columns: the whole id (never cut), where and when; the detail pane has the rest."""
 
 
+class TopicBox(Input):
+    """The topic box: ``/`` (search) is never typed into it (no topic name holds one);
+    with a topic given it goes on to the query box, whose text may hold a ``/``."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("slash", "on_to_query", "Search", show=False, priority=True),
+    ]
+
+    def action_on_to_query(self) -> None:
+        if self.value.strip():
+            self.screen.query_one("#query", Input).focus()
+
+
 class MessagesScreen(ViewScreen):
     """A topic and a query (``key:K``, ``id:ID``, ``time:-1h..now``; bare text is a key),
     the results, and the highlighted message in full. Searches run as workers."""
@@ -64,7 +77,7 @@ class MessagesScreen(ViewScreen):
     def compose_body(self) -> ComposeResult:
         self.results = []
         with Horizontal(id="search-bar"):
-            yield Input(placeholder="topic (/ to search)", id="topic")
+            yield TopicBox(placeholder="topic (/ to search)", id="topic")
             yield Input(placeholder="key:K  id:MSG_ID  time:-1h..now (enter)", id="query")
         yield LiveTable(MESSAGE_COLUMNS, title="Results", id="results")
         yield MessageDetail(id="detail")

@@ -76,15 +76,17 @@ class TopicsScreen(ViewScreen):
             1 for t in snapshot.topics.values() if self.show_system or t.kind == "normal"
         )
         table.total = shown_total if self.filter_text else None
-        table.sync({t.name: self._cells(t, keys, snapshot.taken_ms) for t in rows})
+        top = max((max(t.tps_history[-12:], default=0.0) for t in rows), default=0.0)
+        table.sync({t.name: self._cells(t, keys, snapshot.taken_ms, top) for t in rows})
         self._render_queues(snapshot)
 
-    def _cells(self, t: TopicRow, keys: list[str], now_ms: int) -> tuple[object, ...]:
+    def _cells(self, t: TopicRow, keys: list[str], now_ms: int, top: float) -> tuple[object, ...]:
+        """The cells of ``keys``; the TPS trend is scaled to ``top`` (the table's largest)."""
         last = fmt_short_ms(t.last_store_ms, now_ms) if self.narrow else fmt_ms(t.last_store_ms)
         cells: dict[str, object] = {
             "topic": t.name, "kind": t.kind, "perm": t.perm, "queues": len(t.queues),
             "depth": fmt_int(t.depth), "max": fmt_int(t.max_offset), "last": last,
-            "tps": f"{t.put_tps:.1f}", "trend": Text(spark(t.tps_history), "cyan"),
+            "tps": f"{t.put_tps:.1f}", "trend": Text(spark(t.tps_history, top=top), "cyan"),
         }  # fmt: skip
         return tuple(cells[k] for k in keys)
 

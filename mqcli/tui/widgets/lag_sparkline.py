@@ -17,13 +17,15 @@ __all__ = ["LagSparkline", "spark", "trend"]
 _BARS = "▁▂▃▄▅▆▇█"
 
 
-def spark(values: Sequence[float], width: int = 12) -> str:
-    """The last ``width`` values as block characters, scaled to their own maximum, so a
-    sparkline fits in a DataTable cell (blank while there is no history)."""
+def spark(values: Sequence[float], width: int = 12, top: float | None = None) -> str:
+    """The last ``width`` values as block characters, so a sparkline fits in a DataTable
+    cell (blank while there is no history). ``top`` is the value of a full bar: give the
+    same one to every row of a table, so bars compare across rows (a lag of 1 is a low
+    bar beside a lag of 168); by default the values' own maximum."""
     tail = list(values)[-width:]
     if not tail:
         return ""
-    top = max(tail)
+    top = max(tail) if top is None else max(top, max(tail))
     if top <= 0:
         return _BARS[0] * len(tail)
     return "".join(_BARS[min(7, int(v / top * 7.999))] for v in tail)

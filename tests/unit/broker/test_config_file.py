@@ -29,7 +29,7 @@ def test_the_previous_content_is_kept_in_bak(tmp_path: Path) -> None:
 def test_disk_ratio_is_rounded_up_and_measured_where_a_directory_will_be(tmp_path: Path) -> None:
     import os
 
-    from mqcore.broker.processor.admin import disk_used_ratio
+    from mqcore.store.cleanup import disk_used_ratio
 
     st = os.statvfs(tmp_path)
     used = (st.f_blocks - st.f_bfree) * st.f_frsize

@@ -216,8 +216,15 @@ class InMemoryCluster:
         self.network.serve(namesrv, dispatcher)
         self._version = 0
 
-    def add_broker(self, name: str, addr: str, topics: dict[str, int]) -> FakeBroker:
-        broker = FakeBroker(name, addr)
+    def add_broker(
+        self,
+        name: str,
+        addr: str,
+        topics: dict[str, int],
+        *,
+        broker_class: type[FakeBroker] = FakeBroker,
+    ) -> FakeBroker:
+        broker = broker_class(name, addr)
         self.brokers[name] = broker
         self.network.serve(addr, broker.dispatcher())
         self.register(name, topics)

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 from client_fakes import NAMESRV, InMemoryCluster
 
@@ -12,13 +10,6 @@ from mqcore.client.instance import ClientInstance
 from mqcore.client.producer import Producer, make_message
 from mqcore.errors import MessageIdError
 from mqcore.protocol.bodies import MessageQueue
-
-
-@pytest.fixture
-def cluster(tmp_path: Path) -> InMemoryCluster:
-    c = InMemoryCluster(tmp_path)
-    c.add_broker("broker-a", "127.0.0.1:10911", {"T": 1})
-    return c
 
 
 def test_parse_tags() -> None:

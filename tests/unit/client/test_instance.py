@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import os
 import re
-from pathlib import Path
 
 import pytest
 from client_fakes import NAMESRV, InMemoryCluster
@@ -32,6 +31,13 @@ from mqcore.protocol.headers import (
     ResetOffsetRequestHeader,
 )
 
+pytestmark = pytest.mark.cluster(
+    brokers={
+        "broker-a": ("127.0.0.1:10911", {"T": 4, "TBW102": 8}),
+        "broker-b": ("127.0.0.1:10921", {"T": 2}),
+    }
+)
+
 
 class StubProducer:
     def __init__(self, group: str) -> None:
@@ -53,14 +59,6 @@ class StubConsumer:
 
     def reset_offset(self, topic: str, offsets: dict[MessageQueue, int]) -> None:
         self.resets.append((topic, offsets))
-
-
-@pytest.fixture
-def cluster(tmp_path: Path) -> InMemoryCluster:
-    c = InMemoryCluster(tmp_path)
-    c.add_broker("broker-a", "127.0.0.1:10911", {"T": 4, "TBW102": 8})
-    c.add_broker("broker-b", "127.0.0.1:10921", {"T": 2})
-    return c
 
 
 async def test_the_client_is_named_like_rocketmq(cluster: InMemoryCluster) -> None:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import zlib
-from pathlib import Path
 
 import pytest
 from client_fakes import NAMESRV, InMemoryCluster
@@ -24,13 +23,12 @@ from mqcore.message.const import SysFlag
 from mqcore.protocol import RequestCode
 from mqcore.protocol.headers import decode_send_message_header
 
-
-@pytest.fixture
-def cluster(tmp_path: Path) -> InMemoryCluster:
-    c = InMemoryCluster(tmp_path)
-    c.add_broker("broker-a", "127.0.0.1:10911", {"T": 4, "TBW102": 8})
-    c.add_broker("broker-b", "127.0.0.1:10921", {"T": 4})
-    return c
+pytestmark = pytest.mark.cluster(
+    brokers={
+        "broker-a": ("127.0.0.1:10911", {"T": 4, "TBW102": 8}),
+        "broker-b": ("127.0.0.1:10921", {"T": 4}),
+    }
+)
 
 
 def producer(cluster: InMemoryCluster, **kw: object) -> Producer:

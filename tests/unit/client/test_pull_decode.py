@@ -4,9 +4,7 @@ beside it, and offsets must never move past a record nobody saw."""
 from __future__ import annotations
 
 import zlib
-from pathlib import Path
 
-import pytest
 from client_fakes import NAMESRV, InMemoryCluster
 
 from mqcore.client.api import PullStatus
@@ -65,13 +63,6 @@ def test_a_record_whose_fields_do_not_parse_is_stepped_over_by_its_size() -> Non
 def test_bytes_that_are_not_a_record_end_the_response_incompletely() -> None:
     pulled = decode_pulled(record(0, b"m0") + b"\x00" * 80, "T")
     assert not pulled.complete and [m.body for m in pulled.messages] == [b"m0"]
-
-
-@pytest.fixture
-def cluster(tmp_path: Path) -> InMemoryCluster:
-    c = InMemoryCluster(tmp_path)
-    c.add_broker("broker-a", "127.0.0.1:10911", {"T": 1})
-    return c
 
 
 async def test_pull_delivers_every_record_and_moves_only_past_seen_ones(

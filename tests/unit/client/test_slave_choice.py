@@ -4,7 +4,6 @@ pulls and offsets at the slave while the master is gone, back to the master afte
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from pathlib import Path
 
 import pytest
 from client_fakes import NAMESRV, FakeBroker, InMemoryCluster
@@ -19,12 +18,9 @@ SLAVE = "127.0.0.1:10912"
 MQ = MessageQueue("T", "broker-a", 0)
 
 
-@pytest.fixture
-def cluster(tmp_path: Path) -> InMemoryCluster:
-    c = InMemoryCluster(tmp_path)
-    c.add_broker("broker-a", MASTER, {"T": 1})
-    c.add_slave("broker-a", SLAVE)
-    return c
+pytestmark = pytest.mark.cluster(
+    brokers={"broker-a": (MASTER, {"T": 1})}, slaves={"broker-a": SLAVE}
+)
 
 
 @pytest.fixture

@@ -4,7 +4,6 @@ END_TRANSACTION it reports, and its answer to CHECK_TRANSACTION_STATE."""
 from __future__ import annotations
 
 import asyncio
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -45,14 +44,9 @@ class TxBroker(FakeBroker):
         return [EndTransactionRequestHeader.from_command(r) for r in self.ends]
 
 
-@pytest.fixture
-def cluster(tmp_path: Path) -> InMemoryCluster:
-    c = InMemoryCluster(tmp_path)
-    broker = TxBroker("broker-a", ADDR)
-    c.brokers["broker-a"] = broker
-    c.network.serve(ADDR, broker.dispatcher())
-    c.register("broker-a", {"T": 1, "TBW102": 8})
-    return c
+pytestmark = pytest.mark.cluster(
+    brokers={"broker-a": (ADDR, {"T": 1, "TBW102": 8})}, broker_class=TxBroker
+)
 
 
 def broker_of(cluster: InMemoryCluster) -> TxBroker:

@@ -132,7 +132,10 @@ def test_a_clean_restart_logs_a_normal_recovery(
     try:
         rep = store.recovery_report
         assert rep is not None and not rep.abnormal and rep.index == "kept"
-        assert any(r.getMessage().startswith("normal recovery: scanned") for r in caplog.records)
+        assert any(
+            r.getMessage().startswith("normal recovery from the checkpoint: scanned")
+            for r in caplog.records
+        )
     finally:
         store.shutdown()
 
@@ -161,7 +164,7 @@ def test_a_damaged_checkpoint_falls_back_to_a_full_check(
     store = open_store(tmp_path)
     try:
         rep = _report(store)
-        assert rep.full_check and reason in rep.full_check_reason
+        assert rep.full_check and reason in rep.check_reason
         assert rep.scan_from == store.min_phy_offset == 0
         assert rep.redispatched == OLD + 1 + TAIL
         assert rep.index == "rebuilt"
@@ -190,7 +193,7 @@ def test_a_consume_queue_entry_naming_another_record_falls_back_to_a_full_check(
     store = open_store(tmp_path)
     try:
         rep = _report(store)
-        assert rep.full_check and "consume queue TopicA/2" in rep.full_check_reason
+        assert rep.full_check and "consume queue TopicA/2" in rep.check_reason
         _assert_everything_is_there(store, OLD + 1 + TAIL)  # the entry was rewritten
     finally:
         store.shutdown()
@@ -209,9 +212,7 @@ def test_a_consume_queue_missing_entries_before_the_checkpoint_falls_back(
     store = open_store(tmp_path)
     try:
         rep = _report(store)
-        assert rep.full_check and "consume queue TopicA/0 ends at offset 150" in (
-            rep.full_check_reason
-        )
+        assert rep.full_check and "consume queue TopicA/0 ends at offset 150" in (rep.check_reason)
         assert rep.scan_from == 0 < crashed.marker
         _assert_everything_is_there(store, OLD + 1 + TAIL)
     finally:
