@@ -8,18 +8,65 @@ complete new file, never a torn one.
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from pathlib import Path
 
-__all__ = ["fsync_dir", "write_atomically", "write_synced"]
+__all__ = ["fsync_dir", "write_atomically", "write_chunks", "write_over_synced", "write_synced"]
+
+_IOV_MAX = 1024
+"""Buffers per ``writev`` call (Linux's ``IOV_MAX``; POSIX guarantees at least 16)."""
+try:
+    _IOV_MAX = max(16, min(_IOV_MAX, os.sysconf("SC_IOV_MAX")))
+except (AttributeError, ValueError, OSError):  # pragma: no cover - not POSIX
+    pass
 
 
-def write_synced(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` (truncating) and fsync it."""
+def write_chunks(fd: int, chunks: Sequence[bytes | memoryview]) -> None:
+    """Write ``chunks`` one after the other at ``fd``'s position with ``writev``, up to
+    :data:`_IOV_MAX` of them per call, going on after short writes.
+
+    The kernel copies the buffers while the GIL is released: a big file kept as many
+    pieces is written without first being joined into one object, which would hold the
+    GIL for the whole copy."""
+    pending = list(chunks)
+    start = 0
+    while start < len(pending):
+        batch = pending[start : start + _IOV_MAX]
+        written = os.writev(fd, batch)
+        if written == sum(map(len, batch)):  # the usual case, without a loop in Python
+            start += len(batch)
+            continue
+        for chunk in batch:
+            size = len(chunk)
+            if written < size:
+                pending[start] = memoryview(chunk)[written:]  # short write: the rest next
+                break
+            written -= size
+            start += 1
+
+
+def write_synced(path: Path, data: bytes | Sequence[bytes | memoryview]) -> None:
+    """Write ``data`` (bytes, or pieces written one after the other) to ``path``
+    (truncating) and fsync it."""
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
     try:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view) :]
+        write_chunks(fd, [data] if isinstance(data, (bytes, bytearray, memoryview)) else data)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def write_over_synced(path: Path, chunks: Sequence[bytes | memoryview]) -> None:
+    """Write ``chunks`` over ``path`` from its start (created if missing), cut it to their
+    length and fsync it.
+
+    Unlike :func:`write_synced`, a file that is there keeps its blocks: rewriting a file
+    of about the same size allocates and frees (almost) none, which at 2 MB halves the
+    kernel's work for a write and its fsync (ext4). Only for files nothing else reads."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o644)
+    try:
+        write_chunks(fd, chunks)
+        os.ftruncate(fd, os.lseek(fd, 0, os.SEEK_CUR))
         os.fsync(fd)
     finally:
         os.close(fd)

@@ -9,6 +9,13 @@ Persisting is crash-safe: the new text goes to ``<file>.tmp`` and is fsynced; th
 ``<file>`` (atomic) and the directory fsynced. A crash at any point leaves a complete old or new
 ``<file>``, and a failed write never replaces it.
 
+The ``.bak`` being replaced is not deleted: it is renamed to ``<file>.tmp`` first and the new
+text written over it in place, so a write of a big file allocates and frees no disk blocks
+(at 10,000 topics that halves the kernel's share of a write). ``.bak`` is only reused when
+it is a file of its own (one link: not ``<file>`` itself) and ``<file>`` is there: a crash
+while it is being reused leaves ``<file>`` complete and ``.bak`` missing until the write
+after the restart (so does a failed write).
+
 Loading (what a corrupt or missing file does):
 
 ============================  ==================================================
@@ -37,9 +44,13 @@ from __future__ import annotations
 
 import logging
 import os
+import stat
 import threading
 from abc import ABC, abstractmethod
 from collections.abc import Callable
+from dataclasses import dataclass
+from itertools import islice
+from operator import attrgetter
 from pathlib import Path
 from typing import Any, ClassVar, Generic, Protocol, TypeVar
 
@@ -49,9 +60,8 @@ from mqcore.common.fastjson import (
     dumps_pretty,
     loads,
     pretty_member,
-    pretty_object,
 )
-from mqcore.common.files import fsync_dir, write_synced
+from mqcore.common.files import fsync_dir, write_over_synced, write_synced
 from mqcore.common.jsonfields import (
     get_bool,
     get_int,
@@ -61,6 +71,7 @@ from mqcore.common.jsonfields import (
 )
 from mqcore.common.metadata import DataVersion
 from mqcore.errors import ConfigError
+from mqcore.store.metadata.tracked_table import TrackedTable
 
 __all__ = [
     "ConfigFileManager",
@@ -92,6 +103,9 @@ class ConfigFileManager(ABC):
             Path(path) if path is not None else Path(store_path_root) / "config" / self.FILE_NAME
         )
         self.readonly = readonly
+        self._bak_path = self.path.with_name(self.path.name + ".bak")
+        self._tmp_path = self.path.with_name(self.path.name + ".tmp")
+        self._bak_tmp_path = self.path.with_name(self.path.name + ".bak.tmp")
         self._lock = threading.RLock()
         self._write_lock = threading.Lock()
         self._keep_bak = False
@@ -101,11 +115,11 @@ class ConfigFileManager(ABC):
 
     @property
     def bak_path(self) -> Path:
-        return self.path.with_name(self.path.name + ".bak")
+        return self._bak_path
 
     @property
     def tmp_path(self) -> Path:
-        return self.path.with_name(self.path.name + ".tmp")
+        return self._tmp_path
 
     @abstractmethod
     def to_json(self) -> dict[str, Any]:
@@ -188,8 +202,13 @@ class ConfigFileManager(ABC):
     # -- persist ------------------------------------------------------------------------
 
     def render(self) -> str:
-        """The text :meth:`persist` writes (called under the write lock)."""
+        """The text :meth:`persist` writes."""
         return dumps_pretty(self.snapshot()())
+
+    def render_chunks(self) -> list[bytes]:
+        """:meth:`render`'s UTF-8 bytes, in pieces written one after the other (called
+        under the write lock)."""
+        return [self.render().encode("utf-8")]
 
     def persist(self) -> None:
         """Write the current state safely (module docstring); :class:`ConfigError` on failure
@@ -197,11 +216,13 @@ class ConfigFileManager(ABC):
         if self.readonly:
             raise ConfigError(f"{self.path}: opened read-only, not writing")
         with self._write_lock:
-            data = self.render().encode("utf-8")
+            data = self.render_chunks()
             tmp = self.tmp_path
             try:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
-                write_synced(tmp, data)
+                if not self._keep_bak:
+                    self._reuse_bak()
+                write_over_synced(tmp, data)
                 if not self._keep_bak:
                     self._keep_previous()
                 os.replace(tmp, self.path)
@@ -215,18 +236,32 @@ class ConfigFileManager(ABC):
             self._keep_bak = False
             self.writes += 1
 
+    def _reuse_bak(self) -> None:
+        """Rename ``.bak`` to ``.tmp``, for the new text to be written over its blocks,
+        when that cannot touch anything else: ``.bak`` is a regular file with one link
+        (so not ``<file>`` itself, nor a copy someone linked elsewhere), and a non-empty
+        ``<file>`` is there to become the next ``.bak``."""
+        try:
+            bak = os.stat(self.bak_path)
+            main = os.stat(self.path)
+        except FileNotFoundError:
+            return
+        if stat.S_ISREG(bak.st_mode) and bak.st_nlink == 1 and main.st_size > 0:
+            os.replace(self.bak_path, self.tmp_path)
+
     def _keep_previous(self) -> None:
         """Make the current ``<file>`` the ``.bak``: a hard link (no copy, however big
-        the file: files here are only ever replaced by rename, never rewritten in place,
-        so the link keeps the old content), or a synced copy where links fail. The
-        directory fsync after the rename makes it durable with the new file."""
+        the file: a file here is rewritten in place only once it is neither ``<file>``
+        nor ``.bak`` any more, see :meth:`_reuse_bak`, so the link keeps the old
+        content), or a synced copy where links fail. The directory fsync after the
+        rename makes it durable with the new file."""
         try:
             size = self.path.stat().st_size
         except FileNotFoundError:
             return
         if size == 0:
             return
-        link = self.bak_path.with_name(self.bak_path.name + ".tmp")
+        link = self._bak_tmp_path
         try:
             link.unlink(missing_ok=True)
             os.link(self.path, link)
@@ -245,6 +280,38 @@ class _Entry(Protocol):
 
 E = TypeVar("E", bound=_Entry)
 
+SEGMENT_ENTRIES = 64
+"""Entries per kept piece of a big table's text (:class:`_Segment`): a change re-joins
+one piece of about this many entries; a write of 10,000 topics is some 160 pieces."""
+
+
+class _Segment(Generic[E]):
+    """A run of consecutive table entries and their text as written (the members joined
+    by a comma and a newline, UTF-8). Compared by identity: a set of them marks the
+    dirty ones."""
+
+    __slots__ = ("entries", "names", "text")
+
+    def __init__(self, names: list[str], entries: list[E], text: bytes) -> None:
+        self.names = names
+        self.entries = entries
+        self.text = text
+
+
+@dataclass(frozen=True, slots=True)
+class _Increment(Generic[E]):
+    """What a rendering changes in the kept segments (see :meth:`VersionedTableManager._plan`)."""
+
+    dirty: dict[_Segment[E], list[tuple[str, E]]]
+    """Segments with a changed entry -> the (name, entry) pairs they hold now."""
+    appended: list[tuple[str, E]]
+    """The entries now at the table's end that no segment holds."""
+    deleted: set[str]
+    touched: set[str]
+
+
+_TEXT = attrgetter("text")
+
 
 class VersionedTableManager(ConfigFileManager, Generic[E]):
     """A file of ``{"dataVersion": ..., TABLE_KEY: {name: entry}}`` (topics, groups):
@@ -256,16 +323,26 @@ class VersionedTableManager(ConfigFileManager, Generic[E]):
     data_version: DataVersion
     table: dict[str, E]
 
-    _rendered: dict[str, tuple[E, Rendered]]
-    """Entry name -> (the entry, its text) as last written (under the write lock)."""
+    _rendered: dict[str, tuple[E, bytes]]
+    """Entry name -> (the entry, its member text) as last written (under the write lock)."""
+    _segments: list[_Segment[E]]
+    """The table's text as last written, in table order (under the write lock)."""
+    _where: dict[str, _Segment[E]]
+    """Entry name -> the segment of :attr:`_segments` holding it (under the write lock)."""
+    _layout_of: dict[str, E] | None
+    """The table :attr:`_segments` were made from (a new one is compared in full)."""
     _touched: set[str]
     """Names of entries changed since the last rendering (under ``_lock``)."""
 
     def _reset(self) -> None:
         self.data_version = DataVersion()
-        self.table = {}
-        self._rendered = {}
+        self.table = TrackedTable()
+        self._forget()
         self._touched = set()
+
+    def _forget(self) -> None:
+        """Drop the kept text: the next rendering starts afresh."""
+        self._rendered, self._segments, self._where, self._layout_of = {}, [], {}, None
 
     def _decode(self, obj: Any) -> None:
         doc = get_mapping(obj)
@@ -275,7 +352,7 @@ class VersionedTableManager(ConfigFileManager, Generic[E]):
             if not isinstance(name, str):
                 raise ConfigError(f"{self.TABLE_KEY}: name {name!r} is not a string")
             table[name] = self.ENTRY.from_json(entry, name)
-        self.data_version, self.table = version, table
+        self.data_version, self.table = version, TrackedTable(table)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -295,28 +372,192 @@ class VersionedTableManager(ConfigFileManager, Generic[E]):
         }
 
     def render(self) -> str:
-        """The file's text, re-rendering only entries that changed since the last write.
+        """The file's text (:meth:`render_chunks` joined, under the write lock)."""
+        with self._write_lock:
+            return b"".join(self.render_chunks()).decode("utf-8")
 
-        Rendering 10,000 topics from scratch costs about 100 ms; a write after one change
-        costs little more than the join and the fsync. An entry is rendered again when
-        it is a new object or a mutator named it (:meth:`_touch`: the same object put
-        back after a change in place)."""
+    def render_chunks(self) -> list[bytes]:
+        """The file's bytes in pieces, to be written one after the other; most of them
+        are kept from the previous call.
+
+        The table's text is kept in segments of up to :data:`SEGMENT_ENTRIES` entries,
+        and each entry's text on its own. An entry is rendered again when it is a new
+        object or a mutator named it (:meth:`_touch`: the same object put back after a
+        change in place); a segment is joined again when one of its entries changed.
+        The table (a :class:`TrackedTable`) says which entries were set or deleted
+        since the last call, so a create costs the same at 10 or 10,000 entries: one
+        entry rendered, the last segment joined again, the pieces listed; and the file
+        is written from the pieces (:func:`~mqcore.common.files.write_chunks`) without
+        joining 2 MB while holding the GIL. Only a table replaced or changed in bulk
+        (a load, a slave's sync) is compared in full, segment by segment. Rendering
+        10,000 topics from scratch costs about 150 ms."""
         with self._lock:
             version = self.data_version.to_json()
-            table = dict(self.table)
             touched, self._touched = self._touched, set()
-        cache = self._rendered
+            table = self.table
+            plan = self._plan(table, touched)
+        head, tail = self._frame(version)
+        try:
+            if isinstance(plan, _Increment):
+                segments = self._apply(plan)
+            else:
+                segments = self._align(*plan, touched)
+        except BaseException:
+            self._forget()
+            raise
+        self._layout_of = table
+        if not segments:
+            return [head + b"{}" + tail]
+        # head {, text, separator, text, ..., text, } tail: list operations in C
+        out = [b",\n"] * (2 * len(segments) + 1)
+        out[1::2] = map(_TEXT, segments)
+        out[0], out[-1] = head + b"{\n", b"\n\t}" + tail
+        return out
+
+    def _plan(
+        self, table: dict[str, E], touched: set[str]
+    ) -> _Increment[E] | tuple[list[str], list[E]]:
+        """Under ``_lock``: what changed since the last rendering, with the entries the
+        changed segments and the end of the table hold now; or, when that cannot be
+        told, the whole table (names, entries) to compare."""
+        changes = table.take_changes() if isinstance(table, TrackedTable) else None
+        if changes is None or changes.reset or table is not self._layout_of:
+            return list(table), list(table.values())
+        where, deleted = self._where, changes.deleted
+        gone = sum(1 for name in deleted if name in where)
+        # entries set for the first time since, or deleted and set again: the table's end
+        count = len(table) - len(where) + gone
+        if count < 0:
+            return list(table), list(table.values())  # changed behind the tracking's back
+        appended = list(islice(reversed(table.items()), count))
+        appended.reverse()
+        dirty: dict[_Segment[E], list[tuple[str, E]]] = {}
+        for names in (changes.changed, touched):
+            for name in names:
+                segment = where.get(name)
+                if segment is not None and segment not in dirty:
+                    try:
+                        dirty[segment] = [(n, table[n]) for n in segment.names if n not in deleted]
+                    except KeyError:
+                        return list(table), list(table.values())
+        return _Increment(dirty, appended, deleted, touched)
+
+    def _apply(self, plan: _Increment[E]) -> list[_Segment[E]]:
+        """The segments after ``plan``: the dirty ones joined again (shorter after
+        deletions), the appended entries added at the end."""
+        cache, where = self._rendered, self._where
+        for name in plan.touched:
+            cache.pop(name, None)
+        if not plan.dirty:  # creates: only entries appended
+            kept = self._segments[:]
+            if plan.appended:
+                self._build([n for n, _ in plan.appended], [e for _, e in plan.appended], kept)
+            self._segments = kept
+            return kept
+        out: list[_Segment[E]] = []
+        for segment in self._segments:
+            items = plan.dirty.get(segment)
+            if items is None:
+                out.append(segment)
+                continue
+            for name in segment.names:
+                if where.get(name) is segment:
+                    del where[name]
+            if items:
+                self._build([n for n, _ in items], [e for _, e in items], out)
+        if plan.appended:
+            self._build([n for n, _ in plan.appended], [e for _, e in plan.appended], out)
+        for name in plan.deleted:
+            if name not in where:
+                cache.pop(name, None)
+        if len(out) > 2 * (len(where) // SEGMENT_ENTRIES) + 8:  # many shrunk by deletions
+            names = [name for segment in out for name in segment.names]
+            entries = [entry for segment in out for entry in segment.entries]
+            out = []
+            self._build(names, entries, out)
+        self._segments = out
+        return out
+
+    def _frame(self, version: dict[str, Any]) -> tuple[bytes, bytes]:
+        """The text before and after the table's object."""
+        text = dumps_pretty({"dataVersion": version, self.TABLE_KEY: Rendered("\0")})
+        head, tail = text.split("\0")
+        return head.encode("utf-8"), tail.encode("utf-8")
+
+    def _align(self, names: list[str], entries: list[E], touched: set[str]) -> list[_Segment[E]]:
+        """Segments covering ``names`` / ``entries`` (the table, in order): the kept ones
+        that still match where they now stand, new ones for the rest."""
+        cache, where = self._rendered, self._where
         for name in touched:
             cache.pop(name, None)
-        members: list[Rendered] = []
-        for name, entry in table.items():
-            kept = cache.get(name)
-            if kept is None or kept[0] is not entry:
-                kept = cache[name] = (entry, pretty_member(name, entry.to_json(), 1))
-            members.append(kept[1])
-        if len(cache) > len(table):  # entries deleted since
-            self._rendered = {name: cache[name] for name in table}
-        return dumps_pretty({"dataVersion": version, self.TABLE_KEY: pretty_object(members, 1)})
+        dirty = {where[name] for name in touched if name in where}
+        out: list[_Segment[E]] = []
+        dropped: list[_Segment[E]] = []
+        pos, end = 0, len(names)
+        index: dict[str, int] | None = None
+        for segment in self._segments:
+            count = len(segment.names)
+            at: int | None = pos
+            if segment in dirty or not self._fits(segment, names, entries, pos):
+                at = None
+                if segment not in dirty:
+                    # entries deleted or added before it: look for it a little further
+                    # on, else anywhere
+                    first = segment.names[0]
+                    try:
+                        at = names.index(first, pos, pos + 2 * SEGMENT_ENTRIES)
+                    except ValueError:
+                        if index is None:
+                            index = dict(zip(names, range(end), strict=True))
+                        at = index.get(first)
+                    if at is not None and (at < pos or not self._fits(segment, names, entries, at)):
+                        at = None
+            if at is None:
+                dropped.append(segment)
+                continue
+            if at > pos:
+                self._build(names[pos:at], entries[pos:at], out)
+            out.append(segment)
+            pos = at + count
+        if pos < end:
+            self._build(names[pos:end], entries[pos:end], out)
+        for segment in dropped:  # names no segment holds now: deleted from the table
+            for name in segment.names:
+                if where.get(name) is segment:
+                    del where[name]
+                    cache.pop(name, None)
+        self._segments = out
+        return out
+
+    @staticmethod
+    def _fits(segment: _Segment[E], names: list[str], entries: list[E], at: int) -> bool:
+        """``segment`` is what the table holds from position ``at`` (C-level compares:
+        the same names, and entries that are the same objects or equal ones)."""
+        stop = at + len(segment.names)
+        return names[at:stop] == segment.names and entries[at:stop] == segment.entries
+
+    def _build(self, names: list[str], entries: list[E], out: list[_Segment[E]]) -> None:
+        """New segments for ``names`` / ``entries``, appended to ``out``; a short segment
+        at the end of ``out`` is joined again with them, so that creates one by one grow
+        the last segment instead of adding a segment each."""
+        if out and len(out[-1].names) < SEGMENT_ENTRIES:
+            last = out.pop()
+            names, entries = last.names + names, last.entries + entries
+        cache, where = self._rendered, self._where
+        for lo in range(0, len(names), SEGMENT_ENTRIES):
+            seg_names = names[lo : lo + SEGMENT_ENTRIES]
+            seg_entries = entries[lo : lo + SEGMENT_ENTRIES]
+            texts = []
+            for name, entry in zip(seg_names, seg_entries, strict=True):
+                kept = cache.get(name)
+                if kept is None or kept[0] is not entry:
+                    member = pretty_member(name, entry.to_json(), 1).encode("utf-8")
+                    kept = cache[name] = (entry, member)
+                texts.append(kept[1])
+            segment = _Segment(seg_names, seg_entries, b",\n".join(texts))
+            for name in seg_names:
+                where[name] = segment
+            out.append(segment)
 
     def _touch(self, name: str) -> None:
         """Mutators (under ``_lock``): ``name``'s entry changed, whatever its identity."""

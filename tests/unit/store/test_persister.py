@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from mqcore.common import fastjson
 from mqcore.errors import ConfigError
 from mqcore.store.metadata import TopicConfig, TopicConfigManager
 from mqcore.store.metadata.persister import ConfigPersister
@@ -91,3 +92,49 @@ def test_a_failed_write_fails_its_waiters(tmp_path: Path) -> None:
             persister.request_durable(manager).result(10)
     finally:
         persister.close()
+
+
+def test_an_acknowledged_change_is_in_the_file_a_restart_reads(tmp_path: Path) -> None:
+    """Creates and deletes from several threads, each waiting for its group commit: once
+    one is answered, the file on disk (read as a broker restarted after a crash reads it,
+    nothing flushed or closed) has it, whatever the other threads changed meanwhile."""
+    manager = TopicConfigManager(tmp_path)
+    for i in range(300):  # several segments of kept text
+        manager.update(TopicConfig(f"Old{i}", 4, 4))
+    manager.persist()
+    persister = ConfigPersister(interval=60)
+    persister.start()
+    failures: list[str] = []
+
+    def on_disk() -> dict[str, TopicConfig]:
+        reread = TopicConfigManager(tmp_path)
+        reread.load()
+        return reread.table
+
+    def creator(t: int) -> None:
+        for i in range(30):
+            name = f"T{t}-{i}"
+            manager.update(TopicConfig(name, 1 + i % 3, 4))
+            persister.request_durable(manager).result(10)
+            if on_disk().get(name) != TopicConfig(name, 1 + i % 3, 4):
+                failures.append(f"{name} acknowledged, not on disk")
+
+    def deleter() -> None:
+        for i in range(0, 300, 10):
+            manager.delete(f"Old{i}")
+            persister.request_durable(manager).result(10)
+            if f"Old{i}" in on_disk():
+                failures.append(f"Old{i} deleted, still on disk")
+
+    threads = [threading.Thread(target=creator, args=(t,)) for t in range(3)]
+    threads.append(threading.Thread(target=deleter))
+    try:
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(60)
+    finally:
+        persister.close()
+    assert not failures
+    assert on_disk() == manager.table
+    assert manager.path.read_text() == fastjson.dumps_pretty(manager.to_json())
