@@ -3,7 +3,7 @@
 Usage (RocketMQ 4.9.8 from ``../shared/tools/rmq-real/build.sh``, in ``$HOME/rmq-real``)::
 
     .venv/bin/python bench/scale.py [--systems mq,rocketmq] [--sizes 1000000,2000000,4000000]
-        [--topics 10000] [--tail 2000] [--burst 1000] [--rest 10] [--send-rate 1000]
+        [--topics 10000] [--tail 2000] [--burst 1000] [--rounds 3] [--rest 10] [--send-rate 1000]
         [--phases restart,topics] [--dir DIR] [--keep] [--json]
 
 For each system of ``--systems`` (``mq``: ``mq namesrv`` + ``mq broker``; ``rocketmq``:
@@ -33,6 +33,9 @@ same broker.conf keys (ASYNC_MASTER, ASYNC_FLUSH, 1 GiB commit log files):
    messages (SEND_MESSAGE_V2, sync, one in flight, paced at ``--send-rate`` a second, 0
    for as fast as the answers come), latency p50/p99 over ``--rest`` seconds at rest,
    then while ``--burst`` more topics are created one by one; the ratio of the two p99.
+   ``--rounds`` such rest + burst pairs on the same broker (the table grows by
+   ``--burst`` each), each shown, with the median ratio: one p99 of a few thousand sends
+   moves by tens of percent between runs on a machine that is not idle.
 4. **Broker RSS** (VmRSS, and RssAnon: the part that is not mapped store files) at the
    end of each phase.
 
@@ -59,6 +62,7 @@ import re
 import shutil
 import signal
 import socket
+import statistics
 import struct
 import subprocess
 import sys
@@ -740,7 +744,7 @@ def burst_phase(
 
 def topics_phase(
     lab: Lab, work: Path, system: str, args: argparse.Namespace
-) -> tuple[TopicsResult, BurstRow | None]:
+) -> tuple[TopicsResult, list[BurstRow]]:
     base = work / f"topics-{system}"
     namesrv = lab.start_namesrv(system, base / "namesrv")
     conf = lab.broker_conf(base / "broker.conf", base / "store", namesrv=True)
@@ -759,15 +763,25 @@ def topics_phase(
         system, rows, total, round(seconds, 1), have, round(rss / 1024, 1), round(anon / 1024, 1)
     )
     say(f"  {system}: {total:,} topics in {seconds:.1f} s, {have:,} routed")
-    burst = None
+    bursts: list[BurstRow] = []
     if args.burst > 0:
-        say(f"burst: {system}: sends at rest, then during {args.burst:,} creates")
-        burst = burst_phase(lab, system, broker, total, args.burst, args.rest, args.send_rate)
+        # p99 of a few thousand sends moves by tens of percent between runs on a shared
+        # machine: several rounds on the same broker show that spread, and the median
+        first = total
+        for round_no in range(1, args.rounds + 1):
+            say(
+                f"burst: {system}: round {round_no}/{args.rounds}, sends at rest, then during "
+                f"{args.burst:,} creates"
+            )
+            bursts.append(
+                burst_phase(lab, system, broker, first, args.burst, args.rest, args.send_rate)
+            )
+            first += args.burst
     lab.stop(broker)  # first: it unregisters at the name server
     lab.stop(namesrv)
     if not args.keep:
         shutil.rmtree(base, ignore_errors=True)
-    return result, burst
+    return result, bursts
 
 
 # -- output ---------------------------------------------------------------------------------
@@ -868,7 +882,8 @@ def print_tables(
             "failed",
         ):
             t.add_column(col, justify="left" if col == "system" else "right")
-        ref3 = {b.system: b.burst_p99_ms for b in bursts}.get("rocketmq")
+        ref_rows = [b.burst_p99_ms for b in bursts if b.system == "rocketmq"]
+        ref3 = statistics.median(ref_rows) if ref_rows else None
         for b in bursts:
             t.add_row(
                 SYSTEM_NAMES[b.system],
@@ -885,6 +900,14 @@ def print_tables(
                 f"{b.failed_sends:,}",
             )
         out.print(t)
+        for system in dict.fromkeys(b.system for b in bursts):
+            ratios = [b.p99_ratio for b in bursts if b.system == system]
+            out.print(
+                f"  {SYSTEM_NAMES[system]}: burst p99 ÷ rest p99 over {len(ratios)} rounds: "
+                f"median {statistics.median(ratios):.2f}x ("
+                + ", ".join(f"{r:.2f}" for r in ratios)
+                + ")"
+            )
     rss = rss_rows(restart_rows, topics, bursts)
     if rss:
         t = Table(title="Broker RSS at the end of each phase, MiB (RssAnon in brackets)")
@@ -912,9 +935,9 @@ def rss_rows(
         for x in topics:
             if x.system == system:
                 phases[f"{x.created:,} topics created"] = (x.rss_mib, x.rss_anon_mib)
-        for b in bursts:
+        for b in [b for b in bursts if b.system == system][-1:]:
             if b.system == system:
-                phases[f"after the burst ({b.topics_before + b.burst_creates:,})"] = (
+                phases[f"after the bursts ({b.topics_before + b.burst_creates:,})"] = (
                     b.rss_mib,
                     b.rss_anon_mib,
                 )
@@ -936,6 +959,7 @@ def main() -> None:
     parser.add_argument("--topics", type=int, default=10000, help="topics created one by one")
     parser.add_argument("--tail", type=int, default=2000, help="messages sent before the kill")
     parser.add_argument("--burst", type=int, default=1000, help="creates during the sends")
+    parser.add_argument("--rounds", type=int, default=3, help="rest + burst rounds per system")
     parser.add_argument("--rest", type=float, default=10.0, help="seconds of sends at rest")
     parser.add_argument("--send-rate", type=float, default=1000.0, help="sends/s, 0: unpaced")
     parser.add_argument("--phases", default="restart,topics", help="restart, topics (+burst)")
@@ -970,10 +994,9 @@ def main() -> None:
         if "topics" in phases:
             os.sync()  # no writeback of the restart phase's stores meanwhile
             for system in systems:
-                result, burst = topics_phase(lab, work, system, args)
+                result, rounds = topics_phase(lab, work, system, args)
                 topics.append(result)
-                if burst is not None:
-                    bursts.append(burst)
+                bursts.extend(rounds)
     except KeyboardInterrupt:
         say("interrupted")
         raise SystemExit(130) from None
