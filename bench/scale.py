@@ -3,8 +3,8 @@
 Usage (RocketMQ 4.9.8 from ``../shared/tools/rmq-real/build.sh``, in ``$HOME/rmq-real``)::
 
     .venv/bin/python bench/scale.py [--systems mq,rocketmq] [--sizes 1000000,2000000,4000000]
-        [--topics 10000] [--tail 2000] [--burst 1000] [--rounds 3] [--rest 10] [--send-rate 1000]
-        [--phases restart,topics] [--dir DIR] [--keep] [--json]
+        [--topics 10000] [--tail 2000] [--burst 1000] [--burst-rate 0] [--rounds 3]
+        [--rest 10] [--send-rate 1000] [--phases restart,topics] [--dir DIR] [--keep] [--json]
 
 For each system of ``--systems`` (``mq``: ``mq namesrv`` + ``mq broker``; ``rocketmq``:
 the Java NameServer and Broker of 4.9.8, ``-Xms512m -Xmx512m`` for the broker), with the
@@ -36,6 +36,8 @@ same broker.conf keys (ASYNC_MASTER, ASYNC_FLUSH, 1 GiB commit log files):
    ``--rounds`` such rest + burst pairs on the same broker (the table grows by
    ``--burst`` each), each shown, with the median ratio: one p99 of a few thousand sends
    moves by tens of percent between runs on a machine that is not idle.
+   ``--burst-rate`` paces the burst's creates (each system compared at the same pace
+   of creates: unpaced, a system that creates faster packs more work into each second).
 4. **Broker RSS** (VmRSS, and RssAnon: the part that is not mapped store files) at the
    end of each phase.
 
@@ -536,15 +538,25 @@ async def create_one(client: RemotingClient, broker: str, topic: str) -> float:
 
 
 async def create_topics(
-    system: str, broker: str, names: Sequence[str], marks: Sequence[int], window: int
+    system: str,
+    broker: str,
+    names: Sequence[str],
+    marks: Sequence[int],
+    window: int,
+    rate: float = 0.0,
 ) -> tuple[list[CreateRow], float]:
-    """Create ``names`` one by one; a row at each of ``marks`` (topics created so far)."""
+    """Create ``names`` one by one, at most ``rate`` a second (0: each as soon as the one
+    before is answered); a row at each of ``marks`` (topics created so far)."""
     rows = []
     latencies: list[float] = []
     every = max(1, len(names) // 10)
     async with RemotingClient() as client:
         began = time.perf_counter()
         for i, name in enumerate(names, 1):
+            if rate > 0:
+                wait = began + (i - 1) / rate - time.perf_counter()
+                if wait > 0:
+                    await asyncio.sleep(wait)
             latencies.append(await create_one(client, broker, name))
             if i in marks:
                 last = sorted(latencies[-window:])
@@ -690,7 +702,14 @@ def _stats(samples: list[float]) -> tuple[int, float, float, float]:
 
 
 def burst_phase(
-    lab: Lab, system: str, broker: Server, first: int, count: int, rest: float, rate: float
+    lab: Lab,
+    system: str,
+    broker: Server,
+    first: int,
+    count: int,
+    rest: float,
+    rate: float,
+    create_rate: float = 0.0,
 ) -> BurstRow:
     async def setup() -> None:
         async with RemotingClient() as client:
@@ -705,7 +724,7 @@ def burst_phase(
         time.sleep(rest)
         burst_began = time.monotonic()
         say(f"  {system}: sending, {count:,} creates one by one")
-        run(create_topics(system, lab.broker_addr, names, [], 1))
+        run(create_topics(system, lab.broker_addr, names, [], 1, create_rate))
         burst_ended = time.monotonic()
         conn.send("stop")
         starts = array("d", conn.recv_bytes())
@@ -774,7 +793,16 @@ def topics_phase(
                 f"{args.burst:,} creates"
             )
             bursts.append(
-                burst_phase(lab, system, broker, first, args.burst, args.rest, args.send_rate)
+                burst_phase(
+                    lab,
+                    system,
+                    broker,
+                    first,
+                    args.burst,
+                    args.rest,
+                    args.send_rate,
+                    args.burst_rate,
+                )
             )
             first += args.burst
     lab.stop(broker)  # first: it unregisters at the name server
@@ -959,6 +987,9 @@ def main() -> None:
     parser.add_argument("--topics", type=int, default=10000, help="topics created one by one")
     parser.add_argument("--tail", type=int, default=2000, help="messages sent before the kill")
     parser.add_argument("--burst", type=int, default=1000, help="creates during the sends")
+    parser.add_argument(
+        "--burst-rate", type=float, default=0.0, help="creates/s in a burst, 0: unpaced"
+    )
     parser.add_argument("--rounds", type=int, default=3, help="rest + burst rounds per system")
     parser.add_argument("--rest", type=float, default=10.0, help="seconds of sends at rest")
     parser.add_argument("--send-rate", type=float, default=1000.0, help="sends/s, 0: unpaced")
