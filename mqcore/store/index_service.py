@@ -69,6 +69,8 @@ class IndexService:
         self.max_index_num = max_index_num
         self.readonly = readonly
         self._files: list[IndexFile] = []
+        self._rolled: list[IndexFile] = []
+        """Files that filled up since the last :meth:`flush` (it syncs them)."""
         self._lock = threading.RLock()
 
     # -- loading ------------------------------------------------------------------------
@@ -131,6 +133,7 @@ class IndexService:
             for f in self._files:
                 f.destroy()
             self._files = []
+            self._rolled = []
             return held
 
     # -- writing ------------------------------------------------------------------------
@@ -199,16 +202,30 @@ class IndexService:
         )
         self._files.append(new)
         if prev is not None:
-            prev.flush()
+            prev.write_header()
+            self._rolled.append(prev)  # synced by the next flush, off the event loop
         return new
 
     def flush(self) -> None:
-        """msync the newest file; full files were flushed when they rolled."""
+        """Make the index durable: the newest file and those that filled up since the
+        last flush.
+
+        The headers are written under the lock, which the dispatcher holds while it
+        adds entries; the sync runs outside it. The dispatcher runs on the event loop for
+        every batch, and syncing a 400 MB file whose dirty pages are scattered hash
+        slots takes milliseconds, tens of them on a slow disk: held under the lock, that
+        stalled every send and pull each second (``flushIntervalConsumeQueue``), and a
+        roll synced a whole full file on the loop itself."""
         if self.readonly:
             return
         with self._lock:
-            if self._files:
-                self._files[-1].flush()
+            files = [*self._rolled, *self._files[-1:]]
+            self._rolled = []
+            for f in files:
+                if not f.closed:
+                    f.write_header()
+        for f in files:
+            f.sync()
 
     # -- reading ------------------------------------------------------------------------
 
@@ -257,15 +274,20 @@ class IndexService:
                 log.info("deleting expired index file %s", f.path)
                 f.destroy()
             del self._files[: len(doomed)]
+            self._rolled = [f for f in self._rolled if f not in doomed]
 
     def shutdown(self) -> None:
         """Flush (when writable) and unmap every file."""
         with self._lock:
-            if not self.readonly and self._files:
-                self._files[-1].flush()
+            if not self.readonly:
+                for f in [*self._rolled, *self._files[-1:]]:
+                    if not f.closed:
+                        f.flush()
+            self._rolled = []
             self._close_all()
 
     def _close_all(self) -> None:
         for f in self._files:
             f.close()
         self._files = []
+        self._rolled = []

@@ -216,3 +216,60 @@ def test_geometry_mismatch_is_reported(tmp_path: Path) -> None:
     other = IndexService(tmp_path, 8, 5)
     with pytest.raises(StoreError, match="expected"):
         other.load()
+
+
+def test_flush_syncs_rolled_files_outside_the_lock(
+    svc: IndexService, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A flush syncs the newest file and every file that filled up since the last flush,
+    and none of it under the lock the dispatcher takes for each batch: a sync takes
+    milliseconds, and the dispatcher runs on the event loop."""
+    import threading
+
+    from mqcore.store.index_file import IndexFile
+
+    synced: list[str] = []
+    held: list[bool] = []
+
+    def sync(self: IndexFile) -> None:
+        got: list[bool] = []
+
+        def take() -> None:  # another thread, as the event loop would be
+            if svc._lock.acquire(timeout=5):
+                got.append(True)
+                svc._lock.release()
+            else:
+                got.append(False)
+
+        other = threading.Thread(target=take)
+        other.start()
+        other.join()
+        held.append(not got[0])
+        synced.append(self.name)
+
+    monkeypatch.setattr(IndexFile, "sync", sync)
+    build(svc, 3)  # several files (4 keys each, 2-3 keys a record)
+    names = [f.name for f in svc.files]
+    assert len(names) > 1
+    assert synced == []  # rolling no longer syncs on the caller's (the loop's) thread
+    svc.flush()
+    assert synced == names
+    assert held and not any(held)
+    synced.clear()
+    svc.flush()
+    assert synced == names[-1:]  # the rolled ones once, the newest every time
+
+
+def test_a_rolled_file_reads_back_after_flush(tmp_path: Path) -> None:
+    """The headers of rolled files are written before their sync: another service
+    opening the store after a flush sees every file's entries."""
+    svc = IndexService(tmp_path, 7, 5)
+    svc.load()
+    build(svc, 10)
+    svc.flush()
+    again = IndexService(tmp_path, 7, 5, readonly=True)
+    again.load()
+    for i in range(10):
+        assert again.query("T", f"k{i}", 64, 0, 2**62).phy_offsets == [i * RECORD]
+    svc.shutdown()
+    again.shutdown()
