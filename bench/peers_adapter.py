@@ -304,7 +304,11 @@ class MqAdapter(Adapter):
             finally:
                 sem.release()
 
-        tasks = []
+        # Only the sends in flight are kept: holding all n tasks (and their messages) to
+        # the end made them survive into the oldest GC generation, and the full
+        # collection that followed held this process for ~30 ms at n = 10,000 (a late
+        # run of W4 messages at the same point of every run).
+        pending: set[asyncio.Future[None]] = set()
         pc = time.perf_counter
         t0 = pc()
         for i in range(n):
@@ -315,9 +319,11 @@ class MqAdapter(Adapter):
             elif now - target > interval_s:
                 late += 1
             await sem.acquire()
-            tasks.append(asyncio.ensure_future(one(make_payload(i))))
+            task = asyncio.ensure_future(one(make_payload(i)))
+            pending.add(task)
+            task.add_done_callback(pending.discard)
         end = pc()
-        await asyncio.gather(*tasks)
+        await asyncio.gather(*pending)
         if errors:
             raise self._fail(f"{len(errors)} paced sends failed, e.g. {errors[0]}")
         return {"acked": acked, "late_sends": late, "send_wall_s": end - t0}
