@@ -107,3 +107,19 @@ def test_stop_cancels_background_tasks_and_closes() -> None:
     loop.stop()
     assert cancelled == [True] and loop.loop.is_closed()
     loop.stop()  # idempotent
+
+
+def test_a_bounded_call_runs_in_one_task() -> None:
+    """A call with a timeout runs its coroutine in the one task ``run`` makes, not in a
+    second task as ``asyncio.wait_for`` does in 3.11: that task cost every blocking send
+    three more passes of the loop (8 instead of 5)."""
+    lt = CallerLoop()
+    try:
+
+        async def tasks_now() -> int:
+            return len(asyncio.all_tasks())
+
+        assert lt.run(tasks_now(), timeout=5) == 1
+        assert lt.run(tasks_now()) == 1
+    finally:
+        lt.stop()
