@@ -166,7 +166,7 @@ def apply(topics: TopicConfigManager, op: str, arg: str | int, value: int) -> No
     st.lists(st.tuples(change, st.booleans()), max_size=40),
     st.integers(1, 5),
 )
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=150, deadline=None)
 def test_kept_segments_render_as_a_full_rendering_after_any_changes(
     tmp_path_factory: pytest.TempPathFactory,
     initial: int,
