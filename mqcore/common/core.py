@@ -46,6 +46,7 @@ ENV_SWITCH: Final = "MQ_NO_EXTENSIONS"
 EXTENSIONS: Final = (
     "mqcore.common._javahash",
     "mqcore.protocol._header_binary",
+    "mqcore.message._record",
 )
 """Every compiled twin, by module name: what :func:`summary` reports on."""
 
