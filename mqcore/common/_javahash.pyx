@@ -1,4 +1,4 @@
-# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
+# cython: language_level=3, cdivision=True
 """Compiled twin of :mod:`mqcore.common.javahash` (the pure module is the reference).
 
 Java's ``String.hashCode`` over UTF-16 code units, computed straight from the str's own

@@ -47,6 +47,7 @@ EXTENSIONS: Final = (
     "mqcore.common._javahash",
     "mqcore.protocol._header_binary",
     "mqcore.message._record",
+    "mqcore.store._batch_encoder",
 )
 """Every compiled twin, by module name: what :func:`summary` reports on."""
 

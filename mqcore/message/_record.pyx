@@ -1,4 +1,4 @@
-# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
+# cython: language_level=3, cdivision=True
 """Compiled twin of the record decoder of :mod:`mqcore.message.record` (``_decode``).
 
 What a consumer spends its CPU on: every pulled message is one commit log record to turn

@@ -1,4 +1,4 @@
-# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
+# cython: language_level=3, cdivision=True
 """Compiled twin of :mod:`mqcore.protocol.header_binary` (the pure module is the reference).
 
 One pass over the header's bytes with a C pointer: every length is checked before it is

@@ -41,7 +41,9 @@ def never(*args: object) -> object:
 hosts = st.sampled_from([("127.0.0.1", 0), ("10.0.0.1", 10911), ("255.1.0.9", 65535)]) | st.just(
     ("::1", 9876)
 )
-prop_text = st.text(st.characters(exclude_characters="\x01\x02"), min_size=1, max_size=8)
+prop_text = st.text(
+    st.characters(exclude_characters="\x01\x02", exclude_categories=("Cs",)), min_size=1, max_size=8
+)
 
 
 def records(draw: Any) -> bytes:
