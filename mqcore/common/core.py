@@ -46,6 +46,7 @@ ENV_SWITCH: Final = "MQ_NO_EXTENSIONS"
 EXTENSIONS: Final = (
     "mqcore.common._javahash",
     "mqcore.protocol._header_binary",
+    "mqcore.protocol._header_json",
     "mqcore.message._record",
     "mqcore.store._batch_encoder",
 )
