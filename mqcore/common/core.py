@@ -45,6 +45,7 @@ ENV_SWITCH: Final = "MQ_NO_EXTENSIONS"
 
 EXTENSIONS: Final = (
     "mqcore.common._javahash",
+    "mqcore.protocol._codec",
     "mqcore.protocol._header_binary",
     "mqcore.protocol._header_json",
     "mqcore.message._record",
