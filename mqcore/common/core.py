@@ -50,6 +50,7 @@ EXTENSIONS: Final = (
     "mqcore.protocol._header_json",
     "mqcore.message._record",
     "mqcore.store._batch_encoder",
+    "mqcore.store._index_file",
 )
 """Every compiled twin, by module name: what :func:`summary` reports on."""
 
