@@ -137,8 +137,9 @@ def build(root: Path = ROOT, out_dir: Path | None = None) -> BuildResult:
     for target, proc, tmp_target in jobs:
         output, _ = proc.communicate()
         if proc.returncode != 0 and not failed:
-            first = output.decode(errors="replace").strip().splitlines()[:1]
-            failed = f"the C compiler failed ({' '.join(_compiler())}: {first or 'no output'})"
+            lines = output.decode(errors="replace").strip().splitlines()
+            errors = [line for line in lines if "error" in line] or lines or ["no output"]
+            failed = f"the C compiler failed ({' '.join(_compiler())}: {errors[0]})"
         if proc.returncode == 0:
             tmp_target.replace(target)  # atomic: a running process keeps its mapped copy
             result.built.append(target)
