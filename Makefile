@@ -59,11 +59,12 @@ test-tools:
 # (MQ_NO_EXTENSIONS=1), seconds, not a second full pass: the parity tests have already
 # proven both cores give the same answers.
 PURE_SUBSET := tests/unit/protocol tests/unit/message tests/unit/common \
-	tests/unit/store/test_index_file.py tests/unit/store/test_commitlog_encoding.py
+	tests/unit/store/test_index_file.py tests/unit/store/test_commitlog_encoding.py \
+	tests/unit/store/test_deferred_dispatch.py tests/unit/client/test_pull_decode.py
 
 unit: dev test-tools
 	$(BIN)/pytest -n 2 $(PYTEST_ARGS)
-	MQ_NO_EXTENSIONS=1 $(BIN)/pytest -q -p no:cacheprovider $(PURE_SUBSET)
+	MQ_NO_EXTENSIONS=1 $(BIN)/pytest -q -p no:cacheprovider -k "not compiled" $(PURE_SUBSET)
 
 # The documentation site, with warnings as errors (a broken link or a docstring the API
 # reference cannot read fails the build); it lands in build/site.
