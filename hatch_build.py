@@ -81,6 +81,22 @@ def _current(pyx: Path, target: Path) -> bool:
         return False
 
 
+def _compiler_fails(work: Path) -> str:
+    """Why the C compiler cannot build an extension ("" when it can): a one-line probe
+    before any Cython work, so a machine without a compiler loses no time."""
+    probe = work / "probe.c"
+    probe.write_text("int mq_probe(void) { return 0; }\n")
+    cmd = [*_compiler(), "-shared", "-fPIC", str(probe), "-o", str(work / "probe.so")]
+    try:
+        proc = subprocess.run(cmd, capture_output=True, check=False)
+    except OSError as exc:
+        return f"no C compiler ({' '.join(_compiler())}: {exc.strerror})"
+    if proc.returncode != 0:
+        lines = proc.stderr.decode(errors="replace").strip().splitlines() or ["no output"]
+        return f"the C compiler does not work ({' '.join(_compiler())}: {lines[0]})"
+    return ""
+
+
 def build(root: Path = ROOT, out_dir: Path | None = None) -> BuildResult:
     """Compile every ``.pyx`` under ``root``: in place (``out_dir`` None) or into
     ``out_dir`` with the package layout. Never raises for a missing tool: the result's
@@ -99,15 +115,27 @@ def build(root: Path = ROOT, out_dir: Path | None = None) -> BuildResult:
         return result
     work = root / "build" / "cython"
     work.mkdir(parents=True, exist_ok=True)
+    broken = _compiler_fails(work)
+    if broken:
+        result.note = f"{broken}: building the pure-Python mq (same behaviour)"
+        return result
     suffix = sysconfig.get_config_var("EXT_SUFFIX") or ".so"
     include = sysconfig.get_paths()["include"]
     c_files: list[tuple[Path, Path]] = []
     for pyx in pyx_files:  # first every translation: a Cython error builds nothing
         rel = pyx.relative_to(root)
-        if out_dir is None and _current(pyx, pyx.parent / (pyx.stem + suffix)):
-            result.built.append(pyx.parent / (pyx.stem + suffix))
-            result.current.append(result.built[-1])
-            continue  # in place and built from this very source: nothing to do
+        in_place = pyx.parent / (pyx.stem + suffix)
+        if _current(pyx, in_place):
+            # Built in place from this very source (make, an editable install): nothing
+            # to compile; a wheel takes a copy.
+            target = in_place
+            if out_dir is not None:
+                target = out_dir / rel.parent / in_place.name
+                target.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(in_place, target)
+            result.built.append(target)
+            result.current.append(target)
+            continue
         c_file = work / rel.with_suffix(".c")
         c_file.parent.mkdir(parents=True, exist_ok=True)
         try:

@@ -34,7 +34,6 @@ __all__ = [
     "ENV_SWITCH",
     "EXTENSIONS",
     "CoreStatus",
-    "StaleExtensionWarning",
     "check_stamp",
     "load",
     "status",
@@ -54,10 +53,6 @@ EXTENSIONS: Final = (
     "mqcore.store._index_file",
 )
 """Every compiled twin, by module name: what :func:`summary` reports on."""
-
-
-class StaleExtensionWarning(RuntimeWarning):
-    """A compiled twin older than its ``.pyx``: the pure twin runs instead."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,7 +96,7 @@ def check_stamp(module: ModuleType, source: Path | None = None) -> str:
 def load(name: str) -> ModuleType | None:
     """The compiled twin ``name`` (e.g. ``"mqcore.protocol._header_binary"``), or None
     when the pure one must run; the reason is kept for :func:`status`. A stale twin
-    warns once (:class:`StaleExtensionWarning`)."""
+    warns once (a :class:`RuntimeWarning`)."""
     if name in _MODULES:
         return _MODULES[name]
     module: ModuleType | None = None
@@ -120,7 +115,7 @@ def load(name: str) -> ModuleType | None:
                 warnings.warn(
                     f"mq: the compiled {name} is stale ({reason[7:]}); running the pure"
                     " twin. Run `make` (or pip install again) to rebuild it.",
-                    StaleExtensionWarning,
+                    RuntimeWarning,
                     stacklevel=3,
                 )
     _MODULES[name] = module

@@ -71,8 +71,9 @@ cdef int64_t _I64_MIN = -0x7FFFFFFFFFFFFFFF - 1
 cdef int64_t _I64_MAX = 0x7FFFFFFFFFFFFFFF
 
 
-class _Irregular(Exception):
-    """Internal: the fast path stops, the pure twin takes the batch."""
+cdef object _Irregular = ValueError
+"""Raised inside to stop the fast path: the pure twin then takes the batch (whatever is
+raised on the way, this or another error, ends in the pure function)."""
 
 
 cdef inline void _put32(uint8_t *p, uint32_t v) noexcept nogil:
