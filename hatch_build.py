@@ -221,11 +221,14 @@ class CustomBuildHook(BuildHookInterface):  # type: ignore[misc,valid-type]
 
 
 def main() -> int:
-    """``python hatch_build.py``: rebuild the extensions in place (what ``make`` runs)."""
+    """``python hatch_build.py [--quiet]``: rebuild the extensions in place (what ``make``
+    runs); ``--quiet`` names only what it compiled."""
+    quiet = "--quiet" in sys.argv[1:]
     result = build()
     for path in result.built:
-        state = "up to date" if path in result.current else "built"
-        print(f"{state}: {path.relative_to(ROOT)}")
+        current = path in result.current
+        if not (quiet and current):
+            print(f"{'up to date' if current else 'built'}: {path.relative_to(ROOT)}")
     if result.note:
         print(f"mq: {result.note}", file=sys.stderr)
     return 0
