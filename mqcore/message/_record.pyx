@@ -246,8 +246,10 @@ def decoder(reference):
         else:
             PyObject_GetBuffer(buf, &view, PyBUF_SIMPLE)
             try:
-                found = _fast(<const uint8_t *> view.buf, view.len, pos, strict, read_body,
-                              decompress)
+                found = None
+                if view.len == len(buf):  # not a view of wider items (len() counts those)
+                    found = _fast(<const uint8_t *> view.buf, view.len, pos, strict,
+                                  read_body, decompress)
             finally:
                 PyBuffer_Release(&view)
         if found is None:

@@ -307,6 +307,8 @@ cdef object _encode(object batch, int64_t phy, int64_t next_queue_offset, object
         p += 16
         PyObject_GetBuffer(<object> PyList_GET_ITEM(bodies, i), &view, PyBUF_SIMPLE)
         try:
+            if view.len != body_len:  # a view of wider items: len() is not its bytes
+                raise _Irregular()
             memcpy(p, view.buf, body_len)
         finally:
             PyBuffer_Release(&view)

@@ -114,6 +114,7 @@ def odd_batches() -> list[list[MessageExt]]:
         [msg(born_timestamp=1.5)],
         [msg(body="text")],
         [msg(body=bytearray(b"ba")), msg(body=memoryview(b"mv"))],
+        [msg(body=memoryview(b"abcdefgh").cast("i"))],  # len() counts items, not bytes
         [],
     ]
 
