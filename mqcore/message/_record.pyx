@@ -257,3 +257,57 @@ def decoder(reference):
         return found
 
     return _decode
+
+
+cdef object _batch(const uint8_t *buf, Py_ssize_t end):
+    """The entries of a SEND_BATCH_MESSAGE body, or None for the reference."""
+    cdef list out = []
+    cdef Py_ssize_t pos = 0, p
+    cdef int32_t total, body_len
+    cdef Py_ssize_t props_len
+    while pos < end:
+        if end - pos < 22:
+            return None
+        total = _i32(buf + pos)
+        body_len = _i32(buf + pos + 16)
+        p = pos + 20
+        if body_len < 0 or p + body_len + 2 > end:
+            return None
+        body = PyBytes_FromStringAndSize(<const char *> buf + p, body_len)
+        p += body_len
+        props_len = <int16_t> ((buf[p] << 8) | buf[p + 1])
+        p += 2
+        if props_len < 0 or p + props_len > end:
+            return None
+        properties = _properties(buf + p, props_len)
+        if properties is None:
+            return None
+        p += props_len
+        if total != p - pos:
+            return None
+        out.append((_i32(buf + pos + 12), body, properties))
+        pos = p
+    return out
+
+
+def batch_decoder(reference):
+    """``decode_batch_body(buf)`` compiled, handing a body it does not read (errors
+    included) to ``reference`` (the pure function)."""
+
+    def decode_batch_body(buf):
+        cdef Py_buffer view
+        if type(buf) is bytes:
+            found = _batch(<const uint8_t *> PyBytes_AS_STRING(buf), len(<bytes> buf))
+        else:
+            PyObject_GetBuffer(buf, &view, PyBUF_SIMPLE)
+            try:
+                found = None
+                if view.len == len(buf):
+                    found = _batch(<const uint8_t *> view.buf, view.len)
+            finally:
+                PyBuffer_Release(&view)
+        if found is None:
+            return reference(buf)
+        return found
+
+    return decode_batch_body

@@ -27,10 +27,11 @@ Two decoding modes: *strict* (the store's view: TOTALSIZE must match the fields 
 record must fit) and *lenient* (the client's view of a pull body: parse field by field,
 ignore TOTALSIZE, like Java's ``MessageDecoder.decode``).
 
-``_decode`` below is the reference decoder; ``_record.pyx`` is its compiled twin, taken at
-import when built (see :mod:`mqcore.common.core`): a consumer spends most of its CPU
-decoding pulled records. The twin reads the regular records itself and hands every other
-one (errors included) to this reference.
+``_decode`` and ``decode_batch_body`` below are the reference decoders; ``_record.pyx`` is
+their compiled twin, taken at import when built (see :mod:`mqcore.common.core`): a consumer
+spends most of its CPU decoding pulled records, a broker a batch send's entries. The twin
+reads the regular records itself and hands every other one (errors included) to the
+reference.
 """
 
 from __future__ import annotations
@@ -549,9 +550,13 @@ def decode_batch_body(
     return out
 
 
-PURE: Final[dict[str, Callable[..., Any]]] = {"_decode": _decode}
-"""The pure decoder, kept for the parity tests whichever core runs."""
+PURE: Final[dict[str, Callable[..., Any]]] = {
+    "_decode": _decode,
+    "decode_batch_body": decode_batch_body,
+}
+"""The pure decoders, kept for the parity tests whichever core runs."""
 
 _compiled = load("mqcore.message._record")
 if _compiled is not None:
     _decode = _compiled.decoder(PURE["_decode"])
+    decode_batch_body = _compiled.batch_decoder(PURE["decode_batch_body"])

@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 from mqcore.message import SysFlag, encode_record
 from mqcore.message import record as pure_module
 from mqcore.message.const import MESSAGE_MAGIC_CODE_V2
+from mqcore.message.record import encode_batch_body
 from tests.support.compiled import compiled_twin, outcome
 
 pure_decode = pure_module.PURE["_decode"]
@@ -158,3 +159,48 @@ def test_properties_that_are_not_utf8_raise_the_reference_error(
     expected = outcome(pure_decode, buf, 0, True, False, True, True)
     assert expected[0] is not str and "not UTF-8" in expected[1]
     assert outcome(twin, buf, 0, True, False, True, True) == expected
+
+
+pure_batch = pure_module.PURE["decode_batch_body"]
+
+
+@pytest.fixture(scope="module")
+def batch_twin() -> Callable[..., Any]:
+    module: ModuleType = compiled_twin("mqcore.message._record")
+    decode: Callable[..., Any] = module.batch_decoder(pure_batch)
+    return decode
+
+
+entries = st.lists(
+    st.tuples(
+        st.integers(-(2**31), 2**31 - 1),
+        st.binary(max_size=30),
+        st.dictionaries(prop_text, prop_text, max_size=3),
+    ),
+    max_size=4,
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(entries, st.data())
+def test_compiled_batch_decoder_equals_the_pure_one(
+    batch_twin: Callable[..., Any], batch: list[tuple[int, bytes, dict[str, str]]], data: Any
+) -> None:
+    raw = encode_batch_body(batch)
+    module: ModuleType = compiled_twin("mqcore.message._record")
+    assert module.batch_decoder(never)(raw) == pure_batch(raw) == batch  # read by the twin
+    bad = bytearray(raw + data.draw(st.binary(max_size=4)))
+    for _ in range(data.draw(st.integers(0, 3))):
+        if bad:
+            bad[data.draw(st.integers(0, len(bad) - 1))] = data.draw(st.integers(0, 255))
+    bad = bad[: data.draw(st.integers(0, len(bad)))]
+    for form in (bytes(bad), bad, memoryview(bad)):
+        assert outcome(batch_twin, form) == outcome(pure_batch, form)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.binary(max_size=60))
+def test_compiled_batch_decoder_on_arbitrary_bytes(
+    batch_twin: Callable[..., Any], raw: bytes
+) -> None:
+    assert outcome(batch_twin, raw) == outcome(pure_batch, raw)
