@@ -30,6 +30,7 @@ import shutil
 import subprocess
 import sys
 import sysconfig
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -114,7 +115,10 @@ def build(root: Path = ROOT, out_dir: Path | None = None) -> BuildResult:
         result.note = "Cython is not installed: building the pure-Python mq (same behaviour)"
         return result
     work = root / "build" / "cython"
-    work.mkdir(parents=True, exist_ok=True)
+    try:
+        work.mkdir(parents=True, exist_ok=True)
+    except OSError:  # a read-only source tree: the C files go to a temporary directory
+        work = Path(tempfile.mkdtemp(prefix="mq-cython-"))
     broken = _compiler_fails(work)
     if broken:
         result.note = f"{broken}: building the pure-Python mq (same behaviour)"
@@ -204,9 +208,9 @@ class CustomBuildHook(BuildHookInterface):  # type: ignore[misc,valid-type]
             return
         root = Path(self.root)
         editable = version == "editable"
-        out_dir = None if editable else root / "build" / "cython" / "lib"
-        if out_dir is not None and out_dir.exists():
-            shutil.rmtree(out_dir)
+        out_dir = None
+        if not editable:  # the wheel's extensions, kept until finalize has packed them
+            self._out_dir = out_dir = Path(tempfile.mkdtemp(prefix="mq-wheel-core-"))
         result = build(root, out_dir)
         if result.note:
             self.app.display_warning(f"mq: {result.note}")
@@ -218,6 +222,11 @@ class CustomBuildHook(BuildHookInterface):  # type: ignore[misc,valid-type]
             for path in result.built:
                 build_data["force_include"][str(path)] = str(path.relative_to(out_dir))
         self.app.display_info(f"mq: compiled core built ({len(result.built)} extensions)")
+
+    def finalize(self, version: str, build_data: dict[str, Any], artifact_path: str) -> None:
+        out_dir = getattr(self, "_out_dir", None)
+        if out_dir is not None:
+            shutil.rmtree(out_dir, ignore_errors=True)
 
 
 def main() -> int:
