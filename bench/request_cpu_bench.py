@@ -14,15 +14,18 @@ serializations, PULL_MESSAGE), parsing their typed headers, building and encodin
 answers, and queueing answers on a :class:`Channel` (``send`` + the end-of-pass flush, with
 16 answers per loop pass) against a transport that only counts.
 Client side: header -> extFields, reading the send answer's header, unique keys and
-offset message ids.
+offset message ids, decoding a pull body into messages.
+Store side: a 1 KiB send's records prepared and encoded, one unique key indexed.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import atexit
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -33,7 +36,11 @@ from typing import Any
 
 from samples import SEND
 
+from mqcore.client.pull_decode import decode_pulled
 from mqcore.message.ids import create_offset_msg_id, create_uniq_key
+from mqcore.message.model import MessageExt
+from mqcore.message.properties import parse_properties_text
+from mqcore.message.record import encode_record
 from mqcore.protocol import (
     NEED_DATA,
     FrameDecoder,
@@ -56,6 +63,8 @@ from mqcore.remoting import (
     new_event_loop,
 )
 from mqcore.remoting.channel import Channel
+from mqcore.store import batch_encoder
+from mqcore.store.index_file import IndexFile
 
 PULL = PullMessageRequestHeader(
     consumer_group="cg",
@@ -194,7 +203,40 @@ def rows() -> list[tuple[str, Callable[[int], object]]]:
     host = ("10.0.0.1", 10911)
     out.append(("create_offset_msg_id", _repeat(lambda: create_offset_msg_id(host, 1_000_000))))
     out.append(("channel send+flush, 16 answers/pass (JSON)", _channel_sends(answer, 16)))
+    out.extend(_message_rows())
     return out
+
+
+def _message_rows() -> list[tuple[str, Callable[[int], object]]]:
+    """Per-message work outside the protocol: the consumer's decode, the store's encode
+    and index (the send's properties as a Java producer sets them)."""
+    props = parse_properties_text(SEND.properties)
+    hosts = {"born_host": ("10.0.0.1", 52311), "store_host": ("10.0.0.2", 10911)}
+    record = encode_record(topic="TopicTest", body=b"x" * 1024, properties=props, **hosts)
+    body = bytes(record) * 32
+    msg = MessageExt(topic="TopicTest", body=b"x" * 1024, properties=props, **hosts)
+
+    def store_one() -> object:
+        return batch_encoder.encode(batch_encoder.prepare([msg], 4 << 20), 1 << 30, 7, 1)
+
+    index_dir = tempfile.mkdtemp(prefix="mq-bench-index-")
+    atexit.register(shutil.rmtree, index_dir, True)
+    index = IndexFile.create(Path(index_dir) / "index", 100_000, 2_000_000)
+    keys = iter(
+        [f"TopicTest#{create_uniq_key()}" for _ in range(200_000)]
+    )  # > 5 x 20,000 + warm-ups
+
+    def index_one() -> object:
+        return index.put_key(next(keys), 1 << 30, 1_700_000_000_000, write_header=False)
+
+    return [
+        (
+            "client: decode pull body, 32 x 1 KiB records",
+            _repeat(lambda: decode_pulled(body, "TopicTest")),
+        ),
+        ("store: prepare+encode a 1 KiB send", _repeat(store_one)),
+        ("store: index a unique key (put_key)", _repeat(index_one)),
+    ]
 
 
 def _loop() -> asyncio.AbstractEventLoop:

@@ -208,7 +208,11 @@ app = typer.Typer(
 
 def _version(value: bool) -> None:
     if value:
-        typer.echo(f"mq {__version__}")
+        from mqcore.common.core import summary
+
+        # The version alone on the first line, for scripts; then which core runs (the
+        # compiled twins, or the pure ones and why), the first question on a slow broker.
+        typer.echo(f"mq {__version__}\ncore: {summary()}")
         raise typer.Exit()
 
 

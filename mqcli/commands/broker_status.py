@@ -203,6 +203,8 @@ def _status_doc(
         **ha.to_json(),
         "timestamp": now,
         "version": rt.get("brokerVersionDesc"),
+        # which core the broker runs: compiled, or pure and why (mq brokers only)
+        "core": rt.get("mqCore"),
         "bootTimestamp": boot,
         "uptimeMs": now - boot if boot else None,
         "putTps": first_rate(rt.get("putTps")),
@@ -282,6 +284,7 @@ def _render(
     kv = make_table("Runtime", "KEY", "VALUE")
     for key, value in (
         ("version", doc["version"]),
+        ("core", doc["core"]),
         ("uptime", f"{fmt_age(doc['uptimeMs'])} (since {fmt_ts(doc['bootTimestamp'] or 0)})"),
         ("put TPS 10s/60s/600s", rt.get("putTps")),
         ("get TPS 10s/60s/600s", rt.get("getTransferedTps")),

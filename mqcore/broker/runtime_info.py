@@ -13,6 +13,7 @@ import shutil
 import time
 from typing import TYPE_CHECKING
 
+from mqcore.common.core import summary as core_summary
 from mqcore.protocol import MQ_VERSION
 from mqcore.store.cleanup import disk_used_ratio
 from mqcore.store.store_config import BrokerRole
@@ -62,6 +63,8 @@ class RuntimeInfo:
         info.update(c.stats.runtime_info())
         info["brokerVersionDesc"] = BROKER_VERSION_DESC
         info["brokerVersion"] = str(MQ_VERSION)
+        # mq's own key: the compiled core or the pure one (and why), as `mq --version` says
+        info["mqCore"] = core_summary()
         info["bootTimestamp"] = str(self.boot_ms)
         info["runtime"] = runtime_text(time.monotonic() - self.boot_monotonic)
         info["startAcceptSendRequestTimeStamp"] = "0"

@@ -2,11 +2,19 @@
 
 RocketMQ hashes strings as Java does: over UTF-16 code units (a non-BMP character counts
 as two surrogate units), with 32-bit wrap-around, read as a signed int.
+
+The functions below are the reference; ``_javahash.pyx`` is their compiled twin, taken at
+import when built (see :mod:`mqcore.common.core`): the index hashes a new unique key per
+message, where the cache below never hits and the Python loop was the cost.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import lru_cache
+from typing import Any, Final
+
+from mqcore.common.core import load
 
 _MASK = 0xFFFFFFFF
 
@@ -25,16 +33,33 @@ def java_string_hash(value: str) -> int:
     return h - 0x100000000 if h & 0x80000000 else h
 
 
+_pure_hash = java_string_hash  # what the pure functions below call, whichever core runs
+
+
 def tags_hash_code(tags: str | None) -> int:
     """Consume queue tag slot value for ``tags`` (0 when there is no tag)."""
     if not tags:
         return 0
-    return java_string_hash(tags)
+    return _pure_hash(tags)
 
 
 def index_key_hash(key: str) -> int:
     """Non-negative key hash used by index files (Java's ``abs`` quirk included)."""
-    h = java_string_hash(key)
+    h = _pure_hash(key)
     if h == -0x80000000:
         return 0
     return abs(h)
+
+
+PURE: Final[dict[str, Callable[..., Any]]] = {
+    "java_string_hash": java_string_hash,
+    "tags_hash_code": tags_hash_code,
+    "index_key_hash": index_key_hash,
+}
+"""The pure functions, kept for the parity tests whichever core runs."""
+
+_compiled = load("mqcore.common._javahash")
+if _compiled is not None:
+    java_string_hash = _compiled.java_string_hash
+    tags_hash_code = _compiled.tags_hash_code
+    index_key_hash = _compiled.index_key_hash

@@ -26,15 +26,23 @@ The blank end-of-file record is ``[i32 remaining bytes][i32 BLANK_MAGIC_CODE]``.
 Two decoding modes: *strict* (the store's view: TOTALSIZE must match the fields and the
 record must fit) and *lenient* (the client's view of a pull body: parse field by field,
 ignore TOTALSIZE, like Java's ``MessageDecoder.decode``).
+
+``_decode`` and ``decode_batch_body`` below are the reference decoders; ``_record.pyx`` is
+their compiled twin, taken at import when built (see :mod:`mqcore.common.core`): a consumer
+spends most of its CPU decoding pulled records, a broker a batch send's entries. The twin
+reads the regular records itself and hands every other one (errors included) to the
+reference.
 """
 
 from __future__ import annotations
 
 import struct
 import zlib
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from typing import Any, Final
 
+from mqcore.common.core import load
 from mqcore.common.javahash import tags_hash_code
 from mqcore.errors import CorruptRecordError
 from mqcore.message.const import (
@@ -540,3 +548,15 @@ def decode_batch_body(
         out.append((flag, body, props))
         pos = p
     return out
+
+
+PURE: Final[dict[str, Callable[..., Any]]] = {
+    "_decode": _decode,
+    "decode_batch_body": decode_batch_body,
+}
+"""The pure decoders, kept for the parity tests whichever core runs."""
+
+_compiled = load("mqcore.message._record")
+if _compiled is not None:
+    _decode = _compiled.decoder(PURE["_decode"])
+    decode_batch_body = _compiled.batch_decoder(PURE["decode_batch_body"])

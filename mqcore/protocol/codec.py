@@ -11,14 +11,19 @@ Modelled on h11: :class:`FrameDecoder` never touches a socket. ``receive_data`` 
 whatever chunk arrived (``b""`` means EOF); ``next_command`` returns a command or
 :data:`NEED_DATA`. The length word is checked before the frame is buffered, so a peer
 announcing 2 GiB is refused at once instead of after it has filled our memory.
+
+:class:`FrameDecoder` and :func:`encode_buffers` here are the reference; ``_codec.pyx`` is
+their compiled twin, taken at import when built (see :mod:`mqcore.common.core`).
 """
 
 from __future__ import annotations
 
 import struct
+from collections.abc import Callable
 from enum import Enum
-from typing import Final, Literal
+from typing import Any, Final, Literal
 
+from mqcore.common.core import load
 from mqcore.errors import LocalProtocolError, RemoteProtocolError
 from mqcore.protocol.codes import SerializeType
 from mqcore.protocol.command import Body, RemotingCommand
@@ -191,3 +196,23 @@ def encode_buffers(
 def encode(cmd: RemotingCommand, *, max_frame: int = DEFAULT_MAX_FRAME) -> bytes:
     """The whole frame as one ``bytes`` (copies the body; fine for small commands)."""
     return b"".join(encode_buffers(cmd, max_frame=max_frame))
+
+
+PURE: Final[dict[str, Callable[..., Any]]] = {
+    "FrameDecoder": FrameDecoder,
+    "encode_buffers": encode_buffers,
+}
+"""The pure class and function, kept for the parity tests whichever core runs."""
+
+_compiled = load("mqcore.protocol._codec")
+if _compiled is not None:
+    _compiled.bind(
+        decode_json_header,
+        decode_binary_header,
+        encode_json_header,
+        encode_binary_header,
+        NEED_DATA,
+        DEFAULT_MAX_FRAME,
+    )
+    FrameDecoder = _compiled.FrameDecoder  # type: ignore[misc]
+    encode_buffers = _compiled.encode_buffers

@@ -9,12 +9,18 @@ Layout (big-endian)::
 
 Java clients use it only with ``-Drocketmq.serialize.type=ROCKETMQ``; ali-ons cannot read it,
 which is why a server must answer in the form of the request.
+
+The functions here are the reference; ``_header_binary.pyx`` is their compiled twin, taken
+at import when built (see :mod:`mqcore.common.core`).
 """
 
 from __future__ import annotations
 
 import struct
+from collections.abc import Callable
+from typing import Any, Final
 
+from mqcore.common.core import load
 from mqcore.errors import LocalProtocolError, RemoteProtocolError
 from mqcore.protocol.codes import LanguageCode, SerializeType
 from mqcore.protocol.command import Body, RemotingCommand, make_command
@@ -161,3 +167,15 @@ def encode_binary_header(cmd: RemotingCommand) -> bytes:
         raise LocalProtocolError(f"cannot encode binary header: {exc}") from None
     ext = b"".join(parts)
     return b"".join((fixed, _I32.pack(len(remark)), remark, _I32.pack(len(ext)), ext))
+
+
+PURE: Final[dict[str, Callable[..., Any]]] = {
+    "decode_binary_header": decode_binary_header,
+    "encode_binary_header": encode_binary_header,
+}
+"""The pure functions, kept for the parity tests whichever core runs."""
+
+_compiled = load("mqcore.protocol._header_binary")
+if _compiled is not None:
+    decode_binary_header = _compiled.decode_binary_header
+    encode_binary_header = _compiled.encode_binary_header

@@ -10,14 +10,19 @@ on the append position (CRC, properties, tails, lengths) is computed before the 
 lock; inside it, one ``pack`` per record with the final queue offset, physical offset
 and store timestamp, and one ``join`` for the batch - the bytes are then copied into the
 mapped file once. This is the per-message budget of the hot path.
+
+``prepare`` and ``encode`` below are the reference; ``_batch_encoder.pyx`` is their
+compiled twin, taken at import when built (see :mod:`mqcore.common.core`).
 """
 
 from __future__ import annotations
 
 import zlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Any, Final
 
+from mqcore.common.core import load
 from mqcore.errors import StoreError
 from mqcore.message.const import (
     MESSAGE_MAGIC_CODE,
@@ -178,3 +183,11 @@ def encode(
         offsets.append(pos)
         pos += size
     return b"".join(parts), offsets, qoffsets, qo
+
+
+PURE: Final[dict[str, Callable[..., Any]]] = {"prepare": prepare, "encode": encode}
+"""The pure functions, kept for the parity tests whichever core runs."""
+
+_compiled = load("mqcore.store._batch_encoder")
+if _compiled is not None:
+    prepare, encode = _compiled.encoders(prepare, encode, PreparedBatch)

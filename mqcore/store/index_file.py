@@ -26,6 +26,10 @@ the same hash: callers re-check the real key, as RocketMQ's clients do.
 Reading never trusts the bytes: geometry and header are checked when a file is opened, and
 chains are walked defensively (a corrupt ``prevIndex`` ends the chain), so arbitrary bytes
 give :class:`~mqcore.errors.CorruptRecordError` or plain results, never another exception.
+
+:meth:`IndexFile.put_key` is the reference; ``_index_file.pyx`` is its compiled twin, taken
+at import when built (see :mod:`mqcore.common.core`): the dispatcher indexes every
+message's unique key.
 """
 
 from __future__ import annotations
@@ -36,8 +40,9 @@ import struct
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, Final, NamedTuple
 
+from mqcore.common.core import load
 from mqcore.common.javahash import index_key_hash
 from mqcore.errors import CorruptRecordError, StoreError
 from mqcore.store.mapped_file import RESERVE_STEP, reserve_blocks, sync_mapped
@@ -566,3 +571,13 @@ def _geometry_fits(data: bytes | mmap.mmap, slots: int, index_count: int) -> boo
         if got is None or not n <= got[2] <= last:
             return False
     return True
+
+
+PURE: Final[dict[str, Callable[..., Any]]] = {"put_key": IndexFile.put_key}
+"""The pure method, kept for the parity tests whichever core runs."""
+
+_compiled = load("mqcore.store._index_file")
+if _compiled is not None:
+    IndexFile.put_key = _compiled.put_key_method(  # type: ignore[method-assign]
+        PURE["put_key"], index_key_hash
+    )

@@ -13,6 +13,7 @@ import orjson
 import pexpect
 import pytest
 
+from mqcore.common.core import summary as core_summary
 from tests.support.cluster import Cluster
 
 # Level 3 is 3 s here so a test can watch a level fill and drain.
@@ -72,6 +73,7 @@ def test_broker_status_json_has_the_runtime_keys(cluster: Cluster) -> None:
     ):
         assert key in doc, key
     assert doc["addr"] == cluster.broker and doc["broker"] == "broker-a"
+    assert doc["core"] == doc["runtime"]["mqCore"] == core_summary()  # same venv, same core
     assert set(doc["commitLog"]) == {"minOffset", "maxOffset"}
     assert "scheduleMessageOffset_1" in doc["runtime"]
     lag = doc["loopLag"]  # how late the broker's event loop ran what was due
@@ -83,6 +85,7 @@ def test_broker_status_json_has_the_runtime_keys(cluster: Cluster) -> None:
     assert by_addr["broker"] == by_name["broker"] == "broker-a"
     text = cluster.ok("broker", "status")
     assert "uptime" in text and "commit log" in text and "V4_9_8" in text
+    assert core_summary() in text
     assert "ms largest in the last minute" in text
 
 

@@ -132,8 +132,24 @@ def test_version(flag: str) -> None:
         check=False,
     )
     from mqcore import __version__
+    from mqcore.common.core import summary
 
-    assert done.returncode == 0 and done.stdout == f"mq {__version__}\n"
+    assert done.returncode == 0
+    assert done.stdout == f"mq {__version__}\ncore: {summary()}\n"
+
+
+def test_version_says_the_pure_core_runs_when_forced() -> None:
+    """MQ_NO_EXTENSIONS=1 (as aiokafka's AIOKAFKA_NO_EXTENSIONS) runs the pure twins."""
+    done = subprocess.run(
+        [sys.executable, "-m", "mqcli.main", "--version"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        env={**os.environ, "MQ_NO_EXTENSIONS": "1"},
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[1] == "core: pure (forced by MQ_NO_EXTENSIONS=1)"
 
 
 @pytest.mark.parametrize(

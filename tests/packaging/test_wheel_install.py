@@ -76,11 +76,10 @@ def _dependency_dirs() -> list[str]:
     return sorted(dirs)
 
 
-@pytest.fixture(scope="module")
-def installed(tmp_path_factory: pytest.TempPathFactory) -> Installed:
-    tmp = tmp_path_factory.mktemp("wheel")
+def _build_and_install(tmp: Path, env: dict[str, str] | None = None) -> Installed:
     built = _run(
-        [*PIP, "wheel", "-q", "--no-deps", "--no-build-isolation", "-w", tmp / "dist", REPO]
+        [*PIP, "wheel", "-q", "--no-deps", "--no-build-isolation", "-w", tmp / "dist", REPO],
+        env=env,
     )
     assert built.returncode == 0, built.stderr
     (wheel,) = (tmp / "dist").glob("mq-*.whl")
@@ -111,6 +110,16 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Installed:
     )
     assert done.returncode == 0, done.stderr
     return Installed(wheel, venv)
+
+
+@pytest.fixture(scope="module")
+def installed(tmp_path_factory: pytest.TempPathFactory) -> Installed:
+    return _build_and_install(tmp_path_factory.mktemp("wheel"))
+
+
+def _compiler_works() -> bool:
+    cc = os.environ.get("CC") or sysconfig.get_config_var("CC") or "cc"
+    return shutil.which(cc.split()[0]) is not None
 
 
 def test_the_wheel_carries_the_license_and_its_metadata(installed: Installed) -> None:
@@ -146,7 +155,40 @@ def test_mq_version_is_the_installed_distribution_version(installed: Installed) 
     for flag in ("--version", "-V"):
         shown = _run([installed.mq, flag], env=env, cwd=installed.venv)
         assert shown.returncode == 0, shown.stderr
-        assert shown.stdout.strip() == f"mq {version}", shown.stdout
+        assert shown.stdout.splitlines()[0] == f"mq {version}", shown.stdout
+
+
+@pytest.mark.skipif(not _compiler_works(), reason="no C compiler: the wheel is pure")
+def test_the_wheel_carries_the_compiled_core_and_runs_it(installed: Installed) -> None:
+    with zipfile.ZipFile(installed.wheel) as whl:
+        names = whl.namelist()
+    extensions = [n for n in names if n.endswith(".so")]
+    assert "mqcore/protocol/_header_binary.pyx" in names
+    assert any(n.startswith("mqcore/protocol/_header_binary.") for n in extensions), names
+    assert not installed.wheel.name.endswith("-none-any.whl")  # a platform wheel
+    shown = _run([installed.mq, "--version"], env=_clean_env(installed.venv))
+    assert shown.stdout.splitlines()[1] == "core: compiled", shown.stdout + shown.stderr
+
+
+def test_a_wheel_built_without_a_c_compiler_installs_and_runs_pure(tmp_path: Path) -> None:
+    """CC=false: no compiler works, yet the build succeeds, as a pure wheel."""
+    pure = _build_and_install(tmp_path, env={**os.environ, "CC": "false"})
+    assert pure.wheel.name.endswith("-py3-none-any.whl"), pure.wheel.name
+    with zipfile.ZipFile(pure.wheel) as whl:
+        assert not [n for n in whl.namelist() if n.endswith(".so")]
+    env = _clean_env(pure.venv)
+    shown = _run([pure.mq, "--version"], env=env, cwd=pure.venv)
+    assert shown.returncode == 0, shown.stderr
+    assert shown.stdout.splitlines()[1] == "core: pure (not built)", shown.stdout
+    code = (
+        "from mqcore.protocol import RemotingCommand, FrameDecoder, encode, SerializeType\n"
+        "cmd = RemotingCommand.request(10, {'topic': 'T'}, b'x',"
+        " serialize_type=SerializeType.ROCKETMQ)\n"
+        "d = FrameDecoder(); d.receive_data(encode(cmd)); got = d.next_command()\n"
+        "print(dict(got.ext_fields), got.body)"
+    )
+    ran = _run([pure.python, "-c", code], env=env, cwd=pure.venv)
+    assert ran.stdout.strip() == "{'topic': 'T'} b'x'", ran.stdout + ran.stderr
 
 
 def test_mq_help_runs_from_the_wheel(installed: Installed) -> None:
