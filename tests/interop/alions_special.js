@@ -16,6 +16,15 @@ const nodeDir = process.env.ALIONS_NODE_DIR;
 const ons = require(path.join(nodeDir, 'node_modules', 'ali-ons'));
 const httpclient = {}; // only used for Aliyun's address server, which nameSrv bypasses
 const silent = { info() {}, warn() {}, debug() {}, error() {} };
+const util = require('util');
+// A consumer's own warnings and errors as JSON lines ({log, text}): ali-ons handles most
+// failures itself (a request that times out closes its connection, a failed pull is
+// retried) and reports only some through 'error'; these lines say what came before one.
+const noted = {
+  info() {}, debug() {},
+  warn(...args) { out({ log: 'warn', at: Date.now(), text: util.format(...args) }); },
+  error(...args) { out({ log: 'error', at: Date.now(), text: util.format(...args) }); },
+};
 
 function out(obj) { process.stdout.write(JSON.stringify(obj) + '\n'); }
 
@@ -51,7 +60,7 @@ async function delay(nameSrv, topic, level) {
 
 async function runConsumer(options, topic, expression, handler) {
   const consumer = new ons.Consumer(Object.assign({
-    nameSrv: options.nameSrv, httpclient, logger: silent,
+    nameSrv: options.nameSrv, httpclient, logger: noted,
     consumeFromWhere: 'CONSUME_FROM_FIRST_OFFSET', rebalanceInterval: 1000,
     // the default (3 s) would dominate each retry round trip; errors are reported anyway
     pullTimeDelayMillsWhenException: 200,
