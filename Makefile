@@ -20,13 +20,14 @@ $(VENV)/.dev: $(BIN)/mq
 	touch $@
 
 # The compiled core, in place: hatch_build.py compiles each .pyx whose extension is missing
-# or older than the source (0.2 s when all are current), where Cython is in the venv (dev);
-# elsewhere (make run) the editable install's build hook does it when a .pyx changed.
+# or was built from other sources (its .pyx or a shared .pxd changed; 0.2 s when all are
+# current), where Cython is in the venv (dev);
+# elsewhere (make run) the editable install's build hook does it when a .pyx or .pxd changed.
 # Without a C compiler both go on with the pure twins (one line says so); a stale
 # extension is refused at import.
 core: | $(BIN)/mq
 	@if $(BIN)/python -c 'import Cython' 2>/dev/null; then $(BIN)/python hatch_build.py --quiet; \
-	elif [ -n "$$(find mqcore -name '_*.pyx' -newer $(CORE))" ]; then \
+	elif [ -n "$$(find mqcore \( -name '_*.pyx' -o -name '*.pxd' \) -newer $(CORE))" ]; then \
 	  $(BIN)/pip install -q --no-deps -e . && touch $(CORE); fi
 
 dev: $(VENV)/.dev
