@@ -62,6 +62,7 @@ test-tools:
 # twin once more on the pure ones (MQ_NO_EXTENSIONS=1), seconds, not a second full pass:
 # the parity tests (left out there) have already compared both cores.
 PURE_SUBSET := tests/unit/protocol/test_codec.py tests/unit/protocol/test_fast_paths.py \
+	tests/unit/protocol/test_headers.py \
 	tests/unit/message tests/unit/common/test_common.py tests/unit/common/test_core.py \
 	tests/unit/store/test_index_file.py tests/unit/store/test_commitlog_encoding.py \
 	tests/unit/store/test_deferred_dispatch.py tests/unit/client/test_pull_decode.py

@@ -1,6 +1,7 @@
 # cython: language_level=3
 """What the compiled twins share: big-endian reads and writes of RocketMQ's fixed-width
-fields, the split of a ``name\x01value\x02...`` properties field, and the source stamp
+fields, the split of a ``name\x01value\x02...`` properties field, filling the slots of a
+fresh slotted object directly (a decoded message, a typed header), and the source stamp
 each extension is built with.
 
 Inline declarations only (nothing here is compiled on its own). Every extension's stamp
@@ -20,6 +21,26 @@ cdef extern from *:
     #endif
     """
     const char *MQ_SOURCE_STAMP
+
+cdef extern from *:
+    """
+    #include "structmember.h"
+    /* Where a slotted class keeps a field: the offset of its member descriptor, or -1
+       when the attribute is anything else (then the field is set the ordinary way). */
+    static Py_ssize_t mq_slot_offset(PyObject *descr) {
+        if (Py_TYPE(descr) != &PyMemberDescr_Type) return -1;
+        PyMemberDef *member = ((PyMemberDescrObject *)descr)->d_member;
+        if (member->type != T_OBJECT_EX || (member->flags & READONLY)) return -1;
+        return member->offset;
+    }
+    /* Store a new reference in an empty slot of a fresh object. */
+    static void mq_fill_slot(PyObject *obj, Py_ssize_t offset, PyObject *value) {
+        Py_INCREF(value);
+        *(PyObject **)((char *)obj + offset) = value;
+    }
+    """
+    Py_ssize_t mq_slot_offset(object descr)
+    void mq_fill_slot(object obj, Py_ssize_t offset, object value)
 
 
 cdef inline int16_t get_i16(const uint8_t *p) noexcept nogil:

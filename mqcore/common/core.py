@@ -48,6 +48,7 @@ EXTENSIONS: Final = (
     "mqcore.protocol._codec",
     "mqcore.protocol._header_binary",
     "mqcore.protocol._header_json",
+    "mqcore.protocol.headers._reader",
     "mqcore.message._properties",
     "mqcore.message._record",
     "mqcore.store._batch_encoder",

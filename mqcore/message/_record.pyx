@@ -20,7 +20,7 @@ from cpython.ref cimport PyObject
 from cpython.tuple cimport PyTuple_GET_ITEM
 from cpython.unicode cimport PyUnicode_DecodeASCII, PyUnicode_DecodeUTF8
 from libc.stdint cimport int16_t, int32_t, int64_t, uint8_t, uint32_t, uint64_t
-from mqcore.common._wire cimport MQ_SOURCE_STAMP, get_i32, get_i64
+from mqcore.common._wire cimport MQ_SOURCE_STAMP, get_i32, get_i64, mq_fill_slot, mq_slot_offset
 from mqcore.common._wire cimport decode_properties as decode_field
 
 from mqcore.message.const import (
@@ -35,25 +35,6 @@ from mqcore.message.model import MessageExt
 cdef extern from "Python.h":
     object PyUnicode_FromFormat(const char *format, ...)
 
-cdef extern from *:
-    """
-    #include "structmember.h"
-    /* Where a slotted class keeps a field: the offset of its member descriptor, or -1
-       when the attribute is anything else (then the field is set the ordinary way). */
-    static Py_ssize_t mq_slot_offset(PyObject *descr) {
-        if (Py_TYPE(descr) != &PyMemberDescr_Type) return -1;
-        PyMemberDef *member = ((PyMemberDescrObject *)descr)->d_member;
-        if (member->type != T_OBJECT_EX || (member->flags & READONLY)) return -1;
-        return member->offset;
-    }
-    /* Store a new reference in an empty slot of a fresh object. */
-    static void mq_fill_slot(PyObject *obj, Py_ssize_t offset, PyObject *value) {
-        Py_INCREF(value);
-        *(PyObject **)((char *)obj + offset) = value;
-    }
-    """
-    Py_ssize_t mq_slot_offset(object descr)
-    void mq_fill_slot(object obj, Py_ssize_t offset, object value)
 
 SOURCE_STAMP = MQ_SOURCE_STAMP.decode("ascii")
 """sha256 of this file when it was compiled (checked by mqcore.common.core)."""
