@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -33,6 +34,31 @@ def alions_dir() -> Path:
         )
         assert done.returncode == 0, f"npm install {ALI_ONS} failed:\n{done.stderr[-2000:]}"
     return NODE_DIR
+
+
+RMQ5_DIR = Path(os.environ.get("MQ_INTEROP_RMQ5_DIR", Path(__file__).parent / ".rmq5"))
+RMQ5_SDK = "rocketmq-python-client==5.1.2"
+"""The official RocketMQ 5 Python SDK. Its top-level package ``rocketmq`` is not the
+``rocketmq`` 0.4.4 of the dev venv, so it gets a virtualenv of its own."""
+
+
+@pytest.fixture(scope="session")
+def rmq5_python() -> Path:
+    """The Python of a virtualenv holding the RocketMQ 5 SDK (created and installed from
+    PyPI once, then reused while its marker names the same pinned version)."""
+    python = RMQ5_DIR / "bin" / "python"
+    marker = RMQ5_DIR / "installed.txt"
+    if not (python.is_file() and marker.is_file() and marker.read_text() == RMQ5_SDK):
+        shutil.rmtree(RMQ5_DIR, ignore_errors=True)
+        steps = [
+            [sys.executable, "-m", "venv", str(RMQ5_DIR)],
+            [str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check", RMQ5_SDK],
+        ]
+        for step in steps:
+            done = subprocess.run(step, capture_output=True, text=True, timeout=600, check=False)
+            assert done.returncode == 0, f"{' '.join(step)} failed:\n{done.stderr[-2000:]}"
+        marker.write_text(RMQ5_SDK)
+    return python
 
 
 CPP_CLIENT = Path(__file__).with_name("cpp_clients.py")
