@@ -28,6 +28,7 @@ __all__ = ["AUTHORIZATION", "DATE_TIME", "authenticate", "authorize", "parse_aut
 
 AUTHORIZATION = "authorization"
 DATE_TIME = "x-mq-date-time"
+_NO_ACCESS_KEY = "no AccessKey in the request (ACL is enabled)"
 
 
 def parse_authorization(value: str) -> tuple[str, str]:
@@ -60,9 +61,9 @@ def authenticate(
         return None
     if any(pattern.matches(remote_host) for pattern in config.global_white_addresses):
         return None
-    header = metadata.get(AUTHORIZATION)
-    if not header:
-        raise ProxyError(pb.Code.UNAUTHORIZED, "no authorization in the request (ACL is enabled)")
+    header = metadata.get(AUTHORIZATION, "")
+    if not header or "Credential=," in header.replace(" ", ""):  # an SDK without credentials
+        raise ProxyError(pb.Code.UNAUTHORIZED, _NO_ACCESS_KEY)
     access_key, signature = parse_authorization(header)
     account = config.accounts.get(access_key)
     if account is None:

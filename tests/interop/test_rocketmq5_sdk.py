@@ -27,6 +27,7 @@ from mqcore.message import MessageExt
 from mqcore.proxy.local import LocalAccessPoint
 from mqcore.proxy.queue_select import consistent_hash
 from tests.support import poll_messages, until
+from tests.support.acl import USER, AclCluster, max_offset
 from tests.support.inproc import BROKER_NAME, LiveCluster
 from tests.support.processes import start_broker, start_namesrv
 
@@ -229,3 +230,57 @@ async def test_normal_producer_against_mq_broker(tmp_path: Path, rmq5_python: Pa
             assert broker.stop() == 0
     finally:
         namesrv.stop()
+
+
+async def run_sdk(python: Path, home: Path, *args: str, **env: str) -> tuple[int, str]:
+    """The SDK script's exit code and what it said: its output, then its log (where the
+    SDK writes the status a call was refused with), whatever the outcome."""
+    home.mkdir()
+    proc = await asyncio.create_subprocess_exec(
+        str(python), str(SDK_SCRIPT), *args,
+        stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.STDOUT, env={**os.environ, "HOME": str(home), **env},
+    )  # fmt: skip
+    try:
+        out, _ = await asyncio.wait_for(proc.communicate(), 60)
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
+    assert proc.returncode is not None
+    log = home / "logs" / "rocketmq_python" / "rocketmq_client.log"
+    said = out.decode(errors="replace") + (log.read_text(errors="replace") if log.exists() else "")
+    return proc.returncode, said
+
+
+async def test_credentials_are_checked_against_plain_acl(
+    tmp_path: Path, rmq5_python: Path, acl_cluster: AclCluster
+) -> None:
+    """With aclEnable, the SDK's signed calls pass by the account's rights in
+    plain_acl.yml: PUB on topic ``both`` sends; a topic denied, a topic without PUB, no
+    signature and a wrong secret are refused UNAUTHORIZED (40100)."""
+    access_point = LocalAccessPoint(acl_cluster.broker, 0)
+    await access_point.start()
+    keys = {"MQ_ACCESS_KEY": USER.access_key, "MQ_SECRET_KEY": USER.secret_key}
+    runs = iter(range(10))
+
+    async def sdk(topic: str, **env: str) -> tuple[int, str]:
+        home = tmp_path / f"home{next(runs)}"
+        return await run_sdk(rmq5_python, home, "normal", access_point.address, topic, **env)
+
+    try:
+        code, said = await sdk("both", **keys)
+        assert code == 0, said
+        assert max_offset(acl_cluster.broker, "both") == 10
+        code, said = await sdk("denied", **keys)
+        assert code != 0 and "40100, no ANY permission on topic=denied" in said, said
+        code, said = await sdk("subOnly", **keys)  # routed (SUB will do), not sent
+        assert code != 0 and "no PUB permission on topic=subOnly" in said, said
+        code, said = await sdk("both", MQ_ACCESS_KEY="")
+        assert code != 0 and "40100, no AccessKey in the request" in said, said
+        code, said = await sdk("both", **{**keys, "MQ_SECRET_KEY": "not-the-secret"})
+        assert code != 0 and "signature check failed for accessKey=userKey1" in said, said
+        assert max_offset(acl_cluster.broker, "both") == 10
+        assert max_offset(acl_cluster.broker, "subOnly") == 0
+    finally:
+        await access_point.stop()

@@ -60,7 +60,9 @@ def test_a_signed_call_is_its_account_s() -> None:
 
 
 def test_unsigned_unknown_or_badly_signed_calls_are_refused() -> None:
-    assert "no authorization" in refused(lambda: authenticate(CONFIG, {}, "127.0.0.1"))
+    assert "no AccessKey" in refused(lambda: authenticate(CONFIG, {}, "127.0.0.1"))
+    anonymous = {"authorization": "MQv2-HMAC-SHA1 Credential=, SignedHeaders=x, Signature=ab"}
+    assert "no AccessKey" in refused(lambda: authenticate(CONFIG, anonymous, "127.0.0.1"))
     unknown = signed("nobodyKey", "x")
     assert "no ACL config for accessKey=nobodyKey" in refused(
         lambda: authenticate(CONFIG, unknown, "127.0.0.1")
