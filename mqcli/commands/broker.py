@@ -135,7 +135,11 @@ async def start_access_point(controller: BrokerController) -> LocalAccessPoint |
     port = controller.config.grpc_server_port
     if port is None:
         return None
-    access_point = LocalAccessPoint(controller, port)
+    try:
+        access_point = LocalAccessPoint(controller, port)
+    except ConfigError as exc:
+        await controller.shutdown()
+        output.fail(f"cannot serve gRPC with TLS: {exc}", hint="see docs/rocketmq5.md")
     try:
         await access_point.start()
     except OSError as exc:

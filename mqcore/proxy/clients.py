@@ -169,11 +169,21 @@ class ClientRegistry:
         """The client's channel; a new one if it has none or the broker closed it."""
         channel = self._channels.get(client_id)
         if channel is None or channel.closed:
-            channel = GrpcClientChannel(
-                client_id, remote_address, self.transactions, self._on_close
-            )
+            channel = GrpcClientChannel(client_id, remote_address, self.transactions, self._closed)
             self._channels[client_id] = channel
         return channel
+
+    def _closed(self, channel: Channel) -> None:
+        """A channel closed (the broker expired a silent client, or the client left): the
+        broker forgets it in every group, and the client's settings go with its channel,
+        as RocketMQ 5 drops them when a client unregisters."""
+        if self._on_close is not None:
+            self._on_close(channel)
+        if not isinstance(channel, GrpcClientChannel):
+            return
+        if self._channels.get(channel.client_id) is channel:
+            del self._channels[channel.client_id]
+            self._settings.pop(channel.client_id, None)
 
     def settings(self, client_id: str) -> pb.Settings | None:
         return self._settings.get(client_id)

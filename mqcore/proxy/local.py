@@ -10,7 +10,6 @@ broker's endpoint: ``brokerIP1`` and the gRPC port.
 from __future__ import annotations
 
 import ipaddress
-from typing import Any
 
 from mqcore.acl.config import PlainAclConfig
 from mqcore.broker.controller import BrokerController
@@ -18,6 +17,7 @@ from mqcore.protocol import RemotingCommand
 from mqcore.proxy.grpc_v2 import definition_pb2 as pb
 from mqcore.proxy.server import GrpcServer
 from mqcore.proxy.service import BrokerSide, MessagingService, dispatch_in_process
+from mqcore.proxy.tls import server_credentials
 from mqcore.remoting import Channel, RequestDispatcher
 
 __all__ = ["LocalAccessPoint", "endpoints_of"]
@@ -38,16 +38,11 @@ def endpoints_of(host: str, port: int) -> pb.Endpoints:
 
 class LocalAccessPoint:
     """The gRPC access point of ``broker`` on ``port`` (0: a free one), listening where
-    the broker's remoting port does (``bindAddress``) unless ``host`` says otherwise."""
+    the broker's remoting port does (``bindAddress``) unless ``host`` says otherwise,
+    with TLS when the broker's ``tls.server.mode`` asks for it (:mod:`mqcore.proxy.tls`;
+    ConfigError when its files do not do)."""
 
-    def __init__(
-        self,
-        broker: BrokerController,
-        port: int,
-        *,
-        host: str | None = None,
-        credentials: Any = None,
-    ) -> None:
+    def __init__(self, broker: BrokerController, port: int, *, host: str | None = None) -> None:
         self.broker = broker
         dispatcher = RequestDispatcher()
         for code, handler in broker.handlers().items():
@@ -71,7 +66,7 @@ class LocalAccessPoint:
             host if host is not None else broker.config.bind_address,
             port,
             acl=self._acl,
-            credentials=credentials,
+            credentials=server_credentials(broker.config),
         )
 
     def _acl(self) -> PlainAclConfig | None:

@@ -23,7 +23,11 @@ from mqcore.acl.config import PlainAclConfig
 from mqcore.common.metadata import PERM_READ, PERM_WRITE, SubscriptionGroupConfig, TopicConfig
 from mqcore.errors import MQError
 from mqcore.filter.tags import build_subscription_data
-from mqcore.message.const import AUTO_CREATE_TOPIC_KEY_TOPIC, SysFlag
+from mqcore.message.const import (
+    AUTO_CREATE_TOPIC_KEY_TOPIC,
+    PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX,
+    SysFlag,
+)
 from mqcore.message.ids import decode_offset_msg_id
 from mqcore.message.properties import encode_properties
 from mqcore.message.record import encode_batch_body
@@ -299,7 +303,7 @@ class MessagingService:
         header = SendMessageResponseHeader.from_command(response)
         entries = []
         for i, message in enumerate(messages):
-            message_id = message.properties.get("UNIQ_KEY", "")
+            message_id = message.properties[PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX]
             offset = header.queue_offset + i
             transaction_id = ""
             if message.sys_flag & SysFlag.TRANSACTION_PREPARED_TYPE:
@@ -323,7 +327,7 @@ class MessagingService:
         except MQError as exc:
             log.warning("half message %s: no commit log offset in %r: %s", message, header, exc)
             return
-        message_id = message.properties.get("UNIQ_KEY", "")
+        message_id = message.properties[PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX]
         self.transactions.add(message.topic, message_id, offset, commit_log_offset)
 
     # -- QueryAssignment ------------------------------------------------------------------

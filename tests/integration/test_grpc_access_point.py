@@ -19,9 +19,11 @@ from mqcore.proxy.grpc_v2 import definition_pb2 as pb
 from mqcore.proxy.grpc_v2 import service_pb2 as spb
 from mqcore.proxy.grpc_v2.service_pb2_grpc import MessagingServiceStub
 from mqcore.proxy.local import LocalAccessPoint
+from mqcore.remoting.tls import TlsMode
 from mqcore.store.metadata import PERM_READ, TopicConfig
 from tests.support import until
 from tests.support.inproc import running_broker
+from tests.support.tls_certs import make_pki
 
 CLIENT = (("x-mq-client-id", "test-client@1"), ("x-mq-language", "PYTHON"))
 
@@ -294,3 +296,43 @@ async def test_pop_calls_are_not_implemented(rpc: Grpc, name: str) -> None:
         answer = await answer
     assert answer.status.code == pb.Code.NOT_IMPLEMENTED
     assert name in answer.status.message
+
+
+async def test_a_client_the_broker_expires_is_forgotten_with_its_settings(rpc: Grpc) -> None:
+    stream = await rpc.producer("Orders")
+    heartbeat = spb.HeartbeatRequest(client_type=pb.ClientType.PRODUCER)
+    assert (await rpc.stub.Heartbeat(heartbeat, metadata=CLIENT)).status.code == pb.Code.OK
+    (expired,) = rpc.broker.producers.scan_not_active(-1)  # silent for longer than -1 s
+    assert expired.client_id == "test-client@1"
+    await until(lambda: stream.done(), 5, "its telemetry stream ended")
+    answer = await rpc.stub.Heartbeat(heartbeat, metadata=CLIENT)
+    assert answer.status.code == pb.Code.UNRECOGNIZED_CLIENT_TYPE
+    assert "Orders" not in rpc.broker.producers.groups
+
+
+async def test_the_grpc_port_serves_tls_when_the_broker_does(tmp_path: Path) -> None:
+    pki = make_pki(tmp_path / "pki")
+    tls = {
+        "tls_server_mode": TlsMode.ENFORCING,
+        "tls_server_cert_path": str(pki.server_cert),
+        "tls_server_key_path": str(pki.server_key),
+    }
+    async with running_broker(tmp_path, **tls) as broker:
+        broker.topics.update(TopicConfig("Orders", 4, 4))
+        access_point = LocalAccessPoint(broker, 0)
+        await access_point.start()
+        try:
+            trust = grpc.ssl_channel_credentials(root_certificates=pki.ca.read_bytes())
+            async with aio.secure_channel(access_point.address, trust) as channel:
+                answer = await MessagingServiceStub(channel).QueryRoute(
+                    route("Orders"), metadata=CLIENT
+                )
+                assert answer.status.code == pb.Code.OK
+            async with aio.insecure_channel(access_point.address) as channel:
+                with pytest.raises(aio.AioRpcError) as caught:
+                    await MessagingServiceStub(channel).QueryRoute(
+                        route("Orders"), metadata=CLIENT, timeout=5
+                    )
+                assert caught.value.code() == grpc.StatusCode.UNAVAILABLE
+        finally:
+            await access_point.stop()
