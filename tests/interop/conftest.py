@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import fcntl
 import os
 import shutil
 import subprocess
@@ -48,7 +49,12 @@ def rmq5_python() -> Path:
     PyPI once, then reused while its marker names the same pinned version)."""
     python = RMQ5_DIR / "bin" / "python"
     marker = RMQ5_DIR / "installed.txt"
-    if not (python.is_file() and marker.is_file() and marker.read_text() == RMQ5_SDK):
+    RMQ5_DIR.parent.mkdir(parents=True, exist_ok=True)
+    # pytest-xdist workers each run session fixtures: one installs, the others wait
+    with open(RMQ5_DIR.parent / ".rmq5.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if python.is_file() and marker.is_file() and marker.read_text() == RMQ5_SDK:
+            return python
         shutil.rmtree(RMQ5_DIR, ignore_errors=True)
         steps = [
             [sys.executable, "-m", "venv", str(RMQ5_DIR)],
