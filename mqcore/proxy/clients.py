@@ -165,12 +165,18 @@ class ClientRegistry:
         self._settings: dict[str, pb.Settings] = {}
         self._channels: dict[str, GrpcClientChannel] = {}
 
-    def channel(self, client_id: str, remote_address: str) -> GrpcClientChannel:
-        """The client's channel; a new one if it has none or the broker closed it."""
+    def channel(
+        self, client_id: str, remote_address: str, *, keep: bool = False
+    ) -> GrpcClientChannel:
+        """The client's channel; a new one if it has none or the broker closed it. A new
+        one is kept for the client's next calls when ``keep`` says so (its Telemetry
+        stream) or the client has sent its settings; otherwise it serves one call, so a
+        client that never says who it is leaves nothing behind."""
         channel = self._channels.get(client_id)
         if channel is None or channel.closed:
             channel = GrpcClientChannel(client_id, remote_address, self.transactions, self._closed)
-            self._channels[client_id] = channel
+            if keep or client_id in self._settings:
+                self._channels[client_id] = channel
         return channel
 
     def _closed(self, channel: Channel) -> None:

@@ -418,7 +418,7 @@ class MessagingService:
         """The client's commands in, the server's out: the answer to its settings, then
         whatever the broker asks of it (transaction checks). Ends when the client ends its
         side or another stream of the client takes over; raises ProxyError to abort."""
-        channel = self._channel(call)
+        channel = self.clients.channel(call.client_id, call.remote_address, keep=True)
         stream = channel.attach_stream()
         failure: list[ProxyError] = []
         reader = asyncio.create_task(self._read_telemetry(requests, call, stream, failure))
