@@ -1,11 +1,12 @@
 """The official RocketMQ 5 Python SDK (PyPI ``rocketmq-python-client``) against mq's gRPC
 access point: the producer examples of apache/rocketmq-clients' ``python/example/``
-(normal, FIFO, transaction) with their logic kept and only the endpoint and the
+(normal, FIFO, delay, transaction) with their logic kept and only the endpoint and the
 credentials changed. Run by the SDK's own virtualenv's Python (its top-level package
 ``rocketmq`` is not the dev venv's ``rocketmq`` 0.4.4), never imported by the tests.
 
     rmq5_clients.py normal ENDPOINT TOPIC
     rmq5_clients.py fifo ENDPOINT TOPIC
+    rmq5_clients.py delay ENDPOINT TOPIC SECONDS
     rmq5_clients.py transaction ENDPOINT TOPIC commit|rollback|check
 
 Credentials come from ``MQ_ACCESS_KEY``/``MQ_SECRET_KEY`` when set. One JSON object per
@@ -19,6 +20,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import time
 
 from rocketmq import (
     ClientConfiguration,
@@ -86,6 +88,22 @@ def fifo(endpoints: str, topic: str) -> None:
         producer.shutdown()
 
 
+def delay(endpoints: str, topic: str, seconds: str) -> None:
+    """delay_producer_example.py: one message due ``seconds`` from now (the example: 10)."""
+    producer = Producer(config(endpoints), (topic,))
+    producer.startup()
+    try:
+        msg = Message()
+        msg.topic = topic
+        msg.body = b"hello, rocketmq."
+        msg.tag = "rocketmq-send-delay-message"
+        msg.delivery_timestamp = int(time.time()) + int(seconds)
+        receipt(producer.send(msg))
+        emit(delivery_timestamp=msg.delivery_timestamp)
+    finally:
+        producer.shutdown()
+
+
 class CommitChecker(TransactionChecker):
     """The example's checker: commit, saying which message the broker asked about."""
 
@@ -125,6 +143,8 @@ def main() -> None:
         normal(endpoints, topic)
     elif command == "fifo":
         fifo(endpoints, topic)
+    elif command == "delay":
+        delay(endpoints, topic, rest[0])
     elif command == "transaction":
         transaction(endpoints, topic, rest[0])
     else:

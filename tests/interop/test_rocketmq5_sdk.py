@@ -3,8 +3,8 @@
 apache/rocketmq-clients against mq, endpoint and credentials changed only
 (``rmq5_clients.py``), and mq's own consumer checks what the store holds: topic, tag,
 keys, properties, ids and queue offsets as the SDK was told, FIFO groups in one queue each
-in send order, a transaction's message once committed by the producer or by its checker
-when the broker's check-back asked.
+in send order, a delayed message's delivery time, a transaction's message once committed
+by the producer or by its checker when the broker's check-back asked.
 """
 
 from __future__ import annotations
@@ -130,6 +130,17 @@ async def test_fifo_producer_example(rmq5: Rmq5) -> None:
         assert {m.queue_id for m in in_store} == {expected_queue}
         offsets = [m.queue_offset for m in in_store]
         assert offsets == sorted(offsets) and len(set(offsets)) == len(offsets)
+
+
+async def test_delay_producer_example(rmq5: Rmq5) -> None:
+    """The delivery time travels as TIMER_DELIVER_MS (the timer store holds the message
+    until then; without one it is delivered at once)."""
+    await rmq5.cluster.create_topic("delay-topic", QUEUES)
+    receipt, due = await rmq5.run("delay", rmq5.endpoint, "delay-topic", "1")
+    (msg,) = await rmq5.read("delay-topic", 1)
+    assert msg.properties["UNIQ_KEY"] == receipt["message_id"]
+    assert msg.properties["TIMER_DELIVER_MS"] == str(due["delivery_timestamp"] * 1000)
+    assert msg.tags == "rocketmq-send-delay-message" and msg.body == BODY
 
 
 async def test_transaction_producer_example_commit(rmq5: Rmq5) -> None:
