@@ -51,5 +51,5 @@ def code_of_response(response_code: int) -> pb.Code:
 
 def status_of_response(response: RemotingCommand) -> pb.Status:
     """A broker's answer as a status: its code mapped, its remark (or the number) said."""
-    message = response.remark if response.remark else str(response.code)
+    message = response.remark if response.remark else str(int(response.code))
     return status(code_of_response(response.code), message)
