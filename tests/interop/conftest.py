@@ -67,6 +67,34 @@ def rmq5_python() -> Path:
     return python
 
 
+RMQ5_NODE_DIR = Path(
+    os.environ.get("MQ_INTEROP_RMQ5_NODE_DIR", Path(__file__).parent / ".node-rmq5")
+)
+RMQ5_NODE_SDK = "rocketmq-client-nodejs@1.0.8"
+"""The official RocketMQ 5 Node.js SDK (its gRPC is @grpc/grpc-js, not grpc's C core)."""
+
+
+@pytest.fixture(scope="session")
+def rmq5_node_dir() -> Path:
+    """A folder whose node_modules holds the RocketMQ 5 Node.js SDK (npm install once)."""
+    if shutil.which("node") is None or shutil.which("npm") is None:
+        pytest.skip("node/npm not installed: the Node.js SDK test needs Node.js >= 16.19")
+    RMQ5_NODE_DIR.mkdir(parents=True, exist_ok=True)
+    with open(RMQ5_NODE_DIR.parent / ".node-rmq5.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        installed = RMQ5_NODE_DIR / "node_modules" / "rocketmq-client-nodejs" / "package.json"
+        if not installed.is_file():
+            done = subprocess.run(
+                ["npm", "install", "--prefix", str(RMQ5_NODE_DIR), "--no-audit", "--no-fund",
+                 RMQ5_NODE_SDK],
+                capture_output=True, text=True, timeout=300, check=False,
+            )  # fmt: skip
+            assert done.returncode == 0, (
+                f"npm install {RMQ5_NODE_SDK} failed:\n{done.stderr[-2000:]}"
+            )
+    return RMQ5_NODE_DIR
+
+
 CPP_CLIENT = Path(__file__).with_name("cpp_clients.py")
 
 
