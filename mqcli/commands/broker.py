@@ -151,7 +151,8 @@ async def start_access_point(controller: BrokerController) -> LocalAccessPoint |
         await controller.shutdown()
         output.fail(
             f"cannot serve gRPC on {controller.config.bind_address}:{port}: {exc}",
-            hint="is another broker or proxy using it? choose another grpcServerPort",
+            hint="is another broker or proxy using it? choose another grpcServerPort "
+            "(mq up: --grpc-port PORT, or -1 for none)",
         )
     return access_point
 

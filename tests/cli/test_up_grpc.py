@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import re
+import socket
+import subprocess
 from pathlib import Path
 
 from grpc import aio
@@ -11,6 +13,7 @@ from up_support import mq_up
 from mqcore.proxy.grpc_v2 import definition_pb2 as pb
 from mqcore.proxy.grpc_v2 import service_pb2 as spb
 from mqcore.proxy.grpc_v2.service_pb2_grpc import MessagingServiceStub
+from tests.support.processes import MQ, server_env
 
 GRPC = re.compile(r"grpc=(127\.0\.0\.1:\d+)")
 
@@ -34,3 +37,19 @@ def test_mq_up_without_grpc(tmp_path: Path) -> None:
         pass
     broker_line = next(line for line in lines if line.startswith("mq broker listening"))
     assert "grpc=" not in broker_line
+
+
+def test_a_taken_grpc_port_fails_in_one_line(tmp_path: Path) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        done = subprocess.run(
+            [*MQ, "up", "--store", str(tmp_path / "store"), "--namesrv-port", "0",
+             "--broker-port", "0", "--host", "127.0.0.1", "--grpc-port", str(port)],
+            capture_output=True, text=True, timeout=60, env=server_env(tmp_path),
+        )  # fmt: skip
+    assert done.returncode == 1, done
+    assert f"cannot serve gRPC on 127.0.0.1:{port}" in done.stderr
+    assert "--grpc-port" in done.stderr and "Traceback" not in done.stderr
+    assert not (tmp_path / "store" / "abort").exists()  # the broker stopped cleanly
