@@ -14,9 +14,10 @@ import ipaddress
 from mqcore.acl.config import PlainAclConfig
 from mqcore.broker.controller import BrokerController
 from mqcore.protocol import RemotingCommand
+from mqcore.proxy.context import BrokerSide, dispatch_in_process
 from mqcore.proxy.grpc_v2 import definition_pb2 as pb
 from mqcore.proxy.server import GrpcServer
-from mqcore.proxy.service import BrokerSide, MessagingService, dispatch_in_process
+from mqcore.proxy.service import MessagingService
 from mqcore.proxy.tls import server_credentials
 from mqcore.remoting import Channel, RequestDispatcher
 

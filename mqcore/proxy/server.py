@@ -19,9 +19,10 @@ from grpc import aio
 
 from mqcore.acl.config import PlainAclConfig
 from mqcore.proxy.acl import authenticate
+from mqcore.proxy.context import CallContext
 from mqcore.proxy.grpc_v2 import definition_pb2 as pb
 from mqcore.proxy.grpc_v2 import service_pb2 as spb
-from mqcore.proxy.service import CallContext, MessagingService
+from mqcore.proxy.service import MessagingService
 from mqcore.proxy.status import ProxyError, status
 
 __all__ = ["SERVICE_NAME", "GrpcServer", "call_context", "peer_address"]

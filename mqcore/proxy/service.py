@@ -14,13 +14,10 @@ settings handshake and the note of where each half message is (END_TRANSACTION n
 from __future__ import annotations
 
 import asyncio
-import inspect
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable
-from dataclasses import dataclass
+from collections.abc import AsyncIterator, Callable
 
-from mqcore.acl.config import PlainAclConfig
-from mqcore.common.metadata import PERM_READ, PERM_WRITE, SubscriptionGroupConfig, TopicConfig
+from mqcore.common.metadata import PERM_READ, PERM_WRITE, SubscriptionGroupConfig
 from mqcore.errors import MQError
 from mqcore.filter.tags import build_subscription_data
 from mqcore.message.const import (
@@ -41,30 +38,24 @@ from mqcore.protocol.headers import (
 )
 from mqcore.proxy.acl import authorize
 from mqcore.proxy.clients import ClientRegistry, GrpcClientChannel
+from mqcore.proxy.context import BrokerSide, CallContext
 from mqcore.proxy.grpc_v2 import definition_pb2 as pb
 from mqcore.proxy.grpc_v2 import service_pb2 as spb
 from mqcore.proxy.messages import OutgoingMessage, outgoing
 from mqcore.proxy.queue_select import QueueSelector
+from mqcore.proxy.routes import permission
+from mqcore.proxy.routes import queues as route_queues
 from mqcore.proxy.settings import merge_settings
 from mqcore.proxy.status import ProxyError, ok, status, status_of_response
 from mqcore.proxy.transactions import TransactionDataStore
 from mqcore.proxy.validation import validate_consumer_group, validate_topic
-from mqcore.remoting import Channel
 
-__all__ = ["BrokerSide", "CallContext", "MessagingService"]
+__all__ = ["MessagingService"]
 
 log = logging.getLogger("mq.proxy")
 
 _DEFAULT_TOPIC_QUEUE_NUMS = 4
 """Queues of a topic a send creates (``defaultTopicQueueNums`` of the send header)."""
-_ALL_TYPES = (
-    pb.MessageType.NORMAL,
-    pb.MessageType.FIFO,
-    pb.MessageType.DELAY,
-    pb.MessageType.TRANSACTION,
-)
-"""What every queue accepts: a 4.9.8 topic config has no ``message.type`` attribute, so
-every topic is what RocketMQ 5 calls MIXED."""
 _SEND_FAILURES: dict[int, tuple[pb.Code, str]] = {
     ResponseCode.FLUSH_DISK_TIMEOUT: (pb.Code.MASTER_PERSISTENCE_TIMEOUT, "FLUSH_DISK_TIMEOUT"),
     ResponseCode.FLUSH_SLAVE_TIMEOUT: (pb.Code.SLAVE_PERSISTENCE_TIMEOUT, "FLUSH_SLAVE_TIMEOUT"),
@@ -75,48 +66,6 @@ _RESOLUTIONS = {
     pb.TransactionResolution.COMMIT: SysFlag.TRANSACTION_COMMIT_TYPE,
     pb.TransactionResolution.ROLLBACK: SysFlag.TRANSACTION_ROLLBACK_TYPE,
 }
-
-
-@dataclass(frozen=True, slots=True)
-class CallContext:
-    """Who makes a call: the ``x-mq-*`` metadata and the peer's address."""
-
-    client_id: str
-    remote_address: str
-    language: str = "JAVA"
-    client_version: str = ""
-    namespace: str = ""
-    access_key: str | None = None
-    """The account the call was signed with (ACL), None when unsigned."""
-
-
-@dataclass(frozen=True, slots=True)
-class BrokerSide:
-    """What the access point uses of its broker (local mode): its request handlers, and a
-    few look-ups and notices the handlers' requests cannot express."""
-
-    dispatch: Callable[[Channel, RemotingCommand], Awaitable[RemotingCommand | None]]
-    """A remoting request into the broker's handlers, in process (no ACL check there:
-    the access point checks gRPC calls itself)."""
-    broker_name: str
-    topic_config: Callable[[str], TopicConfig | None]
-    group_config: Callable[[str], SubscriptionGroupConfig | None]
-    channel_closed: Callable[[Channel], None]
-    """The broker's reaction to a closed client connection (forget it in every group)."""
-    acl: Callable[[], PlainAclConfig | None] = lambda: None
-    """The ACL accounts in force (``aclEnable``), None without ACL."""
-
-
-async def dispatch_in_process(
-    dispatch: Callable[[Channel, RemotingCommand], object],
-    channel: Channel,
-    request: RemotingCommand,
-) -> RemotingCommand | None:
-    """A dispatcher's answer, awaited when its processor answers later."""
-    result = dispatch(channel, request)
-    if inspect.isawaitable(result):
-        result = await result
-    return result if isinstance(result, RemotingCommand) else None
 
 
 def _language(call: CallContext) -> LanguageCode:
@@ -176,7 +125,7 @@ class MessagingService:
                 pb.Code.TOPIC_NOT_FOUND,
                 f"No topic route info in name server for the topic: {request.topic.name}",
             )
-        queues = _queues(config, request.topic, self._broker())
+        queues = route_queues(config, request.topic, self._broker())
         return spb.QueryRouteResponse(status=ok(), message_queues=queues)
 
     # -- Heartbeat ------------------------------------------------------------------------
@@ -352,7 +301,7 @@ class MessagingService:
         queue = pb.MessageQueue(
             topic=request.topic,
             id=-1,
-            permission=_permission(config.perm),
+            permission=permission(config.perm),
             broker=self._broker(),
         )
         return spb.QueryAssignmentResponse(
@@ -491,43 +440,3 @@ class MessagingService:
     def close(self) -> None:
         """Forget every client (their channels close, so the broker forgets them too)."""
         self.clients.close()
-
-
-def _permission(perm: int) -> pb.Permission:
-    readable, writeable = bool(perm & PERM_READ), bool(perm & PERM_WRITE)
-    if readable and writeable:
-        return pb.Permission.READ_WRITE
-    if readable:
-        return pb.Permission.READ
-    if writeable:
-        return pb.Permission.WRITE
-    return pb.Permission.NONE
-
-
-def _queues(config: TopicConfig, topic: pb.Resource, broker: pb.Broker) -> list[pb.MessageQueue]:
-    """RocketMQ 5's route of one broker's queue data: read-only queues first, then
-    write-only, then read-write (``min`` of both counts), numbered from 0."""
-    readable, writeable = bool(config.perm & PERM_READ), bool(config.perm & PERM_WRITE)
-    read_nums, write_nums = config.read_queue_nums, config.write_queue_nums
-    kinds: list[pb.Permission] = []
-    if readable and writeable:
-        both = min(read_nums, write_nums)
-        kinds += [pb.Permission.READ] * (read_nums - both)
-        kinds += [pb.Permission.WRITE] * (write_nums - both)
-        kinds += [pb.Permission.READ_WRITE] * both
-    elif writeable:
-        kinds += [pb.Permission.WRITE] * write_nums
-    elif readable:
-        kinds += [pb.Permission.READ] * read_nums
-    else:
-        kinds += [pb.Permission.NONE] * max(1, read_nums, write_nums)
-    return [
-        pb.MessageQueue(
-            topic=topic,
-            id=queue_id,
-            permission=kind,
-            broker=broker,
-            accept_message_types=_ALL_TYPES,
-        )
-        for queue_id, kind in enumerate(kinds)
-    ]
