@@ -7,7 +7,7 @@ PYTEST_ARGS ?=
 # The compiled core: Cython twins of a few hot pure modules (see hatch_build.py).
 CORE := $(VENV)/.core
 
-.PHONY: run test lint typecheck unit dev clean docs site test-tools core
+.PHONY: run test lint typecheck unit dev clean docs site test-tools core protos
 
 $(BIN)/mq: pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -85,3 +85,18 @@ clean:
 # Regenerates the man pages and completion scripts from the command tree.
 docs: $(BIN)/mq
 	$(BIN)/python -m mqcli.docgen .
+
+# The gRPC access point's generated code (mqcore/proxy/grpc_v2), checked in: regenerate it
+# after changing the vendored apache/rocketmq-apis protos. protoc writes the files under
+# the protos' own path (apache/rocketmq/v2); they move up into the package, and their
+# imports of each other become relative so the package needs no top-level `apache`.
+GRPC_V2 := mqcore/proxy/grpc_v2
+protos: dev
+	@tmp=$$(mktemp -d) && \
+	$(BIN)/python -m grpc_tools.protoc -I $(GRPC_V2)/proto --python_out=$$tmp --pyi_out=$$tmp \
+	  --grpc_python_out=$$tmp $(GRPC_V2)/proto/apache/rocketmq/v2/*.proto && \
+	for f in $$tmp/apache/rocketmq/v2/*; do \
+	  sed -e 's/^from apache\.rocketmq\.v2 import /from . import /' \
+	      -e 's/^import apache\.rocketmq\.v2\.\([a-z_]*\)_pb2 as /from . import \1_pb2 as /' \
+	      $$f > $(GRPC_V2)/$$(basename $$f); \
+	done; rm -rf $$tmp

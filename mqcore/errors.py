@@ -33,6 +33,7 @@ walks the modules and fails when this drawing and the classes part::
     ├── TopicCreateError            (broker.topics, ValueError) a topic a send cannot make
     ├── EventDecodeError            (controller.events, ValueError) a bad Raft log entry
     ├── ReplicationError            (controller.raft) events not committed (retriable)
+    ├── ProxyError                  (proxy.status) a gRPC call refused, with its v2 Code
     ├── StateError                  (client.process_queue, RuntimeError) a bug: event out of order
     └── MQClientError               client-side failure (no route, not started, ...)
         ├── MQTimeoutError          no answer in time (retriable)

@@ -213,6 +213,11 @@ class BrokerConfig(ServerSettings, PropertiesConfig):
     """Where the metrics port listens; blank: ``brokerIP1``, as RocketMQ 5."""
     metrics_label: str = ""
     """Labels added to every sample, ``"k1:v1,k2:v2"``."""
+    # -- the gRPC access point of RocketMQ 5 (its proxy's key; docs/rocketmq5.md) --
+    grpc_server_port: int | None = None
+    """Serve ``apache.rocketmq.v2.MessagingService`` (the 5.x SDKs) on this port, as
+    RocketMQ 5 runs its proxy in the broker (local mode); 0: any free port; unset: no
+    gRPC access point (RocketMQ 5's proxy default is 8081)."""
     enable_stats_metrics: bool = True
     enable_request_metrics: bool = True
     enable_connection_metrics: bool = True
@@ -238,6 +243,8 @@ class BrokerConfig(ServerSettings, PropertiesConfig):
             )
         if self.default_topic_queue_nums <= 0:
             raise ConfigError("defaultTopicQueueNums must be > 0")
+        if self.grpc_server_port is not None and not 0 <= self.grpc_server_port <= 65535:
+            raise ConfigError(f"grpcServerPort must be 0..65535, got {self.grpc_server_port}")
         if not 0 <= self.metrics_prom_exporter_port <= 65535:
             raise ConfigError(
                 f"metricsPromExporterPort must be 0..65535, got {self.metrics_prom_exporter_port}"

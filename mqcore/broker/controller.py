@@ -70,7 +70,7 @@ from mqcore.broker.transaction import (
 from mqcore.common.loop_lag import LoopLagMonitor
 from mqcore.errors import MQError
 from mqcore.message.model import HostAddr
-from mqcore.remoting import ChannelLimits, RemotingServer
+from mqcore.remoting import ChannelLimits, Processor, RemotingServer
 from mqcore.remoting.tls import ServerTls, client_context_from_config
 from mqcore.store.dispatcher import Arrival
 from mqcore.store.epoch_file import EPOCH_FILE_NAME, EpochFileCache
@@ -88,6 +88,22 @@ from mqcore.store.store_config import BrokerRole, MessageStoreConfig
 __all__ = ["BrokerController"]
 
 log = logging.getLogger("mq.broker")
+
+_BOTH_PORTS = (
+    send,
+    offsets,
+    client,
+    query,
+    admin,
+    admin_group,
+    admin_consumer,
+    acl_admin,
+    admin_store,
+    end_transaction,
+    send_back,
+    reply_message,
+)
+"""The processor modules served on the main and the fast port alike (pull: main only)."""
 
 _STATS_SAMPLE_MS = 1000
 
@@ -305,20 +321,7 @@ class BrokerController:
         """Every processor module's handlers on both ports (pulls on the main one only, as
         RocketMQ's fast port has none); the ACL check and close listener on each."""
         ctx = self.context
-        for module in (
-            send,
-            offsets,
-            client,
-            query,
-            admin,
-            admin_group,
-            admin_consumer,
-            acl_admin,
-            admin_store,
-            end_transaction,
-            send_back,
-            reply_message,
-        ):
+        for module in _BOTH_PORTS:
             serve(self.servers, module.handlers(ctx))
         serve([self.server], pull.handlers(ctx))
         if self.replicas is not None:
@@ -327,6 +330,15 @@ class BrokerController:
             server.add_close_listener(self.housekeeping.channel_closed)
             if self.acl_guard is not None:  # ACL: one check at dispatch, on both ports
                 server.dispatcher.pre_dispatch = self.acl_guard
+
+    def handlers(self) -> dict[int, Processor]:
+        """Request code -> handler of every request both ports serve (not pulls), built
+        anew over this broker's context: what a front door in this process hands its
+        requests to (the gRPC access point, :mod:`mqcore.proxy`), past no ACL guard."""
+        table: dict[int, Processor] = {}
+        for module in _BOTH_PORTS:
+            table.update(module.handlers(self.context))
+        return table
 
     def _broker_services(self) -> list[Service]:
         """The loop-lag monitor (first, so it sees the others' stalls), registration,
