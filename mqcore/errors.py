@@ -22,6 +22,7 @@ walks the modules and fails when this drawing and the classes part::
     │   └── HAProtocolError         (protocol.ha, ValueError) an HA stream no peer sends
     ├── HeaderError                 (protocol.headers.base, ValueError) bad extFields
     ├── BodyError                   (protocol.bodies.base, ValueError) a body not as expected
+    ├── ExtraInfoError              (protocol.extra_info, ValueError) a POP receipt not as 5.x's
     ├── FastjsonError               (common.fastjson, ValueError) text that is not JSON
     ├── MessageIdError              (ValueError) a message id that cannot be decoded
     ├── FilterSyntaxError           a tag or SQL92 expression that does not parse
