@@ -29,7 +29,8 @@ walks the modules and fails when this drawing and the classes part::
     ├── EvalError                   (filter.sql92.values) a SQL92 conversion Java throws on
     ├── RequestRefused              a request check failed: its processor answers the code
     │   ├── SendRefused             (broker.send_checks) a send check: nothing is stored
-    │   └── PullRefused             (broker.processor.pull) a pull check
+    │   ├── PullRefused             (broker.processor.pull) a pull check
+    │   └── PopRefused              (broker.processor.pop) a POP check
     ├── SlaveSyncError              (broker.slave_sync) the master refused a sync request
     ├── TopicCreateError            (broker.topics, ValueError) a topic a send cannot make
     ├── EventDecodeError            (controller.events, ValueError) a bad Raft log entry

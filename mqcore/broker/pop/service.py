@@ -1,0 +1,58 @@
+"""`PopService`: the broker's POP state, one part of the broker context.
+
+It owns the revive log (checkpoint and ack records), the reader (what a pop takes) and
+the revive service. The POP processors reach them through it; the controller runs
+:meth:`start` among a master's services (5.x runs its revive services on the master only). Nothing
+else is kept: offsets live in the consumer offset table, checkpoints and acks in the
+revive topic.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from mqcore.broker.pop.reader import PopReader
+from mqcore.broker.pop.revive import PopReviveService
+from mqcore.broker.pop.revive_log import ReviveLog
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from mqcore.broker.append import Appender
+    from mqcore.broker.config import BrokerConfig
+    from mqcore.broker.services import Timers
+    from mqcore.broker.topics import TopicService
+    from mqcore.message.model import HostAddr
+    from mqcore.store.message_store import MessageStore
+    from mqcore.store.metadata import ConsumerOffsetManager, SubscriptionGroupManager
+
+__all__ = ["PopService"]
+
+
+class PopService:
+    def __init__(
+        self,
+        config: BrokerConfig,
+        store: MessageStore,
+        appender: Appender,
+        topics: TopicService,
+        offsets: ConsumerOffsetManager,
+        groups: SubscriptionGroupManager,
+        store_host: Callable[[], HostAddr],
+        timers: Timers,
+    ) -> None:
+        self.config = config
+        self.revive_log = ReviveLog(config, appender, topics, store_host)
+        self.revive = PopReviveService(
+            config, store, appender, self.revive_log, offsets, topics, groups, store_host
+        )
+        self.reader = PopReader(config, store, offsets, topics, self.revive_log)
+        self._timers = timers
+
+    def start(self) -> None:
+        """Read the revive topic once, at once (before any pop is served: it raises pop
+        offsets a crash left behind), then every ``reviveInterval`` ms."""
+        self.revive.recover()
+        self._timers.every(
+            max(10, self.config.revive_interval), self.revive.revive_once, name="pop-revive"
+        )
