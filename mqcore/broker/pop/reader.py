@@ -18,6 +18,7 @@ import random
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from mqcore.broker.pop.keys import RETRY_QUEUE_NUM
 from mqcore.errors import CorruptRecordError
 from mqcore.message.const import RETRY_GROUP_TOPIC_PREFIX
 from mqcore.message.record import decode_record, encode_record
@@ -32,6 +33,7 @@ from mqcore.protocol.extra_info import (
     retry_mark,
 )
 from mqcore.protocol.headers.pop import ConsumeInitMode
+from mqcore.store.metadata import PERM_READ, PERM_WRITE
 from mqcore.store.results import GetStatus, PutResult, RecordFilter, TagFilter
 
 if TYPE_CHECKING:
@@ -163,7 +165,12 @@ class PopReader:
     ) -> None:
         config = self._topics.select(topic)
         if config is None:
-            return
+            if not self._store.get_max_offset_in_queue(topic, 0):
+                return
+            # Revived messages whose topic's config a crash lost before it was written.
+            config = self._topics.create_in_send_back(
+                topic, RETRY_QUEUE_NUM, PERM_READ | PERM_WRITE
+            )
         n = config.read_queue_nums
         for i in range(n):
             self._from_queue(request, topic, (rand + i) % n, popped, retry)
