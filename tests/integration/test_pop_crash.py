@@ -48,9 +48,7 @@ def broker(tmp_path: Path, namesrv: ServerProcess, store: Path) -> BrokerProcess
     return start_broker(tmp_path / "b", namesrv.addr, store=store, **BROKER_PROPS)
 
 
-async def receive_until(
-    consumer: SimpleConsumer, wanted: int, deadline: float
-) -> list[MessageExt]:
+async def receive_until(consumer: SimpleConsumer, wanted: int, deadline: float) -> list[MessageExt]:
     """Receive (and ack) until ``wanted`` messages came or the deadline passed."""
     got: list[MessageExt] = []
     while len(got) < wanted and time.monotonic() < deadline:
