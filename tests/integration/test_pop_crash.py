@@ -29,10 +29,6 @@ pytestmark = pytest.mark.timeout(90)
 TOPIC = "PopCrash"
 GROUP = "pop-crash"
 INVISIBLE = 2.0
-BROKER_PROPS = {
-    "reviveInterval": "100",
-    "flushConsumerOffsetInterval": "60000",
-}
 
 
 @pytest.fixture
@@ -45,7 +41,13 @@ def namesrv(tmp_path: Path) -> Iterator[ServerProcess]:
 
 
 def broker(tmp_path: Path, namesrv: ServerProcess, store: Path) -> BrokerProcess:
-    return start_broker(tmp_path / "b", namesrv.addr, store=store, **BROKER_PROPS)
+    return start_broker(
+        tmp_path / "b",
+        namesrv.addr,
+        store=store,
+        reviveInterval="100",
+        flushConsumerOffsetInterval="60000",  # the restart finds no pop offsets
+    )
 
 
 async def receive_until(consumer: SimpleConsumer, wanted: int, deadline: float) -> list[MessageExt]:

@@ -1,0 +1,286 @@
+"""The POP processors called in-process with RemotingCommands (as the gRPC access point
+will call them), on a real broker without a name server. The revive service's timer is
+set to an hour: each test runs a revive pass itself, at a time it chooses."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any, cast
+
+import pytest
+
+from mqcore.broker.controller import BrokerController
+from mqcore.broker.pop.keys import REVIVE_GROUP
+from mqcore.broker.processor import ack, pop
+from mqcore.common.metadata import TopicConfig
+from mqcore.message.record import decode_record
+from mqcore.protocol import RemotingCommand, RequestCode, ResponseCode
+from mqcore.protocol.bodies.pop import BatchAck, BatchAckMessageRequestBody
+from mqcore.protocol.extra_info import (
+    PROPERTY_FIRST_POP_TIME,
+    ExtraInfo,
+    parse_msg_offset_info,
+    parse_start_offset_info,
+)
+from mqcore.protocol.headers.pop import (
+    POLLING_TIMEOUT,
+    AckMessageRequestHeader,
+    ChangeInvisibleTimeRequestHeader,
+    ChangeInvisibleTimeResponseHeader,
+    ConsumeInitMode,
+    NotificationRequestHeader,
+    NotificationResponseHeader,
+    PeekMessageRequestHeader,
+    PopMessageRequestHeader,
+    PopMessageResponseHeader,
+)
+from mqcore.remoting import Processor
+from mqcore.store.results import GetStatus
+from tests.support.clients import put
+from tests.support.inproc import running_broker
+
+GROUP = "g"
+HOUR_MS = 3_600_000
+
+
+@pytest.fixture
+async def broker(tmp_path: Path) -> AsyncIterator[BrokerController]:
+    async with running_broker(tmp_path, revive_interval=HOUR_MS, revive_queue_num=2) as b:
+        b.topics.update(TopicConfig("T", 2, 2))
+        yield b
+
+
+def table(broker: BrokerController) -> dict[int, Processor]:
+    return {**pop.handlers(broker.context), **ack.handlers(broker.context)}
+
+
+async def call(
+    broker: BrokerController, code: int, fields: dict[str, str], body: bytes = b""
+) -> RemotingCommand:
+    handler = table(broker)[code]
+    answer: Any = handler(cast(Any, None), RemotingCommand.request(code, fields, body))
+    if not isinstance(answer, RemotingCommand):
+        answer = await answer
+    assert isinstance(answer, RemotingCommand)
+    return answer
+
+
+def pop_fields(max_nums: int = 32, queue_id: int = -1, **changes: Any) -> dict[str, str]:
+    values: dict[str, Any] = {
+        "consumer_group": GROUP,
+        "topic": "T",
+        "queue_id": queue_id,
+        "max_msg_nums": max_nums,
+        "invisible_time": 1000,
+        "poll_time": 0,
+        "born_time": int(time.time() * 1000),
+        "init_mode": ConsumeInitMode.MIN,
+        **changes,
+    }
+    return PopMessageRequestHeader(**values).to_ext_fields()
+
+
+def receipts(answer: RemotingCommand) -> list[tuple[ExtraInfo, bytes]]:
+    """Each popped message's receipt as a client builds it, and its body."""
+    head = PopMessageResponseHeader.from_command(answer)
+    starts = parse_start_offset_info(head.start_offset_info)
+    out = []
+    pos = 0
+    while pos < len(answer.body):
+        msg = decode_record(answer.body, pos)
+        pos += msg.store_size
+        info = ExtraInfo(
+            starts[f"0@{msg.queue_id}"],
+            head.pop_time,
+            head.invisible_time,
+            head.revive_qid,
+            "0",
+            "broker-a",
+            msg.queue_id,
+            msg.queue_offset,
+        )
+        out.append((info, msg.body))
+    return out
+
+
+def ack_fields(info: ExtraInfo, topic: str = "T") -> dict[str, str]:
+    assert info.queue_offset is not None
+    return AckMessageRequestHeader(
+        GROUP, topic, info.queue_id, info.encode(), info.queue_offset
+    ).to_ext_fields()
+
+
+# -- checks ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("changes", "code"),
+    [
+        ({"max_nums": 33}, ResponseCode.INVALID_PARAMETER),
+        ({"topic": "Nope"}, ResponseCode.TOPIC_NOT_EXIST),
+        ({"queue_id": 2}, ResponseCode.INVALID_PARAMETER),
+        ({"born_time": 1}, POLLING_TIMEOUT),
+        ({"order": True}, ResponseCode.SYSTEM_ERROR),
+    ],
+)
+async def test_pop_checks(broker: BrokerController, changes: dict[str, Any], code: int) -> None:
+    answer = await call(broker, RequestCode.POP_MESSAGE, pop_fields(**changes))
+    assert answer.code == code, answer.remark
+
+
+async def test_pop_without_its_required_fields(broker: BrokerController) -> None:
+    answer = await call(broker, RequestCode.POP_MESSAGE, {"topic": "T"})
+    assert answer.code == ResponseCode.SYSTEM_ERROR
+    assert "consumerGroup" in (answer.remark or "")
+
+
+async def test_pop_of_an_empty_topic_times_out_at_once_without_poll_time(
+    broker: BrokerController,
+) -> None:
+    answer = await call(broker, RequestCode.POP_MESSAGE, pop_fields())
+    assert answer.code == POLLING_TIMEOUT
+    assert PopMessageResponseHeader.from_command(answer).rest_num == 0
+
+
+async def test_ack_checks(broker: BrokerController) -> None:
+    put(broker, "T", 0)
+    bad = AckMessageRequestHeader(GROUP, "T", 0, "1 2 x", 0).to_ext_fields()
+    assert (await call(broker, RequestCode.ACK_MESSAGE, bad)).code == ResponseCode.SYSTEM_ERROR
+    info = ExtraInfo(0, 1, 1000, 0, "0", "broker-a", 0, 5)
+    far = ack_fields(info)
+    assert (await call(broker, RequestCode.ACK_MESSAGE, far)).code == ResponseCode.NO_MESSAGE
+    other = AckMessageRequestHeader(GROUP, "T", 7, info.encode(), 0).to_ext_fields()
+    assert (await call(broker, RequestCode.ACK_MESSAGE, other)).code == ResponseCode.MESSAGE_ILLEGAL
+    empty = await call(broker, RequestCode.BATCH_ACK_MESSAGE, {})
+    assert empty.code == ResponseCode.NO_MESSAGE
+
+
+# -- popping -----------------------------------------------------------------------------
+
+
+async def test_pop_moves_the_offset_and_says_where_each_message_came_from(
+    broker: BrokerController,
+) -> None:
+    for i in range(3):
+        put(broker, "T", i % 2, body=f"m{i}".encode())
+    answer = await call(broker, RequestCode.POP_MESSAGE, pop_fields())
+    assert answer.code == ResponseCode.SUCCESS
+    head = PopMessageResponseHeader.from_command(answer)
+    assert parse_msg_offset_info(head.msg_offset_info) == {"0@0": [0, 1], "0@1": [0]}
+    assert sorted(body for _, body in receipts(answer)) == [b"m0", b"m1", b"m2"]
+    assert broker.offsets.query(GROUP, "T", 0) == 2
+    assert broker.offsets.query(GROUP, "T", 1) == 1
+    again = await call(broker, RequestCode.POP_MESSAGE, pop_fields())
+    assert again.code == POLLING_TIMEOUT
+
+
+async def test_peek_takes_nothing(broker: BrokerController) -> None:
+    put(broker, "T", 0, body=b"p")
+    peek = PeekMessageRequestHeader("T", 0, 32, GROUP).to_ext_fields()
+    for _ in range(2):
+        answer = await call(broker, RequestCode.PEEK_MESSAGE, peek)
+        assert answer.code == ResponseCode.SUCCESS
+        assert decode_record(answer.body).body == b"p"
+    popped = await call(broker, RequestCode.POP_MESSAGE, pop_fields(queue_id=0))
+    assert [b for _, b in receipts(popped)] == [b"p"]
+
+
+async def test_notification_says_whether_there_is_something(broker: BrokerController) -> None:
+    fields = NotificationRequestHeader(GROUP, "T", -1, 0, int(time.time() * 1000)).to_ext_fields()
+    answer = await call(broker, RequestCode.NOTIFICATION, fields)
+    assert not NotificationResponseHeader.from_command(answer).has_msg
+    put(broker, "T", 1)
+    answer = await call(broker, RequestCode.NOTIFICATION, fields)
+    assert NotificationResponseHeader.from_command(answer).has_msg
+
+
+# -- reviving ----------------------------------------------------------------------------
+
+
+async def test_unacked_messages_are_revived_into_the_retry_topic(broker: BrokerController) -> None:
+    put(broker, "T", 0, body=b"a")
+    put(broker, "T", 0, body=b"b")
+    answer = await call(broker, RequestCode.POP_MESSAGE, pop_fields(queue_id=0))
+    (ack_a, _), (info_b, _) = receipts(answer)
+    assert (
+        await call(broker, RequestCode.ACK_MESSAGE, ack_fields(ack_a))
+    ).code == ResponseCode.SUCCESS
+    revive = broker.pop.revive
+    assert revive.revive_once(now=info_b.revive_time - 1) == 0  # not due yet
+    assert revive.revive_once(now=info_b.revive_time) == 1
+    retry = "%RETRY%g_T"
+    result = broker.store.get_messages(retry, 0, 0, 32)
+    assert result.status is GetStatus.FOUND
+    [back] = [decode_record(b) for b in result.buffers]
+    assert (back.body, back.reconsume_times) == (b"b", 1)
+    assert back.properties[PROPERTY_FIRST_POP_TIME] == str(info_b.pop_time)
+    assert revive.pending_count == 0
+    assert (
+        broker.offsets.query(REVIVE_GROUP, broker.pop.revive_log.topic, info_b.revive_qid)
+        is not None
+    )
+
+
+async def test_retry_topic_v2(tmp_path: Path) -> None:
+    async with running_broker(tmp_path, revive_interval=HOUR_MS, enable_retry_topic_v2=True) as b:
+        b.topics.update(TopicConfig("T", 1, 1))
+        put(b, "T", 0)
+        answer = await call(b, RequestCode.POP_MESSAGE, pop_fields(queue_id=0))
+        [(info, _)] = receipts(answer)
+        b.pop.revive.revive_once(now=info.revive_time)
+        assert b.store.get_max_offset_in_queue("%RETRY%g+T", 0) == 1
+
+
+async def test_change_invisible_time_writes_a_new_checkpoint_and_acks_the_old(
+    broker: BrokerController,
+) -> None:
+    put(broker, "T", 0, body=b"c")
+    answer = await call(broker, RequestCode.POP_MESSAGE, pop_fields(queue_id=0))
+    [(info, _)] = receipts(answer)
+    assert info.queue_offset is not None
+    change = ChangeInvisibleTimeRequestHeader(
+        GROUP, "T", 0, info.encode(), info.queue_offset, HOUR_MS
+    ).to_ext_fields()
+    changed = await call(broker, RequestCode.CHANGE_MESSAGE_INVISIBLETIME, change)
+    assert changed.code == ResponseCode.SUCCESS
+    head = ChangeInvisibleTimeResponseHeader.from_command(changed)
+    assert head.invisible_time == HOUR_MS and head.revive_qid == info.revive_qid
+    revive = broker.pop.revive
+    assert revive.revive_once(now=info.revive_time + 1) == 0  # the old one was acked
+    assert revive.revive_once(now=head.pop_time + HOUR_MS) == 1
+    beyond = ChangeInvisibleTimeRequestHeader(GROUP, "T", 0, info.encode(), 1, 10).to_ext_fields()
+    assert (
+        await call(broker, RequestCode.CHANGE_MESSAGE_INVISIBLETIME, beyond)
+    ).code == ResponseCode.NO_MESSAGE
+
+
+async def test_batch_ack_cancels_the_checkpoint(broker: BrokerController) -> None:
+    for i in range(3):
+        put(broker, "T", 1, body=f"b{i}".encode())
+    answer = await call(broker, RequestCode.POP_MESSAGE, pop_fields(queue_id=1))
+    got = receipts(answer)
+    first = got[0][0]
+    body = BatchAckMessageRequestBody(
+        "broker-a",
+        [
+            BatchAck(
+                GROUP,
+                "T",
+                "0",
+                first.ck_queue_offset,
+                1,
+                first.revive_qid,
+                first.pop_time,
+                first.invisible_time,
+                frozenset({0, 2}),
+            )
+        ],
+    ).encode()
+    assert (
+        await call(broker, RequestCode.BATCH_ACK_MESSAGE, {}, body)
+    ).code == ResponseCode.SUCCESS
+    assert broker.pop.revive.revive_once(now=first.revive_time) == 1  # only b1
+    result = broker.store.get_messages("%RETRY%g_T", 0, 0, 32)
+    assert [decode_record(b).body for b in result.buffers] == [b"b1"]
