@@ -119,9 +119,11 @@ class PopReader:
         return topics
 
     # -- offsets -----------------------------------------------------------------------------
-    def pop_offset(self, group: str, topic: str, queue_id: int, init_mode: int) -> int:
+    def pop_offset(
+        self, group: str, topic: str, queue_id: int, init_mode: int, *, init: bool = True
+    ) -> int:
         """The group's next offset in the queue, committing the initial one if it has
-        none (5.x's getPopOffset/getInitOffset)."""
+        none and ``init`` (5.x's getPopOffset/getInitOffset)."""
         offset = self._offsets.query(group, topic, queue_id)
         if offset is not None and offset >= 0:
             return offset
@@ -136,7 +138,8 @@ class PopReader:
             offset = 0  # initPopOffsetByCheckMsgInMem: a young queue is read whole
         else:
             offset = max(0, store.get_max_offset_in_queue(topic, queue_id) - 1)
-        self._offsets.commit(group, topic, queue_id, offset)
+        if init:
+            self._offsets.commit(group, topic, queue_id, offset)
         return offset
 
     # -- popping -----------------------------------------------------------------------------
@@ -271,7 +274,9 @@ class PopReader:
         found: list[memoryview] = []
         rest = 0
         for qid in queues:
-            offset = self.pop_offset(request.group, request.topic, qid, request.init_mode)
+            offset = self.pop_offset(
+                request.group, request.topic, qid, request.init_mode, init=False
+            )
             room = request.max_msg_nums - len(found)
             result = self._store.get_messages(
                 request.topic, qid, offset, max(1, room), None, request.tag_filter
@@ -291,7 +296,7 @@ class PopReader:
                 queues.extend((retry, q) for q in range(config.read_queue_nums))
         for t, q in queues:
             if self._store.get_max_offset_in_queue(t, q) > self.pop_offset(
-                group, t, q, ConsumeInitMode.MAX
+                group, t, q, ConsumeInitMode.MAX, init=False
             ):
                 return True
         return False

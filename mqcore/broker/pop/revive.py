@@ -24,6 +24,7 @@ acknowledged).
 
 from __future__ import annotations
 
+import heapq
 import logging
 import random
 from dataclasses import dataclass, field
@@ -79,6 +80,9 @@ class _ReviveQueue:
     """The next revive-queue offset to read."""
     pending: dict[str, PopCheckPoint] = field(default_factory=dict)
     """Checkpoints waiting, in the order read (so by revive offset)."""
+    due: list[tuple[int, int, str]] = field(default_factory=list)
+    """(revive time, revive offset, key) of the checkpoints read: a heap, so a pass looks
+    at what is due only (entries of checkpoints acked meanwhile are dropped on the way)."""
 
 
 class PopReviveService:
@@ -157,6 +161,7 @@ class PopReviveService:
                 self._raise_pop_offset(ck)
                 key = merge_key(ck.topic, ck.cid, ck.queue_id, ck.start_offset, ck.pop_time)
                 queue.pending[key] = ck
+                heapq.heappush(queue.due, (ck.revive_time, offset, key))
             elif tag in (ACK_TAG, BATCH_ACK_TAG):
                 ack: AckMsg | BatchAckMsg = (
                     AckMsg.decode(record.body)
@@ -196,18 +201,28 @@ class PopReviveService:
         now = now_ms() if now is None else now
         count = 0
         for queue in self._queues:
-            for key, ck in list(queue.pending.items()):
-                if ck.revive_time > now:
-                    continue
+            retry: list[tuple[int, int, str]] = []
+            while queue.due and queue.due[0][0] <= now:
+                entry = heapq.heappop(queue.due)
+                ck = queue.pending.get(entry[2])
+                if ck is None or ck.revive_offset != entry[1]:
+                    continue  # acknowledged meanwhile
                 revived, done = self._revive(ck)
                 count += revived
                 if done:
-                    del queue.pending[key]
+                    del queue.pending[entry[2]]
+                else:
+                    retry.append(entry)  # a put failed: again at the next pass
+            for entry in retry:
+                heapq.heappush(queue.due, entry)
             self._commit(queue)
         self.revived += count
         return count
 
     def _commit(self, queue: _ReviveQueue) -> None:
+        if len(queue.due) > 2 * len(queue.pending) + 1024:  # mostly acked: compact
+            queue.due = [(ck.revive_time, ck.revive_offset, k) for k, ck in queue.pending.items()]
+            heapq.heapify(queue.due)
         first = next(iter(queue.pending.values()), None)
         done = (first.revive_offset if first is not None else queue.read_offset) - 1
         if done >= 0:

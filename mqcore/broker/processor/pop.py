@@ -178,17 +178,18 @@ class PopMessageProcessor:
     ) -> RemotingCommand:
         c = self.ctx
         reader = c.pop.reader
-        held = False
+        woken = True
         while True:
             popped = reader.pop(pop, _now(), queue_nums)
             remaining = deadline - _now()
-            if popped.buffers or remaining <= 0 or held:
+            if popped.buffers or remaining <= 0 or not woken:
                 break
             watched = (pop.topic, *reader.retry_topics(pop.topic, pop.group))
             if c.long_polling.topic_held_count(pop.topic) >= self.config.pop_polling_size:
                 return reply(request, POLLING_FULL, "the pop polling is full")
-            await c.long_polling.hold_topics(watched, remaining / 1000)
-            held = True
+            # Woken by an arrival: pop again (held again if it was not for this group's
+            # filter); not woken: the poll time is over (or the broker stops).
+            woken = await c.long_polling.hold_topics(watched, remaining / 1000)
         if popped.last_put is not None and not await c.pop.revive_log.durable(popped.last_put):
             return reply(request, ResponseCode.SYSTEM_ERROR, "the checkpoint is not durable")
         header = PopMessageResponseHeader(

@@ -4,6 +4,7 @@ set to an hour: each test runs a revive pass itself, at a time it chooses."""
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -40,6 +41,7 @@ from mqcore.remoting import Processor
 from mqcore.store.results import GetStatus
 from tests.support.clients import put
 from tests.support.inproc import running_broker
+from tests.support.polling import until
 
 GROUP = "g"
 HOUR_MS = 3_600_000
@@ -284,3 +286,24 @@ async def test_batch_ack_cancels_the_checkpoint(broker: BrokerController) -> Non
     assert broker.pop.revive.revive_once(now=first.revive_time) == 1  # only b1
     result = broker.store.get_messages("%RETRY%g_T", 0, 0, 32)
     assert [decode_record(b).body for b in result.buffers] == [b"b1"]
+
+
+async def test_a_held_pop_outlasts_arrivals_its_filter_refuses(broker: BrokerController) -> None:
+    fields = pop_fields(queue_id=0, poll_time=5000, exp_type="TAG", exp="TagB")
+    held = asyncio.ensure_future(call(broker, RequestCode.POP_MESSAGE, fields))
+    await until(lambda: broker.long_polling.topic_held_count("T") == 1, 5.0, "the pop held")
+    put(broker, "T", 0, body=b"not for it")  # TagA: wakes the pop, which finds nothing
+    broker.reput.run()
+    await until(lambda: broker.offsets.query(GROUP, "T", 0) == 1, 5.0, "the filtered one passed")
+    assert not held.done()
+    assert broker.long_polling.topic_held_count("T") == 1
+    put(broker, "T", 0, body=b"for it", tags="TagB")
+    broker.reput.run()
+    answer = await asyncio.wait_for(held, 5.0)
+    assert [b for _, b in receipts(answer)] == [b"for it"]
+
+
+async def test_notification_commits_no_offset(broker: BrokerController) -> None:
+    fields = NotificationRequestHeader("fresh", "T", -1, 0, int(time.time() * 1000))
+    await call(broker, RequestCode.NOTIFICATION, fields.to_ext_fields())
+    assert broker.offsets.query("fresh", "T", 0) is None
