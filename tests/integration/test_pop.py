@@ -17,6 +17,7 @@ import pytest
 from mqcore.broker.pop.keys import REVIVE_GROUP, revive_topic
 from mqcore.client.producer import Producer, make_message
 from mqcore.client.simple_consumer import SimpleConsumer, receipt
+from mqcore.client.sync import SyncSimpleConsumer
 from mqcore.common.metadata import SubscriptionGroupConfig
 from mqcore.message import MessageExt
 from mqcore.message.record import decode_record
@@ -179,3 +180,20 @@ async def test_checkpoints_and_acks_are_records_of_the_revive_topic(cluster: Liv
     await until(lambda: settled(cluster), 5.0, "checkpoints settled")
     done = cluster.broker.offsets.query(REVIVE_GROUP, topic, qid)
     assert done is not None and done >= ours[-1].queue_offset
+
+
+async def test_the_blocking_facade(cluster: LiveCluster) -> None:
+    [body] = await send(cluster, 1)
+    group = group_name()
+
+    def script() -> list[str]:  # what a script does, in a thread beside the broker's loop
+        with SyncSimpleConsumer(group, namesrv=cluster.addr, await_duration=2.0) as c:
+            c.subscribe("T")
+            got = c.receive(32, 5.0)
+            c.change_invisible_duration(got[0], 30.0)
+            c.ack(got[0])
+            return [m.body.decode() for m in got]
+
+    assert await asyncio.to_thread(script) == [body]
+    await until(lambda: settled(cluster), 5.0, "checkpoints settled")
+    assert cluster.broker.pop.revive.revived == 0
