@@ -75,7 +75,7 @@ def settled(cluster: LiveCluster) -> bool:
 async def test_acked_messages_are_not_handed_out_again(cluster: LiveCluster) -> None:
     bodies = await send(cluster, 5)
     c = await consumer(cluster, group_name())
-    got = await receive_all(c, 5, invisible=0.3)
+    got = await receive_all(c, 5, invisible=5.0)
     assert sorted(m.body.decode() for m in got) == sorted(bodies)
     for m in got:
         assert m.topic == "T"
@@ -120,7 +120,7 @@ async def test_change_invisible_duration(cluster: LiveCluster) -> None:
 async def test_batch_ack(cluster: LiveCluster) -> None:
     await send(cluster, 6)
     c = await consumer(cluster, group_name())
-    got = await receive_all(c, 6, invisible=0.3)
+    got = await receive_all(c, 6, invisible=5.0)
     await c.ack_batch(got)
     await until(lambda: settled(cluster), 5.0, "checkpoints settled")
     assert cluster.broker.pop.revive.revived == 0
