@@ -220,6 +220,7 @@ class BrokerController:
             self.groups,
             self._store_host,
             master_timers,
+            self.persister,
         )
         """RocketMQ 5's POP state; its revive service runs on a master."""
         self.slave_sync = SlaveSynchronize(

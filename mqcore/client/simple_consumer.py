@@ -35,7 +35,9 @@ from mqcore.protocol.extra_info import (
     PROPERTY_FIRST_POP_TIME,
     PROPERTY_POP_CK,
     ExtraInfo,
+    order_count_key,
     parse_msg_offset_info,
+    parse_order_count_info,
     parse_start_offset_info,
     retry_mark,
     start_offset_key,
@@ -77,6 +79,7 @@ class SimpleConsumer(ClientRole):
         await_duration: float = 5.0,
         invisible_duration: float = 30.0,
         init_mode: int = ConsumeInitMode.MAX,
+        fifo: bool = False,
         instance_name: str | None = None,
         client_config: ClientConfig | None = None,
         access_key: str | None = None,
@@ -88,6 +91,9 @@ class SimpleConsumer(ClientRole):
         self.await_duration = await_duration
         self.invisible_duration = invisible_duration
         self.init_mode = init_mode
+        self.fifo = fifo
+        """FIFO POP: each queue's messages in order, the next only once the ones before
+        are acknowledged (or their invisible time is over: then they come again)."""
         self.subscriptions: dict[str, str] = {}
         """Topic -> tag expression."""
         self._turn = 0
@@ -159,6 +165,7 @@ class SimpleConsumer(ClientRole):
             init_mode=self.init_mode,
             exp_type="TAG",
             exp=expression,
+            order=True if self.fifo else None,
         )
         request = instance.transport.request(RequestCode.POP_MESSAGE, header)
         response = await instance.transport.invoke(addr, request, wait + 3.0)
@@ -169,6 +176,7 @@ class SimpleConsumer(ClientRole):
         head = PopMessageResponseHeader.from_command(response)
         messages = decode_pulled(response.body, topic).messages
         starts = parse_start_offset_info(head.start_offset_info)
+        counts = parse_order_count_info(head.order_count_info)
         wanted = _tags(expression)
         out = []
         for msg in messages:
@@ -185,6 +193,11 @@ class SimpleConsumer(ClientRole):
                     queue_id=msg.queue_id,
                     queue_offset=msg.queue_offset,
                 ).encode()
+            if counts:  # FIFO: how often each was handed out before
+                key = order_count_key(msg.topic, msg.queue_id, msg.queue_offset)
+                count = counts.get(key, counts.get(start_offset_key(msg.topic, msg.queue_id)))
+                if count:
+                    msg.reconsume_times = count
             props.setdefault(PROPERTY_FIRST_POP_TIME, str(head.pop_time))
             msg.topic = topic
             if wanted and props.get(PROPERTY_TAGS) not in wanted:

@@ -28,7 +28,9 @@ __all__ = [
     "build_msg_offset_info",
     "build_start_offset_info",
     "is_pop_retry_topic_v2",
+    "order_count_key",
     "parse_msg_offset_info",
+    "parse_order_count_info",
     "parse_start_offset_info",
     "pop_retry_topic",
     "pop_retry_topic_v1",
@@ -206,6 +208,22 @@ def parse_msg_offset_info(text: str | None) -> dict[str, list[int]]:
     return {
         key: [_int(v, "msgOffset") for v in values] for key, values in _split(text, "msgOffsetInfo")
     }
+
+
+def parse_order_count_info(text: str | None) -> dict[str, int]:
+    """A FIFO pop's ``orderCountInfo``: ``"{retry}@{queueId}"`` (the queue's least count)
+    and ``"{retry}@qo{queueId}%{offset}"`` (one message's) -> times handed out before."""
+    out: dict[str, int] = {}
+    for key, values in _split(text, "orderCountInfo"):
+        if len(values) != 1:
+            raise ExtraInfoError(f"orderCountInfo: one count per key, not {values}")
+        out[key] = _int(values[0], "orderCount")
+    return out
+
+
+def order_count_key(topic: str, queue_id: int, queue_offset: int) -> str:
+    """The key of one message in the parsed ``orderCountInfo``."""
+    return f"{retry_mark(topic)}@qo{queue_id}%{queue_offset}"
 
 
 def start_offset_key(topic: str, queue_id: int) -> str:

@@ -197,3 +197,47 @@ async def test_the_blocking_facade(cluster: LiveCluster) -> None:
     assert await asyncio.to_thread(script) == [body]
     await until(lambda: settled(cluster), 5.0, "checkpoints settled")
     assert cluster.broker.pop.revive.revived == 0
+
+
+async def fifo_consumer(cluster: LiveCluster, group: str) -> SimpleConsumer:
+    await cluster.create_topic("F", 1)
+    c = cluster.track(SimpleConsumer(group, namesrv=cluster.addr, await_duration=0.2, fifo=True))
+    c.subscribe("F")
+    await c.start()
+    return c
+
+
+async def test_fifo_hands_a_queue_out_in_order_and_blocks_it_while_in_flight(
+    cluster: LiveCluster,
+) -> None:
+    c = await fifo_consumer(cluster, group_name())
+    bodies = await send(cluster, 3, topic="F")
+    got = await receive_all(c, 3, invisible=5.0)
+    assert [m.body.decode() for m in got] == bodies
+    assert all(m.reconsume_times == 0 and receipt(m).is_order for m in got)
+    assert await c.receive(32, 5.0, await_duration=0) == []  # in flight: blocked
+    await c.ack(got[0])
+    assert await c.receive(32, 5.0, await_duration=0) == []  # the other two still are
+    await c.change_invisible_duration(got[1], 0.0)
+    await c.change_invisible_duration(got[2], 0.0)
+    again = await receive_all(c, 2, invisible=5.0)  # the same two, in order, once more
+    assert [m.body.decode() for m in again] == bodies[1:]
+    assert [m.reconsume_times for m in again] == [1, 1]
+    for m in again:
+        await c.ack(m)
+    [later] = await send(cluster, 1, topic="F")
+    [m] = await receive_all(c, 1, invisible=5.0)
+    assert (m.body.decode(), m.reconsume_times) == (later, 0)
+    assert cluster.broker.pop.revive.pending_count == 0  # FIFO writes no checkpoint
+
+
+async def test_fifo_messages_come_again_after_their_invisible_time(cluster: LiveCluster) -> None:
+    c = await fifo_consumer(cluster, group_name())
+    bodies = await send(cluster, 2, topic="F")
+    first = await receive_all(c, 2, invisible=0.2)
+    assert [m.body.decode() for m in first] == bodies
+    again = await receive_all(c, 2, invisible=5.0)
+    assert [m.body.decode() for m in again] == bodies
+    assert [m.reconsume_times for m in again] == [1, 1]
+    await c.ack_batch(again)
+    assert cluster.broker.offsets.query(c.group, "F", 0) == 2

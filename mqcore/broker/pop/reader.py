@@ -10,6 +10,11 @@ never interleave (5.x needs its QueueLockManager for that).
 
 Messages from a retry topic are answered under the original topic with their receipt in
 ``POP_CK`` (5.x's default), unless ``popResponseReturnActualRetryTopic``.
+
+A FIFO (``order``) pop writes no checkpoint and reads no retry topic: it skips a queue
+whose last FIFO pop still has a message in flight, and records what it hands out in the
+order info (:mod:`mqcore.broker.pop.order_info`); the group's offset stays at the first
+unacknowledged message, so what is not acknowledged comes again, in order.
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ from mqcore.message.const import RETRY_GROUP_TOPIC_PREFIX
 from mqcore.message.record import decode_record, encode_record
 from mqcore.protocol.bodies.pop import PopCheckPoint
 from mqcore.protocol.extra_info import (
+    POP_ORDER_REVIVE_QUEUE,
     PROPERTY_POP_CK,
     ExtraInfo,
     build_msg_offset_info,
@@ -37,7 +43,10 @@ from mqcore.store.metadata import PERM_READ, PERM_WRITE
 from mqcore.store.results import GetStatus, PutResult, RecordFilter, TagFilter
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from mqcore.broker.config import BrokerConfig
+    from mqcore.broker.pop.order_info import ConsumerOrderInfoManager
     from mqcore.broker.pop.revive_log import ReviveLog
     from mqcore.broker.topics import TopicService
     from mqcore.store.message_store import MessageStore
@@ -66,6 +75,8 @@ class PopRequest:
     init_mode: int = ConsumeInitMode.MAX
     tag_filter: TagFilter | None = None
     record_filter: RecordFilter | None = None
+    order: bool = False
+    attempt_id: str | None = None
 
 
 @dataclass(slots=True)
@@ -82,6 +93,8 @@ class Popped:
     msg_offsets: list[tuple[str, int, list[int]]] = field(default_factory=list)
     last_put: PutResult | None = None
     """The last checkpoint written: the answer waits until it is durable."""
+    order_counts: list[str] = field(default_factory=list)
+    """FIFO: ``orderCountInfo`` entries (how often each message was handed out before)."""
 
     @property
     def start_offset_info(self) -> str:
@@ -90,6 +103,10 @@ class Popped:
     @property
     def msg_offset_info(self) -> str:
         return build_msg_offset_info(self.msg_offsets)
+
+    @property
+    def order_count_info(self) -> str | None:
+        return ";".join(self.order_counts) if self.order_counts else None
 
 
 class PopReader:
@@ -100,12 +117,16 @@ class PopReader:
         offsets: ConsumerOffsetManager,
         topics: TopicService,
         revive_log: ReviveLog,
+        order_info: ConsumerOrderInfoManager,
+        order_changed: Callable[[], None],
     ) -> None:
         self._config = config
         self._store = store
         self._offsets = offsets
         self._topics = topics
         self._log = revive_log
+        self._order_info = order_info
+        self._order_changed = order_changed
         self._rng = random.Random()
 
     def retry_topics(self, topic: str, group: str) -> list[str]:
@@ -146,8 +167,15 @@ class PopReader:
     def pop(self, request: PopRequest, pop_time: int, queue_nums: int) -> Popped:
         """Take up to ``max_msg_nums`` messages; ``queue_nums`` is the topic's readable
         queue count."""
-        popped = Popped(pop_time, request.invisible_time, self._log.next_revive_qid())
         rand = self._rng.randrange(100)
+        if request.order:
+            popped = Popped(pop_time, request.invisible_time, POP_ORDER_REVIVE_QUEUE)
+            queues = [request.queue_id] if request.queue_id >= 0 else range(queue_nums)
+            for i in queues:
+                qid = i if request.queue_id >= 0 else (rand + i) % queue_nums
+                self._from_queue_in_order(request, qid, popped)
+            return popped
+        popped = Popped(pop_time, request.invisible_time, self._log.next_revive_qid())
         retry_first = rand < self._config.pop_from_retry_probability
         retries = self.retry_topics(request.topic, request.group)
         if retry_first:
@@ -220,6 +248,45 @@ class PopReader:
                 )
             else:
                 popped.buffers.extend(result.buffers)
+        elif result.status in _SKIPPED and result.next_begin_offset > offset:
+            self._offsets.commit(group, topic, queue_id, result.next_begin_offset)
+        popped.rest_num += max(0, result.max_offset - max(offset, result.next_begin_offset))
+
+    def _from_queue_in_order(self, request: PopRequest, queue_id: int, popped: Popped) -> None:
+        store, topic, group = self._store, request.topic, request.group
+        offset = self.pop_offset(group, topic, queue_id, request.init_mode)
+        room = request.max_msg_nums - len(popped.buffers)
+        blocked = self._order_info.check_block(
+            request.attempt_id, topic, group, queue_id, request.invisible_time
+        )
+        if room <= 0 or blocked:
+            return
+        tags, records = request.tag_filter, request.record_filter
+        result = store.get_messages(topic, queue_id, offset, room, None, tags, records)
+        if result.status in _RESEEK and result.next_begin_offset != offset:
+            offset = result.next_begin_offset
+            self._offsets.commit(group, topic, queue_id, offset)
+            result = store.get_messages(topic, queue_id, offset, room, None, tags, records)
+        if result.buffers:
+            counts, least = self._order_info.update(
+                request.attempt_id,
+                topic,
+                group,
+                queue_id,
+                popped.pop_time,
+                request.invisible_time,
+                list(result.queue_offsets),
+            )
+            self._order_changed()
+            mark = retry_mark(topic)
+            popped.order_counts += [f"{mark} qo{queue_id}%{o} {n}" for o, n in counts.items()]
+            popped.order_counts.append(f"{mark} {queue_id} {least}")
+            # The offset stays at the first message until it is acknowledged (5.x commits
+            # the pop's start offset).
+            self._offsets.commit(group, topic, queue_id, offset)
+            popped.start_offsets.append((topic, queue_id, offset))
+            popped.msg_offsets.append((topic, queue_id, list(result.queue_offsets)))
+            popped.buffers.extend(result.buffers)
         elif result.status in _SKIPPED and result.next_begin_offset > offset:
             self._offsets.commit(group, topic, queue_id, result.next_begin_offset)
         popped.rest_num += max(0, result.max_offset - max(offset, result.next_begin_offset))

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from mqcore.broker.pop.order_info import ConsumerOrderInfoManager
 from mqcore.broker.pop.reader import PopReader
 from mqcore.broker.pop.revive import PopReviveService
 from mqcore.broker.pop.revive_log import ReviveLog
@@ -25,6 +26,7 @@ if TYPE_CHECKING:
     from mqcore.message.model import HostAddr
     from mqcore.store.message_store import MessageStore
     from mqcore.store.metadata import ConsumerOffsetManager, SubscriptionGroupManager
+    from mqcore.store.metadata.persister import ConfigPersister
 
 __all__ = ["PopService"]
 
@@ -40,19 +42,34 @@ class PopService:
         groups: SubscriptionGroupManager,
         store_host: Callable[[], HostAddr],
         timers: Timers,
+        persister: ConfigPersister,
     ) -> None:
         self.config = config
+        self.order_info = ConsumerOrderInfoManager(store.config.root)
+        """FIFO pops' in-flight messages (``config/consumerOrderInfo.json``)."""
+        self._persister = persister
+        self._order_info_loaded = False
         self.revive_log = ReviveLog(config, appender, topics, store_host)
         self.revive = PopReviveService(
             config, store, appender, self.revive_log, offsets, topics, groups, store_host
         )
-        self.reader = PopReader(config, store, offsets, topics, self.revive_log)
+        self.reader = PopReader(
+            config, store, offsets, topics, self.revive_log, self.order_info, self.order_changed
+        )
         self._timers = timers
 
     def start(self) -> None:
-        """Read the revive topic once, at once (before any pop is served: it raises pop
-        offsets a crash left behind), then every ``reviveInterval`` ms."""
+        """Load the FIFO order info and read the revive topic once, at once (before any
+        pop is served: it raises pop offsets a crash left behind), then every
+        ``reviveInterval`` ms."""
+        if not self._order_info_loaded:
+            self.order_info.load()
+            self._order_info_loaded = True
         self.revive.recover()
         self._timers.every(
             max(10, self.config.revive_interval), self.revive.revive_once, name="pop-revive"
         )
+
+    def order_changed(self) -> None:
+        """A FIFO pop or ack changed the order info: written soon, off the loop."""
+        self._persister.request(self.order_info)

@@ -29,7 +29,12 @@ from mqcore.protocol.bodies.pop import (
     BatchAckMsg,
     PopCheckPoint,
 )
-from mqcore.protocol.extra_info import ExtraInfo, ExtraInfoError, real_topic
+from mqcore.protocol.extra_info import (
+    POP_ORDER_REVIVE_QUEUE,
+    ExtraInfo,
+    ExtraInfoError,
+    real_topic,
+)
 from mqcore.protocol.headers import HeaderError
 from mqcore.protocol.headers.pop import (
     AckMessageRequestHeader,
@@ -105,9 +110,7 @@ class AckMessageProcessor:
                 f"commit:{header.offset}, store:{lo}~{hi}",
             )
         if receipt.is_order:
-            return reply(
-                request, ResponseCode.SYSTEM_ERROR, "FIFO (order) POP is not supported yet"
-            )
+            return self._ack_in_order(request, header, receipt)
         ack = AckMsg(
             ack_offset=header.offset,
             start_offset=receipt.ck_queue_offset,
@@ -119,6 +122,33 @@ class AckMessageProcessor:
         )
         result = self.ctx.pop.revive_log.put_ack(ack, receipt.revive_qid, receipt.invisible_time)
         return self._answer(request, result, reply(request))
+
+    def _ack_in_order(
+        self, request: RemotingCommand, header: AckMessageRequestHeader, receipt: ExtraInfo
+    ) -> RemotingCommand:
+        """FIFO: no record; the group's offset moves to the first message of the pop not
+        acknowledged yet (5.x's ackOrderly), and a queue no longer blocked wakes pops."""
+        c = self.ctx
+        group, topic, qid = header.consumer_group, header.topic, header.queue_id
+        done = c.offsets.query(group, topic, qid)
+        if done is not None and header.offset < done:
+            return reply(request)  # acknowledged already
+        following = c.pop.order_info.commit_and_next(
+            topic, group, qid, header.offset, receipt.pop_time
+        )
+        if following == -1:
+            return reply(
+                request,
+                ResponseCode.MESSAGE_ILLEGAL,
+                f"offset is illegal, key:{topic}@{group}@{qid}, old:{done}, "
+                f"commit:{header.offset}, next:{following}",
+            )
+        if following >= 0:
+            c.offsets.commit(group, topic, qid, following)
+            c.pop.order_changed()
+            if not c.pop.order_info.check_block(None, topic, group, qid, receipt.invisible_time):
+                c.long_polling.notify_topic(topic)
+        return reply(request)
 
     # -- BATCH_ACK_MESSAGE -----------------------------------------------------------------
     def process_batch_ack(
@@ -132,6 +162,11 @@ class AckMessageProcessor:
             return reply(request, ResponseCode.NO_MESSAGE, "no acks in the body")
         results: list[PutResult] = []
         for batch in body.acks:
+            if batch.revive_queue_id == POP_ORDER_REVIVE_QUEUE:
+                refused = self._batch_in_order(request, batch)
+                if refused is not None:
+                    return refused
+                continue
             try:
                 ack = self._batch(batch, body.broker_name)
             except ExtraInfoError as exc:
@@ -151,6 +186,32 @@ class AckMessageProcessor:
             if answer.code != ResponseCode.SUCCESS:
                 return answer
         return reply(request)
+
+    def _batch_in_order(self, request: RemotingCommand, batch: BatchAck) -> RemotingCommand | None:
+        """A FIFO pop's acks, one by one as ACK_MESSAGE makes them; an error answer or None."""
+        try:
+            topic = real_topic(batch.topic, batch.consumer_group, batch.retry)
+        except ExtraInfoError as exc:
+            return reply(request, ResponseCode.SYSTEM_ERROR, str(exc))
+        for bit in sorted(batch.bits):
+            offset = batch.start_offset + bit
+            receipt = ExtraInfo(
+                batch.start_offset,
+                batch.pop_time,
+                batch.invisible_time,
+                batch.revive_queue_id,
+                batch.retry,
+                "",
+                batch.queue_id,
+                offset,
+            )
+            header = AckMessageRequestHeader(
+                batch.consumer_group, topic, batch.queue_id, receipt.encode(), offset
+            )
+            answer = self._ack_in_order(request, header, receipt)
+            if answer.code != ResponseCode.SUCCESS:
+                return answer
+        return None
 
     def _batch(self, batch: BatchAck, broker_name: str | None) -> BatchAckMsg | None:
         """The acks of one BatchAck inside its queue's bounds (5.x skips the others)."""
@@ -193,10 +254,34 @@ class AckMessageProcessor:
         if not lo <= header.offset < hi:
             return reply(request, ResponseCode.NO_MESSAGE, "no message at that offset")
         if receipt.is_order:
-            return reply(
-                request, ResponseCode.SYSTEM_ERROR, "FIFO (order) POP is not supported yet"
-            )
+            return self._change_in_order(request, header, receipt)
         return self._change(request, header, receipt)
+
+    def _change_in_order(
+        self,
+        request: RemotingCommand,
+        header: ChangeInvisibleTimeRequestHeader,
+        receipt: ExtraInfo,
+    ) -> RemotingCommand:
+        """FIFO: the message's next visible time in the order info (5.x answers the
+        original pop time and an invisible time that reaches the new deadline)."""
+        c = self.ctx
+        group, topic, qid = header.consumer_group, header.topic, header.queue_id
+        visible_at = int(time.time() * 1000) + header.invisible_time
+        done = c.offsets.query(group, topic, qid)
+        if done is None or header.offset >= done:
+            c.pop.order_info.update_next_visible_time(
+                topic, group, qid, header.offset, receipt.pop_time, visible_at
+            )
+            c.pop.order_changed()
+        return reply(
+            request,
+            header=ChangeInvisibleTimeResponseHeader(
+                pop_time=receipt.pop_time,
+                invisible_time=visible_at - receipt.pop_time,
+                revive_qid=receipt.revive_qid,
+            ),
+        )
 
     async def _change(
         self, request: RemotingCommand, header: ChangeInvisibleTimeRequestHeader, receipt: ExtraInfo

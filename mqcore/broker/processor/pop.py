@@ -4,11 +4,12 @@ PopMessageProcessor, PeekMessageProcessor and NotificationProcessor.
 A pop is checked as 5.x checks it (a request older than its poll time by 500 ms is
 POLLING_TIMEOUT; more than 32 messages, or a queue id past the topic's, is
 INVALID_PARAMETER), then :class:`~mqcore.broker.pop.reader.PopReader` takes what it finds
-and writes its checkpoint. With nothing found and a ``pollTime``, the request is held
-(long polling, :meth:`LongPollingService.hold_topics`) until something arrives on the
-topic or its retry topic, then tried once more; a topic with ``popPollingSize`` requests
-held already answers POLLING_FULL. The answer waits for the checkpoint to be durable
-when the flush or replication config asks, as a send's does.
+and writes its checkpoint (a FIFO pop, ``order``, records its messages in the order info
+instead). With nothing found and a ``pollTime``, the request is held (long polling,
+:meth:`LongPollingService.hold_topics`) until something arrives on the topic or its retry
+topic, then tried again; a topic with ``popPollingSize`` requests held already answers
+POLLING_FULL. The answer waits for the checkpoint to be durable when the flush or
+replication config asks, as a send's does.
 
 The handlers take a channel and a RemotingCommand and return the answer (or a coroutine
 of it), so another access point (gRPC) can call them in-process.
@@ -152,10 +153,6 @@ class PopMessageProcessor:
                 ResponseCode.INVALID_PARAMETER,
                 f"the broker[{self.config.broker_ip1}] pop message's num is greater than 32",
             )
-        if header.is_order:
-            return reply(
-                request, ResponseCode.SYSTEM_ERROR, "FIFO (order) POP is not supported yet"
-            )
         try:
             topic_config = self._check(header.consumer_group, header.topic, header.queue_id)
             tags, records = self._filters(header.topic, header.exp_type, header.exp)
@@ -170,6 +167,8 @@ class PopMessageProcessor:
             init_mode=header.init_mode,
             tag_filter=tags,
             record_filter=records,
+            order=header.is_order,
+            attempt_id=header.attempt_id,
         )
         return self._pop(request, pop, topic_config.read_queue_nums, born + header.poll_time)
 
@@ -199,6 +198,7 @@ class PopMessageProcessor:
             rest_num=popped.rest_num,
             start_offset_info=popped.start_offset_info,
             msg_offset_info=popped.msg_offset_info,
+            order_count_info=popped.order_count_info,
         )
         if not popped.buffers:
             return reply(request, POLLING_TIMEOUT, "NO_MESSAGE_IN_QUEUE", header)

@@ -124,7 +124,6 @@ def ack_fields(info: ExtraInfo, topic: str = "T") -> dict[str, str]:
         ({"topic": "Nope"}, ResponseCode.TOPIC_NOT_EXIST),
         ({"queue_id": 2}, ResponseCode.INVALID_PARAMETER),
         ({"born_time": 1}, POLLING_TIMEOUT),
-        ({"order": True}, ResponseCode.SYSTEM_ERROR),
     ],
 )
 async def test_pop_checks(broker: BrokerController, changes: dict[str, Any], code: int) -> None:
