@@ -113,10 +113,11 @@ class PopReviveService:
         """Messages put back so far (retry topic or DLQ)."""
 
     # -- reading ---------------------------------------------------------------------------
-    def recover(self) -> None:
-        """Read every revive queue from its committed offset: rebuilds the waiting
-        checkpoints and raises pop offsets past them. The broker calls this at start,
-        before it serves; the periodic pass calls it too (it reads what is new)."""
+    def recover(self, *, to_the_end: bool = False) -> None:
+        """Read every revive queue from where it got to (at first, its committed offset):
+        rebuilds the waiting checkpoints and raises pop offsets past them. A periodic
+        pass reads at most ``_READ_LIMIT`` records a queue; the broker's start reads
+        ``to_the_end`` before it serves any pop."""
         self._log.ensure_topic()
         if self._queues is None:
             self._queues = []
@@ -124,30 +125,37 @@ class PopReviveService:
                 done = self._offsets.query(REVIVE_GROUP, self._log.topic, qid)
                 self._queues.append(_ReviveQueue(qid, (done if done is not None else -1) + 1))
         for queue in self._queues:
-            self._read(queue)
+            while not self._read(queue) and to_the_end:
+                pass
 
-    def _read(self, queue: _ReviveQueue) -> None:
+    def _read(self, queue: _ReviveQueue) -> bool:
+        """Read up to ``_READ_LIMIT`` records; True once at the queue's end."""
         topic, read = self._log.topic, 0
         while read < _READ_LIMIT:
             result = self._store.get_messages(topic, queue.qid, queue.read_offset, _READ_BATCH)
-            if result.status is not GetStatus.FOUND:
-                if result.status in (GetStatus.OFFSET_TOO_SMALL, GetStatus.OFFSET_OVERFLOW_BADLY):
-                    log.warning(
-                        "revive queue %d: offset %d is outside the queue, going on from %d",
-                        queue.qid,
-                        queue.read_offset,
-                        result.next_begin_offset,
-                    )
-                    queue.read_offset = result.next_begin_offset
-                    continue
-                if result.status in (GetStatus.OFFSET_FOUND_NULL, GetStatus.NO_MATCHED_MESSAGE):
-                    queue.read_offset = max(queue.read_offset + 1, result.next_begin_offset)
-                    continue
-                return
-            for view, offset in zip(result.buffers, result.queue_offsets, strict=True):
-                self._take(queue, view, offset)
-            read += len(result.buffers)
-            queue.read_offset = result.next_begin_offset
+            if result.status is GetStatus.FOUND:
+                for view, offset in zip(result.buffers, result.queue_offsets, strict=True):
+                    self._take(queue, view, offset)
+                read += len(result.buffers)
+                queue.read_offset = result.next_begin_offset
+                continue
+            moved = result.next_begin_offset != queue.read_offset
+            if result.status in (GetStatus.OFFSET_TOO_SMALL, GetStatus.OFFSET_OVERFLOW_BADLY):
+                if not moved:
+                    return True
+                log.warning(
+                    "revive queue %d: offset %d is outside the queue, going on from %d",
+                    queue.qid,
+                    queue.read_offset,
+                    result.next_begin_offset,
+                )
+                queue.read_offset = result.next_begin_offset
+            elif result.status in (GetStatus.OFFSET_FOUND_NULL, GetStatus.NO_MATCHED_MESSAGE):
+                queue.read_offset = max(queue.read_offset + 1, result.next_begin_offset)
+            else:
+                return True
+            read += 1
+        return False
 
     def _take(self, queue: _ReviveQueue, view: memoryview, offset: int) -> None:
         try:

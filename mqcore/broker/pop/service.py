@@ -65,7 +65,7 @@ class PopService:
         if not self._order_info_loaded:
             self.order_info.load()
             self._order_info_loaded = True
-        self.revive.recover()
+        self.revive.recover(to_the_end=True)
         self._timers.every(
             max(10, self.config.revive_interval), self.revive.revive_once, name="pop-revive"
         )

@@ -14,6 +14,7 @@ import pytest
 
 from mqcore.broker.controller import BrokerController
 from mqcore.broker.pop.keys import REVIVE_GROUP
+from mqcore.broker.pop.revive import PopReviveService
 from mqcore.broker.processor import ack, pop
 from mqcore.common.metadata import TopicConfig
 from mqcore.message.record import decode_record
@@ -306,3 +307,34 @@ async def test_notification_commits_no_offset(broker: BrokerController) -> None:
     fields = NotificationRequestHeader("fresh", "T", -1, 0, int(time.time() * 1000))
     await call(broker, RequestCode.NOTIFICATION, fields.to_ext_fields())
     assert broker.offsets.query("fresh", "T", 0) is None
+
+
+async def test_reading_the_revive_topic_again_raises_pop_offsets_past_every_checkpoint(
+    broker: BrokerController, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What a restart after kill -9 relies on, with an offset file older than every pop
+    and reads of two records at a time (the start reads to the end regardless)."""
+    for i in range(5):
+        put(broker, "T", 0, body=f"r{i}".encode())
+        answer = await call(broker, RequestCode.POP_MESSAGE, pop_fields(queue_id=0, max_nums=1))
+        assert answer.code == ResponseCode.SUCCESS
+    broker.offsets.table.pop(f"T@{GROUP}")  # as a stale consumerOffset.json would have it
+    broker.offsets.table.pop(f"{broker.pop.revive_log.topic}@{REVIVE_GROUP}", None)
+    monkeypatch.setattr("mqcore.broker.pop.revive._READ_LIMIT", 2)
+    monkeypatch.setattr("mqcore.broker.pop.revive._READ_BATCH", 1)
+    p = broker.pop
+    fresh = PopReviveService(
+        broker.config,
+        broker.store,
+        broker.appender,
+        p.revive_log,
+        broker.offsets,
+        broker.topics,
+        broker.groups,
+        lambda: ("127.0.0.1", 1),
+    )
+    fresh.recover(to_the_end=True)
+    assert broker.offsets.query(GROUP, "T", 0) == 5
+    assert fresh.pending_count == 5
+    again = await call(broker, RequestCode.POP_MESSAGE, pop_fields(queue_id=0))
+    assert again.code == POLLING_TIMEOUT
