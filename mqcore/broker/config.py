@@ -219,6 +219,14 @@ class BrokerConfig(ServerSettings, PropertiesConfig):
     """Held POP requests per topic/queue before POLLING_FULL."""
     max_pop_polling_size: int = 100_000
     """Held POP requests in all before POLLING_FULL."""
+    enable_pop_buffer_merge: bool = False
+    """Keep checkpoints in memory a while so quick acks write nothing (PopBufferMergeService)."""
+    pop_ck_stay_buffer_time: int = 10_000
+    """How long (ms) a buffered checkpoint waits for its acks before it is written."""
+    pop_ck_stay_buffer_time_out: int = 3000
+    """A buffered checkpoint is written at the latest this long (ms) before its revive time."""
+    pop_ck_max_buffer_size: int = 200_000
+    """Checkpoints buffered at most; more are written at once."""
     pop_response_return_actual_retry_topic: bool = False
     """Answer a message from a pop retry topic under that topic, not rewritten to the
     original topic with its receipt in ``POP_CK`` (5.x's default rewrites)."""

@@ -254,7 +254,7 @@ class BrokerController:
         self.master_services = ServiceSet(
             "master",
             [
-                Service("pop-revive", self.pop.start),  # first: before any pop is served
+                Service("pop-revive", self.pop.start, self.pop.stop),  # first: before pops
                 Service("ha-service", self._listen_ha, self.ha.close),
                 Service("schedule", self.schedule_service.start, self.schedule_service.stop),
                 Service("transaction-check", self.transaction_check.start),

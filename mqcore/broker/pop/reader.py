@@ -46,6 +46,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
     from mqcore.broker.config import BrokerConfig
+    from mqcore.broker.pop.buffer_merge import PopBufferMergeService
     from mqcore.broker.pop.order_info import ConsumerOrderInfoManager
     from mqcore.broker.pop.revive_log import ReviveLog
     from mqcore.broker.topics import TopicService
@@ -119,6 +120,7 @@ class PopReader:
         revive_log: ReviveLog,
         order_info: ConsumerOrderInfoManager,
         order_changed: Callable[[], None],
+        buffer: PopBufferMergeService,
     ) -> None:
         self._config = config
         self._store = store
@@ -127,6 +129,7 @@ class PopReader:
         self._log = revive_log
         self._order_info = order_info
         self._order_changed = order_changed
+        self._buffer = buffer
         self._rng = random.Random()
 
     def retry_topics(self, topic: str, group: str) -> list[str]:
@@ -147,7 +150,7 @@ class PopReader:
         none and ``init`` (5.x's getPopOffset/getInitOffset)."""
         offset = self._offsets.query(group, topic, queue_id)
         if offset is not None and offset >= 0:
-            return offset
+            return max(offset, self._buffer.latest_offset(topic, group, queue_id))
         store = self._store
         if init_mode == ConsumeInitMode.MIN or topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
             offset = store.get_min_offset_in_queue(topic, queue_id)
@@ -234,12 +237,17 @@ class PopReader:
                 broker_name=self._config.broker_name,
                 queue_offset_diff=[o - offset for o in result.queue_offsets],
             )
-            put = self._log.put_ck(ck, popped.revive_qid)
-            if not put.ok:  # nothing handed out without a checkpoint to bring it back
+            if self._buffer.enabled:  # the offset moves once the checkpoint is settled
+                put = self._buffer.add_ck(ck, popped.revive_qid, result.next_begin_offset)
+            else:
+                put = self._log.put_ck(ck, popped.revive_qid)
+            if put is not None and not put.ok:  # nothing handed out without a checkpoint
                 popped.rest_num += max(0, result.max_offset - offset)
                 return
-            popped.last_put = put
-            self._offsets.commit(group, topic, queue_id, result.next_begin_offset)
+            if put is not None:
+                popped.last_put = put
+            if not self._buffer.enabled:
+                self._offsets.commit(group, topic, queue_id, result.next_begin_offset)
             popped.start_offsets.append((topic, queue_id, offset))
             popped.msg_offsets.append((topic, queue_id, list(result.queue_offsets)))
             if retry and not self._config.pop_response_return_actual_retry_topic:
@@ -249,7 +257,7 @@ class PopReader:
             else:
                 popped.buffers.extend(result.buffers)
         elif result.status in _SKIPPED and result.next_begin_offset > offset:
-            self._offsets.commit(group, topic, queue_id, result.next_begin_offset)
+            self._buffer.add_offset(topic, group, queue_id, result.next_begin_offset)
         popped.rest_num += max(0, result.max_offset - max(offset, result.next_begin_offset))
 
     def _from_queue_in_order(self, request: PopRequest, queue_id: int, popped: Popped) -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from mqcore.broker.pop.buffer_merge import PopBufferMergeService
 from mqcore.broker.pop.order_info import ConsumerOrderInfoManager
 from mqcore.broker.pop.reader import PopReader
 from mqcore.broker.pop.revive import PopReviveService
@@ -29,6 +30,9 @@ if TYPE_CHECKING:
     from mqcore.store.metadata.persister import ConfigPersister
 
 __all__ = ["PopService"]
+
+_BUFFER_SCAN_MS = 100
+"""How often buffered checkpoints are looked at (5.x looks every few ms)."""
 
 
 class PopService:
@@ -53,8 +57,17 @@ class PopService:
         self.revive = PopReviveService(
             config, store, appender, self.revive_log, offsets, topics, groups, store_host
         )
+        self.buffer = PopBufferMergeService(config, self.revive_log, offsets)
+        """Checkpoints held back a while (``enablePopBufferMerge``)."""
         self.reader = PopReader(
-            config, store, offsets, topics, self.revive_log, self.order_info, self.order_changed
+            config,
+            store,
+            offsets,
+            topics,
+            self.revive_log,
+            self.order_info,
+            self.order_changed,
+            self.buffer,
         )
         self._timers = timers
 
@@ -69,6 +82,15 @@ class PopService:
         self._timers.every(
             max(10, self.config.revive_interval), self.revive.revive_once, name="pop-revive"
         )
+        self._timers.every(_BUFFER_SCAN_MS, self._scan_buffer, name="pop-buffer-merge")
+
+    def stop(self) -> None:
+        """Write every checkpoint still buffered (a clean stop loses no pop)."""
+        self.buffer.scan(stopping=True)
+
+    def _scan_buffer(self) -> None:
+        if self.buffer.enabled or self.buffer.buffered:
+            self.buffer.scan()
 
     def order_changed(self) -> None:
         """A FIFO pop or ack changed the order info: written soon, off the loop."""

@@ -120,6 +120,8 @@ class AckMessageProcessor:
             pop_time=receipt.pop_time,
             broker_name=receipt.broker_name,
         )
+        if self.ctx.pop.buffer.add_ack(ack):  # its checkpoint is still buffered
+            return reply(request)
         result = self.ctx.pop.revive_log.put_ack(ack, receipt.revive_qid, receipt.invisible_time)
         return self._answer(request, result, reply(request))
 
@@ -171,7 +173,7 @@ class AckMessageProcessor:
                 ack = self._batch(batch, body.broker_name)
             except ExtraInfoError as exc:
                 return reply(request, ResponseCode.SYSTEM_ERROR, str(exc))
-            if ack is None:
+            if ack is None or self.ctx.pop.buffer.add_ack(ack):
                 continue
             results.append(
                 self.ctx.pop.revive_log.put_ack(ack, batch.revive_queue_id, batch.invisible_time)
@@ -313,7 +315,10 @@ class AckMessageProcessor:
             pop_time=receipt.pop_time,
             broker_name=receipt.broker_name,
         )
-        result = revive_log.put_ack(ack, receipt.revive_qid, receipt.invisible_time)
+        if self.ctx.pop.buffer.add_ack(ack):
+            result = put
+        else:
+            result = revive_log.put_ack(ack, receipt.revive_qid, receipt.invisible_time)
         answer = reply(
             request,
             header=ChangeInvisibleTimeResponseHeader(
