@@ -114,8 +114,11 @@ class LongPollingService:
                     if not waiting:
                         del self._held_topics[topic]
 
-    def topic_held_count(self, topic: str) -> int:
-        """Requests waiting on any queue of ``topic`` (POLLING_FULL counts these)."""
+    def topic_held_count(self, topic: str | None = None) -> int:
+        """Requests waiting on any queue of ``topic``, or of any topic (POLLING_FULL
+        counts these; a request on several topics counts once for each)."""
+        if topic is None:
+            return sum(len(v) for v in self._held_topics.values())
         return len(self._held_topics.get(topic, ()))
 
     def notify_topic(self, topic: str) -> None:

@@ -131,6 +131,12 @@ class PopMessageProcessor:
 
         return None, matches
 
+    def _polling_full(self, topic: str) -> bool:
+        """``popPollingSize`` requests held on the topic, or ``maxPopPollingSize`` in all."""
+        held = self.ctx.long_polling.topic_held_count
+        c = self.config
+        return held(topic) >= c.pop_polling_size or held() >= c.max_pop_polling_size
+
     # -- POP_MESSAGE -----------------------------------------------------------------------
     def process_pop(
         self, channel: Channel, request: RemotingCommand
@@ -184,7 +190,7 @@ class PopMessageProcessor:
             if popped.buffers or remaining <= 0 or not woken:
                 break
             watched = (pop.topic, *reader.retry_topics(pop.topic, pop.group))
-            if c.long_polling.topic_held_count(pop.topic) >= self.config.pop_polling_size:
+            if self._polling_full(pop.topic):
                 return reply(request, POLLING_FULL, "the pop polling is full")
             # Woken by an arrival: pop again (held again if it was not for this group's
             # filter); not woken: the poll time is over (or the broker stops).
@@ -266,7 +272,7 @@ class PopMessageProcessor:
         has = reader.has_message(group, topic, header.queue_id, queue_nums)
         remaining = deadline - _now()
         if not has and remaining > 0:
-            if c.long_polling.topic_held_count(topic) >= self.config.pop_polling_size:
+            if self._polling_full(topic):
                 return reply(
                     request,
                     POLLING_FULL,

@@ -40,7 +40,8 @@ def test_batch_ack_is_checked_by_its_body() -> None:
     def batch(topic: str, group: str) -> RemotingCommand:
         ack = BatchAck(group, topic, "0", 0, 0, 0, 1, 1, frozenset({0}))
         body = BatchAckMessageRequestBody("b", [ack]).encode()
-        return signed(RequestCode.BATCH_ACK_MESSAGE, {}, body=body)
+        request: RemotingCommand = signed(RequestCode.BATCH_ACK_MESSAGE, {}, body=body)
+        return request
 
     assert reason(batch("topicC", "groupB")) is None
     assert reason(batch("topicA", "groupB")) == "no SUB permission on topic=topicA"

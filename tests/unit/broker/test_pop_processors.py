@@ -27,6 +27,7 @@ from mqcore.protocol.extra_info import (
     parse_start_offset_info,
 )
 from mqcore.protocol.headers.pop import (
+    POLLING_FULL,
     POLLING_TIMEOUT,
     AckMessageRequestHeader,
     ChangeInvisibleTimeRequestHeader,
@@ -338,3 +339,15 @@ async def test_reading_the_revive_topic_again_raises_pop_offsets_past_every_chec
     assert fresh.pending_count == 5
     again = await call(broker, RequestCode.POP_MESSAGE, pop_fields(queue_id=0))
     assert again.code == POLLING_TIMEOUT
+
+
+async def test_polling_full(tmp_path: Path) -> None:
+    async with running_broker(tmp_path, revive_interval=HOUR_MS, pop_polling_size=1) as b:
+        b.topics.update(TopicConfig("T", 1, 1))
+        held = asyncio.ensure_future(call(b, RequestCode.POP_MESSAGE, pop_fields(poll_time=5000)))
+        await until(lambda: b.long_polling.topic_held_count("T") == 1, 5.0, "the first held")
+        second = await call(b, RequestCode.POP_MESSAGE, pop_fields(poll_time=5000))
+        assert second.code == POLLING_FULL
+        put(b, "T", 0)
+        b.reput.run()
+        assert (await asyncio.wait_for(held, 5.0)).code == ResponseCode.SUCCESS
