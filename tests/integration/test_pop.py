@@ -15,6 +15,7 @@ from itertools import count
 import pytest
 
 from mqcore.broker.pop.keys import REVIVE_GROUP, revive_topic
+from mqcore.client.admin import Admin
 from mqcore.client.producer import Producer, make_message
 from mqcore.client.simple_consumer import SimpleConsumer, receipt
 from mqcore.client.sync import SyncSimpleConsumer
@@ -241,3 +242,15 @@ async def test_fifo_messages_come_again_after_their_invisible_time(cluster: Live
     assert [m.reconsume_times for m in again] == [1, 1]
     await c.ack_batch(again)
     assert cluster.broker.offsets.query(c.group, "F", 0) == 2
+
+
+async def test_a_pop_groups_progress_shows_as_a_pull_groups(cluster: LiveCluster) -> None:
+    group = group_name()
+    await send(cluster, 4)
+    c = await consumer(cluster, group)
+    got = await receive_all(c, 4, invisible=5.0)
+    async with Admin(cluster.addr) as admin:
+        progress = await admin.consume_progress(group, "T")
+    assert sum(p.broker_offset for p in progress) == 4
+    assert sum(p.lag for p in progress) == 0  # handed out, checkpointed: not lag any more
+    await c.ack_batch(got)
