@@ -108,6 +108,10 @@ class PopReviveService:
         self._groups = groups
         self._store_host = store_host
         self._queues: list[_ReviveQueue] | None = None
+        self._recovering = False
+        """Reading at start: each checkpoint raises its queue's pop offset. Only then:
+        later, a pop offset is behind a checkpoint only while buffered pops before it
+        wait (buffer merge), and raising it then would skip those."""
         self._rng = random.Random()
         self.revived = 0
         """Messages put back so far (retry topic or DLQ)."""
@@ -115,18 +119,22 @@ class PopReviveService:
     # -- reading ---------------------------------------------------------------------------
     def recover(self, *, to_the_end: bool = False) -> None:
         """Read every revive queue from where it got to (at first, its committed offset):
-        rebuilds the waiting checkpoints and raises pop offsets past them. A periodic
-        pass reads at most ``_READ_LIMIT`` records a queue; the broker's start reads
-        ``to_the_end`` before it serves any pop."""
+        rebuilds the waiting checkpoints. A periodic pass reads at most ``_READ_LIMIT``
+        records a queue; the broker's start reads ``to_the_end`` before it serves any
+        pop, and raises pop offsets past every checkpoint it reads."""
         self._log.ensure_topic()
         if self._queues is None:
             self._queues = []
             for qid in range(self._log.queue_num):
                 done = self._offsets.query(REVIVE_GROUP, self._log.topic, qid)
                 self._queues.append(_ReviveQueue(qid, (done if done is not None else -1) + 1))
-        for queue in self._queues:
-            while not self._read(queue) and to_the_end:
-                pass
+        self._recovering = to_the_end
+        try:
+            for queue in self._queues:
+                while not self._read(queue) and to_the_end:
+                    pass
+        finally:
+            self._recovering = False
 
     def _read(self, queue: _ReviveQueue) -> bool:
         """Read up to ``_READ_LIMIT`` records; True once at the queue's end."""
@@ -166,7 +174,10 @@ class PopReviveService:
                 if not ck.topic or not ck.cid:
                     return
                 ck.revive_offset = offset
-                self._raise_pop_offset(ck)
+                if self._recovering:
+                    self._raise_pop_offset(ck)
+                if _all_acked(ck):  # written with all its acks (buffer merge)
+                    return
                 key = merge_key(ck.topic, ck.cid, ck.queue_id, ck.start_offset, ck.pop_time)
                 queue.pending[key] = ck
                 heapq.heappush(queue.due, (ck.revive_time, offset, key))

@@ -96,3 +96,20 @@ async def test_offsets_move_past_settled_pops_only(broker: BrokerController) -> 
     ).code == ResponseCode.SUCCESS
     broker.pop.buffer.scan()
     assert broker.offsets.query(GROUP, "T", 0) == 2
+
+
+async def test_a_written_checkpoint_does_not_move_the_offset_past_buffered_pops(
+    broker: BrokerController,
+) -> None:
+    put(broker, "T", 0, body=b"a")
+    buffered = pop_fields(queue_id=0, max_nums=1, invisible_time=HOUR_MS)
+    assert (await call(broker, RequestCode.POP_MESSAGE, buffered)).code == ResponseCode.SUCCESS
+    put(broker, "T", 0, body=b"b")
+    at_once = pop_fields(queue_id=0, max_nums=1, invisible_time=1000)  # too soon to buffer
+    assert (await call(broker, RequestCode.POP_MESSAGE, at_once)).code == ResponseCode.SUCCESS
+    assert revive_tags(broker) == ["ck"]
+    broker.pop.revive.revive_once()  # reads b's checkpoint
+    broker.pop.buffer.scan()
+    assert broker.offsets.query(GROUP, "T", 0) == 0  # a's pop is not settled yet
+    broker.pop.stop()
+    assert broker.offsets.query(GROUP, "T", 0) == 2
