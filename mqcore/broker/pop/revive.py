@@ -109,9 +109,10 @@ class PopReviveService:
         self._store_host = store_host
         self._queues: list[_ReviveQueue] | None = None
         self._recovering = False
-        """Reading at start: each checkpoint raises its queue's pop offset. Only then:
-        later, a pop offset is behind a checkpoint only while buffered pops before it
-        wait (buffer merge), and raising it then would skip those."""
+        """Reading at start: each checkpoint raises its queue's pop offset. Only then,
+        and never with buffer merge: there a pop offset stays behind a written
+        checkpoint while buffered pops before it wait, and raising it would skip those
+        (after a crash, 5.x's at-least-once: what followed them is handed out again)."""
         self._rng = random.Random()
         self.revived = 0
         """Messages put back so far (retry topic or DLQ)."""
@@ -174,7 +175,7 @@ class PopReviveService:
                 if not ck.topic or not ck.cid:
                     return
                 ck.revive_offset = offset
-                if self._recovering:
+                if self._recovering and not self._config.enable_pop_buffer_merge:
                     self._raise_pop_offset(ck)
                 if _all_acked(ck):  # written with all its acks (buffer merge)
                     return
