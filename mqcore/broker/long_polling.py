@@ -44,6 +44,11 @@ class LongPollingService:
         self._closed = False
 
     @property
+    def closed(self) -> bool:
+        """Shut down: nothing is held any more."""
+        return self._closed
+
+    @property
     def held_count(self) -> int:
         return sum(len(v) for v in self._held.values())
 

@@ -254,3 +254,16 @@ async def test_a_pop_groups_progress_shows_as_a_pull_groups(cluster: LiveCluster
     assert sum(p.broker_offset for p in progress) == 4
     assert sum(p.lag for p in progress) == 0  # handed out, checkpointed: not lag any more
     await c.ack_batch(got)
+
+
+async def test_a_held_fifo_receive_is_answered_when_the_queue_frees_itself(
+    cluster: LiveCluster,
+) -> None:
+    c = await fifo_consumer(cluster, group_name())
+    [body] = await send(cluster, 1, topic="F")
+    [first] = await receive_all(c, 1, invisible=0.3)
+    started = time.monotonic()
+    again = await c.receive(32, 5.0, await_duration=10.0)  # held while the queue is blocked
+    assert [(m.body.decode(), m.reconsume_times) for m in again] == [(body, 1)]
+    assert time.monotonic() - started < 5.0  # not at the end of the poll time
+    assert first.queue_offset == again[0].queue_offset

@@ -54,6 +54,18 @@ class OrderInfo:
     def is_acked(self, index: int) -> bool:
         return bool(self.commit_offset_bit >> index & 1)
 
+    def free_time(self) -> int | None:
+        """When the last unacknowledged message becomes visible again (the queue is
+        free then), None when none is in flight."""
+        times = [
+            self.offset_next_visible_time.get(
+                self.queue_offset(i), self.pop_time + self.invisible_time
+            )
+            for i in range(len(self.offset_list))
+            if not self.is_acked(i)
+        ]
+        return max(times) if times else None
+
     def need_block(self, attempt_id: str | None, invisible_time: int, now: int) -> bool:
         """Some message is unacknowledged and still invisible (a retry of the same
         attempt is never blocked by itself)."""
@@ -153,6 +165,16 @@ class ConsumerOrderInfoManager(ConfigFileManager):
     ) -> bool:
         info = self._get(topic, group, queue_id)
         return info is not None and info.need_block(attempt_id, invisible, _now())
+
+    def next_free_time(self, topic: str, group: str) -> int | None:
+        """The earliest time a queue of ``topic`` the group has in flight is free again."""
+        now = _now()
+        times = [
+            t
+            for info in self.table.get(f"{topic}@{group}", {}).values()
+            if (t := info.free_time()) is not None and t > now
+        ]
+        return min(times) if times else None
 
     def update(
         self,

@@ -183,18 +183,24 @@ class PopMessageProcessor:
     ) -> RemotingCommand:
         c = self.ctx
         reader = c.pop.reader
-        woken = True
+        again = True
         while True:
             popped = reader.pop(pop, _now(), queue_nums)
             remaining = deadline - _now()
-            if popped.buffers or remaining <= 0 or not woken:
+            if popped.buffers or remaining <= 0 or not again:
                 break
             watched = (pop.topic, *reader.retry_topics(pop.topic, pop.group))
             if self._polling_full(pop.topic):
                 return reply(request, POLLING_FULL, "the pop polling is full")
+            wait = remaining
+            if pop.order:  # a FIFO queue in flight frees itself when its time is over
+                free_at = c.pop.order_info.next_free_time(pop.topic, pop.group)
+                if free_at is not None:
+                    wait = min(wait, max(1, free_at - _now()))
             # Woken by an arrival: pop again (held again if it was not for this group's
-            # filter); not woken: the poll time is over (or the broker stops).
-            woken = await c.long_polling.hold_topics(watched, remaining / 1000)
+            # filter); not woken: the poll time is over, or a FIFO queue is free.
+            woken = await c.long_polling.hold_topics(watched, wait / 1000)
+            again = (woken or wait < remaining) and not c.long_polling.closed
         if popped.last_put is not None and not await c.pop.revive_log.durable(popped.last_put):
             return reply(request, ResponseCode.SYSTEM_ERROR, "the checkpoint is not durable")
         header = PopMessageResponseHeader(
