@@ -19,7 +19,7 @@ from mqcore.store.results import GetStatus
 from tests.support.clients import put
 from tests.support.inproc import running_broker
 
-from .test_pop_processors import GROUP, HOUR_MS, ack_fields, call, pop_fields, receipts
+from .pop_requests import GROUP, HOUR_MS, ack_fields, call, pop_fields, receipts
 
 
 @pytest.fixture
