@@ -136,6 +136,7 @@ _RULES: Final[Mapping[int, Callable[[RemotingCommand], Needs]]] = {
     RequestCode.POP_MESSAGE: _pop,
     RequestCode.PEEK_MESSAGE: _pop,
     RequestCode.NOTIFICATION: _pop,
+    RequestCode.POLLING_INFO: _pop,
     RequestCode.ACK_MESSAGE: _pop,
     RequestCode.CHANGE_MESSAGE_INVISIBLETIME: _pop,
     RequestCode.BATCH_ACK_MESSAGE: _batch_ack,

@@ -70,6 +70,8 @@ class PopService:
             self.buffer,
         )
         self._timers = timers
+        self.polling: dict[str, int] = {}
+        """POPs held now per ``topic@group@queueId`` (POLLING_INFO answers from it)."""
 
     def start(self) -> None:
         """Load the FIFO order info and read the revive topic once, at once (before any

@@ -1,5 +1,6 @@
-"""POP_MESSAGE (200050), PEEK_MESSAGE (200052) and NOTIFICATION (200054): RocketMQ 5's
-PopMessageProcessor, PeekMessageProcessor and NotificationProcessor.
+"""POP_MESSAGE (200050), PEEK_MESSAGE (200052), NOTIFICATION (200054) and POLLING_INFO
+(200055): RocketMQ 5's PopMessageProcessor, PeekMessageProcessor, NotificationProcessor
+and PollingInfoProcessor.
 
 A pop is checked as 5.x checks it (a request older than its poll time by 500 ms is
 POLLING_TIMEOUT; more than 32 messages, or a queue id past the topic's, is
@@ -21,6 +22,7 @@ import time
 from collections.abc import Awaitable
 from typing import TYPE_CHECKING
 
+from mqcore.broker.pop.keys import polling_key
 from mqcore.broker.pop.reader import PopRequest
 from mqcore.broker.processor.pull import build_subscription, tag_filter
 from mqcore.errors import FilterSyntaxError, RequestRefused
@@ -34,6 +36,8 @@ from mqcore.protocol.headers.pop import (
     NotificationRequestHeader,
     NotificationResponseHeader,
     PeekMessageRequestHeader,
+    PollingInfoRequestHeader,
+    PollingInfoResponseHeader,
     PopMessageRequestHeader,
     PopMessageResponseHeader,
 )
@@ -199,7 +203,15 @@ class PopMessageProcessor:
                     wait = min(wait, max(1, free_at - _now()))
             # Woken by an arrival: pop again (held again if it was not for this group's
             # filter); not woken: the poll time is over, or a FIFO queue is free.
-            woken = await c.long_polling.hold_topics(watched, wait / 1000)
+            key = polling_key(pop.topic, pop.group, pop.queue_id)
+            held = c.pop.polling
+            held[key] = held.get(key, 0) + 1
+            try:
+                woken = await c.long_polling.hold_topics(watched, wait / 1000)
+            finally:
+                left = held.pop(key) - 1
+                if left:
+                    held[key] = left
             again = (woken or wait < remaining) and not c.long_polling.closed
         if popped.last_put is not None and not await c.pop.revive_log.durable(popped.last_put):
             return reply(request, ResponseCode.SYSTEM_ERROR, "the checkpoint is not durable")
@@ -249,6 +261,20 @@ class PopMessageProcessor:
             )
         return reply(request, ResponseCode.SUCCESS, "FOUND", response_header, b"".join(found))
 
+    # -- POLLING_INFO ----------------------------------------------------------------------
+    def process_polling_info(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
+        try:
+            header = PollingInfoRequestHeader.from_command(request)
+        except HeaderError as exc:
+            return reply(request, ResponseCode.SYSTEM_ERROR, str(exc))
+        try:
+            self._check(header.consumer_group, header.topic, header.queue_id)
+        except PopRefused as exc:
+            return reply(request, exc.code, exc.remark)
+        key = polling_key(header.topic, header.consumer_group, header.queue_id)
+        held = self.ctx.pop.polling.get(key)
+        return reply(request, header=PollingInfoResponseHeader(polling_num=held or 0))
+
     # -- NOTIFICATION ----------------------------------------------------------------------
     def process_notification(
         self, channel: Channel, request: RemotingCommand
@@ -297,4 +323,5 @@ def handlers(ctx: BrokerContext) -> dict[int, Processor]:
         RequestCode.POP_MESSAGE: processor.process_pop,
         RequestCode.PEEK_MESSAGE: processor.process_peek,
         RequestCode.NOTIFICATION: processor.process_notification,
+        RequestCode.POLLING_INFO: processor.process_polling_info,
     }

@@ -21,6 +21,8 @@ __all__ = [
     "NotificationRequestHeader",
     "NotificationResponseHeader",
     "PeekMessageRequestHeader",
+    "PollingInfoRequestHeader",
+    "PollingInfoResponseHeader",
     "PopMessageRequestHeader",
     "PopMessageResponseHeader",
 ]
@@ -132,6 +134,20 @@ class NotificationRequestHeader(CommandHeader):
     born_time: int
     order: bool | None = None
     attempt_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class PollingInfoRequestHeader(CommandHeader):
+    """POLLING_INFO (200055): how many POPs of a group are held on a topic's queue."""
+
+    consumer_group: str
+    topic: str
+    queue_id: JavaInt
+
+
+@dataclass(frozen=True, slots=True)
+class PollingInfoResponseHeader(CommandHeader):
+    polling_num: JavaInt = 0
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,6 +14,7 @@ POP_CODES = (
     RequestCode.POP_MESSAGE,
     RequestCode.PEEK_MESSAGE,
     RequestCode.NOTIFICATION,
+    RequestCode.POLLING_INFO,
     RequestCode.ACK_MESSAGE,
     RequestCode.CHANGE_MESSAGE_INVISIBLETIME,
 )

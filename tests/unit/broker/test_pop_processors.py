@@ -33,6 +33,8 @@ from mqcore.protocol.headers.pop import (
     NotificationRequestHeader,
     NotificationResponseHeader,
     PeekMessageRequestHeader,
+    PollingInfoRequestHeader,
+    PollingInfoResponseHeader,
     PopMessageResponseHeader,
 )
 from mqcore.store.results import GetStatus
@@ -275,13 +277,19 @@ async def test_reading_the_revive_topic_again_raises_pop_offsets_past_every_chec
     assert again.code == POLLING_TIMEOUT
 
 
-async def test_polling_full(tmp_path: Path) -> None:
+async def test_polling_full_and_polling_info(tmp_path: Path) -> None:
     async with running_broker(tmp_path, revive_interval=HOUR_MS, pop_polling_size=1) as b:
         b.topics.update(TopicConfig("T", 1, 1))
         held = asyncio.ensure_future(call(b, RequestCode.POP_MESSAGE, pop_fields(poll_time=5000)))
         await until(lambda: b.long_polling.topic_held_count("T") == 1, 5.0, "the first held")
         second = await call(b, RequestCode.POP_MESSAGE, pop_fields(poll_time=5000))
         assert second.code == POLLING_FULL
+        info = PollingInfoRequestHeader(GROUP, "T", -1).to_ext_fields()
+        answer = await call(b, RequestCode.POLLING_INFO, info)
+        assert PollingInfoResponseHeader.from_command(answer).polling_num == 1
+        other = PollingInfoRequestHeader("other", "T", -1).to_ext_fields()
+        answer = await call(b, RequestCode.POLLING_INFO, other)
+        assert PollingInfoResponseHeader.from_command(answer).polling_num == 0
         put(b, "T", 0)
         b.reput.run()
         assert (await asyncio.wait_for(held, 5.0)).code == ResponseCode.SUCCESS
