@@ -204,6 +204,32 @@ class BrokerConfig(ServerSettings, PropertiesConfig):
     broker_heartbeat_interval: int = 1000
     broker_election_priority: int = (1 << 31) - 1
     """The lower, the likelier this broker is elected master among equals."""
+    # -- POP consumption (RocketMQ 5's keys and defaults; mqcore/broker/pop) --
+    revive_queue_num: int = 8
+    """Queues of the revive topic ``rmq_sys_REVIVE_LOG_<cluster>`` (checkpoints, acks)."""
+    revive_interval: int = 1000
+    """How often (ms) the revive service reads the revive topic and revives what is due."""
+    enable_retry_topic_v2: bool = False
+    """Pop retry topics are ``%RETRY%<group>+<topic>`` instead of ``..._<topic>``."""
+    retrieve_message_from_pop_retry_topic_v1: bool = True
+    """With v2 retry topics, also pop from the v1 ones (messages revived before a switch)."""
+    pop_from_retry_probability: int = 20
+    """Percent of pops that read the retry topic first (so retries are not starved)."""
+    pop_polling_size: int = 1024
+    """Held POP requests per topic/queue before POLLING_FULL."""
+    max_pop_polling_size: int = 100_000
+    """Held POP requests in all before POLLING_FULL."""
+    enable_pop_buffer_merge: bool = False
+    """Keep checkpoints in memory a while so quick acks write nothing (PopBufferMergeService)."""
+    pop_ck_stay_buffer_time: int = 10_000
+    """How long (ms) a buffered checkpoint waits for its acks before it is written."""
+    pop_ck_stay_buffer_time_out: int = 3000
+    """A buffered checkpoint is written at the latest this long (ms) before its revive time."""
+    pop_ck_max_buffer_size: int = 200_000
+    """Checkpoints buffered at most; more are written at once."""
+    pop_response_return_actual_retry_topic: bool = False
+    """Answer a message from a pop retry topic under that topic, not rewritten to the
+    original topic with its receipt in ``POP_CK`` (5.x's default rewrites)."""
     # -- metrics (RocketMQ 5's keys and defaults; docs/operations.md) --
     metrics_exporter_type: MetricsExporterType = MetricsExporterType.DISABLE
     """PROM serves Prometheus metrics on ``metricsPromExporterPort``."""

@@ -34,8 +34,10 @@ from mqcore.broker.ha.slave import HAClient
 from mqcore.broker.long_polling import LongPollingService
 from mqcore.broker.metrics import metrics_endpoint
 from mqcore.broker.outer_api import BrokerOuterAPI
+from mqcore.broker.pop.service import PopService
 from mqcore.broker.ports import listen_pair, server_pair
 from mqcore.broker.processor import (
+    ack,
     acl_admin,
     admin,
     admin_consumer,
@@ -44,6 +46,7 @@ from mqcore.broker.processor import (
     client,
     end_transaction,
     offsets,
+    pop,
     pull,
     query,
     reply_message,
@@ -102,6 +105,8 @@ _BOTH_PORTS = (
     end_transaction,
     send_back,
     reply_message,
+    pop,
+    ack,
 )
 """The processor modules served on the main and the fast port alike (pull: main only)."""
 
@@ -224,6 +229,18 @@ class BrokerController:
             persister=self.persister,
             every=master_timers.every,
         )
+        self.pop = PopService(
+            config,
+            self.store,
+            self.appender,
+            self.topics,
+            self.offsets,
+            self.groups,
+            self._store_host,
+            master_timers,
+            self.persister,
+        )
+        """RocketMQ 5's POP state; its revive service runs on a master."""
         self.slave_sync = SlaveSynchronize(
             self.outer_api.client,
             lambda: self.master_addr,  # None until known, or without a master
@@ -255,6 +272,7 @@ class BrokerController:
         self.master_services = ServiceSet(
             "master",
             [
+                Service("pop-revive", self.pop.start, self.pop.stop),  # first: before pops
                 Service("ha-service", self._listen_ha, self.ha.close),
                 Service("schedule", self.schedule_service.start, self.schedule_service.stop),
                 Service("transaction-check", self.transaction_check.start),
@@ -303,6 +321,7 @@ class BrokerController:
             loop_lag=self.loop_lag,
             schedule_service=self.schedule_service,
             transaction_service=self.transaction_service,
+            pop=self.pop,
             ha=self.ha,
             ha_client=self.ha_client,
             acl_guard=self.acl_guard,
