@@ -6,6 +6,9 @@ A broker reaches a producer through the channel it registered with (the transact
 check-back picks one of the group's channels and sends CHECK_TRANSACTION_STATE). A gRPC
 client has no remoting connection, so its channel turns that request into the 5.x
 command, ``RecoverOrphanedTransactionCommand``, written to the client's Telemetry stream.
+In cluster mode the broker's check-back arrives on the proxy's own connection instead, and
+:meth:`ClientRegistry.check_transaction` hands it to a producer of the message's group, as
+RocketMQ 5's ``ProxyClientRemotingProcessor`` does.
 Closing the channel (NotifyClientTermination, or the broker expiring a silent client)
 tells the broker's client tables, as a closed connection does.
 """
@@ -18,6 +21,7 @@ from collections.abc import Callable
 
 from mqcore.errors import MQError
 from mqcore.message.const import PROPERTY_PRODUCER_GROUP, PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX
+from mqcore.message.model import MessageExt
 from mqcore.message.record import decode_record
 from mqcore.protocol import RemotingCommand, RequestCode
 from mqcore.protocol.headers import CheckTransactionStateRequestHeader
@@ -34,6 +38,17 @@ log = logging.getLogger("mq.proxy")
 _STREAM_BACKLOG = 1024
 """Commands queued for a client's Telemetry stream at most; more are dropped (a client
 that does not read its stream misses check-backs, which the broker repeats)."""
+
+
+def _decode_check(
+    cmd: RemotingCommand, client: str
+) -> tuple[CheckTransactionStateRequestHeader, MessageExt] | None:
+    """A CHECK_TRANSACTION_STATE's header and half message; None (logged) if unreadable."""
+    try:
+        return CheckTransactionStateRequestHeader.from_command(cmd), decode_record(cmd.body or b"")
+    except (MQError, ValueError) as exc:
+        log.warning("unreadable transaction check for %s: %s", client, exc)
+        return None
 
 
 def _host_of(address: str) -> str:
@@ -93,12 +108,15 @@ class GrpcClientChannel(Channel):
             return
         if self.closed or self._stream is None:
             raise ChannelClosedError(f"gRPC client {self.client_id} has no telemetry stream")
-        try:
-            header = CheckTransactionStateRequestHeader.from_command(cmd)
-            message = decode_record(cmd.body or b"")
-        except (MQError, ValueError) as exc:
-            log.warning("unreadable transaction check for %s: %s", self.client_id, exc)
-            return
+        decoded = _decode_check(cmd, self.client_id)
+        if decoded is not None:
+            self.recover(*decoded)
+
+    def recover(
+        self, header: CheckTransactionStateRequestHeader, message: MessageExt, broker_name: str = ""
+    ) -> None:
+        """Ask the client to resolve the half ``message`` of ``broker_name`` (noted for its
+        EndTransaction). Raises ChannelClosedError without a stream."""
         props = message.properties
         transaction_id = (
             header.transaction_id or props.get(PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX) or ""
@@ -108,6 +126,7 @@ class GrpcClientChannel(Channel):
             transaction_id,
             header.tran_state_table_offset,
             header.commit_log_offset,
+            broker_name,
         )
         recover = spb.RecoverOrphanedTransactionCommand(
             message=to_proto(message), transaction_id=transaction_id
@@ -194,6 +213,42 @@ class ClientRegistry:
     def settings(self, client_id: str) -> pb.Settings | None:
         return self._settings.get(client_id)
 
+    def groups_only_of(self, client_id: str) -> tuple[list[str], list[str]]:
+        """The producer and consumer groups of ``client_id`` that no other client is in
+        (a 5.x producer's groups are its topics)."""
+        own_producers, own_consumers = _groups(self._settings.get(client_id))
+        for other, settings in self._settings.items():
+            if other != client_id:
+                producers, consumers = _groups(settings)
+                own_producers -= producers
+                own_consumers -= consumers
+        return sorted(own_producers), sorted(own_consumers)
+
+    def check_transaction(self, cmd: RemotingCommand, broker_name: str) -> None:
+        """A broker's check-back for the message's group, handed to one of its producers
+        with a Telemetry stream (the first found); dropped, and logged, when there is
+        none: the broker asks again later."""
+        decoded = _decode_check(cmd, f"group of {broker_name}")
+        if decoded is None:
+            return
+        group = decoded[1].properties.get(PROPERTY_PRODUCER_GROUP, "")
+        for client_id, settings in self._settings.items():
+            channel = self._channels.get(client_id)
+            if channel is None or not channel.has_stream or channel.closed:
+                continue
+            if group in _groups(settings)[0]:
+                try:
+                    channel.recover(*decoded, broker_name)
+                    return
+                except ChannelClosedError:
+                    continue
+        log.warning(
+            "transaction check of %s from %s: no producer of %r",
+            decoded[0].msg_id,
+            broker_name,
+            group,
+        )
+
     def update_settings(self, client_id: str, settings: pb.Settings) -> None:
         self._settings[client_id] = settings
 
@@ -211,3 +266,14 @@ class ClientRegistry:
 
     def __len__(self) -> int:
         return len(self._settings)
+
+
+def _groups(settings: pb.Settings | None) -> tuple[set[str], set[str]]:
+    """The producer groups (its topics) and consumer group of a client's settings."""
+    if settings is None:
+        return set(), set()
+    if settings.HasField("publishing"):
+        return {topic.name for topic in settings.publishing.topics}, set()
+    if settings.HasField("subscription"):
+        return set(), {settings.subscription.group.name}
+    return set(), set()
