@@ -128,7 +128,8 @@ class LocalAccessPoint:
             credentials=server_credentials(broker.config),
         )
 
-    def _endpoints(self) -> pb.Endpoints:
+    def _endpoints(self, requested: pb.Endpoints) -> pb.Endpoints:
+        """``brokerIP1`` and the gRPC port, whatever address the client used."""
         return endpoints_of(self.broker.config.broker_ip1, self.server.port)
 
     @property

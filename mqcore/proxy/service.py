@@ -89,13 +89,14 @@ class MessagingService:
     def __init__(
         self,
         brokers: Brokers,
-        endpoints: Callable[[], pb.Endpoints],
+        endpoints: Callable[[pb.Endpoints], pb.Endpoints],
         *,
         transactions: TransactionDataStore | None = None,
     ) -> None:
         self.brokers = brokers
         self.endpoints = endpoints
-        """Where clients reach this access point (answered in routes, for every broker)."""
+        """Where clients reach this access point (answered in routes, for every broker),
+        given the endpoints the client says it used (perhaps none)."""
         self.transactions = transactions or TransactionDataStore()
         self.clients = ClientRegistry(self.transactions, on_close=self._client_closed)
         self.selector = QueueSelector()
@@ -127,9 +128,9 @@ class MessagingService:
     ) -> RemotingCommand:
         return RemotingCommand.request(code, ext, body, language=_language(call))
 
-    def _broker(self, name: str) -> pb.Broker:
+    def _broker(self, name: str, requested: pb.Endpoints) -> pb.Broker:
         """A broker as routes name it: its name, at this access point."""
-        return pb.Broker(name=name, id=MASTER_ID, endpoints=self.endpoints())
+        return pb.Broker(name=name, id=MASTER_ID, endpoints=self.endpoints(requested))
 
     # -- QueryRoute -----------------------------------------------------------------------
     async def query_route(
@@ -145,7 +146,9 @@ class MessagingService:
         queues = [
             queue
             for broker in brokers
-            for queue in route_queues(broker, request.topic, self._broker(broker.broker_name))
+            for queue in route_queues(
+                broker, request.topic, self._broker(broker.broker_name, request.endpoints)
+            )
         ]
         return spb.QueryRouteResponse(status=ok(), message_queues=queues)
 
@@ -330,7 +333,7 @@ class MessagingService:
                     topic=request.topic,
                     id=-1,
                     permission=permission(broker.perm),
-                    broker=self._broker(broker.broker_name),
+                    broker=self._broker(broker.broker_name, request.endpoints),
                 )
             )
             for broker in brokers
