@@ -31,7 +31,8 @@ from mqcore.client.transport import ClientTransport
 from mqcore.common.aio import cancel_and_wait
 from mqcore.common.metadata import SubscriptionGroupConfig
 from mqcore.errors import ConfigError, MQError
-from mqcore.protocol import RemotingCommand, RequestCode
+from mqcore.protocol import RemotingCommand, RequestCode, ResponseCode
+from mqcore.protocol.bodies.stats import SubscriptionGroupWrapper
 from mqcore.protocol.headers import UnregisterClientRequestHeader
 from mqcore.proxy.brokers import BrokerQueues, TransactionCheck, WriteQueue
 from mqcore.proxy.config import CLUSTER_MODE, ProxyConfig
@@ -155,7 +156,22 @@ class ClusterBrokers:
         return list(await asyncio.gather(*(self.invoke(n, channel, request) for n in names)))
 
     async def group_config(self, group: str) -> SubscriptionGroupConfig | None:
-        """Not asked of the brokers: a 5.x consumer's settings get the defaults."""
+        """The group's config at the first master that has it (GET_ALL_SUBSCRIPTIONGROUP_
+        CONFIG, asked at a consumer's settings handshake only, after its heartbeat brought
+        its topics' brokers into the routes); None, and the defaults, when none has it or
+        none answers."""
+        request = self.transport.request(RequestCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG)
+        for addr in self.routes.heartbeat_addrs(slaves=False):
+            try:
+                response = await self.transport.invoke(addr, request)
+                if response.code != ResponseCode.SUCCESS:
+                    continue
+                table = SubscriptionGroupWrapper.decode(response.body).subscription_group_table
+            except (MQError, ValueError) as exc:
+                log.info("the config of group %s at %s: %s", group, addr, exc)
+                continue
+            if group in table:
+                return table[group]
         return None
 
     def client_closed(

@@ -13,6 +13,7 @@ import pytest
 from grpc import aio
 
 from mqcore.broker.controller import BrokerController
+from mqcore.common.metadata import SubscriptionGroupConfig
 from mqcore.message import MessageExt
 from mqcore.proxy.cluster import ClusterAccessPoint
 from mqcore.proxy.config import ProxyConfig
@@ -169,10 +170,14 @@ async def test_consumer_settings_reach_both_brokers_and_each_is_an_assignment(
         expression=pb.FilterExpression(type=pb.FilterType.TAG, expression="*"),
     )
     subscription = pb.Subscription(group=pb.Resource(name="billing"), subscriptions=[entry])
+    for broker in rpc.cluster.brokers.values():  # the group's config, read by the proxy
+        broker.groups.update(SubscriptionGroupConfig("billing", retry_max_times=5))
     stream = rpc.stub.Telemetry(metadata=CLIENT)
     settings = pb.Settings(client_type=pb.ClientType.SIMPLE_CONSUMER, subscription=subscription)
     await stream.write(spb.TelemetryCommand(settings=settings))
-    assert (await stream.read()).status.code == pb.Code.OK
+    answer = await stream.read()
+    assert answer.status.code == pb.Code.OK
+    assert answer.settings.backoff_policy.max_attempts == 6  # retryMaxTimes 5 + 1
     for name in ("broker-a", "broker-b"):
         assert rpc.broker(name).consumers.get_group("billing") is not None
     request = spb.QueryAssignmentRequest(topic=entry.topic, group=subscription.group)
