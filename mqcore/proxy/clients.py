@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Callable
 
 from mqcore.errors import MQError
@@ -178,11 +179,16 @@ class ClientRegistry:
         self,
         transactions: TransactionDataStore,
         on_close: Callable[[Channel], None] | None = None,
+        *,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.transactions = transactions
         self._on_close = on_close
+        self._clock = clock
         self._settings: dict[str, pb.Settings] = {}
         self._channels: dict[str, GrpcClientChannel] = {}
+        self._last_seen: dict[str, float] = {}
+        """Client id -> when it last called, for :meth:`expire` (kept clients only)."""
 
     def channel(
         self, client_id: str, remote_address: str, *, keep: bool = False
@@ -196,6 +202,8 @@ class ClientRegistry:
             channel = GrpcClientChannel(client_id, remote_address, self.transactions, self._closed)
             if keep or client_id in self._settings:
                 self._channels[client_id] = channel
+        if self._channels.get(client_id) is channel:
+            self._last_seen[client_id] = self._clock()
         return channel
 
     def _closed(self, channel: Channel) -> None:
@@ -209,9 +217,25 @@ class ClientRegistry:
         if self._channels.get(channel.client_id) is channel:
             del self._channels[channel.client_id]
             self._settings.pop(channel.client_id, None)
+            self._last_seen.pop(channel.client_id, None)
 
     def settings(self, client_id: str) -> pb.Settings | None:
         return self._settings.get(client_id)
+
+    def expire(self, idle: float) -> list[GrpcClientChannel]:
+        """Close the channels of clients silent for more than ``idle`` seconds (an SDK
+        heartbeats every 10 s): what a broker does to the gRPC clients of its own access
+        point, done by the proxy in cluster mode, where the brokers see only the proxy."""
+        now = self._clock()
+        silent = [
+            channel
+            for client_id, channel in self._channels.items()
+            if now - self._last_seen.get(client_id, now) > idle
+        ]
+        for channel in silent:
+            log.info("gRPC client %s silent for %g s: forgotten", channel.client_id, idle)
+            channel.close()
+        return silent
 
     def groups_only_of(self, client_id: str) -> tuple[list[str], list[str]]:
         """The producer and consumer groups of ``client_id`` that no other client is in
@@ -254,6 +278,7 @@ class ClientRegistry:
 
     def remove(self, client_id: str) -> pb.Settings | None:
         """Forget a client that terminated: its settings (returned) and channel (closed)."""
+        self._last_seen.pop(client_id, None)
         channel = self._channels.pop(client_id, None)
         if channel is not None:
             channel.close()

@@ -49,6 +49,10 @@ log = logging.getLogger("mq.proxy")
 
 ROUTE_REFRESH_INTERVAL = 30.0
 """Seconds between refreshes of every cached route (``pollNameServerInterval``)."""
+CLIENT_IDLE = 120.0
+"""Seconds a gRPC client may stay silent before the proxy forgets it (a broker's channel
+expiry: the SDKs heartbeat every 10 s)."""
+CLIENT_SCAN_INTERVAL = 10.0
 
 
 def _no_route(topic: str) -> ProxyError:
@@ -228,7 +232,17 @@ class ClusterAccessPoint:
     """``mq proxy``: MessagingService on ``bindAddress:grpcServerPort`` in front of the
     cluster whose name servers ``namesrvAddr`` names."""
 
-    def __init__(self, config: ProxyConfig, *, client_config: ClientConfig | None = None) -> None:
+    def __init__(
+        self,
+        config: ProxyConfig,
+        *,
+        client_config: ClientConfig | None = None,
+        client_idle: float = CLIENT_IDLE,
+        client_scan_interval: float = CLIENT_SCAN_INTERVAL,
+    ) -> None:
+        """``client_idle``: silence after which a gRPC client is forgotten (its groups
+        unregistered at the brokers when no other client is in them), checked every
+        ``client_scan_interval`` seconds."""
         if config.proxy_mode != CLUSTER_MODE:
             raise ConfigError(
                 "proxyMode=local is a broker's own access point: set grpcServerPort in its"
@@ -244,6 +258,9 @@ class ClusterAccessPoint:
             local_ip() if config.bind_address in ("0.0.0.0", "::", "") else config.bind_address
         )
         """Where clients are told to connect when they do not say where they did."""
+        self.client_idle = client_idle
+        self.client_scan_interval = client_scan_interval
+        self._expiry: asyncio.Task[None] | None = None
 
     def _endpoints(self, requested: pb.Endpoints) -> pb.Endpoints:
         """The address the client connected to, at this proxy's gRPC port (RocketMQ 5's
@@ -271,8 +288,19 @@ class ClusterAccessPoint:
         """Serve. Raises OSError when the port is taken."""
         await self.server.start()
         self.brokers.start()
+        self._expiry = asyncio.get_running_loop().create_task(self._expire_clients())
 
     async def stop(self) -> None:
         """The gRPC clients first, then the connections to the cluster."""
+        if self._expiry is not None:
+            await cancel_and_wait([self._expiry])
         await self.server.stop()
         await self.brokers.close()
+
+    async def _expire_clients(self) -> None:
+        """The brokers see the proxy's connection only, which stays alive: the proxy
+        itself forgets the gRPC clients that went silent, as a broker forgets those of its
+        own access point."""
+        while True:
+            await asyncio.sleep(self.client_scan_interval)
+            self.service.clients.expire(self.client_idle)

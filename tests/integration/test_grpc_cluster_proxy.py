@@ -242,3 +242,26 @@ async def test_a_check_back_of_either_broker_reaches_the_producer_s_stream(rpc: 
     assert holders == {"broker-a", "broker-b"}
     await until(lambda: pending <= set(where(rpc)), 5, "both committed after their checks")
     stream.cancel()
+
+
+async def test_a_silent_client_is_forgotten_by_the_proxy_and_the_brokers(
+    cluster: LiveCluster,
+) -> None:
+    config = ProxyConfig(namesrv_addr=cluster.addr, grpc_server_port=0, bind_address="127.0.0.1")
+    proxy = ClusterAccessPoint(config, client_idle=0.3, client_scan_interval=0.05)
+    await proxy.start()
+    try:
+        async with aio.insecure_channel(proxy.address) as channel:
+            rpc = Proxied(cluster, proxy, MessagingServiceStub(channel))
+            stream = await rpc.producer("Orders")
+            assert all(b.producers.group_channels("Orders") for b in cluster.brokers.values())
+
+            def forgotten() -> bool:
+                brokers = cluster.brokers.values()
+                return not any(b.producers.group_channels("Orders") for b in brokers)
+
+            await until(forgotten, 5, "the silent producer unregistered at both brokers")
+            assert len(proxy.service.clients) == 0
+            await until(lambda: stream.done(), 5, "its telemetry stream ended")
+    finally:
+        await proxy.stop()

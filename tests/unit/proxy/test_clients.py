@@ -128,3 +128,23 @@ def test_the_groups_a_leaving_client_alone_was_in() -> None:
     assert registry.groups_only_of("c1") == ([], [])
     assert registry.groups_only_of("c3") == ([], ["audit"])
     assert registry.groups_only_of("unknown") == ([], [])
+
+
+async def test_clients_silent_for_too_long_are_expired_with_their_settings() -> None:
+    now = [100.0]
+    told: list[Channel] = []
+    registry = ClientRegistry(TransactionDataStore(), told.append, clock=lambda: now[0])
+    quiet = registry.channel("quiet", "10.0.0.1:1", keep=True)
+    registry.update_settings("quiet", producer_of("Orders"))
+    busy = registry.channel("busy", "10.0.0.1:2", keep=True)
+    registry.update_settings("busy", producer_of("Orders"))
+    registry.channel("anonymous", "10.0.0.1:3")  # not kept, so not tracked either
+    now[0] += 100
+    assert registry.channel("busy", "10.0.0.1:2") is busy  # any call counts
+    now[0] += 30
+    assert registry.expire(120) == [quiet]
+    assert quiet.closed and told == [quiet] and registry.settings("quiet") is None
+    assert not busy.closed and registry.settings("busy") is not None
+    assert registry.expire(120) == []
+    now[0] += 121
+    assert registry.expire(120) == [busy] and len(registry) == 0
