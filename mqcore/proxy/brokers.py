@@ -16,7 +16,7 @@ handshake, which half message a transaction ends) is the service's, the same in 
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -86,9 +86,10 @@ class Brokers(Protocol):
 
     def client_closed(
         self, channel: Channel, producer_groups: Sequence[str], consumer_groups: Sequence[str]
-    ) -> Awaitable[None] | None:
+    ) -> None:
         """A gRPC client left (or was expired); the groups are those no other client of
-        this access point is in, which the brokers may forget."""
+        this access point is in, which the brokers may forget (cluster mode sends that in
+        a task of its own: a channel closes synchronously)."""
         ...
 
     def serve_checks(self, check: TransactionCheck) -> None:

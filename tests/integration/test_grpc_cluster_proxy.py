@@ -214,6 +214,7 @@ async def test_a_transaction_ends_at_the_broker_that_holds_its_half_message(rpc:
         return all(placed.get(k, ("",))[0] == holder for k, holder in holders.items())
 
     await until(committed, 5, "each committed message on its half message's broker")
+    assert len(where(rpc)) == len(holders)  # nothing else committed
 
 
 @pytest.mark.cluster(transaction_time_out=300, transaction_check_interval=100)
@@ -238,9 +239,15 @@ async def test_a_check_back_of_either_broker_reaches_the_producer_s_stream(rpc: 
             source=pb.TransactionSource.SOURCE_SERVER_CHECK,
         )
         assert (await rpc.stub.EndTransaction(end, metadata=CLIENT)).status.code == pb.Code.OK
-    holders = {where(rpc, HALF_TOPIC)[k][0] for k in pending}
-    assert holders == {"broker-a", "broker-b"}
-    await until(lambda: pending <= set(where(rpc)), 5, "both committed after their checks")
+    holders = {k: where(rpc, HALF_TOPIC)[k][0] for k in pending}
+    assert set(holders.values()) == {"broker-a", "broker-b"}
+
+    def committed() -> bool:
+        placed = where(rpc)
+        return all(placed.get(k, ("",))[0] == holder for k, holder in holders.items())
+
+    await until(committed, 5, "each committed, after its check, on its half message's broker")
+    assert len(where(rpc)) == len(pending)  # nothing else committed
     stream.cancel()
 
 
