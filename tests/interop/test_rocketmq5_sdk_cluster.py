@@ -4,7 +4,8 @@ its own virtualenv) runs the producer examples of apache/rocketmq-clients agains
 only. Each broker's store is read directly: every message is accounted for, on both
 brokers, each FIFO group in the one queue RocketMQ 5's proxy hashes it to among all the
 brokers' queues, in send order; transactions end at the broker holding the half message,
-by the producer or by its checker when that broker's check-back asked.
+by the producer or by its checker when that broker's check-back asked. The Node.js SDK's
+FIFO example (gRPC by @grpc/grpc-js, not grpc's C core) goes through the proxy too.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from tests.support.inproc import LiveCluster
 pytestmark = [pytest.mark.interop, pytest.mark.timeout(120)]
 
 SDK_SCRIPT = Path(__file__).with_name("rmq5_clients.py")
+NODE_SCRIPT = Path(__file__).with_name("rmq5_node.cjs")
 BROKERS = ("broker-a", "broker-b")
 BODY = b"hello, rocketmq."
 
@@ -174,3 +176,26 @@ async def test_a_check_back_reaches_the_sdk_s_checker_through_the_proxy(proxied:
                 await proc.wait()
             await reader
     assert proc.returncode == 0, (await proc.stderr.read()).decode()[-2000:] if proc.stderr else ""
+
+
+async def test_node_fifo_producer_example_through_the_proxy(
+    proxied: Proxied, rmq5_node_dir: Path
+) -> None:
+    await proxied.cluster.create_topic("FifoTopic", 4)
+    env = {"RMQ5_NODE_DIR": str(rmq5_node_dir), "HOME": str(proxied.home)}
+    receipts = await run_json_lines(
+        ["node", str(NODE_SCRIPT)], "fifo", proxied.proxy.address, "FifoTopic", env=env, timeout=60
+    )
+    assert len(receipts) == 10
+    stored = await proxied.wait_stored("FifoTopic", 4, [r["messageId"] for r in receipts])
+    every_queue = [(b, q) for b in BROKERS for q in range(4)]
+    for group in ("Order-001", "Order-002", "Account-Alice"):
+        sent = [r for r in receipts if r["messageGroup"] == group]
+        in_store = [stored[r["messageId"]] for r in sent]
+        (place,) = {(broker, msg.queue_id) for broker, msg in in_store}
+        assert place == every_queue[consistent_hash(java_string_hash(group), 8)]
+        assert [json.loads(m.body)["sequence"] for _, m in in_store] == [
+            r["sequence"] for r in sent
+        ]
+        offsets = [m.queue_offset for _, m in in_store]
+        assert offsets == sorted(offsets)
