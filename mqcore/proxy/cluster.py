@@ -41,6 +41,7 @@ from mqcore.proxy.routes import endpoints_of
 from mqcore.proxy.server import GrpcServer
 from mqcore.proxy.service import MessagingService
 from mqcore.proxy.status import ProxyError
+from mqcore.proxy.tls import server_credentials
 from mqcore.remoting import Channel
 
 __all__ = ["ClusterAccessPoint", "ClusterBrokers"]
@@ -253,7 +254,12 @@ class ClusterAccessPoint:
         self.config = config
         self.brokers = ClusterBrokers(config.namesrv_addr, client_config=client_config)
         self.service = MessagingService(self.brokers, self._endpoints)
-        self.server = GrpcServer(self.service, config.bind_address, config.grpc_server_port)
+        self.server = GrpcServer(
+            self.service,
+            config.bind_address,
+            config.grpc_server_port,
+            credentials=server_credentials(config),
+        )
         self.host = (
             local_ip() if config.bind_address in ("0.0.0.0", "::", "") else config.bind_address
         )

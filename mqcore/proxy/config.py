@@ -11,8 +11,9 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from mqcore.common.properties import PropertiesConfig
+from mqcore.common.properties import PropertiesConfig, prop
 from mqcore.errors import ConfigError
+from mqcore.remoting.tls import ClientAuth, TlsMode
 
 __all__ = ["CLUSTER_MODE", "DEFAULT_GRPC_PORT", "ProxyConfig"]
 
@@ -46,6 +47,17 @@ class ProxyConfig(PropertiesConfig):
     mapping)."""
     log_dir: str = str(Path.home() / "logs" / "mqlogs")
     log_level: str = "INFO"
+    tls_server_mode: TlsMode = prop("tls.server.mode", TlsMode.DISABLED)  # noqa: RUF009
+    """The gRPC port: plaintext when ``disabled``, TLS only otherwise (as a broker's)."""
+    tls_server_cert_path: str | None = prop("tls.server.certPath", None)
+    tls_server_key_path: str | None = prop("tls.server.keyPath", None)
+    """An unencrypted PEM key (grpc reads it as it is)."""
+    tls_server_key_password: str | None = prop("tls.server.keyPassword", None)
+    """Refused when set: see ``tls.server.keyPath``."""
+    tls_server_need_client_auth: ClientAuth = prop(  # noqa: RUF009 (an enum member)
+        "tls.server.need.client.auth", ClientAuth.NONE
+    )
+    tls_server_trust_cert_path: str | None = prop("tls.server.trustCertPath", None)
 
     def __post_init__(self) -> None:
         self.proxy_mode = self.proxy_mode.strip().lower()

@@ -7,8 +7,10 @@ from __future__ import annotations
 import uuid
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
+import grpc
 import pytest
 from grpc import aio
 
@@ -20,8 +22,10 @@ from mqcore.proxy.config import ProxyConfig
 from mqcore.proxy.grpc_v2 import definition_pb2 as pb
 from mqcore.proxy.grpc_v2 import service_pb2 as spb
 from mqcore.proxy.grpc_v2.service_pb2_grpc import MessagingServiceStub
+from mqcore.remoting.tls import TlsMode
 from tests.support import until
 from tests.support.inproc import LiveCluster
+from tests.support.tls_certs import make_pki
 
 pytestmark = pytest.mark.cluster(brokers=("broker-a", "broker-b"), topics={"Orders": 4})
 
@@ -270,5 +274,33 @@ async def test_a_silent_client_is_forgotten_by_the_proxy_and_the_brokers(
             await until(forgotten, 5, "the silent producer unregistered at both brokers")
             assert len(proxy.service.clients) == 0
             await until(lambda: stream.done(), 5, "its telemetry stream ended")
+    finally:
+        await proxy.stop()
+
+
+async def test_the_proxy_serves_tls_when_its_keys_say_so(
+    cluster: LiveCluster, tmp_path: Path
+) -> None:
+    pki = make_pki(tmp_path / "pki")
+    config = ProxyConfig(
+        namesrv_addr=cluster.addr,
+        grpc_server_port=0,
+        bind_address="127.0.0.1",
+        tls_server_mode=TlsMode.ENFORCING,
+        tls_server_cert_path=str(pki.server_cert),
+        tls_server_key_path=str(pki.server_key),
+    )
+    proxy = ClusterAccessPoint(config)
+    await proxy.start()
+    request = spb.QueryRouteRequest(topic=pb.Resource(name="Orders"))
+    try:
+        trust = grpc.ssl_channel_credentials(root_certificates=pki.ca.read_bytes())
+        async with aio.secure_channel(proxy.address, trust) as channel:
+            answer = await MessagingServiceStub(channel).QueryRoute(request, metadata=CLIENT)
+            assert answer.status.code == pb.Code.OK and len(answer.message_queues) == 8
+        async with aio.insecure_channel(proxy.address) as channel:
+            with pytest.raises(aio.AioRpcError) as caught:
+                await MessagingServiceStub(channel).QueryRoute(request, metadata=CLIENT, timeout=5)
+            assert caught.value.code() == grpc.StatusCode.UNAVAILABLE
     finally:
         await proxy.stop()
