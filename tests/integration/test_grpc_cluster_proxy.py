@@ -4,6 +4,7 @@ queue of both brokers; each request reaches the broker that owns its queue."""
 
 from __future__ import annotations
 
+import socket
 import uuid
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -302,5 +303,28 @@ async def test_the_proxy_serves_tls_when_its_keys_say_so(
             with pytest.raises(aio.AioRpcError) as caught:
                 await MessagingServiceStub(channel).QueryRoute(request, metadata=CLIENT, timeout=5)
             assert caught.value.code() == grpc.StatusCode.UNAVAILABLE
+    finally:
+        await proxy.stop()
+
+
+async def test_a_name_server_that_does_not_answer_is_the_call_s_status(tmp_path: Path) -> None:
+    with socket.socket() as closed:  # a port nobody listens on
+        closed.bind(("127.0.0.1", 0))
+        nowhere = f"127.0.0.1:{closed.getsockname()[1]}"
+    config = ProxyConfig(namesrv_addr=nowhere, grpc_server_port=0, bind_address="127.0.0.1")
+    proxy = ClusterAccessPoint(config)
+    await proxy.start()
+    try:
+        async with aio.insecure_channel(proxy.address) as channel:
+            stub = MessagingServiceStub(channel)
+            route = await stub.QueryRoute(
+                spb.QueryRouteRequest(topic=pb.Resource(name="Orders")), metadata=CLIENT
+            )
+            send = await stub.SendMessage(
+                spb.SendMessageRequest(messages=[message()]), metadata=CLIENT
+            )
+        for answer in (route, send):
+            assert answer.status.code == pb.Code.INTERNAL_SERVER_ERROR, answer
+            assert nowhere in answer.status.message
     finally:
         await proxy.stop()
