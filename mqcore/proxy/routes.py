@@ -1,12 +1,15 @@
 """A route and an assignment as RocketMQ 5's proxy builds them from one broker's queue
-data (``RouteActivity``): pure functions of a topic config."""
+data (``RouteActivity``), and the endpoints they name: pure functions."""
 
 from __future__ import annotations
 
-from mqcore.common.metadata import PERM_READ, PERM_WRITE, TopicConfig
+import ipaddress
+
+from mqcore.common.metadata import PERM_READ, PERM_WRITE
+from mqcore.proxy.brokers import BrokerQueues
 from mqcore.proxy.grpc_v2 import definition_pb2 as pb
 
-__all__ = ["ALL_TYPES", "permission", "queues"]
+__all__ = ["ALL_TYPES", "endpoints_of", "permission", "queues"]
 
 ALL_TYPES = (
     pb.MessageType.NORMAL,
@@ -16,6 +19,19 @@ ALL_TYPES = (
 )
 """What every queue accepts: a 4.9.8 topic config has no ``message.type`` attribute, so
 every topic is what RocketMQ 5 calls MIXED."""
+
+
+def endpoints_of(host: str, port: int) -> pb.Endpoints:
+    """One address as RocketMQ 5 describes it: IPv4, IPv6 or a domain name."""
+    try:
+        scheme = (
+            pb.AddressScheme.IPv6
+            if ipaddress.ip_address(host).version == 6
+            else pb.AddressScheme.IPv4
+        )
+    except ValueError:
+        scheme = pb.AddressScheme.DOMAIN_NAME
+    return pb.Endpoints(scheme=scheme, addresses=[pb.Address(host=host, port=port)])
 
 
 def permission(perm: int) -> pb.Permission:
@@ -30,7 +46,7 @@ def permission(perm: int) -> pb.Permission:
     return pb.Permission.NONE
 
 
-def queues(config: TopicConfig, topic: pb.Resource, broker: pb.Broker) -> list[pb.MessageQueue]:
+def queues(config: BrokerQueues, topic: pb.Resource, broker: pb.Broker) -> list[pb.MessageQueue]:
     """RocketMQ 5's route of one broker's queue data: read-only queues first, then
     write-only, then read-write (``min`` of both counts), numbered from 0."""
     readable, writeable = bool(config.perm & PERM_READ), bool(config.perm & PERM_WRITE)

@@ -11,6 +11,7 @@ requires it) and may carry the ACL signature, checked before the call runs.
 from __future__ import annotations
 
 import logging
+import socket
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
@@ -72,6 +73,21 @@ def call_context(metadata: dict[str, str], peer: str, acl: PlainAclConfig | None
     )
 
 
+def _check_free(host: str, port: int, address: str) -> None:
+    """OSError when another socket listens on ``host:port``, found before grpc tries: its
+    core logs a failed bind on stderr in lines of its own, which a one-line refusal should
+    not be preceded by. (Reusing a port in TIME_WAIT is allowed, as grpc allows it.)"""
+    if port == 0:
+        return
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind((host, port))
+        except OSError as exc:
+            raise OSError(f"cannot listen on {address} (gRPC): {exc.strerror or exc}") from None
+
+
 def _metadata(context: Any) -> dict[str, str]:
     out: dict[str, str] = {}
     for key, value in context.invocation_metadata() or ():
@@ -113,6 +129,7 @@ class GrpcServer:
         )
         server.add_generic_rpc_handlers((self._handlers(),))
         address = f"[{self.host}]:{self.port}" if ":" in self.host else f"{self.host}:{self.port}"
+        _check_free(self.host, self.port, address)
         try:
             if self._credentials is None:
                 bound = server.add_insecure_port(address)

@@ -1,24 +1,28 @@
 """`MessagingService`: each ``apache.rocketmq.v2.MessagingService`` call as the remoting
-requests a 4.x client would send, handed to the broker's own handlers in process.
+requests a 4.x client would send, handed to the brokers through the
+:class:`~mqcore.proxy.brokers.Brokers` seam (in process in local mode, over remoting in
+cluster mode: the calls are the same in both).
 
 Independent of grpc itself (the transport is :mod:`mqcore.proxy.server`'s): each call gets
 the request message and a :class:`CallContext` (who calls, from where) and returns the
 response message, whose ``status`` says what RocketMQ 5's proxy would (see
 :mod:`mqcore.proxy.status`). A :class:`ProxyError` raised by a check becomes that status.
 
-What the access point does itself, as RocketMQ 5's proxy does: the queue of a send (by
-message group, :mod:`mqcore.proxy.queue_select`), a producer's group (its topic), the
-settings handshake and the note of where each half message is (END_TRANSACTION needs it).
+What the access point does itself, as RocketMQ 5's proxy does: the queue of a send among
+every broker's write queues (by message group, :mod:`mqcore.proxy.queue_select`), a
+producer's group (its topic), the settings handshake and the note of where each half
+message is, broker included (END_TRANSACTION needs it).
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from contextlib import contextmanager
 
-from mqcore.common.metadata import PERM_READ, PERM_WRITE, SubscriptionGroupConfig
-from mqcore.errors import MQError
+from mqcore.common.metadata import PERM_READ, SubscriptionGroupConfig
+from mqcore.errors import MQError, MQTimeoutError
 from mqcore.filter.tags import build_subscription_data
 from mqcore.message.const import (
     AUTO_CREATE_TOPIC_KEY_TOPIC,
@@ -30,6 +34,7 @@ from mqcore.message.properties import encode_properties
 from mqcore.message.record import encode_batch_body
 from mqcore.protocol import RemotingCommand, RequestCode, ResponseCode
 from mqcore.protocol.bodies import ConsumerData, HeartbeatData, ProducerData, SubscriptionData
+from mqcore.protocol.bodies.route import MASTER_ID
 from mqcore.protocol.codes import LanguageCode
 from mqcore.protocol.headers import (
     EndTransactionRequestHeader,
@@ -37,8 +42,9 @@ from mqcore.protocol.headers import (
     SendMessageResponseHeader,
 )
 from mqcore.proxy.acl import authorize
+from mqcore.proxy.brokers import Brokers
 from mqcore.proxy.clients import ClientRegistry, GrpcClientChannel
-from mqcore.proxy.context import BrokerSide, CallContext
+from mqcore.proxy.context import CallContext
 from mqcore.proxy.grpc_v2 import definition_pb2 as pb
 from mqcore.proxy.grpc_v2 import service_pb2 as spb
 from mqcore.proxy.messages import OutgoingMessage, outgoing
@@ -49,6 +55,7 @@ from mqcore.proxy.settings import merge_settings
 from mqcore.proxy.status import ProxyError, ok, status, status_of_response
 from mqcore.proxy.transactions import TransactionDataStore
 from mqcore.proxy.validation import validate_consumer_group, validate_topic
+from mqcore.remoting import Channel
 
 __all__ = ["MessagingService"]
 
@@ -56,6 +63,7 @@ log = logging.getLogger("mq.proxy")
 
 _DEFAULT_TOPIC_QUEUE_NUMS = 4
 """Queues of a topic a send creates (``defaultTopicQueueNums`` of the send header)."""
+_NO_ROUTE = "No topic route info in name server for the topic: {}"
 _SEND_FAILURES: dict[int, tuple[pb.Code, str]] = {
     ResponseCode.FLUSH_DISK_TIMEOUT: (pb.Code.MASTER_PERSISTENCE_TIMEOUT, "FLUSH_DISK_TIMEOUT"),
     ResponseCode.FLUSH_SLAVE_TIMEOUT: (pb.Code.SLAVE_PERSISTENCE_TIMEOUT, "FLUSH_SLAVE_TIMEOUT"),
@@ -80,52 +88,68 @@ class MessagingService:
 
     def __init__(
         self,
-        broker: BrokerSide,
-        endpoints: Callable[[], pb.Endpoints],
+        brokers: Brokers,
+        endpoints: Callable[[pb.Endpoints], pb.Endpoints],
         *,
         transactions: TransactionDataStore | None = None,
     ) -> None:
-        self.broker = broker
+        self.brokers = brokers
         self.endpoints = endpoints
-        """Where clients reach this access point (answered in routes)."""
+        """Where clients reach this access point (answered in routes, for every broker),
+        given the endpoints the client says it used (perhaps none)."""
         self.transactions = transactions or TransactionDataStore()
-        self.clients = ClientRegistry(self.transactions, on_close=broker.channel_closed)
+        self.clients = ClientRegistry(self.transactions, on_close=self._client_closed)
         self.selector = QueueSelector()
+        brokers.serve_checks(self.clients.check_transaction)
 
     # -- plumbing -------------------------------------------------------------------------
     def _channel(self, call: CallContext) -> GrpcClientChannel:
         return self.clients.channel(call.client_id, call.remote_address)
 
-    async def _request(self, call: CallContext, request: RemotingCommand) -> RemotingCommand:
-        """One request through the ACL (when on) and the broker's handlers."""
-        authorize(self.broker.acl(), call.access_key, request)
-        response = await self.broker.dispatch(self._channel(call), request)
-        if response is None:  # only oneway requests go unanswered; none is sent here
-            raise ProxyError(pb.Code.INTERNAL_SERVER_ERROR, "the broker gave no answer")
-        return response
+    async def _request(
+        self, call: CallContext, broker_name: str, request: RemotingCommand
+    ) -> RemotingCommand:
+        """One request through the ACL (when on) to the broker ``broker_name``."""
+        authorize(self.brokers.acl(), call.access_key, request)
+        with _brokers_failing():
+            return await self.brokers.invoke(broker_name, self._channel(call), request)
+
+    def _client_closed(self, channel: Channel) -> None:
+        """A client's channel closed: the brokers forget it, and the groups it alone was
+        in (cluster mode: the broker sees one connection, the proxy's, for all)."""
+        producers: Sequence[str] = ()
+        consumers: Sequence[str] = ()
+        if isinstance(channel, GrpcClientChannel):
+            producers, consumers = self.clients.groups_only_of(channel.client_id)
+        self.brokers.client_closed(channel, producers, consumers)
 
     def _command(
         self, call: CallContext, code: int, ext: dict[str, str], body: bytes = b""
     ) -> RemotingCommand:
         return RemotingCommand.request(code, ext, body, language=_language(call))
 
-    def _broker(self) -> pb.Broker:
-        return pb.Broker(name=self.broker.broker_name, id=0, endpoints=self.endpoints())
+    def _broker(self, name: str, requested: pb.Endpoints) -> pb.Broker:
+        """A broker as routes name it: its name, at this access point."""
+        return pb.Broker(name=name, id=MASTER_ID, endpoints=self.endpoints(requested))
 
     # -- QueryRoute -----------------------------------------------------------------------
     async def query_route(
         self, request: spb.QueryRouteRequest, call: CallContext
     ) -> spb.QueryRouteResponse:
-        """This broker's queues of the topic, every one reached at this access point."""
+        """Every broker's queues of the topic, every one reached at this access point."""
         validate_topic(request.topic)
-        authorize(self.broker.acl(), call.access_key, None, topic=request.topic.name)
-        config = self.broker.topic_config(request.topic.name)
-        if config is None:
-            raise ProxyError(
-                pb.Code.TOPIC_NOT_FOUND,
-                f"No topic route info in name server for the topic: {request.topic.name}",
+        authorize(self.brokers.acl(), call.access_key, None, topic=request.topic.name)
+        with _brokers_failing():
+            brokers = await self.brokers.queues(request.topic.name)
+        if not brokers:
+            raise ProxyError(pb.Code.TOPIC_NOT_FOUND, _NO_ROUTE.format(request.topic.name))
+        queues = [
+            queue
+            for broker in brokers
+            for queue in route_queues(
+                broker, request.topic, self._broker(broker.broker_name, request.endpoints)
             )
-        queues = route_queues(config, request.topic, self._broker())
+        ]
         return spb.QueryRouteResponse(status=ok(), message_queues=queues)
 
     # -- Heartbeat ------------------------------------------------------------------------
@@ -150,8 +174,9 @@ class MessagingService:
 
     async def _register_producer(self, call: CallContext, settings: pb.Settings) -> pb.Status:
         """HEART_BEAT naming each topic as a producer group (RocketMQ 5's rule)."""
-        groups = [ProducerData(topic.name) for topic in settings.publishing.topics]
-        return await self._heartbeat(call, HeartbeatData(call.client_id, groups, []))
+        topics = [topic.name for topic in settings.publishing.topics]
+        groups = [ProducerData(topic) for topic in topics]
+        return await self._heartbeat(call, topics, HeartbeatData(call.client_id, groups, []))
 
     async def _register_consumer(
         self, call: CallContext, settings: pb.Settings, group: str
@@ -173,13 +198,22 @@ class MessagingService:
             consume_type="CONSUME_ACTIVELY" if active else "CONSUME_PASSIVELY",
             subscription_data_set=subscriptions,
         )
-        return await self._heartbeat(call, HeartbeatData(call.client_id, [], [consumer]))
+        topics = [entry.topic.name for entry in settings.subscription.subscriptions]
+        data = HeartbeatData(call.client_id, [], [consumer])
+        return await self._heartbeat(call, topics, data)
 
-    async def _heartbeat(self, call: CallContext, data: HeartbeatData) -> pb.Status:
+    async def _heartbeat(
+        self, call: CallContext, topics: Sequence[str], data: HeartbeatData
+    ) -> pb.Status:
+        """HEART_BEAT to every broker of the topics' routes; the first refusal is the
+        answer."""
         request = self._command(call, RequestCode.HEART_BEAT, {}, data.encode())
-        response = await self._request(call, request)
-        if response.code != ResponseCode.SUCCESS:
-            return status_of_response(response)
+        authorize(self.brokers.acl(), call.access_key, request)
+        with _brokers_failing():
+            responses = await self.brokers.invoke_each(topics, self._channel(call), request)
+        for response in responses:
+            if response.code != ResponseCode.SUCCESS:
+                return status_of_response(response)
         return ok()
 
     # -- SendMessage ----------------------------------------------------------------------
@@ -195,18 +229,15 @@ class MessagingService:
             if message.topic != topic:
                 raise ProxyError(pb.Code.MESSAGE_CORRUPTED, "topic in message is not same")
             messages.append(outgoing(message, call.remote_address))
-        config = self.broker.topic_config(topic.name)
-        if config is None:  # the broker creates it (autoCreateTopicEnable) or refuses
-            writable, queue_nums = True, _DEFAULT_TOPIC_QUEUE_NUMS
-        else:
-            writable, queue_nums = bool(config.perm & PERM_WRITE), config.write_queue_nums
-        if not writable or queue_nums <= 0:
+        with _brokers_failing():
+            queues = await self.brokers.write_queues(topic.name)
+        if not queues:
             raise ProxyError(pb.Code.FORBIDDEN, "no writable queue")
         group = messages[0].message_group if len(messages) == 1 else ""
-        queue_id = self.selector.select(queue_nums, group)
-        command = self._send_command(call, messages, queue_id)
-        response = await self._request(call, command)
-        entries = self._send_entries(messages, response)
+        queue = queues[self.selector.select(len(queues), group)]
+        command = self._send_command(call, messages, queue.queue_id)
+        response = await self._request(call, queue.broker_name, command)
+        entries = self._send_entries(messages, response, queue.broker_name)
         codes = {entry.status.code for entry in entries}
         answer = status(pb.Code.MULTIPLE_RESULTS if len(codes) > 1 else codes.pop())
         return spb.SendMessageResponse(status=answer, entries=entries)
@@ -237,7 +268,7 @@ class MessagingService:
         return self._command(call, code, header.to_ext_fields(), body)
 
     def _send_entries(
-        self, messages: list[OutgoingMessage], response: RemotingCommand
+        self, messages: list[OutgoingMessage], response: RemotingCommand, broker_name: str
     ) -> list[spb.SendResultEntry]:
         """One entry a message: its id and queue offset, or why it is not as durable as
         asked. A refused send raises: the call's status says why, with no entries."""
@@ -257,7 +288,7 @@ class MessagingService:
             transaction_id = ""
             if message.sys_flag & SysFlag.TRANSACTION_PREPARED_TYPE:
                 transaction_id = message_id  # the broker's transactionId: the unique key
-                self._note_half_message(message, header, offset)
+                self._note_half_message(message, header, offset, broker_name)
             entries.append(
                 spb.SendResultEntry(
                     status=ok(),
@@ -269,7 +300,11 @@ class MessagingService:
         return entries
 
     def _note_half_message(
-        self, message: OutgoingMessage, header: SendMessageResponseHeader, offset: int
+        self,
+        message: OutgoingMessage,
+        header: SendMessageResponseHeader,
+        offset: int,
+        broker_name: str,
     ) -> None:
         try:
             commit_log_offset = decode_offset_msg_id(header.msg_id.split(",")[0])[2]
@@ -277,36 +312,38 @@ class MessagingService:
             log.warning("half message %s: no commit log offset in %r: %s", message, header, exc)
             return
         message_id = message.properties[PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX]
-        self.transactions.add(message.topic, message_id, offset, commit_log_offset)
+        self.transactions.add(message.topic, message_id, offset, commit_log_offset, broker_name)
 
     # -- QueryAssignment ------------------------------------------------------------------
     async def query_assignment(
         self, request: spb.QueryAssignmentRequest, call: CallContext
     ) -> spb.QueryAssignmentResponse:
-        """The whole broker as one assignment (queue id -1): a 5.x consumer receives from
-        the broker, which picks the queue (POP)."""
+        """Each readable broker as one assignment (queue id -1): a 5.x consumer receives
+        from the broker, which picks the queue (POP)."""
         validate_topic(request.topic)
         validate_consumer_group(request.group)
-        authorize(self.broker.acl(), call.access_key, None, topic=request.topic.name)
-        config = self.broker.topic_config(request.topic.name)
-        if config is None:
-            raise ProxyError(
-                pb.Code.TOPIC_NOT_FOUND,
-                f"No topic route info in name server for the topic: {request.topic.name}",
+        authorize(self.brokers.acl(), call.access_key, None, topic=request.topic.name)
+        with _brokers_failing():
+            brokers = await self.brokers.queues(request.topic.name)
+        if not brokers:
+            raise ProxyError(pb.Code.TOPIC_NOT_FOUND, _NO_ROUTE.format(request.topic.name))
+        assignments = [
+            pb.Assignment(
+                message_queue=pb.MessageQueue(
+                    topic=request.topic,
+                    id=-1,
+                    permission=permission(broker.perm),
+                    broker=self._broker(broker.broker_name, request.endpoints),
+                )
             )
-        if not config.perm & PERM_READ or config.read_queue_nums <= 0:
+            for broker in brokers
+            if broker.perm & PERM_READ and broker.read_queue_nums > 0
+        ]
+        if not assignments:
             return spb.QueryAssignmentResponse(
                 status=status(pb.Code.FORBIDDEN, "no readable queue")
             )
-        queue = pb.MessageQueue(
-            topic=request.topic,
-            id=-1,
-            permission=permission(config.perm),
-            broker=self._broker(),
-        )
-        return spb.QueryAssignmentResponse(
-            status=ok(), assignments=[pb.Assignment(message_queue=queue)]
-        )
+        return spb.QueryAssignmentResponse(status=ok(), assignments=assignments)
 
     # -- EndTransaction -------------------------------------------------------------------
     async def end_transaction(
@@ -331,7 +368,7 @@ class MessagingService:
             transaction_id=request.transaction_id,
         )
         command = self._command(call, RequestCode.END_TRANSACTION, header.to_ext_fields())
-        response = await self._request(call, command)
+        response = await self._request(call, data.broker_name, command)
         if response.code != ResponseCode.SUCCESS:
             log.warning(
                 "END_TRANSACTION of %s refused: %s %s",
@@ -345,7 +382,7 @@ class MessagingService:
     async def notify_client_termination(
         self, request: spb.NotifyClientTerminationRequest, call: CallContext
     ) -> spb.NotifyClientTerminationResponse:
-        """The client leaves: the broker forgets it in every group (its channel closes)."""
+        """The client leaves: the brokers forget it in every group (its channel closes)."""
         settings = self.clients.settings(call.client_id)
         if settings is None:
             raise ProxyError(
@@ -418,7 +455,8 @@ class MessagingService:
                 validate_consumer_group(settings.subscription.group)
                 group = settings.subscription.group.name
                 answer = await self._register_consumer(call, settings, group)
-                group_config = self.broker.group_config(group)
+                with _brokers_failing():
+                    group_config = await self.brokers.group_config(group)
             else:
                 raise ProxyError(
                     pb.Code.BAD_REQUEST, "there is no publishing or subscription data in settings"
@@ -440,3 +478,18 @@ class MessagingService:
     def close(self) -> None:
         """Forget every client (their channels close, so the broker forgets them too)."""
         self.clients.close()
+
+
+@contextmanager
+def _brokers_failing() -> Iterator[None]:
+    """The brokers cannot be asked (unreachable, no answer in time, no name server
+    answers): the call's status says so, as RocketMQ 5's proxy maps its client's
+    failures, rather than as an unexpected error."""
+    try:
+        yield
+    except ProxyError:
+        raise
+    except MQTimeoutError as exc:
+        raise ProxyError(pb.Code.PROXY_TIMEOUT, str(exc)) from exc
+    except MQError as exc:
+        raise ProxyError(pb.Code.INTERNAL_SERVER_ERROR, str(exc)) from exc

@@ -28,6 +28,8 @@ class TransactionData:
     """The half message's offset in its queue of RMQ_SYS_TRANS_HALF_TOPIC."""
     commit_log_offset: int
     expires_ms: int
+    broker_name: str = ""
+    """The broker that holds the half message (cluster mode sends END_TRANSACTION there)."""
 
 
 class TransactionDataStore:
@@ -49,13 +51,20 @@ class TransactionDataStore:
         return len(self._entries)
 
     def add(
-        self, group: str, transaction_id: str, queue_offset: int, commit_log_offset: int
+        self,
+        group: str,
+        transaction_id: str,
+        queue_offset: int,
+        commit_log_offset: int,
+        broker_name: str = "",
     ) -> None:
         now = self._clock_ms()
         self._drop_expired(now)
         key = (group, transaction_id)
         self._entries.pop(key, None)
-        self._entries[key] = TransactionData(queue_offset, commit_log_offset, now + self.expire_ms)
+        self._entries[key] = TransactionData(
+            queue_offset, commit_log_offset, now + self.expire_ms, broker_name
+        )
         while len(self._entries) > self.max_entries:
             self._entries.popitem(last=False)
 
