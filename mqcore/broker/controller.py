@@ -61,6 +61,7 @@ from mqcore.broker.slave_sync import SYNC_INITIAL_DELAY_MS, SYNC_INTERVAL_MS, Sl
 from mqcore.broker.stats import BrokerStatsManager
 from mqcore.broker.stats_history import DAY_SAMPLE_SECONDS, HOUR_SAMPLE_SECONDS, StatsHistory
 from mqcore.broker.store_stats import observe_store
+from mqcore.broker.timer import TimerMessageService
 from mqcore.broker.topics import TopicService
 from mqcore.broker.transaction import (
     TransactionalMessageBridge,
@@ -196,6 +197,14 @@ class BrokerController:
             persister=self.persister,
             every=master_timers.every,
         )
+        self.timer_service = TimerMessageService(
+            self.store,
+            store_config,
+            appender=self.appender,
+            topics=self.topics,
+            every=master_timers.every,
+        )
+        """RocketMQ 5's timer messages: the send rewrite and the wheel's deliveries."""
         bridge = TransactionalMessageBridge(
             self.store, self.offsets, self.topics, self._store_host, self.appender
         )
@@ -241,6 +250,7 @@ class BrokerController:
             [
                 Service("ha-service", self._listen_ha, self.ha.close),
                 Service("schedule", self.schedule_service.start, self.schedule_service.stop),
+                Service("timer", self.timer_service.start, self.timer_service.stop),
                 Service("transaction-check", self.transaction_check.start),
             ],
             master_timers,
@@ -286,6 +296,7 @@ class BrokerController:
             stats_history=self.stats_history,
             loop_lag=self.loop_lag,
             schedule_service=self.schedule_service,
+            timer_service=self.timer_service,
             transaction_service=self.transaction_service,
             ha=self.ha,
             ha_client=self.ha_client,

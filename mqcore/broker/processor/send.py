@@ -317,8 +317,14 @@ class SendMessageProcessor:
         return out
 
     def rewrite_delay(self, msg: MessageExt) -> MessageExt:
-        """A ``DELAY`` > 0 message goes to ``SCHEDULE_TOPIC_XXXX`` queue ``level - 1`` with
-        ``REAL_TOPIC``/``REAL_QID`` (spec §11; see :mod:`mqcore.broker.schedule`)."""
+        """A timer message (``TIMER_DELIVER_MS``/``TIMER_DELAY_SEC``/``TIMER_DELAY_MS``, due
+        later) goes to ``rmq_sys_wheel_timer`` (RocketMQ 5, :mod:`mqcore.broker.timer`;
+        raises SendRefused); a ``DELAY`` > 0 message to ``SCHEDULE_TOPIC_XXXX`` queue
+        ``level - 1`` with ``REAL_TOPIC``/``REAL_QID`` (spec §11; see
+        :mod:`mqcore.broker.schedule`)."""
+        timer = self.ctx.timer_service
+        if timer is not None and msg.topic != RMQ_SYS_TRANS_HALF_TOPIC:
+            msg = timer.rewrite(msg)
         return self.ctx.schedule_service.rewrite_delay(msg)
 
     # -- the answer -----------------------------------------------------------------------

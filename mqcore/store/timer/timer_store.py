@@ -378,8 +378,8 @@ class TimerMessageStore:
 
     # -- dequeue -------------------------------------------------------------------------
     def dequeue(self, budget: int = 256, skip_limit: int = 4096) -> int:
-        """Deliver up to ``budget`` units of the due slots; -1 when no slot is due, else
-        the units handled (0: only empty slots were passed, up to ``skip_limit``). A
+        """Deliver up to ``budget`` units of the due slots; -1 when none is left due, else
+        the units handled (0: ``skip_limit`` empty slots passed, more may follow). A
         slot's read time moves only once all of it is put (a failed put stops the step;
         the next one retries it)."""
         self.last_put = None
@@ -392,7 +392,7 @@ class TimerMessageStore:
         while handled < budget:
             if self._slot is None:
                 if self.curr_read_time_ms >= self.curr_write_time_ms:
-                    return handled if handled or skipped else -1
+                    return handled if handled else -1
                 slot = wheel.get_slot(self.curr_read_time_ms)
                 if slot is EMPTY:
                     self.curr_read_time_ms += self.precision_ms
@@ -554,8 +554,13 @@ class TimerMessageStore:
     def flush(self) -> None:
         """``TimerFlushService``'s pass: checkpoint values, timer log, wheel, then the
         checkpoint file (it names a flush position the log has reached)."""
-        wheel, timer_log, checkpoint = self._files()
         self.prepare_checkpoint()
+        self.flush_files()
+
+    def flush_files(self) -> None:
+        """The files' part of :meth:`flush` (a thread may run it: it only syncs what the
+        values prepared on the caller's thread describe)."""
+        wheel, timer_log, checkpoint = self._files()
         timer_log.flush()
         wheel.flush()
         checkpoint.flush()

@@ -6,14 +6,13 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from storetest_util import make_msg, small_config
 
 from mqcore.message.const import TIMER_TOPIC
 from mqcore.message.model import MessageExt
 from mqcore.store import MessageStore
 from mqcore.store.results import PutResult, PutStatus
 from mqcore.store.timer import TimerMessageStore, build_delete_key
-
-from storetest_util import make_msg, small_config
 
 T0 = 1_800_000_000_000  # a whole second
 
@@ -52,9 +51,7 @@ class Harness:
         self.fail_puts = 0
         self.store = MessageStore(small_config(root, **overrides))
         self.store.start()
-        self.timer = TimerMessageStore(
-            self.store, self.store.config, put=self._put, clock=clock
-        )
+        self.timer = TimerMessageStore(self.store, self.store.config, put=self._put, clock=clock)
         self.timer.load()
 
     def _put(self, msg: MessageExt) -> PutResult:

@@ -1,0 +1,196 @@
+"""Timer messages at any time (RocketMQ 5) end to end against an in-process broker.
+
+"On time" is read off the delivered copies themselves: a copy's store time is never
+before its TIMER_DELIVER_MS and less than a second after it. The broker runs a 500 ms
+precision (a slot of tick t is delivered as t + precision begins, so a message may wait
+up to one precision past its time, plus the pass that puts it).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import time
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from mqcore.broker.controller import BrokerController
+from mqcore.message import MessageExt
+from mqcore.protocol import RemotingCommand, RequestCode, ResponseCode
+from mqcore.protocol.bodies.route import KVTable
+from mqcore.store.timer import build_delete_key
+from tests.support import until
+from tests.support.clients import RawBrokerClient, send_header
+from tests.support.inproc import LIVE_STORE, broker_controller
+
+pytestmark = pytest.mark.timeout(60)
+
+TOPIC = "TimerTopic"
+PRECISION_MS = 500
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+@pytest.fixture
+async def broker(tmp_path: Path) -> AsyncIterator[BrokerController]:
+    b = broker_controller(
+        tmp_path / "store", store={**LIVE_STORE, "timer_precision_ms": PRECISION_MS}
+    )
+    await b.start()
+    try:
+        yield b
+    finally:
+        await b.shutdown()
+
+
+@pytest.fixture
+async def client(broker: BrokerController) -> AsyncIterator[RawBrokerClient]:
+    async with RawBrokerClient(broker.broker_addr) as c:
+        yield c
+
+
+async def send_timer(client: RawBrokerClient, body: bytes, **props: str) -> RemotingCommand:
+    return await client.send(TOPIC, body, queue_nums=1, properties=props)
+
+
+async def drain(client: RawBrokerClient, want: int, deadline_s: float) -> list[MessageExt]:
+    """Long-poll queue 0 until ``want`` messages arrived or the deadline passed."""
+    out: list[MessageExt] = []
+    offset = 0
+    deadline = time.monotonic() + deadline_s
+    while len(out) < want and time.monotonic() < deadline:
+        r = await client.pull(TOPIC, 0, offset, suspend_ms=500, timeout=5)
+        if r.code == ResponseCode.SUCCESS:
+            out.extend(r.messages)
+            offset = r.next_begin_offset
+        elif r.next_begin_offset > offset:
+            offset = r.next_begin_offset
+        else:
+            await asyncio.sleep(0.05)
+    return out
+
+
+async def runtime_info(client: RawBrokerClient) -> dict[str, str]:
+    r = await client.invoke(RemotingCommand.request(RequestCode.GET_BROKER_RUNTIME_INFO))
+    assert r.code == ResponseCode.SUCCESS
+    return KVTable.decode(r.body).table
+
+
+async def test_messages_at_random_times_are_delivered_on_time(client: RawBrokerClient) -> None:
+    rng = random.Random()
+    start = now_ms()
+    due: dict[bytes, int] = {}
+    for i in range(60):
+        deliver = start + rng.randrange(300, 4000)
+        body = f"m{i}".encode()
+        due[body] = deliver
+        r = await send_timer(client, body, TIMER_DELIVER_MS=str(deliver))
+        assert r.code == ResponseCode.SUCCESS, r.remark
+    past = start - 5000
+    r = await send_timer(client, b"past", TIMER_DELIVER_MS=str(past))
+    assert r.code == ResponseCode.SUCCESS
+    r = await send_timer(client, b"sec", TIMER_DELAY_SEC="2")
+    due[b"sec"] = now_ms() + 2000
+    r = await send_timer(client, b"ms", TIMER_DELAY_MS="1500")
+    due[b"ms"] = now_ms() + 1500
+
+    msgs = await drain(client, len(due) + 1, 15)
+    got = {m.body: m for m in msgs}
+    assert set(got) == {*due, b"past"}
+    assert len(msgs) == len(got), "no duplicates without a crash"
+    assert got[b"past"].properties["TIMER_DELIVER_MS"] == str(past)
+    assert "TIMER_OUT_MS" not in got[b"past"].properties  # never parked
+    for body, deliver in due.items():
+        m = got[body]
+        late = m.store_timestamp - deliver
+        assert -20 <= late < 1000, (body, late)  # 20 ms: the send's own clock reading
+        assert "REAL_TOPIC" not in m.properties and "REAL_QID" not in m.properties
+        assert "TIMER_ENQUEUE_MS" in m.properties and "TIMER_DEQUEUE_MS" in m.properties
+        assert m.queue_id == 0 and m.topic == TOPIC
+
+
+async def test_send_answer_and_the_parked_copy(
+    broker: BrokerController, client: RawBrokerClient
+) -> None:
+    deliver = now_ms() + 60_000
+    r = await send_timer(client, b"later", TIMER_DELIVER_MS=str(deliver))
+    assert r.code == ResponseCode.SUCCESS
+    h = send_header(r)
+    parked = broker.store.look_message(int(h.msg_id[-16:], 16))
+    assert parked.topic == "rmq_sys_wheel_timer" and parked.queue_id == 0
+    assert parked.properties["REAL_TOPIC"] == TOPIC
+    assert parked.properties["REAL_QID"] == "0"
+    tick = deliver // 500 * 500 if deliver % 500 else deliver - 500
+    assert parked.properties["TIMER_OUT_MS"] == str(tick)
+    seen: dict[str, str] = {}
+
+    async def parked_one() -> bool:
+        seen.update(await runtime_info(client))
+        return seen["timerCongestNum"] == "1"
+
+    await until(parked_one, timeout=5, what="the message in the wheel")
+    info = seen
+    for key in ("timerReadBehind", "timerOffsetBehind", "timerEnqueueTps", "timerDequeueTps"):
+        assert key in info
+
+
+@pytest.mark.parametrize(
+    ("props", "code"),
+    [
+        ({"TIMER_DELIVER_MS": "soon"}, ResponseCode.MESSAGE_ILLEGAL),
+        ({"TIMER_DELAY_SEC": str(3 * 86400 + 60)}, ResponseCode.MESSAGE_ILLEGAL),
+        ({"TIMER_DELAY_MS": "1.5"}, ResponseCode.MESSAGE_ILLEGAL),
+    ],
+)
+async def test_refusals_are_rocketmq_5s(
+    client: RawBrokerClient, props: dict[str, str], code: int
+) -> None:
+    r = await send_timer(client, b"x", **props)
+    assert r.code == code
+    assert "timer message illegal" in (r.remark or "")
+
+
+async def test_a_delay_level_wins_over_timer_properties(client: RawBrokerClient) -> None:
+    r = await send_timer(client, b"lvl", DELAY="1", TIMER_DELIVER_MS=str(now_ms() + 60_000))
+    assert r.code == ResponseCode.SUCCESS
+    (m,) = await drain(client, 1, 5)  # level 1: 1 s, not a minute
+    assert "TIMER_DELIVER_MS" not in m.properties
+
+
+async def test_delete_marker_cancels_a_timer_message(client: RawBrokerClient) -> None:
+    deliver = str(now_ms() + 1200)
+    keep = await send_timer(client, b"keep", TIMER_DELIVER_MS=deliver)
+    gone = await send_timer(client, b"gone", TIMER_DELIVER_MS=deliver)
+    uniq = gone.ext_fields["uniqKey"]
+    marker = await send_timer(
+        client,
+        b"0",
+        TIMER_DELIVER_MS=deliver,
+        TIMER_DEL_UNIQKEY=build_delete_key(TOPIC, uniq),
+    )
+    assert keep.code == gone.code == marker.code == ResponseCode.SUCCESS
+    msgs = await drain(client, 2, 2.5)
+    assert [m.body for m in msgs] == [b"keep"]
+    late = await send_timer(
+        client, b"0", TIMER_DELIVER_MS=str(now_ms() - 1000), TIMER_DEL_UNIQKEY="x+y"
+    )
+    assert late.code == ResponseCode.MESSAGE_ILLEGAL
+
+
+async def test_timer_wheel_disabled_refuses(tmp_path: Path) -> None:
+    b = broker_controller(tmp_path / "s", store={**LIVE_STORE, "timer_wheel_enable": False})
+    await b.start()
+    try:
+        async with RawBrokerClient(b.broker_addr) as c:
+            r = await send_timer(c, b"x", TIMER_DELAY_SEC="5")
+            assert r.code == ResponseCode.SYSTEM_ERROR
+            assert "timerWheelEnable is false" in (r.remark or "")
+            info = await runtime_info(c)
+            assert info["timerCongestNum"] == "0"
+        assert not (tmp_path / "s" / "timerwheel").exists()
+    finally:
+        await b.shutdown()
