@@ -100,6 +100,13 @@ class TimerRewrite:
     def rewrite(self, msg: MessageExt) -> MessageExt:
         """Park ``msg`` in the timer topic when it is a timer message due later; returns
         it. Raises SendRefused with RocketMQ 5's code and remark."""
+        props = msg.properties
+        if (
+            PROPERTY_TIMER_DELIVER_MS not in props
+            and PROPERTY_TIMER_DELAY_SEC not in props
+            and PROPERTY_TIMER_DELAY_MS not in props
+        ):
+            return msg  # every send passes here: three dict lookups for the others
         if msg.sys_flag & SysFlag.TRANSACTION_MASK not in _TIMEABLE or not is_timer_message(msg):
             return msg
         config = self.config
@@ -108,7 +115,6 @@ class TimerRewrite:
                 ResponseCode.SYSTEM_ERROR,
                 "accurate timer message is not enabled, timerWheelEnable is false",
             )
-        props = msg.properties
         now = self.clock()
         try:
             if PROPERTY_TIMER_DELAY_SEC in props:
