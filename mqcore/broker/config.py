@@ -204,6 +204,10 @@ class BrokerConfig(ServerSettings, PropertiesConfig):
     broker_heartbeat_interval: int = 1000
     broker_election_priority: int = (1 << 31) - 1
     """The lower, the likelier this broker is elected master among equals."""
+    # -- recalling timer messages (RocketMQ 5's keys and defaults) --
+    recall_message_enable: bool = False
+    """RECALL_MESSAGE is served (refused with NO_PERMISSION otherwise)."""
+    allow_recall_when_broker_not_writeable: bool = True
     # -- metrics (RocketMQ 5's keys and defaults; docs/operations.md) --
     metrics_exporter_type: MetricsExporterType = MetricsExporterType.DISABLE
     """PROM serves Prometheus metrics on ``metricsPromExporterPort``."""

@@ -46,6 +46,7 @@ from mqcore.broker.processor import (
     offsets,
     pull,
     query,
+    recall,
     reply_message,
     send,
     send_back,
@@ -329,6 +330,7 @@ class BrokerController:
             end_transaction,
             send_back,
             reply_message,
+            recall,
         ):
             serve(self.servers, module.handlers(ctx))
         serve([self.server], pull.handlers(ctx))

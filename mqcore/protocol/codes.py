@@ -155,6 +155,8 @@ class RequestCode(IntEnum):
     ADD_WRITE_PERM_OF_BROKER = 327
     GET_ALL_PRODUCER_INFO = 328
     DELETE_EXPIRED_COMMITLOG = 329
+    RECALL_MESSAGE = 370
+    """RocketMQ 5: take back a timer message (a delete marker for its slot)."""
     # RocketMQ 5's controller mode: a broker's liveness report (to the controller; also sent
     # oneway to name servers, whose broker table then stays fresh between registrations) ...
     BROKER_HEARTBEAT = 904

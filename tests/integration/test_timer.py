@@ -17,9 +17,11 @@ from pathlib import Path
 import pytest
 
 from mqcore.broker.controller import BrokerController
+from mqcore.broker.timer.recall import RecallHandle
 from mqcore.message import MessageExt
 from mqcore.protocol import RemotingCommand, RequestCode, ResponseCode
 from mqcore.protocol.bodies.route import KVTable
+from mqcore.protocol.headers.recall import RecallMessageRequestHeader
 from mqcore.store.timer import build_delete_key
 from tests.support import until
 from tests.support.clients import RawBrokerClient, send_header
@@ -194,3 +196,48 @@ async def test_timer_wheel_disabled_refuses(tmp_path: Path) -> None:
         assert not (tmp_path / "s" / "timerwheel").exists()
     finally:
         await b.shutdown()
+
+
+async def recall(client: RawBrokerClient, topic: str, handle: str) -> RemotingCommand:
+    header = RecallMessageRequestHeader(topic=topic, recall_handle=handle, producer_group="pg")
+    return await client.invoke(
+        RemotingCommand.request(RequestCode.RECALL_MESSAGE, header.to_ext_fields())
+    )
+
+
+async def test_recall_takes_a_timer_message_back(tmp_path: Path) -> None:
+    b = broker_controller(
+        tmp_path / "s",
+        store={**LIVE_STORE, "timer_precision_ms": PRECISION_MS},
+        recall_message_enable=True,
+    )
+    await b.start()
+    try:
+        async with RawBrokerClient(b.broker_addr) as c:
+            deliver = now_ms() + 1500
+            kept = await send_timer(c, b"kept", TIMER_DELIVER_MS=str(deliver))
+            taken = await send_timer(c, b"taken", TIMER_DELIVER_MS=str(deliver))
+            handle = taken.ext_fields["recallHandle"]
+            parts = RecallHandle.decode(handle)
+            assert (parts.topic, parts.broker_name) == (TOPIC, b.config.broker_name)
+            assert parts.message_id == taken.ext_fields["uniqKey"]
+            r = await recall(c, TOPIC, handle)
+            assert r.code == ResponseCode.SUCCESS, r.remark
+            assert r.ext_fields["msgId"] == parts.message_id
+            assert (await recall(c, "Other", handle)).code == ResponseCode.TOPIC_NOT_EXIST
+            assert (await recall(c, TOPIC, "bm90IGEgaGFuZGxl")).code == 604
+            assert "recallHandle" in kept.ext_fields
+            msgs = await drain(c, 2, 3)
+            assert [m.body for m in msgs] == [b"kept"]
+            assert (await recall(c, TOPIC, handle)).code == 604  # its time has passed
+            plain = await c.send(TOPIC, b"now", queue_nums=1)
+            assert "recallHandle" not in plain.ext_fields
+    finally:
+        await b.shutdown()
+
+
+async def test_recall_is_off_by_default(client: RawBrokerClient) -> None:
+    sent = await send_timer(client, b"x", TIMER_DELAY_SEC="30")
+    r = await recall(client, TOPIC, sent.ext_fields["recallHandle"])
+    assert r.code == ResponseCode.NO_PERMISSION
+    assert r.remark == "recall failed, operation is forbidden"

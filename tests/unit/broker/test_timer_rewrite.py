@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import base64
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from mqcore.broker.send_checks import SendRefused
 from mqcore.broker.timer import TimerRewrite
+from mqcore.broker.timer.recall import RecallHandle, recall_handle_of
 from mqcore.message.const import SysFlag
 from mqcore.message.model import MessageExt
 from mqcore.protocol import ResponseCode
@@ -112,3 +115,30 @@ def test_flow_control_refuses_a_crowded_slot() -> None:
 def test_precision_is_rounded_as_rocketmq_5_sets_it() -> None:
     for given_ms, used in ((1, 100), (150, 100), (250, 200), (999, 500), (5000, 1000)):
         assert MessageStoreConfig(timer_precision_ms=given_ms).timer_precision_ms == used
+
+
+def test_recall_handle_is_rocketmq_5s_v1() -> None:
+    handle = RecallHandle("Orders", "broker-a", "1800000001001", "0A0B0C")
+    encoded = handle.encode()
+    assert base64.urlsafe_b64decode(encoded) == b"v1 Orders broker-a 1800000001001 0A0B0C"
+    assert RecallHandle.decode(encoded) == handle
+    for bad in ("", "!!!", base64.urlsafe_b64encode(b"v2 a b c d").decode(), "djEgYSBi"):
+        with pytest.raises(ValueError, match="recall handle is invalid"):
+            RecallHandle.decode(bad)
+
+
+def test_recall_handle_of_a_parked_message() -> None:
+    parked = rewrite({"TIMER_DELIVER_MS": str(NOW + 5000), "UNIQ_KEY": "K1"})
+    handle = recall_handle_of(parked, "broker-a")
+    assert handle is not None
+    out_ms = int(parked.properties["TIMER_OUT_MS"])
+    assert RecallHandle.decode(handle) == RecallHandle("Orders", "broker-a", str(out_ms + 1), "K1")
+    assert recall_handle_of(rewrite({"UNIQ_KEY": "K2"}), "broker-a") is None
+
+
+@given(st.text(min_size=0, max_size=40))
+def test_recall_handle_decode_never_crashes(text: str) -> None:
+    try:
+        RecallHandle.decode(text)
+    except ValueError:
+        pass
