@@ -27,7 +27,7 @@ import asyncio
 import logging
 import random
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from mqcore.broker.stats import StatsItem
@@ -111,8 +111,8 @@ class TimerMessageService:
     def _woken(self) -> None:
         self._wake.set()  # the task runs after the handler, i.e. after the append
 
-    def _put(self, msg: MessageExt) -> PutResult:
-        return self.appender.put((msg,), wait=False)
+    def _put(self, batch: Sequence[MessageExt]) -> PutResult:
+        return self.appender.put(batch, wait=False)
 
     # -- lifecycle ---------------------------------------------------------------------------
     async def start(self) -> None:

@@ -30,27 +30,24 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from mqcore.common.javahash import java_string_hash
 from mqcore.errors import CorruptRecordError, StoreError
 from mqcore.message.const import (
-    PROPERTY_REAL_QUEUE_ID,
     PROPERTY_REAL_TOPIC,
     PROPERTY_TIMER_DEL_UNIQKEY,
-    PROPERTY_TIMER_DEQUEUE_MS,
-    PROPERTY_TIMER_ENQUEUE_MS,
     PROPERTY_TIMER_OUT_MS,
-    PROPERTY_TIMER_ROLL_TIMES,
     PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX,
     TIMER_TOPIC,
 )
 from mqcore.message.model import MessageExt
 from mqcore.message.record import decode_record
-from mqcore.store.results import PutResult, PutStatus
+from mqcore.store.results import PutResult
 from mqcore.store.timer.checkpoint import TimerCheckpoint
+from mqcore.store.timer.delivery import Deliverer, Pending, convert
 from mqcore.store.timer.timer_log import (
     MAGIC_DEFAULT,
     MAGIC_DELETE,
@@ -81,10 +78,6 @@ DAY_SECS = 24 * 3600
 TIMER_BLANK_SLOTS = 60
 LONG_MAX = 2**63 - 1
 """``TIMER_ENQUEUE_MS`` of a message delivered without entering the wheel."""
-_MAX_RETRIES = 3
-"""Puts of one message that fail with a retryable status before it is given up
-(RocketMQ's count without ``timerEnableRetryUntilSuccess``)."""
-_SKIP = (PutStatus.MESSAGE_ILLEGAL, PutStatus.PROPERTIES_SIZE_EXCEEDED)
 
 
 def build_delete_key(real_topic: str, unique_key: str) -> str:
@@ -97,23 +90,17 @@ def _now_ms() -> int:
 
 
 @dataclass(slots=True)
-class _Pending:
-    """A unit of the slot being delivered, and the puts it has failed."""
-
-    unit: TimerUnit
-    failures: int = 0
-
-
-@dataclass(slots=True)
 class _SlotWork:
     """The slot being delivered: its delete markers, then its other units, in order."""
 
     time_ms: int
     num: int
-    deletes: list[_Pending]
-    normals: list[_Pending]
+    deletes: list[Pending]
+    normals: list[Pending]
     deleted_keys: set[str] = field(default_factory=set)
     index: int = 0
+    retry: list[Pending] = field(default_factory=list)
+    """Units whose put failed and is retried before the slot goes on."""
 
 
 class TimerMessageStore:
@@ -124,13 +111,14 @@ class TimerMessageStore:
         store: MessageStore,
         config: MessageStoreConfig,
         *,
-        put: Callable[[MessageExt], PutResult],
+        put: Callable[[Sequence[MessageExt]], PutResult],
         clock: Callable[[], int] = _now_ms,
     ) -> None:
         self.store = store
         self.config = config
-        self.put = put
-        """Appends one message (the broker's append path); a put never blocks."""
+        self.deliverer = Deliverer(config, put)
+        """Puts due messages (``put`` appends a batch of one topic and queue: the
+        broker's append path; it never blocks)."""
         self.clock = clock
         self.precision_ms = config.timer_precision_ms
         self.slots_total = TIMER_WHEEL_TTL_DAY * DAY_SECS
@@ -151,12 +139,7 @@ class TimerMessageStore:
         units come and go instead of walking 1.2 million slots per question)."""
         self.enqueue_count = 0
         """Messages taken from the timer queue (into the wheel or delivered at once)."""
-        self.dequeue_count = 0
-        """Messages put to their real topic or rolled."""
         self.deleted_count = 0
-        self.last_put: PutResult | None = None
-        """The latest put of the last step (a SYNC_FLUSH caller waits for it to be
-        durable before committing the step)."""
         self.last_enqueue_store_time = 0
         self.stalled = False
         """The last step stopped at a put worth retrying (the caller waits a moment)."""
@@ -284,7 +267,7 @@ class TimerMessageStore:
     def enqueue(self, limit: int = 256) -> int:
         """Take up to ``limit`` messages from the timer queue; how many were taken.
         Stops early at a due message whose put must be retried."""
-        self.last_put = None
+        self.deliverer.last_put = None
         self.stalled = False
         if self.config.timer_stop_enqueue or not self.loaded:
             return 0
@@ -325,8 +308,9 @@ class TimerMessageStore:
         msg.queue_offset = queue_offset
         if delayed < self.curr_write_time_ms:
             unit = TimerUnit(-1, MAGIC_DEFAULT, LONG_MAX, delayed, offset_py, size_py)
-            if not self._deliver(_Pending(unit), msg):
-                return False
+            pending = Pending(unit, self._copy_to_put(unit, msg))
+            if self.deliverer.deliver([pending]):
+                return False  # retried at the next step, from this entry
         else:
             self.do_enqueue(offset_py, size_py, delayed, msg)
         self.enqueue_count += 1
@@ -382,7 +366,7 @@ class TimerMessageStore:
         the units handled (0: ``skip_limit`` empty slots passed, more may follow). A
         slot's read time moves only once all of it is put (a failed put stops the step;
         the next one retries it)."""
-        self.last_put = None
+        self.deliverer.last_put = None
         self.stalled = False
         if self.config.timer_stop_dequeue or not self.loaded:
             return -1
@@ -417,8 +401,8 @@ class TimerMessageStore:
         """Walk a slot's chain backwards: delete markers in chain order, the others in
         the order they were enqueued."""
         _, timer_log, _ = self._files()
-        deletes: list[_Pending] = []
-        normals: list[_Pending] = []
+        deletes: list[Pending] = []
+        normals: list[Pending] = []
         pos = last_pos
         seen = 0
         while pos != -1 and seen <= 10_000_000:
@@ -427,9 +411,9 @@ class TimerMessageStore:
                 log.warning("timer slot %d: no unit at %d", time_ms, pos)
                 break
             if unit.delete and not unit.roll:
-                deletes.append(_Pending(unit))
+                deletes.append(Pending(unit))
             else:
-                normals.append(_Pending(unit))
+                normals.append(Pending(unit))
             pos = unit.prev_pos
             seen += 1
         if not deletes and not normals:
@@ -438,9 +422,15 @@ class TimerMessageStore:
         return _SlotWork(time_ms, num, deletes, normals)
 
     def _deliver_slot(self, work: _SlotWork, budget: int) -> tuple[int, bool]:
-        """Up to ``budget`` units of ``work``; (units handled, stalled on a put)."""
+        """Up to ``budget`` units of ``work`` (puts that failed first); (units handled,
+        stalled on a put)."""
+        if work.retry:
+            work.retry = self.deliverer.deliver(work.retry)
+            if work.retry:
+                return 0, True
         handled = 0
         n_deletes = len(work.deletes)
+        batch: list[Pending] = []
         while handled < budget and work.index < n_deletes + len(work.normals):
             i = work.index
             if i < n_deletes:
@@ -455,11 +445,13 @@ class TimerMessageStore:
                 if msg is not None:
                     if self._is_deleted(work, msg):
                         self.deleted_count += 1
-                    elif not self._deliver(pending, msg):
-                        return handled, True
+                    else:
+                        pending.out = self._copy_to_put(pending.unit, msg)
+                        batch.append(pending)
             work.index += 1
             handled += 1
-        return handled, False
+        work.retry = self.deliverer.deliver(batch)
+        return handled, bool(work.retry)
 
     @staticmethod
     def _is_deleted(work: _SlotWork, msg: MessageExt) -> bool:
@@ -471,56 +463,22 @@ class TimerMessageStore:
             return False
         return build_delete_key(topic, uniq) in work.deleted_keys
 
-    def _deliver(self, pending: _Pending, msg: MessageExt) -> bool:
-        """Put one message (to its real topic, or back to the timer topic for a roll);
-        False when the put failed in a way worth retrying."""
-        roll = pending.unit.roll
-        if not roll and PROPERTY_TIMER_DEL_UNIQKEY in msg.properties:
-            return True  # a delete marker is never delivered
-        out = self.convert(msg, pending.unit.enqueue_time, roll=roll)
-        if out is None:
-            return True
-        result = self.put(out)
-        if result.ok:
-            self.last_put = result
-            self.dequeue_count += 1
-            return True
-        if result.status in _SKIP:
-            log.error("timer delivery of %s refused (%s); skipped", msg.msg_id, result.status.value)
-            return True
-        pending.failures += 1
-        if pending.failures >= _MAX_RETRIES and not self.config.timer_enable_retry_until_success:
-            log.error(
-                "timer delivery of %s failed %d times (%s); given up",
-                msg.msg_id,
-                pending.failures,
-                result.status.value,
-            )
-            return True
-        log.warning("timer delivery put failed (%s); retrying", result.status.value)
-        return False
-
-    def convert(self, msg: MessageExt, enqueue_time: int, *, roll: bool) -> MessageExt | None:
-        """``convert``/``convertMessage``: the message to put for a unit, or None when
-        its real topic or queue is unusable (dropped, logged)."""
-        props = dict(msg.properties)
-        if enqueue_time != -1:
-            props[PROPERTY_TIMER_ENQUEUE_MS] = str(enqueue_time)
-        if roll:
-            times = props.get(PROPERTY_TIMER_ROLL_TIMES)
-            props[PROPERTY_TIMER_ROLL_TIMES] = str(int(times) + 1 if times else 1)
-        props[PROPERTY_TIMER_DEQUEUE_MS] = str(self.clock())
-        if roll:
-            return msg.rerouted(msg.topic, msg.queue_id, properties=props)
-        topic = props.pop(PROPERTY_REAL_TOPIC, "")
-        try:
-            queue_id = int(props.pop(PROPERTY_REAL_QUEUE_ID, ""))
-        except ValueError:
-            queue_id = -1
-        if not topic or queue_id < 0:
-            log.error("timer message %s has no real topic/queue; dropped", msg.msg_id)
+    def _copy_to_put(self, unit: TimerUnit, msg: MessageExt) -> MessageExt | None:
+        """What to put for a unit (None: nothing; a delete marker is never delivered)."""
+        if not unit.roll and PROPERTY_TIMER_DEL_UNIQKEY in msg.properties:
             return None
-        return msg.rerouted(topic, queue_id, properties=props)
+        return convert(msg, unit.enqueue_time, self.clock(), roll=unit.roll)
+
+    @property
+    def dequeue_count(self) -> int:
+        """Messages put to their real topic or rolled (and those put at enqueue)."""
+        return self.deliverer.delivered
+
+    @property
+    def last_put(self) -> PutResult | None:
+        """The latest put of the last step (a SYNC_FLUSH caller waits for it to be
+        durable before committing the step)."""
+        return self.deliverer.last_put
 
     def commit_dequeue(self) -> None:
         """What was delivered counts for the checkpoint."""

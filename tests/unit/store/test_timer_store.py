@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import pytest
@@ -10,6 +10,7 @@ from storetest_util import make_msg, small_config
 
 from mqcore.message.const import TIMER_TOPIC
 from mqcore.message.model import MessageExt
+from mqcore.message.properties import encode_properties
 from mqcore.store import MessageStore
 from mqcore.store.results import PutResult, PutStatus
 from mqcore.store.timer import TimerMessageStore, build_delete_key
@@ -54,11 +55,11 @@ class Harness:
         self.timer = TimerMessageStore(self.store, self.store.config, put=self._put, clock=clock)
         self.timer.load()
 
-    def _put(self, msg: MessageExt) -> PutResult:
+    def _put(self, batch: Sequence[MessageExt]) -> PutResult:
         if self.fail_puts:
             self.fail_puts -= 1
             return PutResult(PutStatus.SERVICE_NOT_AVAILABLE)
-        return self.store.put_message(msg)
+        return self.store.put_messages(batch)
 
     def send(self, msg: MessageExt) -> None:
         assert self.store.put_message(msg).ok
@@ -229,3 +230,23 @@ def test_clean_restart_delivers_nothing_twice(tmp_path: Path, clock: Clock) -> N
         assert sorted(bodies) == [f"m{i}".encode() for i in range(6)]
     finally:
         h2.close()
+
+
+def test_a_message_refused_for_good_does_not_take_its_group_with_it(
+    harness: Harness, clock: Clock
+) -> None:
+    """Puts go in groups per queue; a copy the store refuses (its properties grew past
+    32767 bytes with TIMER_ENQUEUE_MS/TIMER_DEQUEUE_MS) is skipped alone."""
+    big = timer_msg("Orders", 0, T0 + 1000, "big")
+    room = 32767 - len(encode_properties(big.properties)) - len("pad") - 2 - 8
+    big.properties["pad"] = "x" * room
+    harness.send(timer_msg("Orders", 0, T0 + 1000, "a"))
+    harness.send(big)
+    harness.send(timer_msg("Orders", 0, T0 + 1000, "b"))
+    harness.send(timer_msg("Orders", 1, T0 + 1000, "c"))
+    harness.step()
+    clock.now = T0 + 2000
+    harness.step()
+    assert [m.body for m in harness.delivered("Orders", 0)] == [b"a", b"b"]
+    assert [m.body for m in harness.delivered("Orders", 1)] == [b"c"]
+    assert harness.timer.commit_read_time_ms == T0 + 2000
