@@ -51,6 +51,7 @@ from mqcore.broker.processor import (
     send,
     send_back,
     serve,
+    timer_admin,
 )
 from mqcore.broker.rebalance_lock import RebalanceLockManager
 from mqcore.broker.registration import Registration
@@ -63,6 +64,7 @@ from mqcore.broker.stats import BrokerStatsManager
 from mqcore.broker.stats_history import DAY_SAMPLE_SECONDS, HOUR_SAMPLE_SECONDS, StatsHistory
 from mqcore.broker.store_stats import observe_store
 from mqcore.broker.timer import TimerMessageService
+from mqcore.broker.timer.slave import TimerCheckpointSync
 from mqcore.broker.topics import TopicService
 from mqcore.broker.transaction import (
     TransactionalMessageBridge,
@@ -229,6 +231,14 @@ class BrokerController:
             on_topics_taken=self._learn_stored_topics,
             persister=self.persister,
         )
+        self.timer_checkpoint_sync = TimerCheckpointSync(
+            self.outer_api.client,
+            lambda: self.master_addr,
+            store_config.timer_check_path,
+            own_addr=lambda: self.broker_addr,
+            local_running=lambda: self.timer_service.running,
+        )
+        """A slave's copy of its master's timer checkpoint (RocketMQ 5)."""
         self.epochs = EpochFileCache(store_config.root / EPOCH_FILE_NAME)
         """The master epochs this log was written in (controller mode)."""
         self.replicas: ReplicasManager | None = None
@@ -268,6 +278,13 @@ class BrokerController:
                     "slave-sync",
                     SYNC_INTERVAL_MS,
                     self.slave_sync.sync_all,
+                    initial_delay_ms=SYNC_INITIAL_DELAY_MS,
+                ),
+                periodic(
+                    slave_timers,
+                    "timer-checkpoint-sync",
+                    SYNC_INTERVAL_MS,
+                    self.timer_checkpoint_sync.sync,
                     initial_delay_ms=SYNC_INITIAL_DELAY_MS,
                 ),
             ],
@@ -331,6 +348,7 @@ class BrokerController:
             send_back,
             reply_message,
             recall,
+            timer_admin,
         ):
             serve(self.servers, module.handlers(ctx))
         serve([self.server], pull.handlers(ctx))

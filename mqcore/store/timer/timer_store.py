@@ -143,6 +143,9 @@ class TimerMessageStore:
         self.last_enqueue_store_time = 0
         self.stalled = False
         """The last step stopped at a put worth retrying (the caller waits a moment)."""
+        self.replay_until = (0, 0)
+        """(queue offset, read time) of a master's checkpoint replayed without its timer
+        log: entries before the offset due before the read time were delivered."""
         self._slot: _SlotWork | None = None
 
     # -- lifecycle -----------------------------------------------------------------------
@@ -200,6 +203,21 @@ class TimerMessageStore:
         offset = last if queue_offset == -1 else queue_offset + 1
         offset = min(offset, checkpoint.master_timer_queue_offset)
         cq = self.store.consume_queue(TIMER_TOPIC, 0)
+        if checkpoint.existed and process_offset == 0 and offset > 0 and cq is not None:
+            # A checkpoint without a timer log: a slave's copy of its master's (taken by
+            # the broker while it followed it), now this store's first start as master.
+            # The master's wheel is not here: replay its queue from the start, dropping
+            # what the master had delivered (entries it took whose tick lies before its
+            # read time).
+            self.replay_until = (offset, checkpoint.last_read_time_ms)
+            log.warning(
+                "timer checkpoint without a timer log: replaying the timer queue from %d "
+                "(entries before %d due before %d were delivered by the master)",
+                cq.min_offset,
+                offset,
+                checkpoint.last_read_time_ms,
+            )
+            offset = cq.min_offset
         if cq is not None:
             offset = min(max(offset, cq.min_offset), cq.max_offset)
         self.curr_queue_offset = offset
@@ -306,6 +324,9 @@ class TimerMessageStore:
             log.error("timer message at %d has no usable %s; skipped", offset_py, "TIMER_OUT_MS")
             return True
         msg.queue_offset = queue_offset
+        until, read = self.replay_until
+        if queue_offset < until and delayed < read:
+            return True  # delivered by the master this checkpoint came from
         if delayed < self.curr_write_time_ms:
             unit = TimerUnit(-1, MAGIC_DEFAULT, LONG_MAX, delayed, offset_py, size_py)
             pending = Pending(unit, self._copy_to_put(unit, msg))

@@ -20,7 +20,7 @@ from tests.support.polling import until
 
 TOPIC = "RoleSwitch"
 MASTER_SERVICES = {"ha-service", "schedule", "timer", "transaction-check"}
-SLAVE_SERVICES = {"learn-stored-topics", "ha-client", "slave-sync"}
+SLAVE_SERVICES = {"learn-stored-topics", "ha-client", "slave-sync", "timer-checkpoint-sync"}
 BROKER_SERVICES = {
     "loop-lag-monitor",
     "name-server-registration",
