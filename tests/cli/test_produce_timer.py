@@ -18,7 +18,7 @@ from mqcli.timespec import TimespecError
 from tests.support import until_sync
 from tests.support.cluster import Cluster, json_lines
 
-pytestmark = pytest.mark.cluster(timerPrecisionMs="100")
+pytestmark = pytest.mark.cluster(timerPrecisionMs="100", recallMessageEnable="true")
 
 NOW = 1_800_000_000_000
 
@@ -81,6 +81,18 @@ def test_timer_messages_wait_then_arrive_and_status_shows_the_wheel(cluster: Clu
     cluster.mq(
         "produce", "-t", "TimedFar", "--body", "far", "--deliver-at", "+1h", "-q", check=True
     )
+    done = cluster.mq(
+        "produce", "-t", "Timed", "--body", "recalled", "--deliver-at", "+2s", "--json",
+        check=True,
+    )  # fmt: skip
+    (row,) = json_lines(done.stdout)
+    handle = str(row["recallHandle"])
+    done = cluster.mq("message", "recall", handle, "-t", "Timed", "--json", check=True)
+    assert orjson.loads(done.stdout) == {"topic": "Timed", "msgId": row["msgId"], "recalled": True}
+    wrong = cluster.mq("message", "recall", handle, "-t", "TimedFar")
+    assert wrong.returncode != 0 and "topic not match" in wrong.stderr
+    bad = cluster.mq("message", "recall", "nothandle", "-t", "Timed")
+    assert bad.returncode != 0 and "not a recall handle" in bad.stderr
     got: list[dict[str, Any]] = []
 
     def arrived() -> bool:
@@ -92,11 +104,12 @@ def test_timer_messages_wait_then_arrive_and_status_shows_the_wheel(cluster: Clu
         return len(got) >= 3
 
     until_sync(arrived, 20, lambda: f"timer messages so far: {got}", interval=0.2)
-    assert sorted(m["body"] for m in got) == ["at", "later 1", "later 2"]
+    assert sorted(m["body"] for m in got) == ["at", "later 1", "later 2"]  # not "recalled"
     for m in got:
         assert m["storeTimestamp"] >= sent + 1500  # type: ignore[operator]
     wheel = timers(cluster)
     assert wheel["waiting"] == 1 and wheel["precisionMs"] == 100  # the one an hour away
+    assert wheel["deleted"] == 1
     assert wheel["notEnqueued"] == 0
     text = cluster.mq("broker", "status", check=True).stdout
     assert "Timer messages" in text and "waiting in the wheel" in text
