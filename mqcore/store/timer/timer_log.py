@@ -51,6 +51,8 @@ UNIT_SIZE = UNIT.size  # 52
 UNIT_PRE_SIZE_FOR_MSG = 28
 """Where ``offsetPy`` starts in a unit."""
 _BLANK = struct.Struct(">iqi")
+_HEAD = struct.Struct(">i8xiqi24x")
+"""A unit's size, magic, enqueue time and delay, the rest skipped (recovery's read)."""
 MIN_BLANK_LEN = _BLANK.size  # 16
 BLANK_MAGIC_CODE = -875286124
 """RocketMQ's ``0xBBCCDDEE ^ 1880681586 + 8`` (``+`` binds first): 0xCBD43194."""
@@ -169,6 +171,39 @@ class TimerLog:
             if stop:
                 break
         yield end, None
+
+    def last_units(self, begin: int, *, check: bool) -> tuple[int, dict[int, int]]:
+        """:meth:`scan` for recovery, at C speed over each file: the end of the units and,
+        per deliver time, the offset of its last unit (all ``reviseSlot`` needs: a
+        slot's chain runs backwards from its last unit)."""
+        files = self.queue.files
+        last: dict[int, int] = {}
+        if not files:
+            return 0, last
+        index = len(files) - 1
+        while index > 0 and begin < files[index].file_from_offset:
+            index -= 1
+        end = files[index].file_from_offset
+        for mf in files[index:]:
+            limit = mf.file_size if check else mf.wrote_position
+            usable = limit - limit % UNIT_SIZE
+            base = mf.file_from_offset
+            position = 0
+            stop = False
+            for size, magic, enq, delay in _HEAD.iter_unpack(mf.view[:usable]):
+                if magic == BLANK_MAGIC_CODE:
+                    break
+                if size != UNIT_SIZE or (magic | 0xF) != 0xF:
+                    if check:
+                        stop = True
+                        break
+                else:
+                    last[enq + delay] = base + position
+                position += UNIT_SIZE
+            end = base + position
+            if stop:
+                break
+        return end, last
 
     @property
     def max_offset(self) -> int:

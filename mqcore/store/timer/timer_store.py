@@ -251,12 +251,9 @@ class TimerMessageStore:
         """Chain every unit from the file holding ``begin`` into its slot; the end of the
         units (``recoverAndRevise``)."""
         wheel, timer_log, _ = self._files()
-        end = 0
-        for offset, unit in timer_log.scan(begin, check=check):
-            if unit is None:
-                end = offset
-            else:
-                wheel.revise_slot(unit.delayed_time, IGNORE, offset, force=True)
+        end, last = timer_log.last_units(begin, check=check)
+        for delayed_time, offset in last.items():  # once per slot: its last unit
+            wheel.revise_slot(delayed_time, IGNORE, offset, force=True)
         return end
 
     def _revise_queue_offset(self, process_offset: int) -> int:

@@ -73,6 +73,11 @@ def test_timer_log_rolls_files_with_a_blank_and_scans_back(tmp_path_factory, del
     assert [o for o, u in scanned if u is not None] == offsets
     assert [u.delayed_time for _, u in scanned if u is not None] == [1000 + d for d in delays]
     assert scanned[-1] == (log.max_offset, None)
+    last: dict[int, int] = {}
+    for off, unit in scanned:
+        if unit is not None:
+            last[unit.delayed_time] = off
+    assert log.last_units(0, check=True) == (log.max_offset, last)  # recovery's fast walk
     for off, d in zip(offsets, delays, strict=True):
         got = log.read_unit(off)
         assert got is not None and got.delayed_time == 1000 + d
@@ -88,6 +93,7 @@ def test_scan_stops_at_a_torn_unit(tmp_path: Path) -> None:
     mf.write_at(52 * 2, struct.pack(">i", 51))  # the third unit's size is wrong
     assert [o for o, u in log.scan(0, check=True)] == [0, 52, 104]
     assert list(log.scan(0, check=True))[-1] == (104, None)
+    assert log.last_units(0, check=True) == (104, {5: 52})
     log.close()
 
 
