@@ -142,3 +142,14 @@ def test_recall_handle_decode_never_crashes(text: str) -> None:
         RecallHandle.decode(text)
     except ValueError:
         pass
+
+
+def test_message_accessors_are_rocketmq_5s() -> None:
+    msg = MessageExt(topic="Orders", body=b"x")
+    msg.deliver_time_ms = NOW + 5000
+    msg.delay_time_ms = 250
+    assert msg.properties == {"TIMER_DELIVER_MS": str(NOW + 5000), "TIMER_DELAY_MS": "250"}
+    assert (msg.deliver_time_ms, msg.delay_time_ms) == (NOW + 5000, 250)
+    assert msg.user_properties == {}  # system properties, as 5.x's STRING_HASH_SET has them
+    msg.delay_time_ms = None
+    assert "TIMER_DELAY_MS" not in msg.properties and msg.delay_time_ms is None
