@@ -138,9 +138,15 @@ class TimerMessageService:
         task, self._task = self._task, None
         if task is not None:
             await cancel_and_wait([task])
+        ts = self.timer_store
+        if not ts.finish_slot():  # a slot half put would be put again at the next start
+            log.warning("timer slot %d not finished at stop (puts refused)", ts.curr_read_time_ms)
+        await self._await_flush(ts.last_put)
+        ts.commit_dequeue()
+        ts.commit_enqueue()
         if self._flushing is not None:
             await asyncio.gather(self._flushing, return_exceptions=True)
-        await asyncio.to_thread(self.timer_store.close)
+        await asyncio.to_thread(ts.close)
 
     # -- delivery ------------------------------------------------------------------------------
     async def _run(self) -> None:

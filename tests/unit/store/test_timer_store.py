@@ -250,3 +250,25 @@ def test_a_message_refused_for_good_does_not_take_its_group_with_it(
     assert [m.body for m in harness.delivered("Orders", 0)] == [b"a", b"b"]
     assert [m.body for m in harness.delivered("Orders", 1)] == [b"c"]
     assert harness.timer.commit_read_time_ms == T0 + 2000
+
+
+def test_a_clean_stop_finishes_the_slot_it_began(tmp_path: Path, clock: Clock) -> None:
+    h = Harness(tmp_path, clock)
+    for i in range(10):
+        h.send(timer_msg("Orders", 0, T0 + 1000, f"m{i}"))
+    h.step()
+    clock.now = T0 + 2000
+    h.timer.move_write_time()
+    assert h.timer.dequeue(3) == 3  # a third of the slot put, the read time still on it
+    assert len(h.delivered("Orders")) == 3 and h.timer.curr_read_time_ms == T0 + 1000
+    assert h.timer.finish_slot()
+    h.timer.commit_dequeue()
+    h.close()
+    h2 = Harness(tmp_path, clock)
+    try:
+        h2.step()
+        assert sorted(m.body for m in h2.delivered("Orders")) == sorted(
+            f"m{i}".encode() for i in range(10)
+        )  # each once
+    finally:
+        h2.close()
