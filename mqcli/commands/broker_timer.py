@@ -15,8 +15,9 @@ from rich.markup import escape
 from mqcli.commands.cluster import as_float, as_int
 from mqcli.render import fmt_ts
 from mqcli.tables import make_table, print_table
+from mqcore.store.timer.offline import TimerFilesState
 
-__all__ = ["render_timers", "timer_doc"]
+__all__ = ["render_timer_files", "render_timers", "timer_doc"]
 
 
 def timer_doc(rt: dict[str, str]) -> dict[str, Any] | None:
@@ -56,6 +57,31 @@ def render_timers(doc: dict[str, Any] | None, fmt: str) -> None:
         ("wheel reads at", fmt_ts(read) if read else "-"),
         ("precision", show(doc["precisionMs"], " ms")),
         ("cancelled", show(doc["deleted"])),
+    ]
+    for key, value in rows:
+        table.add_row(key, escape(value))
+    print_table(table, fmt, section=True)
+
+
+def render_timer_files(state: TimerFilesState, fmt: str) -> None:
+    """`mq store inspect`'s timer section: what the files say, offline."""
+    table = make_table("Timer wheel (timerwheel, timerlog, config/timercheck)", "KEY", "VALUE")
+    precision = state.precision_ms
+    due = (
+        f"{fmt_ts(state.next_due_ms)} .. {fmt_ts(state.last_due_ms)}"
+        if state.next_due_ms is not None and state.last_due_ms is not None
+        else "-"
+    )
+    rows = [
+        ("waiting", f"{state.waiting} in {state.slots} slots"),
+        ("due", due),
+        ("read time (delivered before)", fmt_ts(state.last_read_time_ms) or "-"),
+        ("timer queue offset", str(state.master_timer_queue_offset)),
+        (
+            "timer log",
+            f"{state.timer_log_files} file(s), flushed to {state.last_timer_log_flush_pos}",
+        ),
+        ("precision", "-" if precision is None else f"{precision} ms (from the ticks)"),
     ]
     for key, value in rows:
         table.add_row(key, escape(value))

@@ -113,3 +113,8 @@ def test_timer_messages_wait_then_arrive_and_status_shows_the_wheel(cluster: Clu
     assert wheel["notEnqueued"] == 0
     text = cluster.mq("broker", "status", check=True).stdout
     assert "Timer messages" in text and "waiting in the wheel" in text
+    store = cluster.base / "broker-a" / "store"  # offline, on the live store
+    doc = orjson.loads(cluster.mq("store", "inspect", str(store), "--json", check=True).stdout)
+    assert doc["timer"]["waiting"] >= 1 and doc["timer"]["precision_ms"] == 100
+    text = cluster.mq("store", "inspect", str(store), check=True).stdout
+    assert "Timer wheel" in text

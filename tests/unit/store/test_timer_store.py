@@ -14,6 +14,7 @@ from mqcore.message.properties import encode_properties
 from mqcore.store import MessageStore
 from mqcore.store.results import PutResult, PutStatus
 from mqcore.store.timer import TimerMessageStore, build_delete_key
+from mqcore.store.timer.offline import read_timer_files
 
 T0 = 1_800_000_000_000  # a whole second
 
@@ -272,3 +273,22 @@ def test_a_clean_stop_finishes_the_slot_it_began(tmp_path: Path, clock: Clock) -
         )  # each once
     finally:
         h2.close()
+
+
+def test_the_files_read_offline(tmp_path: Path, clock: Clock) -> None:
+    h = Harness(tmp_path, clock)
+    for i in range(5):
+        h.send(timer_msg("Orders", 0, T0 + 3000 + 1000 * (i % 2), f"m{i}"))
+    h.send(timer_msg("Orders", 0, T0 - 1000, "past"))
+    h.step()
+    clock.now = T0 + 1500
+    h.step()
+    h.timer.flush()
+    state = read_timer_files(tmp_path)
+    assert state is not None
+    assert (state.waiting, state.slots, state.precision_ms) == (5, 2, 1000)
+    assert (state.next_due_ms, state.last_due_ms) == (T0 + 4000, T0 + 5000)
+    assert state.master_timer_queue_offset == 6 and state.timer_log_files == 1
+    assert state.last_read_time_ms == T0 + 1000
+    h.close()
+    assert read_timer_files(tmp_path / "elsewhere") is None
