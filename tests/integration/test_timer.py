@@ -1,9 +1,10 @@
 """Timer messages at any time (RocketMQ 5) end to end against an in-process broker.
 
 "On time" is read off the delivered copies themselves: a copy's store time is never
-before its TIMER_DELIVER_MS and less than a second after it. The broker runs a 500 ms
+before its TIMER_DELIVER_MS and less than a second after it. The broker runs a 200 ms
 precision (a slot of tick t is delivered as t + precision begins, so a message may wait
-up to one precision past its time, plus the pass that puts it).
+up to one precision past its time, plus the pass that puts it): the rest of the second is
+slack for a loaded machine.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from tests.support.inproc import LIVE_STORE, broker_controller
 pytestmark = pytest.mark.timeout(60)
 
 TOPIC = "TimerTopic"
-PRECISION_MS = 500
+PRECISION_MS = 200
 
 
 def now_ms() -> int:
@@ -85,20 +86,22 @@ async def runtime_info(client: RawBrokerClient) -> dict[str, str]:
 async def test_messages_at_random_times_are_delivered_on_time(client: RawBrokerClient) -> None:
     rng = random.Random()
     start = now_ms()
-    due: dict[bytes, int] = {}
+    due: dict[bytes, tuple[int, int]] = {}  # body -> earliest and latest deliver time
     for i in range(60):
-        deliver = start + rng.randrange(300, 4000)
+        deliver = start + rng.randrange(300, 2500)
         body = f"m{i}".encode()
-        due[body] = deliver
+        due[body] = (deliver, deliver)
         r = await send_timer(client, body, TIMER_DELIVER_MS=str(deliver))
         assert r.code == ResponseCode.SUCCESS, r.remark
     past = start - 5000
     r = await send_timer(client, b"past", TIMER_DELIVER_MS=str(past))
     assert r.code == ResponseCode.SUCCESS
-    r = await send_timer(client, b"sec", TIMER_DELAY_SEC="2")
-    due[b"sec"] = now_ms() + 2000
-    r = await send_timer(client, b"ms", TIMER_DELAY_MS="1500")
-    due[b"ms"] = now_ms() + 1500
+    for body, prop, value, delay in ((b"sec", "TIMER_DELAY_SEC", "2", 2000),
+                                     (b"ms", "TIMER_DELAY_MS", "1500", 1500)):  # fmt: skip
+        before = now_ms()  # the broker adds the delay to its clock on arrival
+        r = await send_timer(client, body, **{prop: value})
+        assert r.code == ResponseCode.SUCCESS
+        due[body] = (before + delay, now_ms() + delay)
 
     msgs = await drain(client, len(due) + 1, 15)
     got = {m.body: m for m in msgs}
@@ -106,10 +109,9 @@ async def test_messages_at_random_times_are_delivered_on_time(client: RawBrokerC
     assert len(msgs) == len(got), "no duplicates without a crash"
     assert got[b"past"].properties["TIMER_DELIVER_MS"] == str(past)
     assert "TIMER_OUT_MS" not in got[b"past"].properties  # never parked
-    for body, deliver in due.items():
+    for body, (earliest, latest) in due.items():
         m = got[body]
-        late = m.store_timestamp - deliver
-        assert -20 <= late < 1000, (body, late)  # 20 ms: the send's own clock reading
+        assert earliest <= m.store_timestamp < latest + 1000, (body, m.store_timestamp - latest)
         assert "REAL_TOPIC" not in m.properties and "REAL_QID" not in m.properties
         assert "TIMER_ENQUEUE_MS" in m.properties and "TIMER_DEQUEUE_MS" in m.properties
         assert m.queue_id == 0 and m.topic == TOPIC
@@ -126,7 +128,9 @@ async def test_send_answer_and_the_parked_copy(
     assert parked.topic == "rmq_sys_wheel_timer" and parked.queue_id == 0
     assert parked.properties["REAL_TOPIC"] == TOPIC
     assert parked.properties["REAL_QID"] == "0"
-    tick = deliver // 500 * 500 if deliver % 500 else deliver - 500
+    tick = (
+        deliver // PRECISION_MS * PRECISION_MS if deliver % PRECISION_MS else deliver - PRECISION_MS
+    )
     assert parked.properties["TIMER_OUT_MS"] == str(tick)
     seen: dict[str, str] = {}
 
@@ -164,7 +168,7 @@ async def test_a_delay_level_wins_over_timer_properties(client: RawBrokerClient)
 
 
 async def test_delete_marker_cancels_a_timer_message(client: RawBrokerClient) -> None:
-    deliver = str(now_ms() + 1200)
+    deliver = str(now_ms() + 600)
     keep = await send_timer(client, b"keep", TIMER_DELIVER_MS=deliver)
     gone = await send_timer(client, b"gone", TIMER_DELIVER_MS=deliver)
     uniq = gone.ext_fields["uniqKey"]
@@ -175,7 +179,7 @@ async def test_delete_marker_cancels_a_timer_message(client: RawBrokerClient) ->
         TIMER_DEL_UNIQKEY=build_delete_key(TOPIC, uniq),
     )
     assert keep.code == gone.code == marker.code == ResponseCode.SUCCESS
-    msgs = await drain(client, 2, 2.5)
+    msgs = await drain(client, 2, 2.0)  # the second never comes
     assert [m.body for m in msgs] == [b"keep"]
     late = await send_timer(
         client, b"0", TIMER_DELIVER_MS=str(now_ms() - 1000), TIMER_DEL_UNIQKEY="x+y"
@@ -214,7 +218,7 @@ async def test_recall_takes_a_timer_message_back(tmp_path: Path) -> None:
     await b.start()
     try:
         async with RawBrokerClient(b.broker_addr) as c:
-            deliver = now_ms() + 1500
+            deliver = now_ms() + 800
             kept = await send_timer(c, b"kept", TIMER_DELIVER_MS=str(deliver))
             taken = await send_timer(c, b"taken", TIMER_DELIVER_MS=str(deliver))
             handle = taken.ext_fields["recallHandle"]
@@ -227,7 +231,7 @@ async def test_recall_takes_a_timer_message_back(tmp_path: Path) -> None:
             assert (await recall(c, "Other", handle)).code == ResponseCode.TOPIC_NOT_EXIST
             assert (await recall(c, TOPIC, "bm90IGEgaGFuZGxl")).code == 604
             assert "recallHandle" in kept.ext_fields
-            msgs = await drain(c, 2, 3)
+            msgs = await drain(c, 2, 2.0)
             assert [m.body for m in msgs] == [b"kept"]
             assert (await recall(c, TOPIC, handle)).code == 604  # its time has passed
             plain = await c.send(TOPIC, b"now", queue_nums=1)

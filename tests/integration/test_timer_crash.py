@@ -22,9 +22,9 @@ from tests.support.processes import BrokerProcess, start_broker
 
 TOPIC = "TimerCrash"
 COUNT = 200
-WINDOW_MS = 7000
-KILL_AFTER_S = 3.0
-PRECISION = "500"
+WINDOW_MS = 6000
+KILL_AFTER_S = 2.5
+PRECISION = "200"
 
 
 def now_ms() -> int:
