@@ -297,6 +297,16 @@ class TimerMessageStore:
                     cq.min_offset,
                 )
                 self.curr_queue_offset = cq.min_offset
+            elif self.curr_queue_offset > cq.max_offset:
+                # The queue was destroyed (all its messages expired) and made anew: what it
+                # holds now came after; read it from its start rather than lose it.
+                log.warning(
+                    "timer queue offset %d past the queue's end %d; reading from %d",
+                    self.curr_queue_offset,
+                    cq.max_offset,
+                    cq.min_offset,
+                )
+                self.curr_queue_offset = cq.min_offset
             end = min(cq.max_offset, self.curr_queue_offset + limit)
             while self.curr_queue_offset < end:
                 entry = cq.entry(self.curr_queue_offset)

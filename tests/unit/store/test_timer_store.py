@@ -292,3 +292,16 @@ def test_the_files_read_offline(tmp_path: Path, clock: Clock) -> None:
     assert state.last_read_time_ms == T0 + 1000
     h.close()
     assert read_timer_files(tmp_path / "elsewhere") is None
+
+
+def test_a_timer_queue_made_anew_is_followed(harness: Harness, clock: Clock) -> None:
+    for i in range(3):
+        harness.send(timer_msg("Orders", 0, T0 + 1000, f"m{i}"))
+    harness.step()
+    assert harness.timer.curr_queue_offset == 3
+    harness.store.clean_unused_topics(lambda topic: topic != TIMER_TOPIC)  # queue destroyed
+    harness.send(timer_msg("Orders", 0, T0 + 1000, "after"))
+    harness.step()
+    clock.now = T0 + 2000
+    harness.step()
+    assert sorted(m.body for m in harness.delivered("Orders")) == [b"after", b"m0", b"m1", b"m2"]
