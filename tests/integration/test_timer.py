@@ -245,3 +245,16 @@ async def test_recall_is_off_by_default(client: RawBrokerClient) -> None:
     r = await recall(client, TOPIC, sent.ext_fields["recallHandle"])
     assert r.code == ResponseCode.NO_PERMISSION
     assert r.remark == "recall failed, operation is forbidden"
+
+
+async def test_timer_stop_dequeue_holds_deliveries_at_run_time(
+    broker: BrokerController, client: RawBrokerClient
+) -> None:
+    """RocketMQ 5's timerStopDequeue is a run-time switch (UPDATE_BROKER_CONFIG applies
+    it at once): while set, due messages wait; cleared, they go."""
+    broker.store_config.timer_stop_dequeue = True  # what `mq broker config set` does
+    r = await send_timer(client, b"held", TIMER_DELIVER_MS=str(now_ms() + 300))
+    assert r.code == ResponseCode.SUCCESS
+    assert await drain(client, 1, 1.0) == []
+    broker.store_config.timer_stop_dequeue = False
+    assert [m.body for m in await drain(client, 1, 3)] == [b"held"]
