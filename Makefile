@@ -7,7 +7,7 @@ PYTEST_ARGS ?=
 # The compiled core: Cython twins of a few hot pure modules (see hatch_build.py).
 CORE := $(VENV)/.core
 
-.PHONY: run test lint typecheck unit dev clean docs site test-tools core
+.PHONY: run test lint typecheck unit dev clean docs site test-tools core protos
 
 $(BIN)/mq: pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -20,13 +20,14 @@ $(VENV)/.dev: $(BIN)/mq
 	touch $@
 
 # The compiled core, in place: hatch_build.py compiles each .pyx whose extension is missing
-# or older than the source (0.2 s when all are current), where Cython is in the venv (dev);
-# elsewhere (make run) the editable install's build hook does it when a .pyx changed.
+# or was built from other sources (its .pyx or a shared .pxd changed; 0.2 s when all are
+# current), where Cython is in the venv (dev);
+# elsewhere (make run) the editable install's build hook does it when a .pyx or .pxd changed.
 # Without a C compiler both go on with the pure twins (one line says so); a stale
 # extension is refused at import.
 core: | $(BIN)/mq
 	@if $(BIN)/python -c 'import Cython' 2>/dev/null; then $(BIN)/python hatch_build.py --quiet; \
-	elif [ -n "$$(find mqcore -name '_*.pyx' -newer $(CORE))" ]; then \
+	elif [ -n "$$(find mqcore \( -name '_*.pyx' -o -name '*.pxd' \) -newer $(CORE))" ]; then \
 	  $(BIN)/pip install -q --no-deps -e . && touch $(CORE); fi
 
 dev: $(VENV)/.dev
@@ -61,6 +62,7 @@ test-tools:
 # twin once more on the pure ones (MQ_NO_EXTENSIONS=1), seconds, not a second full pass:
 # the parity tests (left out there) have already compared both cores.
 PURE_SUBSET := tests/unit/protocol/test_codec.py tests/unit/protocol/test_fast_paths.py \
+	tests/unit/protocol/test_headers.py \
 	tests/unit/message tests/unit/common/test_common.py tests/unit/common/test_core.py \
 	tests/unit/store/test_index_file.py tests/unit/store/test_commitlog_encoding.py \
 	tests/unit/store/test_deferred_dispatch.py tests/unit/client/test_pull_decode.py
@@ -83,3 +85,18 @@ clean:
 # Regenerates the man pages and completion scripts from the command tree.
 docs: $(BIN)/mq
 	$(BIN)/python -m mqcli.docgen .
+
+# The gRPC access point's generated code (mqcore/proxy/grpc_v2), checked in: regenerate it
+# after changing the vendored apache/rocketmq-apis protos. protoc writes the files under
+# the protos' own path (apache/rocketmq/v2); they move up into the package, and their
+# imports of each other become relative so the package needs no top-level `apache`.
+GRPC_V2 := mqcore/proxy/grpc_v2
+protos: dev
+	@tmp=$$(mktemp -d) && \
+	$(BIN)/python -m grpc_tools.protoc -I $(GRPC_V2)/proto --python_out=$$tmp --pyi_out=$$tmp \
+	  --grpc_python_out=$$tmp $(GRPC_V2)/proto/apache/rocketmq/v2/*.proto && \
+	for f in $$tmp/apache/rocketmq/v2/*; do \
+	  sed -e 's/^from apache\.rocketmq\.v2 import /from . import /' \
+	      -e 's/^import apache\.rocketmq\.v2\.\([a-z_]*\)_pb2 as /from . import \1_pb2 as /' \
+	      $$f > $(GRPC_V2)/$$(basename $$f); \
+	done; rm -rf $$tmp

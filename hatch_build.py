@@ -49,8 +49,23 @@ def sources(root: Path = ROOT) -> list[Path]:
 
 
 def source_stamp(pyx: Path) -> str:
-    """What the extension carries and :mod:`mqcore.common.core` checks at import."""
-    return hashlib.sha256(pyx.read_bytes()).hexdigest()
+    """What the extension carries and :mod:`mqcore.common.core` checks at import: the
+    sha256 of the ``.pyx`` followed by every ``.pxd`` of its package tree (shared inline
+    code the twins cimport), so an edited ``.pxd`` makes each twin stale, not only the
+    ``.pyx`` files that changed. The same rule is written out in ``check_stamp``."""
+    digest = hashlib.sha256(pyx.read_bytes())
+    for pxd in shared_declarations(pyx):
+        digest.update(pxd.read_bytes())
+    return digest.hexdigest()
+
+
+def shared_declarations(pyx: Path) -> list[Path]:
+    """The ``.pxd`` files under the top package holding ``pyx`` (the topmost folder with
+    an ``__init__.py``), in path order."""
+    top = pyx.parent
+    while (top.parent / "__init__.py").exists():
+        top = top.parent
+    return sorted(top.rglob("*.pxd"))
 
 
 class BuildResult:
@@ -144,7 +159,11 @@ def build(root: Path = ROOT, out_dir: Path | None = None) -> BuildResult:
         c_file.parent.mkdir(parents=True, exist_ok=True)
         try:
             compiled = cython_compile(
-                str(pyx), output_file=str(c_file), language_level=3, quiet=True
+                str(pyx),
+                output_file=str(c_file),
+                language_level=3,
+                quiet=True,
+                include_path=[str(root)],  # the shared .pxd files, by package path
             )
         except Exception as exc:  # a Cython error is a bug in the .pyx: say which
             result.note = f"Cython failed on {rel} ({exc}): building the pure-Python mq"

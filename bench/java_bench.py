@@ -16,9 +16,11 @@ Each system runs on a fresh store inside the loopback-only network namespace of
 For each thread count: the benchmark ``Producer -w N -s 1024`` (sync sends, binary
 ROCKETMQ headers) runs ``warmup + seconds``; its "Send TPS" windows after the warm-up
 (the Java client's JIT needs ~40 s) are averaged. Broker CPU is read from /proc over the
-same window, so CPU per message is broker work only; RSS is the brokers' VmRSS at the
-end. Then the benchmark ``Consumer`` drains the backlog for ``drain`` seconds; its best
-10 s window is reported (the first may include its start-up).
+same window, so CPU per message is broker work only; beside it the cores the brokers and
+the Producer used and how idle the machine was (what a second broker process could have
+had). RSS is the brokers' VmRSS at the end. Then the benchmark ``Consumer`` drains the
+backlog for ``drain`` seconds; its best 10 s window is reported (the first may include
+its start-up).
 """
 
 from __future__ import annotations
@@ -65,6 +67,12 @@ class Row:
     broker_rss_mib: float
     consume_tps: int
     send_failed: int
+    machine_idle_pct: float = 0.0
+    """Idle share of all cores over the send window (/proc/stat): what a second broker
+    process could have used."""
+    broker_cores: float = 0.0
+    client_cores: float = 0.0
+    """CPU the brokers and the benchmark Producer used per wall second, in cores."""
 
 
 def _env() -> tuple[str, str]:
@@ -164,8 +172,13 @@ class Bench:
             )
             time.sleep(self.args.warmup)
             cpu0 = sum(_cpu_ticks(p) for p in pids)
+            client0, machine0 = _cpu_ticks(producer.pid), _machine_ticks()
             time.sleep(self.args.seconds)
             cpu1 = sum(_cpu_ticks(p) for p in pids)
+            client1, machine1 = _cpu_ticks(producer.pid), _machine_ticks()
+            idle = machine1[0] - machine0[0]
+            busy = machine1[1] - machine0[1]
+            window_ticks = self.args.seconds * CLK_TCK
             rss = sum(_rss_kib(p) for p in pids) / 1024
             producer.send_signal(signal.SIGTERM)
             producer.wait(30)
@@ -191,7 +204,17 @@ class Bench:
                 (int(m) for m in re.findall(r"Current Time: .*? TPS: (\d+)", ctext)), default=0
             )
             return Row(
-                system, threads, round(tps, 1), keep, round(cpu_us, 1), round(rss, 1), ctps, failed
+                system,
+                threads,
+                round(tps, 1),
+                keep,
+                round(cpu_us, 1),
+                round(rss, 1),
+                ctps,
+                failed,
+                machine_idle_pct=round(100 * idle / (idle + busy), 1) if idle + busy else 0.0,
+                broker_cores=round((cpu1 - cpu0) / window_ticks, 2),
+                client_cores=round((client1 - client0) / window_ticks, 2),
             )
         finally:
             self.stop_all()
@@ -201,6 +224,13 @@ class Bench:
 def _cpu_ticks(pid: int) -> int:
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return int(fields[11]) + int(fields[12])  # utime + stime
+
+
+def _machine_ticks() -> tuple[int, int]:
+    """(idle, busy) ticks of all cores since boot, from the first line of /proc/stat."""
+    fields = [int(f) for f in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    idle = fields[3] + fields[4]  # idle + iowait
+    return idle, sum(fields[:8]) - idle  # user..steal
 
 
 def _rss_kib(pid: int) -> int:
@@ -233,15 +263,17 @@ def main() -> None:
         args.json.write_text("\n".join(json.dumps(asdict(r)) for r in rows) + "\n")
     ref = {r.threads: r for r in rows if r.system == "rocketmq"}
     print(
-        "\n| system | threads | send TPS | vs 4.9.8 | broker CPU us/msg | RSS MiB | consume TPS |"
+        "\n| system | threads | send TPS | vs 4.9.8 | broker CPU us/msg | RSS MiB | consume TPS "
+        "| broker / client cores | machine idle |"
     )
-    print("|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         base = ref.get(r.threads)
         ratio = f"{r.send_tps / base.send_tps:.2f}" if base and base.send_tps else "-"
         print(
             f"| {r.system} | {r.threads} | {r.send_tps:,.0f} | {ratio} | "
-            f"{r.broker_cpu_us_per_msg:.0f} | {r.broker_rss_mib:.0f} | {r.consume_tps:,} |"
+            f"{r.broker_cpu_us_per_msg:.0f} | {r.broker_rss_mib:.0f} | {r.consume_tps:,} | "
+            f"{r.broker_cores:.2f} / {r.client_cores:.2f} | {r.machine_idle_pct:.0f} % |"
         )
     print(f"\nlogs: {bench.logs}", file=sys.stderr)
 

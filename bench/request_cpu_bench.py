@@ -36,6 +36,8 @@ from typing import Any
 
 from samples import SEND
 
+from mqcore.broker.config import BrokerConfig
+from mqcore.broker.controller import BrokerController
 from mqcore.client.pull_decode import decode_pulled
 from mqcore.message.ids import create_offset_msg_id, create_uniq_key
 from mqcore.message.model import MessageExt
@@ -65,6 +67,7 @@ from mqcore.remoting import (
 from mqcore.remoting.channel import Channel
 from mqcore.store import batch_encoder
 from mqcore.store.index_file import IndexFile
+from mqcore.store.store_config import MessageStoreConfig
 
 PULL = PullMessageRequestHeader(
     consumer_group="cg",
@@ -204,6 +207,19 @@ def rows() -> list[tuple[str, Callable[[int], object]]]:
     out.append(("create_offset_msg_id", _repeat(lambda: create_offset_msg_id(host, 1_000_000))))
     out.append(("channel send+flush, 16 answers/pass (JSON)", _channel_sends(answer, 16)))
     out.extend(_message_rows())
+    rocketmq = RemotingCommand.request(
+        RequestCode.SEND_MESSAGE_V2,
+        v2_ext,
+        b"x" * 1024,
+        opaque=9,
+        serialize_type=SerializeType.ROCKETMQ,
+    )
+    out.append(
+        (
+            "broker: SEND_MESSAGE_V2 1 KiB (ROCKETMQ), channel to answer, store, dispatch",
+            _broker_round(encode(rocketmq)),
+        )
+    )
     return out
 
 
@@ -304,6 +320,48 @@ def _channel_round(frame: bytes, asynchronous: bool = False) -> Callable[[int], 
         writes = transport.writes
         loop.run_until_complete(go())
         assert transport.writes - writes == n
+        return None
+
+    return run
+
+
+def _broker_round(frame: bytes) -> Callable[[int], object]:
+    """The whole of a send in a started broker (no sockets): the frame arrives on a
+    channel, the broker's own send processor stores it, the answer is written and the
+    reput pass dispatches it, one request per loop pass as a synchronous producer sends.
+    Unique keys differ per request (the index sees new keys, as in a real run)."""
+    loop = _loop()
+    store_dir = tempfile.mkdtemp(prefix="mq-bench-broker-")
+    atexit.register(shutil.rmtree, store_dir, True)
+    config = BrokerConfig(
+        broker_name="broker-a",
+        broker_ip1="127.0.0.1",
+        bind_address="127.0.0.1",
+        listen_port=0,
+        namesrv_addr=None,
+    )
+    store_config = MessageStoreConfig(store_path_root_dir=store_dir)
+    broker = BrokerController(config, store_config)
+    loop.run_until_complete(broker.start())
+    atexit.register(broker.store.shutdown)  # (the loop's executor is gone by then)
+    channel = _channel(loop, broker.server.dispatcher)
+    transport = channel._transport
+    assert isinstance(transport, _CountingTransport)
+    head = frame[: frame.index(b"UNIQ_KEY\x01") + 9]
+    tail = frame[len(head) + 32 :]
+    frames = iter([head + create_uniq_key().encode() + tail for _ in range(60_000)])
+
+    def run(n: int) -> object:
+        async def go() -> None:
+            for _ in range(n):
+                channel.data_received(next(frames))
+                for _ in range(3):  # the answer's flush, then the reput pass (one hop later)
+                    await asyncio.sleep(0)
+
+        writes = transport.writes
+        loop.run_until_complete(go())
+        assert transport.writes - writes == n
+        assert not broker.store._pending
         return None
 
     return run

@@ -20,6 +20,11 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
         "Servers",
         "Run a broker: stores messages, serves producers and consumers, registers routes.",
     ),
+    "proxy": (
+        "mqcli.commands.proxy",
+        "Servers",
+        "Run the gRPC access point for RocketMQ 5 SDKs in front of a cluster (cluster mode).",
+    ),
     "controller": (
         "mqcli.commands.controller",
         "Servers",

@@ -22,17 +22,20 @@ walks the modules and fails when this drawing and the classes part::
     │   └── HAProtocolError         (protocol.ha, ValueError) an HA stream no peer sends
     ├── HeaderError                 (protocol.headers.base, ValueError) bad extFields
     ├── BodyError                   (protocol.bodies.base, ValueError) a body not as expected
+    ├── ExtraInfoError              (protocol.extra_info, ValueError) a POP receipt not as 5.x's
     ├── FastjsonError               (common.fastjson, ValueError) text that is not JSON
     ├── MessageIdError              (ValueError) a message id that cannot be decoded
     ├── FilterSyntaxError           a tag or SQL92 expression that does not parse
     ├── EvalError                   (filter.sql92.values) a SQL92 conversion Java throws on
     ├── RequestRefused              a request check failed: its processor answers the code
     │   ├── SendRefused             (broker.send_checks) a send check: nothing is stored
-    │   └── PullRefused             (broker.processor.pull) a pull check
+    │   ├── PullRefused             (broker.processor.pull) a pull check
+    │   └── PopRefused              (broker.processor.pop) a POP check
     ├── SlaveSyncError              (broker.slave_sync) the master refused a sync request
     ├── TopicCreateError            (broker.topics, ValueError) a topic a send cannot make
     ├── EventDecodeError            (controller.events, ValueError) a bad Raft log entry
     ├── ReplicationError            (controller.raft) events not committed (retriable)
+    ├── ProxyError                  (proxy.status) a gRPC call refused, with its v2 Code
     ├── StateError                  (client.process_queue, RuntimeError) a bug: event out of order
     └── MQClientError               client-side failure (no route, not started, ...)
         ├── MQTimeoutError          no answer in time (retriable)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import os
+import signal
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
@@ -22,6 +23,14 @@ from tests.support.acl import AclCluster, running_acl_cluster
 settings.register_profile("ci", derandomize=True, database=None)
 if os.environ.get("CI"):
     settings.load_profile("ci")
+
+# Tests press Ctrl-C in `mq` children (SIGINT) and expect what a user sees. A runner started
+# in the background of a non-interactive shell has SIGINT ignored, and an ignored signal
+# stays ignored across exec: every child would then ignore the key press, as Unix programs
+# rightly do when started that way. Give the children the disposition of a terminal: a
+# handled signal is reset to the default at exec.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 SHARED_DIR = (REPO_ROOT / ".." / "shared").resolve()

@@ -12,7 +12,9 @@ abort file.
 from __future__ import annotations
 
 import sys
+from collections.abc import Awaitable, Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
@@ -39,7 +41,10 @@ from mqcore.remoting import run, uvloop_available
 from mqcore.remoting.settings import NETTY_CLIENT_FIELDS, NETTY_SERVER_FIELDS
 from mqcore.store.store_config import MESSAGE_STORE_CONFIG_FIELDS, MessageStoreConfig
 
-__all__ = ["describe", "load_config", "start_broker"]
+if TYPE_CHECKING:
+    from mqcore.proxy.local import LocalAccessPoint
+
+__all__ = ["describe", "load_config", "start_access_point", "start_broker", "stop_with"]
 
 
 _ROCKETMQ_TABLES = (
@@ -127,6 +132,44 @@ async def start_broker(controller: BrokerController) -> None:
             )
 
 
+async def start_access_point(controller: BrokerController) -> LocalAccessPoint | None:
+    """The gRPC access point of a started broker when ``grpcServerPort`` asks for one;
+    a port it cannot take stops the broker and fails in one line."""
+    port = controller.config.grpc_server_port
+    if port is None:
+        return None
+    from mqcore.proxy.local import LocalAccessPoint  # grpc: 0.15 s, for this broker only
+
+    try:
+        access_point = LocalAccessPoint(controller, port)
+    except ConfigError as exc:
+        await controller.shutdown()
+        output.fail(f"cannot serve gRPC with TLS: {exc}", hint="see docs/rocketmq5.md")
+    try:
+        await access_point.start()
+    except OSError as exc:
+        await controller.shutdown()
+        output.fail(
+            f"cannot serve gRPC on {controller.config.bind_address}:{port}: {exc}",
+            hint="is another broker or proxy using it? choose another grpcServerPort "
+            "(mq up: --grpc-port PORT, or -1 for none)",
+        )
+    return access_point
+
+
+def stop_with(
+    controller: BrokerController, access_point: LocalAccessPoint | None
+) -> Callable[[], Awaitable[None]]:
+    """The clean stop of a broker and its access point: the gRPC clients first."""
+
+    async def stop() -> None:
+        if access_point is not None:
+            await access_point.stop()
+        await controller.shutdown()
+
+    return stop
+
+
 def describe(controller: BrokerController) -> str:
     c, s = controller.config, controller.store_config
     replicas = controller.replicas
@@ -147,13 +190,16 @@ def describe(controller: BrokerController) -> str:
 async def _serve(broker: BrokerConfig, store_config: MessageStoreConfig, log_file: Path) -> None:
     controller = BrokerController(broker, store_config)
     await start_broker(controller)
+    access_point = await start_access_point(controller)
     freeze_startup_heap()  # the loaded tables stay out of full garbage collections
     shorten_gil_switch_interval()  # the loop waits at most 1 ms behind a helper thread
+    grpc = f", grpc={access_point.address}" if access_point is not None else ""
     print(
-        f"mq broker listening on {controller.broker_addr} ({describe(controller)}, log={log_file})",
+        f"mq broker listening on {controller.broker_addr} "
+        f"({describe(controller)}{grpc}, log={log_file})",
         flush=True,
     )
-    await serve_until_signal(controller.shutdown)
+    await serve_until_signal(stop_with(controller, access_point))
     print("mq broker stopped", flush=True)
 
 

@@ -44,7 +44,7 @@ from pathlib import Path
 import typer
 
 from mqcli import output
-from mqcli.commands.broker import describe, start_broker
+from mqcli.commands.broker import describe, start_access_point, start_broker, stop_with
 from mqcli.serving import serve_until_signal, setup_logging
 from mqcore.broker.config import BrokerConfig, local_ip
 from mqcore.broker.controller import BrokerController
@@ -68,6 +68,8 @@ HEARTBEAT_TIMEOUT_MS = 10_000
 """RocketMQ 5's controllerHeartBeatTimeoutMills: how long a silent master keeps its role."""
 _MIN_HEARTBEAT_TIMEOUT_MS = 1000
 _CONTROLLER_LEADER_TIMEOUT = 30.0
+_GRPC_PORT = 8081
+"""RocketMQ 5's grpcServerPort default: where its SDKs' examples connect."""
 
 
 class MasterRole(StrEnum):
@@ -411,6 +413,11 @@ async def _serve(
     except SystemExit:
         await namesrv.shutdown()
         raise
+    try:
+        access_point = await start_access_point(controller)
+    except SystemExit:
+        await namesrv.shutdown()
+        raise
     metrics = f" (metrics={namesrv.metrics.url})" if namesrv.metrics is not None else ""
     print(f"mq namesrv listening on {host}:{namesrv.port}{metrics}", flush=True)
     if controller_config is not None and timing is not None:
@@ -421,10 +428,13 @@ async def _serve(
             f"controllerHeartBeatTimeoutMills={timing.heartbeat_timeout})",
             flush=True,
         )
+    grpc = f", grpc={access_point.address}" if access_point is not None else ""
     print(
-        f"mq broker listening on {controller.broker_addr} ({describe(controller)}, log={log_file})",
+        f"mq broker listening on {controller.broker_addr} "
+        f"({describe(controller)}{grpc}, log={log_file})",
         flush=True,
     )
+    stop_broker = stop_with(controller, access_point)
     extras: list[_ExtraBroker] = []
     if replicas and timing is not None:
         await _wait_for_role(controller, timing.heartbeat_timeout / 1000 + 5)
@@ -432,7 +442,7 @@ async def _serve(
         try:
             extras = await _start_extra(masters + (slaves if slave else []))
         except MQError as exc:
-            await controller.shutdown()
+            await stop_broker()
             await namesrv.shutdown()
             output.fail(str(exc))
     what = "both" if not extras else "all"
@@ -441,7 +451,7 @@ async def _serve(
     async def stop_all() -> None:
         try:
             await _stop_extra(extras)
-            await controller.shutdown()
+            await stop_broker()
         finally:
             await namesrv.shutdown()
 
@@ -502,6 +512,13 @@ def up(
         help="Serve Prometheus metrics: the name server on PORT, the brokers on PORT+1, "
         "PORT+2... (metricsExporterType=PROM; 0: any free ports).",
     ),
+    grpc_port: int | None = typer.Option(
+        None,
+        "--grpc-port",
+        metavar="PORT",
+        help="The first broker's gRPC access point for RocketMQ 5 SDKs (grpcServerPort; "
+        "default 8081, a free port with --broker-port 0; -1: none). See docs/rocketmq5.md.",
+    ),
     tls_config: Path | None = typer.Option(
         None,
         "--tls-config",
@@ -528,11 +545,16 @@ def up(
       mq up --slave --host 0.0.0.0
       mq up --replicas 3 --heartbeat-timeout 3000
       mq up --metrics-port 5556
+      mq up --grpc-port 8081
+
+    The broker of this process also serves RocketMQ 5's gRPC access point (the 5.x
+    SDKs' endpoint) on --grpc-port, 8081 unless told.
     """
     for name, port in (
         ("--namesrv-port", namesrv_port),
         ("--broker-port", broker_port),
         ("--metrics-port", metrics_port or 0),
+        ("--grpc-port", 0 if grpc_port in (None, -1) else grpc_port),
     ):
         if not 0 <= port <= 65535:
             raise typer.BadParameter(f"must be 0..65535, got {port}", param_hint=name)
@@ -573,6 +595,9 @@ def up(
         )
         if brokers > 1:
             broker_config.broker_name = "broker-a"
+        if grpc_port is None:  # RocketMQ 5's port, or any like the others with port 0
+            grpc_port = _GRPC_PORT if broker_port else 0
+        broker_config.grpc_server_port = grpc_port if grpc_port >= 0 else None
         if tls_config is not None:
             _apply_tls_file(tls_config, namesrv_config, broker_config)
         if metrics_port is not None:

@@ -1,7 +1,8 @@
 """Which topics and groups a request touches, and the permission each needs.
 
 As 4.9.8's PlainAccessValidator.parse, with the codes it forgot: batch and reply sends
-need PUB like single sends, and QUERY_CONSUMER_OFFSET needs the group like the update.
+need PUB like single sends, and QUERY_CONSUMER_OFFSET needs the group like the update;
+and RocketMQ 5's POP requests need SUB on their topic and group.
 A group is checked as its ``%RETRY%group`` topic (that is how ``groupPerms`` are kept);
 a send to a retry topic is a consumer giving a message back, so it needs SUB on the group.
 """
@@ -16,6 +17,7 @@ from mqcore.errors import MQError
 from mqcore.message.const import RETRY_GROUP_TOPIC_PREFIX
 from mqcore.protocol import RemotingCommand, RequestCode
 from mqcore.protocol.bodies.client import HeartbeatData
+from mqcore.protocol.bodies.pop import BatchAckMessageRequestBody
 
 __all__ = ["TRACE_TOPIC", "needed_resources"]
 
@@ -66,6 +68,38 @@ def _topic_and_group(group_key: str) -> Callable[[RemotingCommand], Needs]:
     return needs
 
 
+def _normal_topic(topic: str, group: str | None) -> str:
+    """A POP retry topic (``%RETRY%{group}_{topic}`` or ``+``) checked as its topic, as
+    RocketMQ 5 checks ACK and CHANGE_INVISIBLE_TIME of a retried message."""
+    for separator in ("+", "_"):
+        prefix = f"{RETRY_GROUP_TOPIC_PREFIX}{group}{separator}"
+        if group and topic.startswith(prefix) and len(topic) > len(prefix):
+            return topic[len(prefix) :]
+    return topic
+
+
+def _pop(request: RemotingCommand) -> Needs:
+    """RocketMQ 5's POP requests: SUB on the topic (a retry topic's own) and the group."""
+    out = Needs()
+    group = request.ext_fields.get("consumerGroup")
+    topic = request.ext_fields.get("topic")
+    _add(out, _normal_topic(topic, group) if topic else None, Perm.SUB)
+    _add(out, _retry(group), Perm.SUB)
+    return out
+
+
+def _batch_ack(request: RemotingCommand) -> Needs:
+    out = Needs()
+    try:
+        body = BatchAckMessageRequestBody.decode(request.body) if request.body else None
+    except (MQError, ValueError) as exc:
+        raise ValueError(f"cannot read the batch ack body: {exc}") from None
+    for ack in body.acks if body is not None else ():
+        _add(out, ack.topic, Perm.SUB)
+        _add(out, _retry(ack.consumer_group), Perm.SUB)
+    return out
+
+
 def _query(request: RemotingCommand) -> Needs:
     out = Needs()
     _add(out, request.ext_fields.get("topic"), Perm.SUB)
@@ -99,6 +133,13 @@ _RULES: Final[Mapping[int, Callable[[RemotingCommand], Needs]]] = {
     RequestCode.GET_CONSUMER_LIST_BY_GROUP: _group_only("consumerGroup"),
     RequestCode.UPDATE_CONSUMER_OFFSET: _topic_and_group("consumerGroup"),
     RequestCode.QUERY_CONSUMER_OFFSET: _topic_and_group("consumerGroup"),
+    RequestCode.POP_MESSAGE: _pop,
+    RequestCode.PEEK_MESSAGE: _pop,
+    RequestCode.NOTIFICATION: _pop,
+    RequestCode.POLLING_INFO: _pop,
+    RequestCode.ACK_MESSAGE: _pop,
+    RequestCode.CHANGE_MESSAGE_INVISIBLETIME: _pop,
+    RequestCode.BATCH_ACK_MESSAGE: _batch_ack,
 }
 
 

@@ -204,6 +204,32 @@ class BrokerConfig(ServerSettings, PropertiesConfig):
     broker_heartbeat_interval: int = 1000
     broker_election_priority: int = (1 << 31) - 1
     """The lower, the likelier this broker is elected master among equals."""
+    # -- POP consumption (RocketMQ 5's keys and defaults; mqcore/broker/pop) --
+    revive_queue_num: int = 8
+    """Queues of the revive topic ``rmq_sys_REVIVE_LOG_<cluster>`` (checkpoints, acks)."""
+    revive_interval: int = 1000
+    """How often (ms) the revive service reads the revive topic and revives what is due."""
+    enable_retry_topic_v2: bool = False
+    """Pop retry topics are ``%RETRY%<group>+<topic>`` instead of ``..._<topic>``."""
+    retrieve_message_from_pop_retry_topic_v1: bool = True
+    """With v2 retry topics, also pop from the v1 ones (messages revived before a switch)."""
+    pop_from_retry_probability: int = 20
+    """Percent of pops that read the retry topic first (so retries are not starved)."""
+    pop_polling_size: int = 1024
+    """Held POP requests per topic/queue before POLLING_FULL."""
+    max_pop_polling_size: int = 100_000
+    """Held POP requests in all before POLLING_FULL."""
+    enable_pop_buffer_merge: bool = False
+    """Keep checkpoints in memory a while so quick acks write nothing (PopBufferMergeService)."""
+    pop_ck_stay_buffer_time: int = 10_000
+    """How long (ms) a buffered checkpoint waits for its acks before it is written."""
+    pop_ck_stay_buffer_time_out: int = 3000
+    """A buffered checkpoint is written at the latest this long (ms) before its revive time."""
+    pop_ck_max_buffer_size: int = 200_000
+    """Checkpoints buffered at most; more are written at once."""
+    pop_response_return_actual_retry_topic: bool = False
+    """Answer a message from a pop retry topic under that topic, not rewritten to the
+    original topic with its receipt in ``POP_CK`` (5.x's default rewrites)."""
     # -- recalling timer messages (RocketMQ 5's keys and defaults) --
     recall_message_enable: bool = False
     """RECALL_MESSAGE is served (refused with NO_PERMISSION otherwise)."""
@@ -217,6 +243,11 @@ class BrokerConfig(ServerSettings, PropertiesConfig):
     """Where the metrics port listens; blank: ``brokerIP1``, as RocketMQ 5."""
     metrics_label: str = ""
     """Labels added to every sample, ``"k1:v1,k2:v2"``."""
+    # -- the gRPC access point of RocketMQ 5 (its proxy's key; docs/rocketmq5.md) --
+    grpc_server_port: int | None = None
+    """Serve ``apache.rocketmq.v2.MessagingService`` (the 5.x SDKs) on this port, as
+    RocketMQ 5 runs its proxy in the broker (local mode); 0: any free port; unset: no
+    gRPC access point (RocketMQ 5's proxy default is 8081)."""
     enable_stats_metrics: bool = True
     enable_request_metrics: bool = True
     enable_connection_metrics: bool = True
@@ -242,6 +273,8 @@ class BrokerConfig(ServerSettings, PropertiesConfig):
             )
         if self.default_topic_queue_nums <= 0:
             raise ConfigError("defaultTopicQueueNums must be > 0")
+        if self.grpc_server_port is not None and not 0 <= self.grpc_server_port <= 65535:
+            raise ConfigError(f"grpcServerPort must be 0..65535, got {self.grpc_server_port}")
         if not 0 <= self.metrics_prom_exporter_port <= 65535:
             raise ConfigError(
                 f"metricsPromExporterPort must be 0..65535, got {self.metrics_prom_exporter_port}"

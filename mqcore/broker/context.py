@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from mqcore.broker.ha.master import HAService
     from mqcore.broker.ha.slave import HAClient
     from mqcore.broker.long_polling import LongPollingService
+    from mqcore.broker.pop.service import PopService
     from mqcore.broker.rebalance_lock import RebalanceLockManager
     from mqcore.broker.replicas import ReplicasManager
     from mqcore.broker.schedule import ScheduleMessageService
@@ -74,6 +75,8 @@ class BrokerContext:
     schedule_service: ScheduleMessageService
     """Delay levels: rewrites a delayed put into SCHEDULE_TOPIC_XXXX."""
     transaction_service: TransactionalMessageService
+    pop: PopService
+    """RocketMQ 5's POP: the revive log, what a pop takes, the revive service."""
     ha: HAService
     """The master's replication endpoint (listening while the broker is a master)."""
     ha_client: HAClient

@@ -34,8 +34,10 @@ from mqcore.broker.ha.slave import HAClient
 from mqcore.broker.long_polling import LongPollingService
 from mqcore.broker.metrics import metrics_endpoint
 from mqcore.broker.outer_api import BrokerOuterAPI
+from mqcore.broker.pop.service import PopService
 from mqcore.broker.ports import listen_pair, server_pair
 from mqcore.broker.processor import (
+    ack,
     acl_admin,
     admin,
     admin_consumer,
@@ -44,6 +46,7 @@ from mqcore.broker.processor import (
     client,
     end_transaction,
     offsets,
+    pop,
     pull,
     query,
     recall,
@@ -74,7 +77,7 @@ from mqcore.broker.transaction import (
 from mqcore.common.loop_lag import LoopLagMonitor
 from mqcore.errors import MQError
 from mqcore.message.model import HostAddr
-from mqcore.remoting import ChannelLimits, RemotingServer
+from mqcore.remoting import ChannelLimits, Processor, RemotingServer
 from mqcore.remoting.tls import ServerTls, client_context_from_config
 from mqcore.store.dispatcher import Arrival
 from mqcore.store.epoch_file import EPOCH_FILE_NAME, EpochFileCache
@@ -92,6 +95,26 @@ from mqcore.store.store_config import BrokerRole, MessageStoreConfig
 __all__ = ["BrokerController"]
 
 log = logging.getLogger("mq.broker")
+
+_BOTH_PORTS = (
+    send,
+    offsets,
+    client,
+    query,
+    admin,
+    admin_group,
+    admin_consumer,
+    acl_admin,
+    admin_store,
+    end_transaction,
+    send_back,
+    reply_message,
+    pop,
+    ack,
+    recall,
+    timer_admin,
+)
+"""The processor modules served on the main and the fast port alike (pull: main only)."""
 
 _STATS_SAMPLE_MS = 1000
 
@@ -220,6 +243,18 @@ class BrokerController:
             persister=self.persister,
             every=master_timers.every,
         )
+        self.pop = PopService(
+            config,
+            self.store,
+            self.appender,
+            self.topics,
+            self.offsets,
+            self.groups,
+            self._store_host,
+            master_timers,
+            self.persister,
+        )
+        """RocketMQ 5's POP state; its revive service runs on a master."""
         self.slave_sync = SlaveSynchronize(
             self.outer_api.client,
             lambda: self.master_addr,  # None until known, or without a master
@@ -259,6 +294,7 @@ class BrokerController:
         self.master_services = ServiceSet(
             "master",
             [
+                Service("pop-revive", self.pop.start, self.pop.stop),  # first: before pops
                 Service("ha-service", self._listen_ha, self.ha.close),
                 Service("schedule", self.schedule_service.start, self.schedule_service.stop),
                 Service("timer", self.timer_service.start, self.timer_service.stop),
@@ -316,6 +352,7 @@ class BrokerController:
             schedule_service=self.schedule_service,
             timer_service=self.timer_service,
             transaction_service=self.transaction_service,
+            pop=self.pop,
             ha=self.ha,
             ha_client=self.ha_client,
             acl_guard=self.acl_guard,
@@ -334,22 +371,7 @@ class BrokerController:
         """Every processor module's handlers on both ports (pulls on the main one only, as
         RocketMQ's fast port has none); the ACL check and close listener on each."""
         ctx = self.context
-        for module in (
-            send,
-            offsets,
-            client,
-            query,
-            admin,
-            admin_group,
-            admin_consumer,
-            acl_admin,
-            admin_store,
-            end_transaction,
-            send_back,
-            reply_message,
-            recall,
-            timer_admin,
-        ):
+        for module in _BOTH_PORTS:
             serve(self.servers, module.handlers(ctx))
         serve([self.server], pull.handlers(ctx))
         if self.replicas is not None:
@@ -358,6 +380,15 @@ class BrokerController:
             server.add_close_listener(self.housekeeping.channel_closed)
             if self.acl_guard is not None:  # ACL: one check at dispatch, on both ports
                 server.dispatcher.pre_dispatch = self.acl_guard
+
+    def handlers(self) -> dict[int, Processor]:
+        """Request code -> handler of every request both ports serve (not pulls), built
+        anew over this broker's context: what a front door in this process hands its
+        requests to (the gRPC access point, :mod:`mqcore.proxy`), past no ACL guard."""
+        table: dict[int, Processor] = {}
+        for module in _BOTH_PORTS:
+            table.update(module.handlers(self.context))
+        return table
 
     def _broker_services(self) -> list[Service]:
         """The loop-lag monitor (first, so it sees the others' stalls), registration,

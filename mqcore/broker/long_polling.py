@@ -39,7 +39,14 @@ class LongPollingService:
 
     def __init__(self) -> None:
         self._held: dict[tuple[str, int], list[_HeldPull]] = {}
+        self._held_topics: dict[str, list[asyncio.Future[bool]]] = {}
+        """Requests waiting for any queue of a topic (POP and NOTIFICATION)."""
         self._closed = False
+
+    @property
+    def closed(self) -> bool:
+        """Shut down: nothing is held any more."""
+        return self._closed
 
     @property
     def held_count(self) -> int:
@@ -87,7 +94,43 @@ class LongPollingService:
 
     def has_waiters(self, topic: str, queue_id: int) -> bool:
         """Cheap test so writers skip work (tag hashing) when nobody waits."""
-        return (topic, queue_id) in self._held
+        return (topic, queue_id) in self._held or topic in self._held_topics
+
+    async def hold_topics(self, topics: tuple[str, ...], timeout: float) -> bool:
+        """Wait until a message arrives on any queue of any of ``topics`` (a POP of a
+        topic and its retry topic, RocketMQ 5's PopLongPollingService). True when woken
+        by an arrival, False on timeout or shutdown; the caller reads again either way."""
+        if self._closed:
+            return False
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[bool] = loop.create_future()
+        for topic in topics:
+            self._held_topics.setdefault(topic, []).append(future)
+        timer = loop.call_later(max(0.0, timeout), _resolve, future, False)
+        try:
+            return await future
+        finally:
+            timer.cancel()
+            for topic in topics:
+                waiting = self._held_topics.get(topic)
+                if waiting is not None:
+                    if future in waiting:
+                        waiting.remove(future)
+                    if not waiting:
+                        del self._held_topics[topic]
+
+    def topic_held_count(self, topic: str | None = None) -> int:
+        """Requests waiting on any queue of ``topic``, or of any topic (POLLING_FULL
+        counts these; a request on several topics counts once for each)."""
+        if topic is None:
+            return sum(len(v) for v in self._held_topics.values())
+        return len(self._held_topics.get(topic, ()))
+
+    def notify_topic(self, topic: str) -> None:
+        """Wake every request waiting on ``topic`` as a whole (e.g. after a pop found more
+        than it could take, or an ack unblocked a FIFO queue)."""
+        for future in self._held_topics.get(topic, ()):
+            _resolve(future, True)
 
     def notify_message_arriving(
         self, topic: str, queue_id: int, max_offset: int, tags_code: int | None = None
@@ -95,6 +138,8 @@ class LongPollingService:
         """A message was dispatched to (topic, queue) and its max offset is now
         ``max_offset``: wake the pulls it is news for. ``tags_code`` None (a batch,
         unknown tags) wakes regardless of tag filters; the re-run pull filters anyway."""
+        if topic in self._held_topics:
+            self.notify_topic(topic)
         waiting = self._held.get((topic, queue_id))
         if not waiting:
             return
@@ -108,6 +153,9 @@ class LongPollingService:
     def shutdown(self) -> None:
         """Answer every held pull now (each re-runs and answers what it finds)."""
         self._closed = True
+        for futures in list(self._held_topics.values()):
+            for future in futures:
+                _resolve(future, False)
         for waiting in list(self._held.values()):
             for held in waiting:
                 _resolve(held.future, False)

@@ -42,7 +42,8 @@ if TYPE_CHECKING:
         select_by_random,
         select_fixed,
     )
-    from mqcore.client.sync import SyncAdmin, SyncClient, SyncProducer
+    from mqcore.client.simple_consumer import SimpleConsumer
+    from mqcore.client.sync import SyncAdmin, SyncClient, SyncProducer, SyncSimpleConsumer
     from mqcore.client.transaction import (
         LocalTransactionState,
         TransactionProducer,
@@ -84,9 +85,11 @@ __all__ = [
     "SendCallback",
     "SendResult",
     "SendStatus",
+    "SimpleConsumer",
     "SyncAdmin",
     "SyncClient",
     "SyncProducer",
+    "SyncSimpleConsumer",
     "TopicRouteNotFoundError",
     "TransactionProducer",
     "TransactionSendResult",
@@ -125,7 +128,8 @@ _HOMES = {
         ("MessageQueueSelector", "select_by_hash", "select_by_random", "select_fixed"),
         "selectors",
     ),
-    **dict.fromkeys(("SyncAdmin", "SyncClient", "SyncProducer"), "sync"),
+    "SimpleConsumer": "simple_consumer",
+    **dict.fromkeys(("SyncAdmin", "SyncClient", "SyncProducer", "SyncSimpleConsumer"), "sync"),
     **dict.fromkeys(
         ("LocalTransactionState", "TransactionProducer", "TransactionSendResult"), "transaction"
     ),

@@ -40,10 +40,18 @@ from mqcore.client.admin import Admin
 from mqcore.client.api import SendResult
 from mqcore.client.producer import Producer
 from mqcore.client.selectors import MessageQueueSelector
+from mqcore.client.simple_consumer import SimpleConsumer
 from mqcore.message import Message, MessageExt
 from mqcore.protocol.bodies import MessageQueue
 
-__all__ = ["CallerLoop", "LoopThread", "SyncAdmin", "SyncClient", "SyncProducer"]
+__all__ = [
+    "CallerLoop",
+    "LoopThread",
+    "SyncAdmin",
+    "SyncClient",
+    "SyncProducer",
+    "SyncSimpleConsumer",
+]
 
 T = TypeVar("T")
 C = TypeVar("C")
@@ -229,3 +237,50 @@ class SyncAdmin(SyncClient[Admin]):
     def __enter__(self) -> SyncAdmin:
         self.start()
         return self
+
+
+class SyncSimpleConsumer(SyncClient[SimpleConsumer]):
+    """A :class:`~mqcore.client.simple_consumer.SimpleConsumer` with blocking methods::
+
+    with SyncSimpleConsumer("billing", namesrv="127.0.0.1:9876") as consumer:
+        consumer.subscribe("Orders")
+        for msg in consumer.receive(16, invisible_duration=30.0):
+            consumer.ack(msg)
+    """
+
+    def __init__(
+        self,
+        group: str,
+        namesrv: str | Sequence[str] | None = None,
+        *,
+        background: bool = True,
+        **options: Any,
+    ):
+        super().__init__(lambda: SimpleConsumer(group, namesrv, **options), background=background)
+
+    def __enter__(self) -> SyncSimpleConsumer:
+        self.start()
+        return self
+
+    def subscribe(self, topic: str, expression: str = "*") -> None:
+        self.client.subscribe(topic, expression)
+
+    def receive(
+        self,
+        max_messages: int = 16,
+        invisible_duration: float | None = None,
+        *,
+        await_duration: float | None = None,
+    ) -> list[MessageExt]:
+        return self._call(
+            self.client.receive(max_messages, invisible_duration, await_duration=await_duration)
+        )
+
+    def ack(self, msg: MessageExt) -> None:
+        self._call(self.client.ack(msg))
+
+    def ack_batch(self, messages: Iterable[MessageExt]) -> None:
+        self._call(self.client.ack_batch(list(messages)))
+
+    def change_invisible_duration(self, msg: MessageExt, duration: float) -> None:
+        self._call(self.client.change_invisible_duration(msg, duration))

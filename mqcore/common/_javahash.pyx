@@ -16,15 +16,8 @@ from cpython.unicode cimport (
     PyUnicode_KIND,
 )
 from libc.stdint cimport int32_t, uint8_t, uint16_t, uint32_t
+from mqcore.common._wire cimport MQ_SOURCE_STAMP
 
-
-cdef extern from *:
-    """
-    #ifndef MQ_SOURCE_STAMP
-    #define MQ_SOURCE_STAMP ""
-    #endif
-    """
-    const char *MQ_SOURCE_STAMP
 
 SOURCE_STAMP = MQ_SOURCE_STAMP.decode("ascii")
 """sha256 of this file when it was compiled (checked by mqcore.common.core)."""

@@ -36,6 +36,7 @@ __all__ = [
     "CoreStatus",
     "check_stamp",
     "load",
+    "source_digest",
     "status",
     "summary",
 ]
@@ -47,6 +48,7 @@ EXTENSIONS: Final = (
     "mqcore.protocol._codec",
     "mqcore.protocol._header_binary",
     "mqcore.protocol._header_json",
+    "mqcore.protocol.headers._reader",
     "mqcore.message._properties",
     "mqcore.message._record",
     "mqcore.store._batch_encoder",
@@ -72,25 +74,50 @@ def forced_pure() -> bool:
     return os.environ.get(ENV_SWITCH, "") not in ("", "0")
 
 
+def source_digest(source: Path) -> str:
+    """The stamp a build of ``source`` carries: the sha256 of the ``.pyx`` followed by every
+    ``.pxd`` under its top package (the shared inline code the twins cimport), in path
+    order; ``hatch_build.source_stamp`` writes the same rule. Raises OSError."""
+    digest = hashlib.sha256(source.read_bytes())
+    for pxd in _shared_declarations(source.parent):
+        digest.update(pxd.read_bytes())
+    return digest.hexdigest()
+
+
+def _shared_declarations(folder: Path) -> list[Path]:
+    top = folder
+    while (top.parent / "__init__.py").exists():
+        top = top.parent
+    found = _PXD.get(top)
+    if found is None:
+        found = _PXD[top] = sorted(top.rglob("*.pxd"))
+    return found
+
+
+_PXD: dict[Path, list[Path]] = {}
+"""Top package folder -> its .pxd files (looked for once per process)."""
+
+
 def check_stamp(module: ModuleType, source: Path | None = None) -> str:
-    """Why ``module`` is stale ("" when it is not): its ``SOURCE_STAMP`` against the sha256
-    of ``source`` (by default the ``.pyx`` beside the module's file). No ``.pyx`` there
-    (an installed wheel without sources) is not stale: nothing to compare with."""
+    """Why ``module`` is stale ("" when it is not): its ``SOURCE_STAMP`` against
+    :func:`source_digest` of ``source`` (by default the ``.pyx`` beside the module's
+    file). No ``.pyx`` there (an installed wheel without sources) is not stale: nothing
+    to compare with."""
     if source is None:
         file = getattr(module, "__file__", None)
         if not file:
             return ""
         source = Path(file).with_name(module.__name__.rpartition(".")[2] + ".pyx")
     try:
-        data = source.read_bytes()
+        digest = source_digest(source)
     except OSError:
         return ""
     stamp = getattr(module, "SOURCE_STAMP", "")
-    if stamp == hashlib.sha256(data).hexdigest():
+    if stamp == digest:
         return ""
     if not stamp:
         return f"built without a source stamp, {source.name} cannot be checked"
-    return f"{source.name} changed since it was compiled"
+    return f"{source.name} (or a .pxd it shares) changed since it was compiled"
 
 
 def load(name: str) -> ModuleType | None:

@@ -17,15 +17,9 @@ from cpython.ref cimport PyObject
 from cpython.unicode cimport PyUnicode_DecodeASCII, PyUnicode_DecodeUTF8
 from libc.stdint cimport uint8_t
 from libc.string cimport memcpy
+from mqcore.common._wire cimport MQ_SOURCE_STAMP, split_properties
+from mqcore.common._wire cimport decode_properties as decode_field
 
-
-cdef extern from *:
-    """
-    #ifndef MQ_SOURCE_STAMP
-    #define MQ_SOURCE_STAMP ""
-    #endif
-    """
-    const char *MQ_SOURCE_STAMP
 
 cdef extern from "Python.h":
     const char *PyUnicode_AsUTF8AndSize(object text, Py_ssize_t *size) except NULL
@@ -35,44 +29,6 @@ cdef extern from "Python.h":
 
 SOURCE_STAMP = MQ_SOURCE_STAMP.decode("ascii")
 """sha256 of this file when it was compiled (checked by mqcore.common.core)."""
-
-
-cdef dict _split(const uint8_t *p, Py_ssize_t n, bint ascii):
-    """``name\\x01value\\x02...`` by Java's rule: a pair needs a name and a value; the
-    value runs to the next \\x02 (later \\x01 bytes are part of it). ``p`` is valid UTF-8."""
-    cdef dict out = {}
-    cdef Py_ssize_t i, start = 0, sep = -1
-    for i in range(n + 1):
-        if i == n or p[i] == 0x02:
-            if sep > start and sep + 1 < i:
-                if ascii:
-                    name = PyUnicode_DecodeASCII(<const char *> p + start, sep - start, NULL)
-                    value = PyUnicode_DecodeASCII(<const char *> p + sep + 1, i - sep - 1, NULL)
-                else:
-                    name = PyUnicode_DecodeUTF8(<const char *> p + start, sep - start, NULL)
-                    value = PyUnicode_DecodeUTF8(<const char *> p + sep + 1, i - sep - 1, NULL)
-                PyDict_SetItem(out, name, value)
-            start = i + 1
-            sep = -1
-        elif p[i] == 0x01 and sep < 0:
-            sep = i
-    return out
-
-
-cdef object _decode(const uint8_t *p, Py_ssize_t n):
-    """The pairs of UTF-8 bytes, or None when they are not UTF-8."""
-    cdef Py_ssize_t i
-    cdef bint ascii = True
-    for i in range(n):
-        if p[i] >= 0x80:
-            ascii = False
-            break
-    if not ascii:
-        try:  # the reference decodes the whole field first: so must this
-            PyUnicode_DecodeUTF8(<const char *> p, n, NULL)
-        except UnicodeDecodeError:
-            return None
-    return _split(p, n, ascii)
 
 
 def functions(pure_encode, pure_decode, pure_parse):
@@ -129,11 +85,11 @@ def functions(pure_encode, pure_decode, pure_parse):
         if not data:
             return {}
         if type(data) is bytes:
-            found = _decode(<const uint8_t *> PyBytes_AS_STRING(data), len(<bytes> data))
+            found = decode_field(<const uint8_t *> PyBytes_AS_STRING(data), len(<bytes> data))
         else:
             PyObject_GetBuffer(data, &view, PyBUF_SIMPLE)
             try:
-                found = _decode(<const uint8_t *> view.buf, view.len)
+                found = decode_field(<const uint8_t *> view.buf, view.len)
             finally:
                 PyBuffer_Release(&view)
         if found is None:
@@ -152,6 +108,6 @@ def functions(pure_encode, pure_decode, pure_parse):
             p = PyUnicode_AsUTF8AndSize(text, &n)
         except UnicodeEncodeError:  # lone surrogates: the pure split keeps them as they are
             return pure_parse(text)
-        return _split(<const uint8_t *> p, n, PyUnicode_IS_ASCII(text))
+        return split_properties(<const uint8_t *> p, n, PyUnicode_IS_ASCII(text))
 
     return encode_properties, decode_properties, parse_properties_text

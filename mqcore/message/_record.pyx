@@ -20,6 +20,8 @@ from cpython.ref cimport PyObject
 from cpython.tuple cimport PyTuple_GET_ITEM
 from cpython.unicode cimport PyUnicode_DecodeASCII, PyUnicode_DecodeUTF8
 from libc.stdint cimport int16_t, int32_t, int64_t, uint8_t, uint32_t, uint64_t
+from mqcore.common._wire cimport MQ_SOURCE_STAMP, get_i32, get_i64, mq_fill_slot, mq_slot_offset
+from mqcore.common._wire cimport decode_properties as decode_field
 
 from mqcore.message.const import (
     BLANK_MAGIC_CODE,
@@ -30,36 +32,9 @@ from mqcore.message.const import (
 from mqcore.message.model import MessageExt
 
 
-cdef extern from *:
-    """
-    #ifndef MQ_SOURCE_STAMP
-    #define MQ_SOURCE_STAMP ""
-    #endif
-    """
-    const char *MQ_SOURCE_STAMP
-
 cdef extern from "Python.h":
     object PyUnicode_FromFormat(const char *format, ...)
 
-cdef extern from *:
-    """
-    #include "structmember.h"
-    /* Where a slotted class keeps a field: the offset of its member descriptor, or -1
-       when the attribute is anything else (then the field is set the ordinary way). */
-    static Py_ssize_t mq_slot_offset(PyObject *descr) {
-        if (Py_TYPE(descr) != &PyMemberDescr_Type) return -1;
-        PyMemberDef *member = ((PyMemberDescrObject *)descr)->d_member;
-        if (member->type != T_OBJECT_EX || (member->flags & READONLY)) return -1;
-        return member->offset;
-    }
-    /* Store a new reference in an empty slot of a fresh object. */
-    static void mq_fill_slot(PyObject *obj, Py_ssize_t offset, PyObject *value) {
-        Py_INCREF(value);
-        *(PyObject **)((char *)obj + offset) = value;
-    }
-    """
-    Py_ssize_t mq_slot_offset(object descr)
-    void mq_fill_slot(object obj, Py_ssize_t offset, object value)
 
 SOURCE_STAMP = MQ_SOURCE_STAMP.decode("ascii")
 """sha256 of this file when it was compiled (checked by mqcore.common.core)."""
@@ -91,19 +66,10 @@ cdef dict _hosts = {}
 """(ip << 32 | port) -> ("a.b.c.d", port): a consumer sees a few producers and brokers."""
 
 
-cdef inline int32_t _i32(const uint8_t *p) noexcept nogil:
-    return <int32_t> ((<uint32_t> p[0] << 24) | (<uint32_t> p[1] << 16)
-                      | (<uint32_t> p[2] << 8) | <uint32_t> p[3])
-
-
-cdef inline int64_t _i64(const uint8_t *p) noexcept nogil:
-    return <int64_t> ((<uint64_t> <uint32_t> _i32(p) << 32) | <uint64_t> <uint32_t> _i32(p + 4))
-
-
 cdef object _host(const uint8_t *p):
     """An IPv4 host and port as the pure ``(host_from_bytes(ip), port)``."""
-    cdef uint32_t ip = <uint32_t> _i32(p)
-    cdef int32_t port = _i32(p + 4)
+    cdef uint32_t ip = <uint32_t> get_i32(p)
+    cdef int32_t port = get_i32(p + 4)
     key = (<uint64_t> ip << 32) | <uint32_t> port
     cdef PyObject *found = PyDict_GetItem(_hosts, key)
     if found is not NULL:
@@ -116,48 +82,15 @@ cdef object _host(const uint8_t *p):
     return host
 
 
-cdef object _properties(const uint8_t *p, Py_ssize_t n):
-    """``decode_properties``; None when the bytes are not UTF-8 (the reference then
-    raises its error)."""
-    cdef dict out = {}
-    cdef Py_ssize_t i, start = 0, sep = -1
-    cdef bint ascii = True
-    for i in range(n):
-        if p[i] >= 0x80:
-            ascii = False
-            break
-    if not ascii:
-        try:  # the reference decodes the whole field first: so must this
-            PyUnicode_DecodeUTF8(<const char *> p, n, NULL)
-        except UnicodeDecodeError:
-            return None
-    for i in range(n + 1):
-        if i == n or p[i] == 0x02:
-            # a pair needs a name and a value: sep found, past start, before i
-            if sep > start and sep + 1 < i:
-                if ascii:
-                    name = PyUnicode_DecodeASCII(<const char *> p + start, sep - start, NULL)
-                    value = PyUnicode_DecodeASCII(<const char *> p + sep + 1, i - sep - 1, NULL)
-                else:
-                    name = PyUnicode_DecodeUTF8(<const char *> p + start, sep - start, NULL)
-                    value = PyUnicode_DecodeUTF8(<const char *> p + sep + 1, i - sep - 1, NULL)
-                PyDict_SetItem(out, name, value)
-            start = i + 1
-            sep = -1
-        elif p[i] == 0x01 and sep < 0:
-            sep = i
-    return out
-
-
 cdef object _fast(const uint8_t *buf, Py_ssize_t end, Py_ssize_t pos, bint strict,
                   bint read_body, bint decompress):
     """The decoded (MessageExt, end) of a regular record, or None for the reference."""
     if pos < 0 or end - pos < 48:
         return None
     cdef const uint8_t *h = buf + pos
-    cdef int32_t total = _i32(h)
-    cdef int32_t magic = _i32(h + 4)
-    cdef int32_t sys_flag = _i32(h + 36)
+    cdef int32_t total = get_i32(h)
+    cdef int32_t magic = get_i32(h + 4)
+    cdef int32_t sys_flag = get_i32(h + 36)
     if magic != _MAGIC_V1 and magic != _MAGIC_V2:
         return None
     if total <= 0 or (strict and total > end - pos):
@@ -168,12 +101,12 @@ cdef object _fast(const uint8_t *buf, Py_ssize_t end, Py_ssize_t pos, bint stric
     if p + 8 + 8 + 8 + 12 + 4 > end:
         return None
     born_host = _host(buf + p)
-    cdef int64_t store_ts = _i64(buf + p + 8)
+    cdef int64_t store_ts = get_i64(buf + p + 8)
     store_host = _host(buf + p + 16)
     p += 24
-    cdef int32_t reconsume = _i32(buf + p)
-    cdef int64_t prepared = _i64(buf + p + 4)
-    cdef int32_t body_len = _i32(buf + p + 12)
+    cdef int32_t reconsume = get_i32(buf + p)
+    cdef int64_t prepared = get_i64(buf + p + 4)
+    cdef int32_t body_len = get_i32(buf + p + 12)
     p += 16
     if body_len < 0 or p + body_len > end:
         return None
@@ -203,7 +136,7 @@ cdef object _fast(const uint8_t *buf, Py_ssize_t end, Py_ssize_t pos, bint stric
     p += 2
     if props_len < 0 or p + props_len > end:
         return None
-    properties = _properties(buf + p, props_len)
+    properties = decode_field(buf + p, props_len)
     if properties is None:
         return None
     p += props_len
@@ -216,8 +149,8 @@ cdef object _fast(const uint8_t *buf, Py_ssize_t end, Py_ssize_t pos, bint stric
     else:
         body = b""
     values = (
-        topic, body, _i32(h + 16), properties, _i32(h + 12), total, _i64(h + 20), sys_flag,
-        _i64(h + 40), born_host, store_ts, store_host, _i64(h + 28), _i32(h + 8), reconsume,
+        topic, body, get_i32(h + 16), properties, get_i32(h + 12), total, get_i64(h + 20), sys_flag,
+        get_i64(h + 40), born_host, store_ts, store_host, get_i64(h + 28), get_i32(h + 8), reconsume,
         prepared, magic, body_len,
     )
     msg = _new(_MessageExt)
@@ -268,8 +201,8 @@ cdef object _batch(const uint8_t *buf, Py_ssize_t end):
     while pos < end:
         if end - pos < 22:
             return None
-        total = _i32(buf + pos)
-        body_len = _i32(buf + pos + 16)
+        total = get_i32(buf + pos)
+        body_len = get_i32(buf + pos + 16)
         p = pos + 20
         if body_len < 0 or p + body_len + 2 > end:
             return None
@@ -279,13 +212,13 @@ cdef object _batch(const uint8_t *buf, Py_ssize_t end):
         p += 2
         if props_len < 0 or p + props_len > end:
             return None
-        properties = _properties(buf + p, props_len)
+        properties = decode_field(buf + p, props_len)
         if properties is None:
             return None
         p += props_len
         if total != p - pos:
             return None
-        out.append((_i32(buf + pos + 12), body, properties))
+        out.append((get_i32(buf + pos + 12), body, properties))
         pos = p
     return out
 

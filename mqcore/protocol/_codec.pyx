@@ -13,19 +13,12 @@ from cpython.bytearray cimport PyByteArray_AS_STRING
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize
 from libc.stdint cimport int32_t, uint8_t, uint32_t
 from libc.string cimport memcpy
+from mqcore.common._wire cimport MQ_SOURCE_STAMP, get_i32, put_i32
 
 import struct
 
 from mqcore.errors import LocalProtocolError, RemoteProtocolError
 
-
-cdef extern from *:
-    """
-    #ifndef MQ_SOURCE_STAMP
-    #define MQ_SOURCE_STAMP ""
-    #endif
-    """
-    const char *MQ_SOURCE_STAMP
 
 SOURCE_STAMP = MQ_SOURCE_STAMP.decode("ascii")
 """sha256 of this file when it was compiled (checked by mqcore.common.core)."""
@@ -51,18 +44,6 @@ def bind(decode_json, decode_binary, encode_json, encode_binary, need_data, defa
     _encode_binary = encode_binary
     _NEED_DATA = need_data
     _DEFAULT_MAX_FRAME = default_max_frame
-
-
-cdef inline int32_t _i32(const uint8_t *p) noexcept nogil:
-    return <int32_t> ((<uint32_t> p[0] << 24) | (<uint32_t> p[1] << 16)
-                      | (<uint32_t> p[2] << 8) | <uint32_t> p[3])
-
-
-cdef inline void _put32(uint8_t *p, uint32_t v) noexcept nogil:
-    p[0] = <uint8_t> (v >> 24)
-    p[1] = <uint8_t> (v >> 16)
-    p[2] = <uint8_t> (v >> 8)
-    p[3] = <uint8_t> v
 
 
 cdef class FrameDecoder:
@@ -132,10 +113,10 @@ cdef class FrameDecoder:
             if self._eof and available:
                 raise RemoteProtocolError(f"connection closed inside a frame ({available} B)")
             if available >= 4:
-                self._check_length(_i32(data + pos))
+                self._check_length(get_i32(data + pos))
             return _NEED_DATA
-        cdef int32_t length = _i32(data + pos)
-        cdef uint32_t word = <uint32_t> _i32(data + pos + 4)
+        cdef int32_t length = get_i32(data + pos)
+        cdef uint32_t word = <uint32_t> get_i32(data + pos + 4)
         if length < 4 or <Py_ssize_t> length + 4 > self.max_frame:
             self._check_length(length)
         if available < 4 + <Py_ssize_t> length:
@@ -202,8 +183,8 @@ def encode_buffers(cmd, *, max_frame=None):
     cdef int kind_value = kind
     head = PyBytes_FromStringAndSize(NULL, 8 + header_len)
     cdef uint8_t *p = <uint8_t *> PyBytes_AS_STRING(head)
-    _put32(p, <uint32_t> length)
-    _put32(p + 4, (<uint32_t> kind_value << 24) | <uint32_t> header_len)
+    put_i32(p, <uint32_t> length)
+    put_i32(p + 4, (<uint32_t> kind_value << 24) | <uint32_t> header_len)
     memcpy(p + 8, PyBytes_AS_STRING(header), header_len)
     if body_len:
         return [head, body]

@@ -16,19 +16,12 @@ from cpython.ref cimport PyObject
 from cpython.unicode cimport PyUnicode_DecodeUTF8
 from libc.stdint cimport int8_t, int16_t, int32_t, uint8_t, uint16_t, uint32_t
 from libc.string cimport memcpy
+from mqcore.common._wire cimport MQ_SOURCE_STAMP, get_i16, get_i32, put_i16, put_i32
 
 from mqcore.errors import LocalProtocolError, RemoteProtocolError
 from mqcore.protocol.codes import LanguageCode, SerializeType
 from mqcore.protocol.command import make_command
 
-
-cdef extern from *:
-    """
-    #ifndef MQ_SOURCE_STAMP
-    #define MQ_SOURCE_STAMP ""
-    #endif
-    """
-    const char *MQ_SOURCE_STAMP
 
 cdef extern from "Python.h":
     const char *PyUnicode_AsUTF8AndSize(object text, Py_ssize_t *size) except NULL
@@ -40,27 +33,6 @@ cdef dict _LANGUAGES = {lang.value: lang for lang in LanguageCode}
 cdef object _OTHER = LanguageCode.OTHER
 cdef object _ROCKETMQ = SerializeType.ROCKETMQ
 cdef object _make_command = make_command
-
-
-cdef inline int32_t _i32(const uint8_t *p) noexcept nogil:
-    return <int32_t> ((<uint32_t> p[0] << 24) | (<uint32_t> p[1] << 16)
-                      | (<uint32_t> p[2] << 8) | <uint32_t> p[3])
-
-
-cdef inline int16_t _i16(const uint8_t *p) noexcept nogil:
-    return <int16_t> ((p[0] << 8) | p[1])
-
-
-cdef inline void _put_i32(uint8_t *p, uint32_t v) noexcept nogil:
-    p[0] = <uint8_t> (v >> 24)
-    p[1] = <uint8_t> (v >> 16)
-    p[2] = <uint8_t> (v >> 8)
-    p[3] = <uint8_t> v
-
-
-cdef inline void _put_i16(uint8_t *p, uint32_t v) noexcept nogil:
-    p[0] = <uint8_t> (v >> 8)
-    p[1] = <uint8_t> v
 
 
 cdef object _text(const uint8_t *p, Py_ssize_t n):
@@ -83,12 +55,12 @@ cdef object _decode(const uint8_t *buf, Py_ssize_t end, object body):
     cdef dict ext = {}
     if end < 17:
         raise _truncated()
-    cdef int code = _i16(buf)
+    cdef int code = get_i16(buf)
     cdef int lang = <int8_t> buf[2]
-    cdef int version = _i16(buf + 3)
-    cdef int32_t opaque = _i32(buf + 5)
-    cdef int32_t flag = _i32(buf + 9)
-    remark_len = _i32(buf + 13)
+    cdef int version = get_i16(buf + 3)
+    cdef int32_t opaque = get_i32(buf + 5)
+    cdef int32_t flag = get_i32(buf + 9)
+    remark_len = get_i32(buf + 13)
     pos = 17
     if remark_len < 0 or pos + remark_len > end:
         raise RemoteProtocolError(f"binary header remark length {remark_len} out of range")
@@ -97,7 +69,7 @@ cdef object _decode(const uint8_t *buf, Py_ssize_t end, object body):
     pos += remark_len
     if pos + 4 > end:
         raise _truncated()
-    ext_len = _i32(buf + pos)
+    ext_len = get_i32(buf + pos)
     pos += 4
     if ext_len < 0 or pos + ext_len > end:
         raise RemoteProtocolError(f"binary header ext length {ext_len} out of range")
@@ -105,7 +77,7 @@ cdef object _decode(const uint8_t *buf, Py_ssize_t end, object body):
     while pos < ext_end:
         if pos + 2 > end:
             raise _truncated()
-        klen = _i16(buf + pos)
+        klen = get_i16(buf + pos)
         pos += 2
         if klen < 0 or pos + klen > ext_end:
             raise RemoteProtocolError("binary header ext key overruns the ext block")
@@ -113,7 +85,7 @@ cdef object _decode(const uint8_t *buf, Py_ssize_t end, object body):
         pos += klen
         if pos + 4 > end:
             raise _truncated()
-        vlen = _i32(buf + pos)
+        vlen = get_i32(buf + pos)
         pos += 4
         if vlen < 0 or pos + vlen > ext_end:
             raise RemoteProtocolError("binary header ext value overruns the ext block")
@@ -195,27 +167,27 @@ def encode_binary_header(cmd):
     total = 13 + 4 + remark_len + 4 + ext_len
     out = PyBytes_FromStringAndSize(NULL, total)
     cdef uint8_t *p = <uint8_t *> PyBytes_AS_STRING(out)
-    _put_i16(p, <uint32_t> <uint16_t> code)
+    put_i16(p, <uint32_t> <uint16_t> code)
     p[2] = <uint8_t> lang
-    _put_i16(p + 3, <uint32_t> <uint16_t> version)
-    _put_i32(p + 5, <uint32_t> opaque)
-    _put_i32(p + 9, <uint32_t> flag)
-    _put_i32(p + 13, <uint32_t> remark_len)
+    put_i16(p + 3, <uint32_t> <uint16_t> version)
+    put_i32(p + 5, <uint32_t> opaque)
+    put_i32(p + 9, <uint32_t> flag)
+    put_i32(p + 13, <uint32_t> remark_len)
     pos = 17
     if remark_len:
         memcpy(p + pos, remark_p, remark_len)
         pos += remark_len
-    _put_i32(p + pos, <uint32_t> ext_len)
+    put_i32(p + pos, <uint32_t> ext_len)
     pos += 4
     i = 0
     while PyDict_Next(<dict> ext, &i, &k, &v):
         kp = PyUnicode_AsUTF8AndSize(<object> k, &klen)
         vp = PyUnicode_AsUTF8AndSize(<object> v, &vlen)
-        _put_i16(p + pos, <uint32_t> klen)
+        put_i16(p + pos, <uint32_t> klen)
         pos += 2
         memcpy(p + pos, kp, klen)
         pos += klen
-        _put_i32(p + pos, <uint32_t> vlen)
+        put_i32(p + pos, <uint32_t> vlen)
         pos += 4
         memcpy(p + pos, vp, vlen)
         pos += vlen

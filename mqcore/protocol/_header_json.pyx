@@ -8,20 +8,14 @@ them) and a field of the wrong type are handed to the pure helpers passed to
 :func:`codec`, so the conversions and error texts are theirs.
 """
 
+from mqcore.common._wire cimport MQ_SOURCE_STAMP
+
 import orjson
 
 from mqcore.errors import LocalProtocolError, RemoteProtocolError
 from mqcore.protocol.codes import LanguageCode, SerializeType
 from mqcore.protocol.command import make_command
 
-
-cdef extern from *:
-    """
-    #ifndef MQ_SOURCE_STAMP
-    #define MQ_SOURCE_STAMP ""
-    #endif
-    """
-    const char *MQ_SOURCE_STAMP
 
 cdef extern from "Python.h":
     bint PyLong_CheckExact(object o)

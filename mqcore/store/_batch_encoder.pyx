@@ -23,6 +23,7 @@ from cpython.ref cimport PyObject
 from cpython.tuple cimport PyTuple_GET_ITEM, PyTuple_GET_SIZE
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t, uint64_t
 from libc.string cimport memcpy
+from mqcore.common._wire cimport MQ_SOURCE_STAMP, put_i32, put_i64
 
 import zlib
 
@@ -35,14 +36,6 @@ from mqcore.message.const import (
 )
 from mqcore.message.record import encode_host
 
-
-cdef extern from *:
-    """
-    #ifndef MQ_SOURCE_STAMP
-    #define MQ_SOURCE_STAMP ""
-    #endif
-    """
-    const char *MQ_SOURCE_STAMP
 
 cdef extern from "Python.h":
     const char *PyUnicode_AsUTF8AndSize(object text, Py_ssize_t *size) except NULL
@@ -74,18 +67,6 @@ cdef int64_t _I64_MAX = 0x7FFFFFFFFFFFFFFF
 cdef object _Irregular = ValueError
 """Raised inside to stop the fast path: the pure twin then takes the batch (whatever is
 raised on the way, this or another error, ends in the pure function)."""
-
-
-cdef inline void _put32(uint8_t *p, uint32_t v) noexcept nogil:
-    p[0] = <uint8_t> (v >> 24)
-    p[1] = <uint8_t> (v >> 16)
-    p[2] = <uint8_t> (v >> 8)
-    p[3] = <uint8_t> v
-
-
-cdef inline void _put64(uint8_t *p, uint64_t v) noexcept nogil:
-    _put32(p, <uint32_t> (v >> 32))
-    _put32(p + 4, <uint32_t> v)
 
 
 cdef inline int64_t _int(object value, int64_t low, int64_t high) except? -1:
@@ -285,25 +266,25 @@ cdef object _encode(object batch, int64_t phy, int64_t next_queue_offset, object
             qoffsets.append(qo)
             qo += 1
         p = out + (pos - phy)
-        _put32(p, <uint32_t> size)
-        _put32(p + 4, <uint32_t> _MAGIC)
-        _put32(p + 8, <uint32_t> crc)
-        _put32(p + 12, <uint32_t> qid)
-        _put32(p + 16, <uint32_t> flag)
-        _put64(p + 20, <uint64_t> rec_qo)
-        _put64(p + 28, <uint64_t> pos)
-        _put32(p + 36, <uint32_t> sys_flag)
-        _put64(p + 40, <uint64_t> born_ts)
+        put_i32(p, <uint32_t> size)
+        put_i32(p + 4, <uint32_t> _MAGIC)
+        put_i32(p + 8, <uint32_t> crc)
+        put_i32(p + 12, <uint32_t> qid)
+        put_i32(p + 16, <uint32_t> flag)
+        put_i64(p + 20, <uint64_t> rec_qo)
+        put_i64(p + 28, <uint64_t> pos)
+        put_i32(p + 36, <uint32_t> sys_flag)
+        put_i64(p + 40, <uint64_t> born_ts)
         born_len = len(<bytes> born)
         memcpy(p + 48, PyBytes_AS_STRING(born), born_len)
         p += 48 + born_len
-        _put64(p, <uint64_t> store_ts)
+        put_i64(p, <uint64_t> store_ts)
         store_len = len(<bytes> store)
         memcpy(p + 8, PyBytes_AS_STRING(store), store_len)
         p += 8 + store_len
-        _put32(p, <uint32_t> reconsume)
-        _put64(p + 4, <uint64_t> prepared)
-        _put32(p + 12, <uint32_t> body_len)
+        put_i32(p, <uint32_t> reconsume)
+        put_i64(p + 4, <uint64_t> prepared)
+        put_i32(p + 12, <uint32_t> body_len)
         p += 16
         PyObject_GetBuffer(<object> PyList_GET_ITEM(bodies, i), &view, PyBUF_SIMPLE)
         try:

@@ -13,15 +13,8 @@ the whole call and raises its own errors.
 
 from cpython.buffer cimport PyBUF_WRITABLE, PyBuffer_Release, PyObject_GetBuffer
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t, uint64_t
+from mqcore.common._wire cimport MQ_SOURCE_STAMP, get_i32, put_i32
 
-
-cdef extern from *:
-    """
-    #ifndef MQ_SOURCE_STAMP
-    #define MQ_SOURCE_STAMP ""
-    #endif
-    """
-    const char *MQ_SOURCE_STAMP
 
 cdef extern from "Python.h":
     bint PyLong_CheckExact(object o)
@@ -34,18 +27,6 @@ cdef enum:
     HEADER_SIZE = 40
     ENTRY_SIZE = 20
     INT_MAX = 0x7FFFFFFF
-
-
-cdef inline int32_t _get32(const uint8_t *p) noexcept nogil:
-    return <int32_t> ((<uint32_t> p[0] << 24) | (<uint32_t> p[1] << 16)
-                      | (<uint32_t> p[2] << 8) | <uint32_t> p[3])
-
-
-cdef inline void _put32(uint8_t *p, uint32_t v) noexcept nogil:
-    p[0] = <uint8_t> (v >> 24)
-    p[1] = <uint8_t> (v >> 16)
-    p[2] = <uint8_t> (v >> 8)
-    p[3] = <uint8_t> v
 
 
 cdef inline bint _small(object value):
@@ -90,7 +71,7 @@ def put_key_method(pure_put_key, index_key_hash):
                 mm = <uint8_t *> view.buf
                 phy = phy_offset
                 store_ts = store_timestamp
-                slot_value = _get32(mm + slot_pos)
+                slot_value = get_i32(mm + slot_pos)
                 if slot_value <= 0 or slot_value >= index_count:
                     slot_value = 0
                 if index_count <= 1:
@@ -103,12 +84,12 @@ def put_key_method(pure_put_key, index_key_hash):
                     time_diff = (store_ts - begin_ts) // 1000
                     if time_diff > INT_MAX:
                         time_diff = INT_MAX
-                _put32(mm + entry_pos, <uint32_t> key_hash)
-                _put32(mm + entry_pos + 4, <uint32_t> (<uint64_t> phy >> 32))
-                _put32(mm + entry_pos + 8, <uint32_t> <uint64_t> phy)
-                _put32(mm + entry_pos + 12, <uint32_t> time_diff)
-                _put32(mm + entry_pos + 16, <uint32_t> slot_value)
-                _put32(mm + slot_pos, <uint32_t> index_count)
+                put_i32(mm + entry_pos, <uint32_t> key_hash)
+                put_i32(mm + entry_pos + 4, <uint32_t> (<uint64_t> phy >> 32))
+                put_i32(mm + entry_pos + 8, <uint32_t> <uint64_t> phy)
+                put_i32(mm + entry_pos + 12, <uint32_t> time_diff)
+                put_i32(mm + entry_pos + 16, <uint32_t> slot_value)
+                put_i32(mm + slot_pos, <uint32_t> index_count)
         finally:
             PyBuffer_Release(&view)
         if mm == NULL:  # a map shorter than its geometry: the pure method's struct.error

@@ -18,7 +18,7 @@ import typer
 
 from mqcli.main import COMMANDS, app, load_command
 
-HEAVY = ("textual", "prompt_toolkit", "mqcore.broker", "mqcore.client", "pydantic")
+HEAVY = ("textual", "prompt_toolkit", "mqcore.broker", "mqcore.client", "pydantic", "grpc")
 
 _REPORT = """
 import json, sys

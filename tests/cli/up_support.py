@@ -50,11 +50,16 @@ def _read_until_export(proc: subprocess.Popen[str], timeout: float = 90) -> list
 
 @contextlib.contextmanager
 def mq_up(
-    base: Path, *args: str, store: Path | None = None, ctrl_c_group: bool = False
+    base: Path,
+    *args: str,
+    store: Path | None = None,
+    ctrl_c_group: bool = False,
+    lines: list[str] | None = None,
 ) -> Iterator[tuple[Cluster, subprocess.Popen[str]]]:
     """`mq up ARGS` on ``store`` (default ``base/store``) until the ``with`` ends, then
     SIGINT: to `mq up` alone, or (``ctrl_c_group``) to its whole process group, as
-    Ctrl-C on a terminal does, so its broker processes get it too."""
+    Ctrl-C on a terminal does, so its broker processes get it too. ``lines`` receives
+    what it printed up to its export line."""
     home = base / "home"
     home.mkdir(parents=True, exist_ok=True)
     with open(base / "up-stderr.txt", "ab") as err:
@@ -65,7 +70,10 @@ def mq_up(
             start_new_session=ctrl_c_group,
         )  # fmt: skip
     try:
-        found = [_LINE.search(line) for line in _read_until_export(proc)]
+        started = _read_until_export(proc)
+        if lines is not None:
+            lines.extend(started)
+        found = [_LINE.search(line) for line in started]
         addrs = [(m.group(1), m.group(2)) for m in found if m]
         namesrv = next(a for kind, a in addrs if kind == "namesrv")
         brokers = {f"b{i}": a for i, (kind, a) in enumerate(addrs) if kind == "broker"}

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import fcntl
 import os
 import shutil
 import subprocess
+import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -33,6 +35,64 @@ def alions_dir() -> Path:
         )
         assert done.returncode == 0, f"npm install {ALI_ONS} failed:\n{done.stderr[-2000:]}"
     return NODE_DIR
+
+
+RMQ5_DIR = Path(os.environ.get("MQ_INTEROP_RMQ5_DIR", Path(__file__).parent / ".rmq5"))
+RMQ5_SDK = "rocketmq-python-client==5.1.2"
+"""The official RocketMQ 5 Python SDK. Its top-level package ``rocketmq`` is not the
+``rocketmq`` 0.4.4 of the dev venv, so it gets a virtualenv of its own."""
+
+
+@pytest.fixture(scope="session")
+def rmq5_python() -> Path:
+    """The Python of a virtualenv holding the RocketMQ 5 SDK (created and installed from
+    PyPI once, then reused while its marker names the same pinned version)."""
+    python = RMQ5_DIR / "bin" / "python"
+    marker = RMQ5_DIR / "installed.txt"
+    RMQ5_DIR.parent.mkdir(parents=True, exist_ok=True)
+    # pytest-xdist workers each run session fixtures: one installs, the others wait
+    with open(RMQ5_DIR.parent / ".rmq5.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if python.is_file() and marker.is_file() and marker.read_text() == RMQ5_SDK:
+            return python
+        shutil.rmtree(RMQ5_DIR, ignore_errors=True)
+        steps = [
+            [sys.executable, "-m", "venv", str(RMQ5_DIR)],
+            [str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check", RMQ5_SDK],
+        ]
+        for step in steps:
+            done = subprocess.run(step, capture_output=True, text=True, timeout=600, check=False)
+            assert done.returncode == 0, f"{' '.join(step)} failed:\n{done.stderr[-2000:]}"
+        marker.write_text(RMQ5_SDK)
+    return python
+
+
+RMQ5_NODE_DIR = Path(
+    os.environ.get("MQ_INTEROP_RMQ5_NODE_DIR", Path(__file__).parent / ".node-rmq5")
+)
+RMQ5_NODE_SDK = "rocketmq-client-nodejs@1.0.8"
+"""The official RocketMQ 5 Node.js SDK (its gRPC is @grpc/grpc-js, not grpc's C core)."""
+
+
+@pytest.fixture(scope="session")
+def rmq5_node_dir() -> Path:
+    """A folder whose node_modules holds the RocketMQ 5 Node.js SDK (npm install once)."""
+    if shutil.which("node") is None or shutil.which("npm") is None:
+        pytest.skip("node/npm not installed: the Node.js SDK test needs Node.js >= 16.19")
+    RMQ5_NODE_DIR.mkdir(parents=True, exist_ok=True)
+    with open(RMQ5_NODE_DIR.parent / ".node-rmq5.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        installed = RMQ5_NODE_DIR / "node_modules" / "rocketmq-client-nodejs" / "package.json"
+        if not installed.is_file():
+            done = subprocess.run(
+                ["npm", "install", "--prefix", str(RMQ5_NODE_DIR), "--no-audit", "--no-fund",
+                 RMQ5_NODE_SDK],
+                capture_output=True, text=True, timeout=300, check=False,
+            )  # fmt: skip
+            assert done.returncode == 0, (
+                f"npm install {RMQ5_NODE_SDK} failed:\n{done.stderr[-2000:]}"
+            )
+    return RMQ5_NODE_DIR
 
 
 CPP_CLIENT = Path(__file__).with_name("cpp_clients.py")

@@ -237,9 +237,10 @@ def put(
     keys: str | None = None,
     uniq: str | None = None,
     body: bytes = b"hello",
+    tags: str = "TagA",
 ) -> MessageExt:
     """Append one message straight to the broker's store; returns it with its offsets."""
-    props = {"TAGS": "TagA"}
+    props = {"TAGS": tags}
     if keys:
         props["KEYS"] = keys
     if uniq:

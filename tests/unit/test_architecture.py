@@ -19,6 +19,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 LAYERS: tuple[frozenset[str], ...] = (
     frozenset({"mqcli"}),
+    frozenset({"mqcore.proxy"}),
     frozenset({"mqcore.client", "mqcore.broker", "mqcore.namesrv"}),
     frozenset({"mqcore.controller"}),
     frozenset({"mqcore.acl"}),

@@ -21,6 +21,8 @@ if TYPE_CHECKING:
     from mqcore.protocol.headers.controller import __all__ as _controller
     from mqcore.protocol.headers.namesrv import *  # noqa: F403
     from mqcore.protocol.headers.namesrv import __all__ as _namesrv
+    from mqcore.protocol.headers.pop import *  # noqa: F403
+    from mqcore.protocol.headers.pop import __all__ as _pop
     from mqcore.protocol.headers.send import *  # noqa: F403
     from mqcore.protocol.headers.send import __all__ as _send
 
@@ -33,6 +35,7 @@ if TYPE_CHECKING:
         *_consume,
         *_controller,
         *_namesrv,
+        *_pop,
         *_send,
     ]
 else:
@@ -40,6 +43,6 @@ else:
 
     __getattr__, __dir__ = lazy_reexports(
         globals(),
-        ("send", "namesrv", "consume", "admin", "controller"),
+        ("send", "namesrv", "consume", "admin", "controller", "pop"),
         eager=("CommandHeader", "HeaderError", "camel", "wire"),
     )

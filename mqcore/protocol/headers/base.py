@@ -19,9 +19,10 @@ import typing
 from collections.abc import Callable, Mapping
 from typing import Annotated, Any, ClassVar, Self
 
+from mqcore.common.core import load
 from mqcore.common.properties import camel
 from mqcore.errors import MQError
-from mqcore.protocol.fastbuild import compile_function, construct
+from mqcore.protocol.fastbuild import compile_function, construct, mutable_twin
 
 __all__ = [
     "CommandHeader",
@@ -147,6 +148,10 @@ def invalid(key: str, text: str, parse: Callable[[str], Any] | None = None) -> H
     return HeaderError(f"the custom field <{key}> is not valid: {text!r}")
 
 
+_compiled = load("mqcore.protocol.headers._reader")
+"""The compiled twin of the readers (None: the generated pure ones run)."""
+
+
 class CommandHeader:
     """Base of every typed header; subclasses are frozen slotted dataclasses.
 
@@ -255,7 +260,35 @@ class CommandHeader:
                 body.append(f"    v_{attr} = _factory{i}()")
             body += ["else:", *(f"    {line}" for line in store)]
         body += construct(cls, {attr: f"v_{attr}" for attr, *_ in spec}, namespace)
-        return compile_function(f"read_{cls.__name__}", "ext", body, namespace)
+        pure = compile_function(f"read_{cls.__name__}", "ext", body, namespace)
+        if _compiled is None or mutable_twin(cls) is None:
+            return pure
+        fast: _Reader | None = _compiled.reader(cls, cls._reader_rows(spec), pure)
+        return pure if fast is None else fast
+
+    @classmethod
+    def _reader_rows(cls, spec: _Spec) -> list[tuple[Any, ...]]:
+        """The fields of ``spec`` as the compiled twin's ``reader`` takes them."""
+        fields = {f.name: f for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
+        rows: list[tuple[Any, ...]] = []
+        for attr, key, parse, _, required in spec:
+            kind = _NUMBER_KINDS.get(parse)
+            f = fields[attr]
+            factory = None if f.default_factory is dataclasses.MISSING else f.default_factory
+            rows.append(
+                (
+                    attr,
+                    key,
+                    "text" if parse is str else "parsed" if kind is None else "number",
+                    _PARSED.get(parse),
+                    parse,
+                    *(kind.bounds if kind is not None else (0, 0)),
+                    required,
+                    None if required or factory is not None else f.default,
+                    factory,
+                )
+            )
+        return rows
 
     @classmethod
     def from_header(cls, other: CommandHeader) -> Self:

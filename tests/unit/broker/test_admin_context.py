@@ -97,6 +97,7 @@ class Broker:
             loop_lag=LoopLagMonitor(),
             schedule_service=cast(Any, None),  # no admin request here reads the delay levels
             transaction_service=cast(Any, None),
+            pop=cast(Any, None),
             ha=cast(Any, None),
             ha_client=cast(Any, None),
             acl_guard=None,
