@@ -27,6 +27,7 @@ from mqcore.store.timer import build_delete_key
 from tests.support import until
 from tests.support.clients import RawBrokerClient, send_header
 from tests.support.inproc import LIVE_STORE, broker_controller
+from tests.support.metrics import parse, scrape_text, value
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -96,10 +97,10 @@ async def test_messages_at_random_times_are_delivered_on_time(client: RawBrokerC
     past = start - 5000
     r = await send_timer(client, b"past", TIMER_DELIVER_MS=str(past))
     assert r.code == ResponseCode.SUCCESS
-    for body, prop, value, delay in ((b"sec", "TIMER_DELAY_SEC", "2", 2000),
+    for body, prop, text, delay in ((b"sec", "TIMER_DELAY_SEC", "2", 2000),
                                      (b"ms", "TIMER_DELAY_MS", "1500", 1500)):  # fmt: skip
         before = now_ms()  # the broker adds the delay to its clock on arrival
-        r = await send_timer(client, body, **{prop: value})
+        r = await send_timer(client, body, **{prop: text})
         assert r.code == ResponseCode.SUCCESS
         due[body] = (before + delay, now_ms() + delay)
 
@@ -258,3 +259,31 @@ async def test_timer_stop_dequeue_holds_deliveries_at_run_time(
     assert await drain(client, 1, 1.0) == []
     broker.store_config.timer_stop_dequeue = False
     assert [m.body for m in await drain(client, 1, 3)] == [b"held"]
+
+
+async def test_prometheus_has_rocketmq_5s_timer_metrics(tmp_path: Path) -> None:
+    b = broker_controller(
+        tmp_path / "s",
+        store={**LIVE_STORE, "timer_precision_ms": PRECISION_MS},
+        metrics_exporter_type="PROM",
+        metrics_prom_exporter_port=0,
+    )
+    await b.start()
+    try:
+        async with RawBrokerClient(b.broker_addr) as c:
+            for body in (b"a", b"b"):
+                r = await send_timer(c, body, TIMER_DELAY_SEC="3600")
+                assert r.code == ResponseCode.SUCCESS
+            r = await send_timer(c, b"now", TIMER_DELIVER_MS=str(now_ms() + 100))
+            assert r.code == ResponseCode.SUCCESS
+            assert len(await drain(c, 1, 3)) == 1
+        assert b.metrics is not None
+        samples = parse(await asyncio.to_thread(scrape_text, b.metrics.url))
+        assert value(samples, "rocketmq_timer_dequeue_lag") == 2  # the two an hour away
+        assert value(samples, "rocketmq_timer_enqueue_lag") == 0
+        assert value(samples, "rocketmq_timer_enqueue_total") == 3
+        assert value(samples, "rocketmq_timer_dequeue_total") == 1
+        latency = value(samples, "rocketmq_timer_dequeue_latency")
+        assert latency is not None and 0 <= latency < 2000
+    finally:
+        await b.shutdown()

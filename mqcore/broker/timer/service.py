@@ -34,6 +34,7 @@ from mqcore.broker.stats import StatsItem
 from mqcore.broker.timer.rewrite import TimerRewrite
 from mqcore.common.aio import cancel_and_wait, wait_event
 from mqcore.message.const import TIMER_TOPIC
+from mqcore.metrics import names as n
 from mqcore.store.metadata import TopicConfig
 from mqcore.store.store_config import BrokerRole, FlushDiskType
 from mqcore.store.timer import TimerMessageStore
@@ -236,6 +237,25 @@ class TimerMessageService:
         now = time.monotonic()
         self.enqueue_rate.sample(now)
         self.dequeue_rate.sample(now)
+
+    def metric_values(self) -> list[tuple[str, str, str, float]]:
+        """(name, "gauge" or "counter", help, value) of RocketMQ 5's timer metrics
+        (``DefaultStoreMetricsManager``), read at a scrape."""
+        ts = self.timer_store
+        return [
+            (n.TIMER_ENQUEUE_LAG, "gauge", "Timer messages not yet in the wheel",
+             ts.enqueue_behind_messages()),
+            (n.TIMER_ENQUEUE_LATENCY, "gauge", "Store age of the message being enqueued (ms)",
+             ts.enqueue_behind_ms()),
+            (n.TIMER_DEQUEUE_LAG, "gauge", "Timer messages waiting in the wheel",
+             ts.congest_num),
+            (n.TIMER_DEQUEUE_LATENCY, "gauge", "How far the wheel's reading trails (ms)",
+             max(0, ts.dequeue_behind_ms())),
+            (n.TIMER_ENQUEUE_TOTAL, "counter", "Timer messages taken from the timer queue",
+             ts.enqueue_count),
+            (n.TIMER_DEQUEUE_TOTAL, "counter", "Timer messages put to their topic or rolled",
+             ts.dequeue_count),
+        ]  # fmt: skip
 
     def runtime_info(self) -> dict[str, str]:
         """GET_BROKER_RUNTIME_INFO's timer keys, named and formatted as RocketMQ 5's

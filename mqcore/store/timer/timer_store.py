@@ -141,6 +141,7 @@ class TimerMessageStore:
         """Messages taken from the timer queue (into the wheel or delivered at once)."""
         self.deleted_count = 0
         self.last_enqueue_store_time = 0
+        self.last_enqueue_time = 0
         self.stalled = False
         """The last step stopped at a put worth retrying (the caller waits a moment)."""
         self.replay_until = (0, 0)
@@ -326,6 +327,7 @@ class TimerMessageStore:
         if msg is None:
             return True  # RocketMQ counts it as missed and moves on
         self.last_enqueue_store_time = msg.store_timestamp
+        self.last_enqueue_time = self.clock()
         try:
             delayed = int(msg.properties[PROPERTY_TIMER_OUT_MS])
         except (KeyError, ValueError):
@@ -590,6 +592,14 @@ class TimerMessageStore:
         """``getEnqueueBehindMessages``: timer-queue entries not taken yet."""
         cq = self.store.consume_queue(TIMER_TOPIC, 0)
         return (cq.max_offset if cq is not None else 0) - self.curr_queue_offset
+
+    def enqueue_behind_ms(self) -> int:
+        """``getEnqueueBehindMillis``: the store age of the last message taken, while the
+        enqueue took one in the last two seconds (0 otherwise: it is caught up)."""
+        now = self.clock()
+        if now - self.last_enqueue_time < 2000:
+            return max(0, now - self.last_enqueue_store_time)
+        return 0
 
     def dequeue_behind_ms(self) -> int:
         """``getDequeueBehindMillis``: how far the read time trails the clock."""
