@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING
 from mqcore.broker.stats import StatsItem
 from mqcore.broker.timer.rewrite import TimerRewrite
 from mqcore.common.aio import cancel_and_wait, wait_event
+from mqcore.errors import StoreError
 from mqcore.message.const import TIMER_TOPIC
 from mqcore.metrics import names as n
 from mqcore.store.metadata import TopicConfig
@@ -122,7 +123,11 @@ class TimerMessageService:
         if self.running or not self.enabled or self.store_config.broker_role is BrokerRole.SLAVE:
             return
         self.topics.manager.ensure_topics([TopicConfig(TIMER_TOPIC, 1, 1)])
-        await asyncio.to_thread(self.timer_store.load)
+        try:
+            await asyncio.to_thread(self.timer_store.load)
+        except StoreError as exc:  # e.g. a full disk: the broker serves on without timers
+            log.error("timer messages are not delivered: the timer store did not load: %s", exc)
+            return
         self.running = True
         self._task = asyncio.create_task(self._run(), name="timer-message-service")
         if self.every is not None:

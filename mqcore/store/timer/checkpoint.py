@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from mqcore.errors import StoreError
-from mqcore.store.mapped_file import OS_PAGE_SIZE, sync_mapped
+from mqcore.store.mapped_file import OS_PAGE_SIZE, reserve_blocks, sync_mapped
 
 __all__ = ["CHECKPOINT", "TimerCheckpoint", "TimerCheckpointValues"]
 
@@ -87,6 +87,9 @@ class TimerCheckpoint(TimerCheckpointValues):
         try:
             if os.fstat(fd).st_size < OS_PAGE_SIZE:
                 os.ftruncate(fd, OS_PAGE_SIZE)
+            # its one page gets its block now: a write into a hole of a full disk's file
+            # through the map would be SIGBUS (DiskFullError here instead)
+            reserve_blocks(fd, OS_PAGE_SIZE, path)
             self._mm = mmap.mmap(fd, OS_PAGE_SIZE)
         finally:
             os.close(fd)
@@ -101,7 +104,8 @@ class TimerCheckpoint(TimerCheckpointValues):
         self._mm[: CHECKPOINT.size] = self.encode()
         sync_mapped(self._mm, self.path, 0, OS_PAGE_SIZE)
 
-    def close(self) -> None:
+    def close(self, *, flush: bool = True) -> None:
         if not self._mm.closed:
-            self.flush()
+            if flush:
+                self.flush()
             self._mm.close()

@@ -160,14 +160,14 @@ class TimerMessageStore:
             self.timer_log.load()
             self.recover()
         except BaseException:
-            self.close()
+            self.close(write_checkpoint=False)  # it names what the last run committed
             raise
 
-    def close(self) -> None:
+    def close(self, *, write_checkpoint: bool = True) -> None:
         """Write the checkpoint (what was committed) and close the files."""
         if self.timer_log is not None:
             self.timer_log.flush()
-        if self.checkpoint is not None and self.timer_log is not None:
+        if write_checkpoint and self.checkpoint is not None and self.timer_log is not None:
             self.prepare_checkpoint()  # naming the flushed end: a clean start walks less
         if self.timer_log is not None:
             self.timer_log.close()
@@ -175,7 +175,7 @@ class TimerMessageStore:
             self.wheel.flush()
             self.wheel.close()
         if self.checkpoint is not None:
-            self.checkpoint.close()
+            self.checkpoint.close(flush=write_checkpoint)
         self.wheel = self.timer_log = self.checkpoint = None
         self._slot = None
 

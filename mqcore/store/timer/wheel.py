@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from mqcore.errors import CorruptRecordError, StoreError
-from mqcore.store.mapped_file import sync_mapped
+from mqcore.store.mapped_file import reserve_blocks, sync_mapped
 
 __all__ = ["IGNORE", "SLOT", "SLOT_SIZE", "Slot", "TimerWheel"]
 
@@ -85,8 +85,13 @@ class TimerWheel:
             if size == 0:
                 os.ftruncate(fd, self.length)  # sparse, as RandomAccessFile.setLength
             self._mm = mmap.mmap(fd, self.length)
-        finally:
+        except BaseException:
             os.close(fd)
+            raise
+        self._fd = fd
+        self._reserved = bytearray(self.length // _PAGE + 1)
+        """Pages known to have disk blocks: a slot is written only into such a page, so a
+        full disk is a DiskFullError at the put, not SIGBUS in the mapped write."""
 
     # -- slot math -----------------------------------------------------------------------
     def slot_index(self, time_ms: int) -> int:
@@ -109,12 +114,19 @@ class TimerWheel:
         return self.get_slot(time_ms).num
 
     # -- writing -------------------------------------------------------------------------
+    def _reserve(self, pos: int) -> None:
+        page = pos // _PAGE
+        if not self._reserved[page]:
+            reserve_blocks(self._fd, _PAGE, self.path, page * _PAGE)
+            self._reserved[page] = 1
+
     def put_slot(
         self, time_ms: int, first_pos: int, last_pos: int, num: int | None = None, magic: int = 0
     ) -> None:
         """Write a slot; without ``num`` only the tick and positions (RocketMQ's
         three-argument ``putSlot`` leaves num and magic as they were)."""
         pos = self.slot_index(time_ms) * 32
+        self._reserve(pos)
         tick = time_ms // self.precision_ms
         if num is None:
             _HEAD.pack_into(self._mm, pos, tick, first_pos, last_pos)
@@ -126,6 +138,7 @@ class TimerWheel:
         one); a slot holding another tick is only taken over when ``force``."""
         pos = self.slot_index(time_ms) * 32
         tick = time_ms // self.precision_ms
+        self._reserve(pos)
         if _LAST.unpack_from(self._mm, pos)[0] != tick:
             if force:
                 self.put_slot(time_ms, last_pos if first_pos == IGNORE else first_pos, last_pos)
@@ -182,3 +195,4 @@ class TimerWheel:
     def close(self) -> None:
         if not self._mm.closed:
             self._mm.close()
+            os.close(self._fd)

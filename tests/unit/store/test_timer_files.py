@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mqcore.errors import CorruptRecordError
+from mqcore.errors import CorruptRecordError, DiskFullError
 from mqcore.store.timer import TimerCheckpoint, TimerCheckpointValues, TimerLog, TimerUnit
 from mqcore.store.timer.timer_log import (
     BLANK_MAGIC_CODE,
@@ -191,3 +191,25 @@ def test_checkpoint_file(tmp_path: Path) -> None:
     assert again.existed and again.master_timer_queue_offset == 42
     assert again.version_counter == 1
     again.close()
+
+
+def test_a_full_disk_is_an_error_before_a_slot_is_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A slot goes only into a page given its disk blocks first: on a full disk the put
+    raises DiskFullError (a write through the map into a hole would be SIGBUS)."""
+    wheel = TimerWheel(tmp_path / "timerwheel", 7 * 86400, 1000)
+    t = 1_800_000_000_000
+    wheel.put_slot(t, 0, 52, 1)  # its page has blocks from now on
+
+    def full(*_args: object) -> None:
+        raise DiskFullError("no space left")
+
+    monkeypatch.setattr("mqcore.store.timer.wheel.reserve_blocks", full)
+    wheel.put_slot(t + 1000, 52, 104, 1)  # same page: no new blocks needed
+    with pytest.raises(DiskFullError):
+        wheel.put_slot(t + 3_600_000, 104, 156, 1)  # another page
+    with pytest.raises(DiskFullError):
+        wheel.revise_slot(t + 7_200_000, IGNORE, 208, force=True)
+    assert wheel.get_slot(t + 3_600_000) is EMPTY  # nothing was written
+    wheel.close()
