@@ -139,7 +139,7 @@ def parse_duration(text: str) -> int:
 
 
 def _parse_time(body: str, original: str, now_ms: int) -> int:
-    if body[:1] in "+-":
+    if body[:1] and body[0] in "+-":
         sign = -1 if body[0] == "-" else 1
         try:
             return now_ms + sign * parse_duration(body[1:])

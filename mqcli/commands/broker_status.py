@@ -12,7 +12,8 @@ GET_BROKER_RUNTIME_INFO; the delays from the broker's ``messageDelayLevel``
 The master/slave lines (role, HA connection, a slave's lag in bytes, and in controller
 mode the epoch and in-sync set) come from :mod:`mqcli.ha`; a slave's lag needs its
 master's ``commitLogMaxOffset`` (and whether it is in sync, the master's in-sync set), so
-the master is asked too when only the slave was named.
+the master is asked too when only the slave was named. RocketMQ 5's timer wheel has its
+own section (:mod:`mqcli.commands.broker_timer`).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ import typer
 from rich.markup import escape
 
 from mqcli.commands.admin_util import JsonOpt, WatchOpt, admin_session, watch
+from mqcli.commands.broker_timer import render_timers, timer_doc
 from mqcli.commands.cluster import as_float, as_int, first_rate
 from mqcli.connect import NamesrvOpt, run_async
 from mqcli.ha import HAState, ha_state
@@ -242,6 +244,8 @@ def _status_doc(
             }
             for d in levels
         ],
+        # RocketMQ 5's timer wheel (None for a broker without one)
+        "timers": timer_doc(rt),
         "runtime": dict(sorted(rt.items())),
     }
 
@@ -319,6 +323,7 @@ def _render(
         print_table(table, fmt, section=True)
     else:
         console.print("[dim]no delayed messages yet[/]")
+    render_timers(doc["timers"], fmt)
 
 
 def _ha_text(doc: dict[str, Any]) -> str:
@@ -382,16 +387,19 @@ def status(
     lag, loop lag (the largest stall of the broker's event loop in the last minute and
     in 10 minutes), role and HA state (a master's connected slaves and the offset they
     acknowledged; a slave's master, its connection and its lag in bytes), in controller
-    mode the replica's id, master epoch and in-sync set, and per delay
+    mode the replica's id, master epoch and in-sync set, per delay
     level: messages waiting, when the head is due, and the delivery rate (the broker's
     10-second figure, or between --watch samples for a broker that does not publish
-    one). --json prints one object per broker per sample.
+    one), and the timer wheel (RocketMQ 5's timer messages): messages waiting in it and
+    not yet in it, how far its reading trails the clock, enqueue and dequeue TPS.
+    --json prints one object per broker per sample.
 
     Examples:
       mq broker status
       mq broker status --name broker-a --watch 2
       mq broker status 127.0.0.1:10911 --json | jq .delayLevels
       mq broker status --json | jq .loopLag.maxMsLastMinute
+      mq broker status --json | jq .timers
     """
     fmt = resolve_format(fmt, as_json)
     as_json = fmt == "json"

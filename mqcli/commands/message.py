@@ -36,7 +36,8 @@ from mqcore.protocol import ResponseCode
 from mqcore.protocol.bodies.running_info import ConsumeMessageDirectlyResult
 
 message_app = typer.Typer(
-    help="Look at one message; send it again (to a consumer of a group, or to its topic).",
+    help="Look at one message; send it again (to a consumer of a group, or to its topic); "
+    "recall a timer message.",
     no_args_is_help=True,
 )
 
@@ -258,6 +259,8 @@ def _print_direct(
 
 def register(app: typer.Typer) -> None:
     app.add_typer(message_app, name="message")
+    from mqcli.commands.message_recall import add_recall_command
     from mqcli.commands.message_trace import add_trace_command
 
     add_trace_command(message_app)
+    add_recall_command(message_app)

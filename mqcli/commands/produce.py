@@ -32,9 +32,11 @@ from mqcli.commands.produce_spec import (
     parse_props,
     send_one,
 )
+from mqcli.commands.produce_timer import timer_properties
 from mqcli.connect import NamesrvOpt, resolve_namesrv, run_async
 from mqcli.credentials import client_config
 from mqcli.output import err_console, fail
+from mqcli.timespec import TimespecError
 from mqcore.client import Producer, SendResult, SendStatus, select_by_hash
 from mqcore.errors import MQError
 from mqcore.message import Message
@@ -214,6 +216,20 @@ def produce(
         "the brokers do not have is refused, as they would send it at their highest). "
         "0: no delay.",
     ),
+    deliver_at: str | None = typer.Option(
+        None,
+        "--deliver-at",
+        metavar="TIME",
+        help="Deliver at TIME (RocketMQ 5 timer message, TIMER_DELIVER_MS): "
+        "2026-01-02T10:00 (local), 10:30, +90s or epoch ms; up to 3 days ahead by default.",
+    ),
+    delay_for: str | None = typer.Option(
+        None,
+        "--delay-for",
+        metavar="DURATION",
+        help="Deliver DURATION after each message reaches the broker (RocketMQ 5 timer "
+        "message, TIMER_DELAY_MS): 90s, 15m, 1h30m, 250ms.",
+    ),
     body: str | None = typer.Option(None, "--body", "-b", help="The body text."),
     file: Path | None = typer.Option(None, "--file", "-F", help="A file's bytes ('-': stdin)."),
     count: int = typer.Option(1, "--count", "-c", min=1, help="Send each body N times."),
@@ -276,6 +292,8 @@ def produce(
       mq produce -t Orders --body paid --transaction unknown --check-answer commit
       mq produce -t Prices --request --body 'quote AAPL' --timeout 5 --json
       mq produce -t Orders --body paid --trace
+      mq produce -t Orders --body reminder --deliver-at 2026-01-02T09:00
+      mq produce -t Orders --body 'retry {{Count}}' --count 10 --delay-for 90s
     """
     check_group(group, "producer group")
     if body is not None and file is not None:
@@ -286,14 +304,20 @@ def produce(
         fail("--order-key sends one at a time to keep order; drop --async")
     if batch and delay:
         fail("delayed messages cannot be batched (RocketMQ refuses them); drop --batch")
+    try:
+        timer = timer_properties(deliver_at, delay_for, int(time.time() * 1000))
+    except TimespecError as exc:
+        fail(str(exc))
+    if timer and (delay or batch):
+        fail("a timer message has no delay level and is not batched; drop --delay/--batch")
     tx = _transaction_options(
         transaction,
         check_answer,
         check_wait,
-        use_async or oneway or batch > 0 or delay > 0 or order_key is not None,
+        use_async or oneway or batch > 0 or delay > 0 or bool(timer) or order_key is not None,
     )
     spec = Spec(
-        topic, tag, list(key), parse_props(list(prop)), delay, order_key,
+        topic, tag, list(key), {**parse_props(list(prop)), **timer}, delay, order_key,
         transactional=transaction is not None,
     )  # fmt: skip
     addr = resolve_namesrv(namesrv)
@@ -380,7 +404,7 @@ def _transaction_options(
     if other:
         fail(
             "transactional messages are sent one at a time without a delay; drop "
-            "--async/--oneway/--batch/--delay"
+            "--async/--oneway/--batch/--delay/--deliver-at/--delay-for"
         )
     from mqcore.client.transaction import LocalTransactionState
 

@@ -60,6 +60,8 @@ class Printer:
                     queueId=mq.queue_id if mq else None,
                     queueOffset=result.queue_offset,
                 )
+                if result.recall_handle:  # a timer message: `mq message recall` takes it
+                    obj["recallHandle"] = result.recall_handle
                 state = getattr(result, "local_transaction_state", None)  # TransactionSendResult
                 if state is not None:
                     obj["transactionState"] = state.name

@@ -12,6 +12,7 @@ from rich.progress import BarColumn, Progress, TaskID, TextColumn
 from rich.table import Table
 
 from mqcli import output
+from mqcli.commands.broker_timer import render_timer_files
 from mqcli.output import console, fail, print_json, print_json_line
 from mqcli.render import fmt_ts, message_json, message_line
 from mqcli.tables import FormatOpt, delay_table, fmt_perm, print_table, resolve_format
@@ -186,6 +187,8 @@ def _render_summary(s: StoreSummary, fmt: str) -> None:
             + " · index "
             + fmt_ts(s.checkpoint["indexMsgTimestamp"])
         )
+    if s.timer is not None:
+        render_timer_files(s.timer, fmt)
     if s.topic_configs:
         t = _table(
             f"Topic configs (config/topics.json) · {len(s.topic_configs)}",

@@ -230,6 +230,10 @@ class BrokerConfig(ServerSettings, PropertiesConfig):
     pop_response_return_actual_retry_topic: bool = False
     """Answer a message from a pop retry topic under that topic, not rewritten to the
     original topic with its receipt in ``POP_CK`` (5.x's default rewrites)."""
+    # -- recalling timer messages (RocketMQ 5's keys and defaults) --
+    recall_message_enable: bool = False
+    """RECALL_MESSAGE is served (refused with NO_PERMISSION otherwise)."""
+    allow_recall_when_broker_not_writeable: bool = True
     # -- metrics (RocketMQ 5's keys and defaults; docs/operations.md) --
     metrics_exporter_type: MetricsExporterType = MetricsExporterType.DISABLE
     """PROM serves Prometheus metrics on ``metricsPromExporterPort``."""

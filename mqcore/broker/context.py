@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from mqcore.broker.schedule import ScheduleMessageService
     from mqcore.broker.stats import BrokerStatsManager
     from mqcore.broker.stats_history import StatsHistory
+    from mqcore.broker.timer import TimerMessageService
     from mqcore.broker.topics import TopicService
     from mqcore.broker.transaction import TransactionalMessageService
     from mqcore.common.loop_lag import LoopLagMonitor
@@ -91,3 +92,6 @@ class BrokerContext:
     """``brokerIP1:<real listen port>``, as registered with the name servers."""
     request_register: Callable[[bool], None]
     """Register with the name servers soon (``force``), e.g. after a permission change."""
+    timer_service: TimerMessageService | None = None
+    """RocketMQ 5's timer messages: rewrites a timed put into rmq_sys_wheel_timer (None:
+    a context built without one, as tests do, treats timer properties as plain ones)."""

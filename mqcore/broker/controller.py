@@ -49,10 +49,12 @@ from mqcore.broker.processor import (
     pop,
     pull,
     query,
+    recall,
     reply_message,
     send,
     send_back,
     serve,
+    timer_admin,
 )
 from mqcore.broker.rebalance_lock import RebalanceLockManager
 from mqcore.broker.registration import Registration
@@ -64,6 +66,8 @@ from mqcore.broker.slave_sync import SYNC_INITIAL_DELAY_MS, SYNC_INTERVAL_MS, Sl
 from mqcore.broker.stats import BrokerStatsManager
 from mqcore.broker.stats_history import DAY_SAMPLE_SECONDS, HOUR_SAMPLE_SECONDS, StatsHistory
 from mqcore.broker.store_stats import observe_store
+from mqcore.broker.timer import TimerMessageService
+from mqcore.broker.timer.slave import TimerCheckpointSync
 from mqcore.broker.topics import TopicService
 from mqcore.broker.transaction import (
     TransactionalMessageBridge,
@@ -107,6 +111,8 @@ _BOTH_PORTS = (
     reply_message,
     pop,
     ack,
+    recall,
+    timer_admin,
 )
 """The processor modules served on the main and the fast port alike (pull: main only)."""
 
@@ -217,6 +223,14 @@ class BrokerController:
             persister=self.persister,
             every=master_timers.every,
         )
+        self.timer_service = TimerMessageService(
+            self.store,
+            store_config,
+            appender=self.appender,
+            topics=self.topics,
+            every=master_timers.every,
+        )
+        """RocketMQ 5's timer messages: the send rewrite and the wheel's deliveries."""
         bridge = TransactionalMessageBridge(
             self.store, self.offsets, self.topics, self._store_host, self.appender
         )
@@ -252,6 +266,14 @@ class BrokerController:
             on_topics_taken=self._learn_stored_topics,
             persister=self.persister,
         )
+        self.timer_checkpoint_sync = TimerCheckpointSync(
+            self.outer_api.client,
+            lambda: self.master_addr,
+            store_config.timer_check_path,
+            own_addr=lambda: self.broker_addr,
+            local_running=lambda: self.timer_service.running,
+        )
+        """A slave's copy of its master's timer checkpoint (RocketMQ 5)."""
         self.epochs = EpochFileCache(store_config.root / EPOCH_FILE_NAME)
         """The master epochs this log was written in (controller mode)."""
         self.replicas: ReplicasManager | None = None
@@ -275,6 +297,7 @@ class BrokerController:
                 Service("pop-revive", self.pop.start, self.pop.stop),  # first: before pops
                 Service("ha-service", self._listen_ha, self.ha.close),
                 Service("schedule", self.schedule_service.start, self.schedule_service.stop),
+                Service("timer", self.timer_service.start, self.timer_service.stop),
                 Service("transaction-check", self.transaction_check.start),
             ],
             master_timers,
@@ -291,6 +314,13 @@ class BrokerController:
                     "slave-sync",
                     SYNC_INTERVAL_MS,
                     self.slave_sync.sync_all,
+                    initial_delay_ms=SYNC_INITIAL_DELAY_MS,
+                ),
+                periodic(
+                    slave_timers,
+                    "timer-checkpoint-sync",
+                    SYNC_INTERVAL_MS,
+                    self.timer_checkpoint_sync.sync,
                     initial_delay_ms=SYNC_INITIAL_DELAY_MS,
                 ),
             ],
@@ -320,6 +350,7 @@ class BrokerController:
             stats_history=self.stats_history,
             loop_lag=self.loop_lag,
             schedule_service=self.schedule_service,
+            timer_service=self.timer_service,
             transaction_service=self.transaction_service,
             pop=self.pop,
             ha=self.ha,

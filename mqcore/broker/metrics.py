@@ -85,6 +85,7 @@ class BrokerMetrics:
             self._storage(metrics)
             yield
             self._schedule(metrics)
+            self._timer(metrics)
         self._ha(metrics)
         self._event_loop(metrics)
 
@@ -288,6 +289,15 @@ class BrokerMetrics:
             waiting.add(max(0, end - done), *values)
             overdue.add(late, *values)
             delivered.add(done, *values)
+
+    def _timer(self, metrics: MetricSet) -> None:
+        """RocketMQ 5's timer gauges and counters (without their per-topic split)."""
+        service = self.ctx.timer_service
+        if service is None or not service.running:
+            return
+        for name, kind, doc, value in service.metric_values():
+            family = metrics.counter if kind == "counter" else metrics.gauge
+            family(name, doc).add(value)
 
     # -- replication and the loop --------------------------------------------------------
     def _ha(self, metrics: MetricSet) -> None:

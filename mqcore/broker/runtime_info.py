@@ -93,6 +93,8 @@ class RuntimeInfo:
         )
         info.update(self._disk_info())
         info.update(self._schedule_offsets())
+        if c.timer_service is not None:  # RocketMQ 5's timer keys (timerReadBehind, ...)
+            info.update(c.timer_service.runtime_info())
         info.update(self._ha_info())
         # mq's own keys: how late the event loop ran what was due (0 for a sound loop)
         info.update(c.loop_lag.runtime_info())

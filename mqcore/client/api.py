@@ -111,6 +111,8 @@ class SendResult:
     transaction_id: str | None = None
     region_id: str = "DefaultRegion"
     trace_on: bool = True
+    recall_handle: str | None = None
+    """A timer message's handle for RECALL_MESSAGE (RocketMQ 5 brokers answer one)."""
 
     @property
     def ok(self) -> bool:
@@ -227,6 +229,7 @@ class MQClientAPI:
             transaction_id=head.transaction_id,
             region_id=ext.get("MSG_REGION") or "DefaultRegion",
             trace_on=ext.get("TRACE_ON", "true") != "false",
+            recall_handle=ext.get("recallHandle"),
         )
 
     async def end_transaction_oneway(

@@ -32,6 +32,8 @@ BROKER_RUNTIME_KEYS = frozenset(
         "maxReconsumeTimes",
         "rebalanceLockMaxLiveTime",
         "logLevel",
+        "recallMessageEnable",
+        "allowRecallWhenBrokerNotWriteable",
     }
 )
 """BrokerConfig keys UPDATE_BROKER_CONFIG applies at once: each is read where it is
@@ -53,6 +55,13 @@ STORE_RUNTIME_KEYS = frozenset(
         "maxMsgsNumBatch",
         "diskSpaceWarningLevelRatio",
         "diskSpaceCleanForciblyRatio",
+        # RocketMQ 5's timer switches, read at each pass or send (store/timer, broker/timer)
+        "timerStopEnqueue",
+        "timerStopDequeue",
+        "timerMaxDelaySec",
+        "timerCongestNumEachSlot",
+        "timerEnableRetryUntilSuccess",
+        "timerProgressLogIntervalMs",
     }
 )
 """Store keys UPDATE_BROKER_CONFIG may change (read per operation by the store)."""

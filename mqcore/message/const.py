@@ -51,6 +51,15 @@ PROPERTY_PUSH_REPLY_TIME: Final = "PUSH_REPLY_TIME"
 PROPERTY_CLUSTER: Final = "CLUSTER"
 PROPERTY_MESSAGE_TYPE: Final = "MSG_TYPE"
 PROPERTY_SHARDING_KEY: Final = "__SHARDINGKEY"
+# RocketMQ 5 timer messages (``MessageConst``): delivery at any time.
+PROPERTY_TIMER_DELAY_SEC: Final = "TIMER_DELAY_SEC"
+PROPERTY_TIMER_DELIVER_MS: Final = "TIMER_DELIVER_MS"
+PROPERTY_TIMER_DELAY_MS: Final = "TIMER_DELAY_MS"
+PROPERTY_TIMER_ENQUEUE_MS: Final = "TIMER_ENQUEUE_MS"
+PROPERTY_TIMER_DEQUEUE_MS: Final = "TIMER_DEQUEUE_MS"
+PROPERTY_TIMER_ROLL_TIMES: Final = "TIMER_ROLL_TIMES"
+PROPERTY_TIMER_OUT_MS: Final = "TIMER_OUT_MS"
+PROPERTY_TIMER_DEL_UNIQKEY: Final = "TIMER_DEL_UNIQKEY"
 
 # Names the system sets; everything else is a user property.
 STRING_HASH_SET: Final = frozenset(
@@ -88,6 +97,15 @@ STRING_HASH_SET: Final = frozenset(
         PROPERTY_PUSH_REPLY_TIME,
         PROPERTY_CLUSTER,
         PROPERTY_MESSAGE_TYPE,
+        # RocketMQ 5 adds the timer properties to the system set
+        PROPERTY_TIMER_DELAY_SEC,
+        PROPERTY_TIMER_DELIVER_MS,
+        PROPERTY_TIMER_DELAY_MS,
+        PROPERTY_TIMER_ENQUEUE_MS,
+        PROPERTY_TIMER_DEQUEUE_MS,
+        PROPERTY_TIMER_ROLL_TIMES,
+        PROPERTY_TIMER_OUT_MS,
+        PROPERTY_TIMER_DEL_UNIQKEY,
     }
 )
 
@@ -136,3 +154,7 @@ SYSTEM_TOPIC_PREFIX: Final = "rmq_sys_"
 REPLY_TOPIC_POSTFIX: Final = "REPLY_TOPIC"
 RETRY_GROUP_TOPIC_PREFIX: Final = "%RETRY%"
 DLQ_GROUP_TOPIC_PREFIX: Final = "%DLQ%"
+
+TIMER_TOPIC: Final = SYSTEM_TOPIC_PREFIX + "wheel_timer"
+"""Where timer messages wait (queue 0), their real topic and queue in properties
+(RocketMQ 5's ``TimerMessageStore.TIMER_TOPIC``)."""

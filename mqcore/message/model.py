@@ -51,6 +51,26 @@ class Message:
         self._set(const.PROPERTY_DELAY_TIME_LEVEL, str(level) if level > 0 else None)
 
     @property
+    def deliver_time_ms(self) -> int | None:
+        """RocketMQ 5's timer message: deliver at this epoch time in ms
+        (``TIMER_DELIVER_MS``; ``setDeliverTimeMs``)."""
+        return _int_or_none(self.properties.get(const.PROPERTY_TIMER_DELIVER_MS))
+
+    @deliver_time_ms.setter
+    def deliver_time_ms(self, value: int | None) -> None:
+        self._set(const.PROPERTY_TIMER_DELIVER_MS, None if value is None else str(value))
+
+    @property
+    def delay_time_ms(self) -> int | None:
+        """RocketMQ 5's timer message: deliver this many ms after the broker stores it
+        (``TIMER_DELAY_MS``; ``setDelayTimeMs``)."""
+        return _int_or_none(self.properties.get(const.PROPERTY_TIMER_DELAY_MS))
+
+    @delay_time_ms.setter
+    def delay_time_ms(self, value: int | None) -> None:
+        self._set(const.PROPERTY_TIMER_DELAY_MS, None if value is None else str(value))
+
+    @property
     def wait_store_msg_ok(self) -> bool:
         return self.properties.get(const.PROPERTY_WAIT_STORE_MSG_OK, "true") != "false"
 
@@ -71,6 +91,13 @@ class Message:
             self.properties.pop(name, None)
         else:
             self.properties[name] = value
+
+
+def _int_or_none(text: str | None) -> int | None:
+    try:
+        return int(text) if text is not None else None
+    except ValueError:
+        return None
 
 
 @dataclass(slots=True, kw_only=True)

@@ -93,6 +93,8 @@ class RequestCode(IntEnum):
     DELETE_ACL_CONFIG = 51
     GET_BROKER_CLUSTER_ACL_INFO = 52
     UPDATE_GLOBAL_WHITE_ADDRS_CONFIG = 53
+    GET_TIMER_CHECK_POINT = 60
+    """RocketMQ 5: a master's timer checkpoint (56 bytes), which its slaves copy."""
     PUT_KV_CONFIG = 100
     GET_KV_CONFIG = 101
     DELETE_KV_CONFIG = 102
@@ -155,6 +157,8 @@ class RequestCode(IntEnum):
     ADD_WRITE_PERM_OF_BROKER = 327
     GET_ALL_PRODUCER_INFO = 328
     DELETE_EXPIRED_COMMITLOG = 329
+    RECALL_MESSAGE = 370
+    """RocketMQ 5: take back a timer message (a delete marker for its slot)."""
     # RocketMQ 5's controller mode: a broker's liveness report (to the controller; also sent
     # oneway to name servers, whose broker table then stays fresh between registrations) ...
     BROKER_HEARTBEAT = 904

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import itertools
 import os
 import re
 from collections.abc import Mapping
@@ -243,6 +244,28 @@ class MessageStoreConfig(PropertiesConfig):
     disk_space_clean_forcibly_ratio: float = field(
         default=0.85, metadata=_key("diskSpaceCleanForciblyRatio")
     )
+    # -- timer messages at any time (RocketMQ 5's keys and defaults; store/timer/) --
+    timer_wheel_enable: bool = field(default=True, metadata=_key("timerWheelEnable"))
+    mapped_file_size_timer_log: int = field(
+        default=100 * 1024 * 1024, metadata=_key("mappedFileSizeTimerLog")
+    )
+    timer_precision_ms: int = field(default=1000, metadata=_key("timerPrecisionMs"))
+    """Rounded down to 100, 200, 500 or 1000 as RocketMQ 5's setter does."""
+    timer_roll_window_slot: int = field(default=3600 * 24 * 2, metadata=_key("timerRollWindowSlot"))
+    timer_flush_interval_ms: int = field(default=1000, metadata=_key("timerFlushIntervalMs"))
+    timer_max_delay_sec: int = field(default=3600 * 24 * 3, metadata=_key("timerMaxDelaySec"))
+    timer_congest_num_each_slot: int = field(
+        default=2**31 - 1, metadata=_key("timerCongestNumEachSlot")
+    )
+    timer_stop_enqueue: bool = field(default=False, metadata=_key("timerStopEnqueue"))
+    timer_stop_dequeue: bool = field(default=False, metadata=_key("timerStopDequeue"))
+    timer_skip_unknown_error: bool = field(default=False, metadata=_key("timerSkipUnknownError"))
+    timer_enable_retry_until_success: bool = field(
+        default=False, metadata=_key("timerEnableRetryUntilSuccess")
+    )
+    timer_progress_log_interval_ms: int = field(
+        default=10_000, metadata=_key("timerProgressLogIntervalMs")
+    )
 
     def __post_init__(self) -> None:
         self.validate()
@@ -335,6 +358,24 @@ class MessageStoreConfig(PropertiesConfig):
                 f"got {self.access_message_in_memory_max_ratio}"
             )
         parse_delay_levels(self.message_delay_level)
+        self.timer_precision_ms = timer_precision(self.timer_precision_ms)
+        if self.timer_flush_interval_ms <= 0 or self.timer_max_delay_sec <= 0:
+            raise ConfigError("timerFlushIntervalMs and timerMaxDelaySec must be > 0")
+
+    @property
+    def timer_check_path(self) -> Path:
+        """RocketMQ 5's ``config/timercheck`` (``BrokerPathConfigHelper.getTimerCheckPath``)."""
+        return self.config_path / "timercheck"
+
+
+def timer_precision(ms: int) -> int:
+    """``setTimerPrecisionMs``: the largest of 100, 200, 500, 1000 not above ``ms`` (100
+    below it)."""
+    candidates = (100, 200, 500, 1000)
+    for low, high in itertools.pairwise(candidates):
+        if ms < high:
+            return low
+    return candidates[-1]
 
 
 def _field_key(name: str) -> str:

@@ -9,6 +9,7 @@ from mqcore.common import fastjson
 from mqcore.errors import CorruptRecordError
 from mqcore.message.const import SCHEDULE_TOPIC
 from mqcore.store.offline import OfflineStore
+from mqcore.store.timer.offline import TimerFilesState, read_timer_files
 
 
 @dataclass(slots=True)
@@ -79,6 +80,8 @@ class StoreSummary:
     group_offsets: list[GroupOffset] = field(default_factory=list)
     delay_levels: list[DelayLevel] = field(default_factory=list)
     topic_configs: dict[str, dict[str, Any]] = field(default_factory=dict)
+    timer: TimerFilesState | None = None
+    """RocketMQ 5's timer wheel (``store/timer/offline.py``), None without timer files."""
     problems: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
@@ -171,6 +174,10 @@ def summarize(store: OfflineStore) -> StoreSummary:
 
     _group_offsets(store, s, max_offsets)
     _delay_levels(store, s, max_offsets)
+    try:
+        s.timer = read_timer_files(store.root)
+    except OSError as exc:
+        s.problems.append(f"timer files: {exc}")
     try:
         topics = load_config(store, "topics.json") or {}
         s.topic_configs = dict(sorted(topics.get("topicConfigTable", {}).items()))

@@ -58,6 +58,7 @@ def test_local_times_and_rocketmq_format() -> None:
         ("@tomorrow", "bad time '@tomorrow'"),
         ("@-1x", "bad relative time '@-1x'"),
         ("@2026-13-40", "bad time"),
+        ("@", "bad time '@'"),
     ],
 )
 def test_errors_say_what_is_accepted(text: str, needle: str) -> None:

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING
 
 from mqcore.broker.body_check import compressed_body_problem
 from mqcore.broker.send_checks import SendRefused, born_host, msg_check
+from mqcore.broker.timer.recall import recall_handle_of
 from mqcore.broker.transaction import is_half_message, prepare_half_message
 from mqcore.errors import CorruptRecordError
 from mqcore.message.const import (
@@ -36,6 +37,7 @@ from mqcore.message.const import (
     RETRY_GROUP_TOPIC_PREFIX,
     RMQ_SYS_TRANS_HALF_TOPIC,
     SCHEDULE_TOPIC,
+    TIMER_TOPIC,
 )
 from mqcore.message.ids import create_offset_msg_id, create_uniq_key
 from mqcore.message.model import HostAddr, MessageExt
@@ -137,10 +139,13 @@ class SendMessageProcessor:
         if header.batch:
             keys = [m.properties.get(PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX, "") for m in batch]
             uniq_key = ",".join(keys) if any(keys) else ""
+        recall = None
+        if batch[0].topic == TIMER_TOPIC and not header.batch:  # 5.x's attachRecallHandle
+            recall = recall_handle_of(batch[0], self.config.broker_name)
         result = self.ctx.appender.put(batch, wait=wait)
         if self.ctx.appender.must_wait(result, wait):
-            return self._await_durable(request, header, queue_id, uniq_key, result)
-        return self.answer(request, header, queue_id, uniq_key, result, result.status)
+            return self._await_durable(request, header, queue_id, uniq_key, result, recall)
+        return self.answer(request, header, queue_id, uniq_key, result, result.status, recall)
 
     async def _await_durable(
         self,
@@ -149,9 +154,10 @@ class SendMessageProcessor:
         queue_id: int,
         uniq_key: str,
         result: PutResult,
+        recall: str | None = None,
     ) -> RemotingCommand:
         status = await self.ctx.appender.durable(result)
-        return self.answer(request, header, queue_id, uniq_key, result, status)
+        return self.answer(request, header, queue_id, uniq_key, result, status, recall)
 
     # -- checks ---------------------------------------------------------------------------
     def msg_check(self, channel: Channel, header: SendMessageRequestHeader) -> TopicConfig:
@@ -317,8 +323,14 @@ class SendMessageProcessor:
         return out
 
     def rewrite_delay(self, msg: MessageExt) -> MessageExt:
-        """A ``DELAY`` > 0 message goes to ``SCHEDULE_TOPIC_XXXX`` queue ``level - 1`` with
-        ``REAL_TOPIC``/``REAL_QID`` (spec §11; see :mod:`mqcore.broker.schedule`)."""
+        """A timer message (``TIMER_DELIVER_MS``/``TIMER_DELAY_SEC``/``TIMER_DELAY_MS``, due
+        later) goes to ``rmq_sys_wheel_timer`` (RocketMQ 5, :mod:`mqcore.broker.timer`;
+        raises SendRefused); a ``DELAY`` > 0 message to ``SCHEDULE_TOPIC_XXXX`` queue
+        ``level - 1`` with ``REAL_TOPIC``/``REAL_QID`` (spec §11; see
+        :mod:`mqcore.broker.schedule`)."""
+        timer = self.ctx.timer_service
+        if timer is not None and msg.topic != RMQ_SYS_TRANS_HALF_TOPIC:
+            msg = timer.rewrite(msg)
         return self.ctx.schedule_service.rewrite_delay(msg)
 
     # -- the answer -----------------------------------------------------------------------
@@ -330,7 +342,9 @@ class SendMessageProcessor:
         uniq_key: str,
         result: PutResult,
         status: PutStatus,
+        recall: str | None = None,
     ) -> RemotingCommand:
+        """``recall``: a parked timer message's handle (5.x's ``recallHandle`` field)."""
         code, remark = _PUT_CODES.get(status, (ResponseCode.SYSTEM_ERROR, None))
         if code not in _STORED:
             if result.status is not PutStatus.PUT_OK:
@@ -353,6 +367,8 @@ class SendMessageProcessor:
         }
         if uniq_key:
             ext["uniqKey"] = uniq_key
+        if recall:
+            ext["recallHandle"] = recall
         return RemotingCommand.response_to(request, code, remark, ext)
 
 

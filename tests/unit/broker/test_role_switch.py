@@ -19,8 +19,8 @@ from tests.support.inproc import broker_controller
 from tests.support.polling import until
 
 TOPIC = "RoleSwitch"
-MASTER_SERVICES = {"pop-revive", "ha-service", "schedule", "transaction-check"}
-SLAVE_SERVICES = {"learn-stored-topics", "ha-client", "slave-sync"}
+MASTER_SERVICES = {"pop-revive", "ha-service", "schedule", "timer", "transaction-check"}
+SLAVE_SERVICES = {"learn-stored-topics", "ha-client", "slave-sync", "timer-checkpoint-sync"}
 BROKER_SERVICES = {
     "loop-lag-monitor",
     "name-server-registration",

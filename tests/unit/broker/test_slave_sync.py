@@ -367,8 +367,13 @@ async def test_a_slave_synchronizes_every_10_s_from_3_s_after_start(
     monkeypatch.setattr(broker.slave_services.timers, "every", record)
     await broker.start()
     try:
-        [(interval, fn, kw)] = scheduled
+        by_name = {kw["name"]: (interval, fn, kw) for interval, fn, kw in scheduled}
+        assert set(by_name) == {"slave-sync", "timer-checkpoint-sync"}
+        interval, fn, kw = by_name["slave-sync"]
         assert interval == 10_000 and kw["initial_delay_ms"] == 3_000
+        timer_sync = by_name["timer-checkpoint-sync"]  # RocketMQ 5's, on the same schedule
+        assert timer_sync[:2] == (10_000, broker.timer_checkpoint_sync.sync)
+        assert timer_sync[2]["initial_delay_ms"] == 3_000
         sync = broker.slave_sync
         assert fn == sync.sync_all
         assert "slave-sync" in broker.slave_services.timers.names

@@ -1,0 +1,60 @@
+"""A 5.x SDK's delay message through the gRPC access point: its delivery timestamp becomes
+TIMER_DELIVER_MS, the broker parks it in the timer wheel and delivers it at its time."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from grpc import aio
+
+from mqcore.broker.controller import BrokerController
+from mqcore.proxy.grpc_v2 import definition_pb2 as pb
+from mqcore.proxy.grpc_v2 import service_pb2 as spb
+from mqcore.proxy.grpc_v2.service_pb2_grpc import MessagingServiceStub
+from mqcore.proxy.local import LocalAccessPoint
+from mqcore.store.metadata import TopicConfig
+from tests.support import until
+from tests.support.inproc import running_broker
+
+pytestmark = pytest.mark.timeout(60)
+
+CLIENT = (("x-mq-client-id", "timer-client@1"), ("x-mq-language", "PYTHON"))
+
+
+@pytest.fixture
+async def access(tmp_path: Path) -> AsyncIterator[tuple[BrokerController, Any]]:
+    async with running_broker(tmp_path, store={"timer_precision_ms": 200}) as broker:
+        broker.topics.update(TopicConfig("Later", 1, 1))
+        point = LocalAccessPoint(broker, 0)
+        await point.start()
+        try:
+            async with aio.insecure_channel(point.address) as channel:
+                yield broker, MessagingServiceStub(channel)
+        finally:
+            await point.stop()
+
+
+async def test_a_delivery_timestamp_is_a_timer_message(
+    access: tuple[BrokerController, Any],
+) -> None:
+    broker, stub = access
+    deliver = int(time.time() * 1000) + 800
+    sp = pb.SystemProperties(message_id=uuid.uuid4().hex.upper())
+    sp.delivery_timestamp.FromMilliseconds(deliver)
+    msg = pb.Message(topic=pb.Resource(name="Later"), body=b"at last", system_properties=sp)
+    answer = await stub.SendMessage(spb.SendMessageRequest(messages=[msg]), metadata=CLIENT)
+    assert answer.status.code == pb.Code.OK, answer
+    store = broker.store
+    assert store.get_max_offset_in_queue("rmq_sys_wheel_timer", 0) == 1  # parked
+    assert store.get_max_offset_in_queue("Later", 0) == 0
+
+    await until(lambda: store.get_max_offset_in_queue("Later", 0) == 1, 5, "the delivery")
+    delivered = store.look_message(store.get_commit_log_offset_in_queue("Later", 0, 0))
+    assert delivered.body == b"at last"
+    assert delivered.properties["TIMER_DELIVER_MS"] == str(deliver)
+    assert deliver <= delivered.store_timestamp < deliver + 1000
