@@ -4,8 +4,11 @@ the interactive mode through a pseudo-terminal, and one-line errors for bad inpu
 
 from __future__ import annotations
 
+import signal
+import threading
 from typing import Any
 
+import orjson
 import pexpect
 import pytest
 
@@ -139,3 +142,24 @@ def test_bad_input_is_one_line(cluster: Cluster, args: list[str], said: str) -> 
 def test_batch_beyond_32_is_a_usage_error(cluster: Cluster) -> None:
     done = cluster.mq("consume", "-t", "PopAck", "-g", "g", "--pop", "--batch", "33")
     assert done.returncode == 2 and "--batch" in done.stderr
+
+
+def test_following_stops_cleanly_on_sigint(cluster: Cluster) -> None:
+    cluster.mq("produce", "-t", "PopStop", "-q", input="s1\ns2\n", check=True)
+    proc = cluster.spawn("consume", "-t", "PopStop", "-g", "gps", "--pop", "--from", "first",
+                         "--json")  # fmt: skip
+    deadline = threading.Timer(20, proc.kill)  # a reader that never gets its lines
+    deadline.start()
+    try:
+        assert proc.stdout is not None
+        lines = [proc.stdout.readline(), proc.stdout.readline()]
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=20)
+    finally:
+        deadline.cancel()
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 0, err
+    assert sorted(orjson.loads(x)["body"] for x in lines) == ["s1", "s2"] and out == ""
+    assert "2 message(s) from PopStop; 2 acked" in err
