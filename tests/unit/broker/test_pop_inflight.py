@@ -10,6 +10,7 @@ from typing import Any, cast
 import pytest
 
 from mqcore.broker.controller import BrokerController
+from mqcore.broker.metrics_lag import ConsumerLagCalculator
 from mqcore.broker.pop.inflight import InflightCount, PopInflightCounter
 from mqcore.broker.processor import admin_group
 from mqcore.common.metadata import TopicConfig
@@ -161,3 +162,14 @@ async def test_fifo_pop_counts_and_acks_in_order(broker: BrokerController) -> No
     assert (await call(broker, RequestCode.CHANGE_MESSAGE_INVISIBLETIME, change)).code == 0
     assert _counted(broker, now=second.revive_time) == InflightCount(1, 1)  # moved in place
     assert _counted(broker, now=later + 1000) == InflightCount(1, 0)
+
+
+async def test_the_lag_metrics_count_what_is_in_flight(broker: BrokerController) -> None:
+    for body in (b"m1", b"m2", b"m3"):
+        put(broker, "T", 0, body=body)
+    put(broker, "T", 1, body=b"waiting")
+    answer = await call(broker, RequestCode.POP_MESSAGE, pop_fields(queue_id=0, max_nums=2))
+    assert len(receipts(answer)) == 2
+    lag = ConsumerLagCalculator(broker.context).lag_of(GROUP, "T", 2)
+    # queue 0: 1 not popped yet, 2 in flight; queue 1 never popped from: no offset, no lag
+    assert (lag.lag, lag.inflight) == (1, 2)
