@@ -413,7 +413,11 @@ def consume(
         help="With --pop: how long a received message stays invisible (30s, 2m; default 30s).",
     ),
     batch: int | None = typer.Option(
-        None, "--batch", min=1, max=32, help="With --pop: messages per receive (default 16)."
+        None,
+        "--batch",
+        min=1,
+        max=32,
+        help="With --pop: messages per receive (default 16; 1 with -i).",
     ),
     fifo: bool = typer.Option(
         False,
@@ -520,7 +524,7 @@ def consume(
         except TimespecError as exc:
             fail(str(exc))
         spec = PopSpec(
-            topic, group, tag, seconds, batch or 16, fifo,
+            topic, group, tag, seconds, batch or (1 if interactive else 16), fifo,
             from_first=position is not None and position.kind is Kind.FIRST, follow=follow,
             nack_rate=1.0 if nack else fail_rate, interactive=interactive,
         )  # fmt: skip

@@ -11,6 +11,8 @@ order, the queue held until then).
 With ``--interactive`` each message waits for a key: Enter or ``a`` acknowledges it,
 ``s`` skips it (it stays invisible until its time is over, then comes back), ``i 2m``
 gives it a new invisible time from now (``i 0``: visible again at once), ``q`` stops.
+It receives one message at a time unless ``--batch`` says otherwise: the others of a
+batch would stay invisible, their time running, while the operator thinks.
 
 Nothing the command did not print stays hidden: messages received beyond ``--count``, or
 after Ctrl-C, a closed pipe or ``q``, are made visible again at once (invisible time 0),
@@ -201,10 +203,10 @@ async def _answer(
         err_console.print(f"[red]{line}[/]", highlight=False)
         return
     if spec.interactive:
-        err_console.print(_said(decision, spec), highlight=False)
+        err_console.print(_said(decision), highlight=False)
 
 
-def _said(decision: Decision, spec: PopSpec) -> str:
+def _said(decision: Decision) -> str:
     if decision.action == "ack":
         return "acked"
     if decision.action == "skip":

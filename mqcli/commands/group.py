@@ -88,7 +88,8 @@ def list_groups(
         False,
         "--long",
         "-l",
-        help="Also members online and total lag (two calls a group; always with -o wide).",
+        help="Also members online, total lag and, for POP groups, messages in flight (two "
+        "calls a group; always with -o wide).",
     ),
     cluster: str | None = ClusterOpt,
     fmt: str | None = FormatOpt,
@@ -134,8 +135,9 @@ def list_groups(
             print_json(rows)
             return
         cols = ["GROUP", "CONSUME", "BROADCAST", "RETRY-QUEUES", "RETRY-MAX"]
+        popping = long and any(r["inFlight"] is not None for r in rows)
         if long:
-            cols += ["MEMBERS", "TYPE", "MODEL", "LAG"]
+            cols += ["MEMBERS", "TYPE", "MODEL", "LAG"] + (["IN-FLIGHT"] if popping else [])
         drop = ("RETRY-QUEUES", "RETRY-MAX", "BROADCAST", "MODEL", "TYPE", "CONSUME", "MEMBERS")
         table = make_table("Consumer groups", *cols, count=len(rows), drop=drop)
         for r in rows:
@@ -152,7 +154,7 @@ def list_groups(
                     cell(r["consumeType"]),
                     cell(r["messageModel"]),
                     cell(r["lag"]),
-                ]
+                ] + ([cell(r["inFlight"])] if popping else [])
             table.add_row(*values)
         print_table(table, fmt)
         if not show_all:
@@ -162,7 +164,9 @@ def list_groups(
 
 
 async def _group_summary(admin: Admin, group: str) -> dict[str, Any]:
-    out: dict[str, Any] = {"members": 0, "consumeType": None, "messageModel": None, "lag": None}
+    out: dict[str, Any] = {
+        "members": 0, "consumeType": None, "messageModel": None, "lag": None, "inFlight": None,
+    }  # fmt: skip
     try:
         conn = await admin.consumer_connections(group)
         out.update(
@@ -173,9 +177,11 @@ async def _group_summary(admin: Admin, group: str) -> dict[str, Any]:
     except MQError:
         pass
     try:
-        out["lag"] = sum(r.lag for r in await admin.consume_progress(group))
+        rows = await admin.consume_progress(group)
     except MQError:
-        pass
+        return out
+    out["lag"] = sum(r.lag for r in rows)
+    out["inFlight"] = _popped_total(rows, "in_flight")
     return out
 
 

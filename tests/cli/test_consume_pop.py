@@ -69,6 +69,10 @@ def test_count_receives_no_more_and_nacked_ones_stay_in_flight(cluster: Cluster)
     assert [m["body"] for m in rest] == ["2", "3", "4"]
     lag = _lag(cluster, "gpc")
     assert (lag["totalLag"], lag["totalInFlight"], lag["totalInvisible"]) == (0, 3, 3)
+    listed = cluster.json("group", "list", "-l")
+    assert isinstance(listed, list)
+    assert {g["group"]: g["inFlight"] for g in listed}["gpc"] == 3
+    assert "IN-FLIGHT" in cluster.ok("group", "list", "-l")
 
 
 def test_fifo_pop_keeps_the_queue_order(cluster: Cluster) -> None:
