@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import copy
 import random
 import sys
 from collections.abc import Awaitable, Callable
@@ -37,6 +38,7 @@ from mqcore.client import Admin, SimpleConsumer
 from mqcore.client.simple_consumer import receipt
 from mqcore.errors import MQError
 from mqcore.message import MessageExt
+from mqcore.protocol.extra_info import PROPERTY_FIRST_POP_TIME, PROPERTY_POP_CK
 from mqcore.protocol.headers.pop import ConsumeInitMode
 
 __all__ = ["PopSpec", "Tally", "parse_invisible", "pop_consume"]
@@ -44,6 +46,7 @@ __all__ = ["PopSpec", "Tally", "parse_invisible", "pop_consume"]
 FOLLOW_AWAIT = 2.0
 """Seconds the broker holds a receive when nothing is there, while following; Ctrl-C
 waits for a held receive to end (to give back what it got), so this stays short."""
+_RECEIPT_KEYS = frozenset({PROPERTY_POP_CK, PROPERTY_FIRST_POP_TIME})
 MAX_BATCH = 32
 """The most one POP may ask for (the broker refuses more)."""
 HELP = "Enter/a: ack   s: skip (back after its invisible time)   i 2m: new invisible time   q: quit"
@@ -277,6 +280,10 @@ def _show(sink: Sink, msg: MessageExt, decision: Decision | None) -> None:
     r = receipt(msg)
     result = None if decision is None else ("ACK" if decision.action == "ack" else "NACK")
     extra = {"popTime": r.pop_time, "invisibleTime": r.invisible_time}
+    if sink.fmt != "json" and sink.template is None:
+        # the receipt is the client's bookkeeping: a table row shows the message's own
+        msg = copy.copy(msg)
+        msg.properties = {k: v for k, v in msg.properties.items() if k not in _RECEIPT_KEYS}
     sink.emit(msg, r.broker_name, result=result, extra=extra)
 
 

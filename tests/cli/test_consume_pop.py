@@ -44,6 +44,14 @@ def test_pop_acks_what_it_prints(cluster: Cluster) -> None:
     assert "IN-FLIGHT" in table and "INVISIBLE" in table
 
 
+def test_a_table_row_leaves_the_receipt_out(cluster: Cluster) -> None:
+    cluster.mq("produce", "-t", "PopTable", "-q", "-p", "color=blue", input="row\n", check=True)
+    done = cluster.mq("consume", "-t", "PopTable", "-g", "gpt", "--pop", "--from", "first",
+                      "--no-follow", check=True)  # fmt: skip
+    assert "row" in done.stdout and "color=blue" in done.stdout
+    assert "POP_CK" not in done.stdout and "1ST_POP_TIME" not in done.stdout
+
+
 def test_nack_brings_the_message_back_after_its_invisible_time(cluster: Cluster) -> None:
     cluster.mq("produce", "-t", "PopNack", "-q", input="again\n", check=True)
     first, back = _pop(
