@@ -4,6 +4,7 @@ the interactive mode through a pseudo-terminal, and one-line errors for bad inpu
 
 from __future__ import annotations
 
+import io
 import signal
 import threading
 from typing import Any
@@ -11,7 +12,12 @@ from typing import Any
 import orjson
 import pexpect
 import pytest
+from rich.console import Console
 
+from mqcli import tables
+from mqcli.commands import group
+from mqcore.client import QueueProgress
+from mqcore.protocol.bodies import MessageQueue
 from tests.support.cluster import Cluster, json_lines
 from tests.support.polling import until_sync
 from tests.support.processes import MQ
@@ -175,3 +181,23 @@ def test_following_stops_cleanly_on_sigint(cluster: Cluster) -> None:
     assert proc.returncode == 0, err
     assert sorted(orjson.loads(x)["body"] for x in lines) == ["s1", "s2"] and out == ""
     assert "2 message(s) from PopStop; 2 acked" in err
+
+
+@pytest.mark.parametrize("width", [40, 200])
+def test_the_lag_table_keeps_in_flight_on_a_narrow_terminal(
+    width: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    mq = MessageQueue("Orders", "broker-a", 0)
+    rows = [QueueProgress(mq, 100, 90, 1_796_000_000_000, in_flight=7, invisible=5)]
+    doc = group._lag_json("workers", rows, 1_796_000_003_000)
+    assert (doc["totalInFlight"], doc["totalInvisible"]) == (7, 5)
+    out = io.StringIO()
+    terminal = Console(file=out, width=width, color_system=None, force_terminal=True)
+    monkeypatch.setattr(tables, "console", terminal)
+    tables.print_table(group.lag_table("workers", rows, doc, 1_796_000_003_000), "table")
+    text = " ".join(out.getvalue().split())
+    assert "7 in flight" in text and "IN-" in text  # the header may break at its hyphen
+    if width < 60:  # INVISIBLE gives way (after the offsets and the age), IN-FLIGHT stays
+        assert "AGE, INVISIBLE hidden" in text
+    else:
+        assert "INVISIBLE" in text and "hidden" not in text
