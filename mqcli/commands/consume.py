@@ -22,6 +22,9 @@ Modes with a group:
   ``--from last`` is "only messages sent from now on" (kcat's ``-o end``); without
   ``--from`` a new group follows RocketMQ, whose broker answers offset 0 for a young
   queue, so it may read that queue's history.
+* pop (``--pop``): RocketMQ 5's simple consumer, in :mod:`.consume_pop`; the broker keeps
+  the group's place, each printed message is acknowledged (``--nack``: none; ``-i``: the
+  operator decides), and what was received but not printed is given back at once.
 """
 
 from __future__ import annotations
