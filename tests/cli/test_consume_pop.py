@@ -148,6 +148,7 @@ def test_interactive_ack_skip_new_invisible_time_and_quit(cluster: Cluster) -> N
         (["-g", "g", "--pop", "--from", "42"], "--from does not go with --pop"),
         (["-g", "g", "--pop", "-i", "--nack"], "-i answers for each message itself"),
         (["-g", "g", "--pop", "-i"], "needs a terminal"),
+        (["-g", "g", "--pop", "-t", "PopNoSuchTopic"], "no route for topic PopNoSuchTopic"),
     ],
 )
 def test_bad_input_is_one_line(cluster: Cluster, args: list[str], said: str) -> None:
