@@ -36,8 +36,9 @@ from mqcli.output import err_console, fail
 from mqcli.timespec import TimespecError, parse_duration
 from mqcore.client import Admin, SimpleConsumer
 from mqcore.client.simple_consumer import receipt
-from mqcore.errors import MQError
+from mqcore.errors import MQBrokerError, MQError
 from mqcore.message import MessageExt
+from mqcore.protocol import ResponseCode
 from mqcore.protocol.extra_info import PROPERTY_FIRST_POP_TIME, PROPERTY_POP_CK
 from mqcore.protocol.headers.pop import ConsumeInitMode
 
@@ -246,7 +247,7 @@ async def pop_consume(
             if sink.limit is not None:
                 want = min(want, sink.limit - sink.count)
             # A stop meanwhile lets a held receive end: what it got is given back below.
-            msgs = await consumer.receive(want)
+            msgs = await _receive(consumer, want)
             if not msgs:
                 empty += 1
                 if not spec.follow and empty >= brokers:
@@ -272,6 +273,19 @@ async def pop_consume(
                     break
                 await _answer(consumer, msg, decision, spec, tally)
     return tally
+
+
+async def _receive(consumer: SimpleConsumer, want: int) -> list[MessageExt]:
+    """One receive; a broker that does not know POP (RocketMQ 4.x) says what to do."""
+    try:
+        return await consumer.receive(want)
+    except MQBrokerError as exc:
+        if exc.code == ResponseCode.REQUEST_CODE_NOT_SUPPORTED:
+            exc.hint = (
+                "this broker does not serve POP (RocketMQ 4.x): drop --pop to consume "
+                "with the push or pull consumer"
+            )
+        raise
 
 
 def _show(sink: Sink, msg: MessageExt, decision: Decision | None) -> None:
