@@ -22,6 +22,9 @@ Modes with a group:
   ``--from last`` is "only messages sent from now on" (kcat's ``-o end``); without
   ``--from`` a new group follows RocketMQ, whose broker answers offset 0 for a young
   queue, so it may read that queue's history.
+* pop (``--pop``): RocketMQ 5's simple consumer, in :mod:`.consume_pop`; the broker keeps
+  the group's place, each printed message is acknowledged (``--nack``: none; ``-i``: the
+  operator decides), and what was received but not printed is given back at once.
 """
 
 from __future__ import annotations
@@ -29,30 +32,23 @@ from __future__ import annotations
 import asyncio
 import codecs
 import contextlib
-import os
 import random
-import signal
-import sys
 import time
-from collections.abc import Callable
 from typing import Any
 
-import orjson
 import typer
 
 from mqcli.commands.admin_util import check_group, complete_group, complete_topic
 from mqcli.commands.consume_look import Look, PipeClosed, look, parse_queue_pick
+from mqcli.commands.consume_pop import PopSpec, check_pop_flags, parse_invisible, run_pop
+from mqcli.commands.consume_sink import Sink
+from mqcli.commands.consume_stop import install_stop
 from mqcli.connect import NamesrvOpt, config_dir, resolve_namesrv, run_async
 from mqcli.credentials import client_config
 from mqcli.output import err_console, fail
 from mqcli.reachability import BrokerReachability
 from mqcli.render import (
-    MESSAGE_HEADERS,
-    MESSAGE_HEADERS_WIDE,
     broker_of,
-    message_json,
-    message_row,
-    preview,
 )
 from mqcli.template import Template, TemplateError, compile_template
 from mqcli.timespec import Kind, Position, TimespecError, parse_position
@@ -77,97 +73,6 @@ FORMATS = ("table", "json", "wide")
 IDLE_ASSIGNMENT_GRACE = 5.0
 """Seconds ``--no-follow`` waits for rebalance to hand this member a queue."""
 CHECK_INTERVAL = 0.2
-MIN_WIDTHS = {
-    "QUEUE": 16, "OFFSET": 6, "TAGS": 8, "KEYS": 8, "PROPERTIES": 10, "RETRY": 5,
-    "STORE-TIME": 23, "UNIQ-KEY": 32, "MSG-ID": 32,
-}  # fmt: skip
-
-
-class Sink:
-    """Prints messages in the chosen format and counts them against ``--count``."""
-
-    def __init__(
-        self,
-        fmt: str,
-        template: Template | None,
-        charset: str,
-        limit: int | None,
-        show_result: bool,
-        quiet: bool = False,
-    ) -> None:
-        self.fmt = fmt
-        self.quiet = quiet
-        # In a pipe the body is never cut to a preview (nothing asked for a fitted view).
-        self.whole_body = not sys.stdout.isatty()
-        self.template = template
-        self.charset = charset
-        self.limit = limit
-        self.show_result = show_result
-        self.count = 0
-        self.pipe_closed = False
-        """Standard output's reader went away (``| head``)."""
-        self._header = False
-        self._widths: list[int] = []
-
-    @property
-    def full(self) -> bool:
-        return self.limit is not None and self.count >= self.limit
-
-    def emit(self, msg: MessageExt, broker: str | None, nack: bool = False) -> None:
-        """Print ``msg``; raises :class:`PipeClosed` (the message not counted) when
-        standard output's reader is gone."""
-        if self.quiet:
-            self.count += 1
-            return
-        try:
-            self._write(msg, broker, nack)
-        except BrokenPipeError:
-            _silence_stdout()
-            self.pipe_closed = True
-            raise PipeClosed from None
-        self.count += 1
-
-    def _write(self, msg: MessageExt, broker: str | None, nack: bool) -> None:
-        out = sys.stdout
-        if self.template is not None:
-            out.write(self.template.render(msg, charset=self.charset, broker=broker))
-        elif self.fmt == "json":
-            obj = message_json(msg, charset=self.charset)
-            obj["brokerName"] = broker
-            if self.show_result:
-                obj["consumeResult"] = "RECONSUME_LATER" if nack else "CONSUME_SUCCESS"
-            out.write(orjson.dumps(obj, option=orjson.OPT_NON_STR_KEYS).decode() + "\n")
-        else:
-            wide = self.fmt == "wide"
-            cells = message_row(msg, broker=broker, wide=wide, charset=self.charset)
-            if self.whole_body:
-                cells[-1] = preview(msg.body, 0, self.charset)
-            headers = list(MESSAGE_HEADERS_WIDE if wide else MESSAGE_HEADERS)
-            if not wide and msg.reconsume_times:
-                cells[0] += f" retry={msg.reconsume_times}"
-            if self.show_result:
-                headers.insert(0, "RESULT")
-                cells.insert(0, "NACK" if nack else "ACK")
-            if not self._header:
-                self._header = True
-                self._widths = [max(len(h), MIN_WIDTHS.get(h, 0)) for h in headers[:-1]]
-                out.write(self._line(headers))
-            out.write(self._line(cells))
-        out.flush()
-
-    def _line(self, cells: list[str]) -> str:
-        for i, cell in enumerate(cells[:-1]):
-            self._widths[i] = max(self._widths[i], min(len(cell), 40))
-        head = "  ".join(c.ljust(w) for c, w in zip(cells[:-1], self._widths, strict=True))
-        return f"{head}  {cells[-1]}\n"
-
-
-def _silence_stdout() -> None:
-    """Point standard output at /dev/null, so the flush at exit does not fail again."""
-    with contextlib.suppress(OSError):
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        os.close(devnull)
 
 
 class ClientFilter:
@@ -233,27 +138,6 @@ class EndWatch:
         return True
 
 
-def _install_stop(stop: asyncio.Event, hits: list[int]) -> Callable[[], None]:
-    """SIGINT/SIGTERM set ``stop`` (clean commit); a second Ctrl-C exits at once."""
-    loop = asyncio.get_running_loop()
-
-    def handler() -> None:
-        hits[0] += 1
-        if hits[0] > 1:
-            err_console.print("interrupted again: exiting without committing")
-            raise SystemExit(130)
-        stop.set()
-
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, handler)
-
-    def remove() -> None:
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            loop.remove_signal_handler(sig)
-
-    return remove
-
-
 async def _wait(stop: asyncio.Event, watch: EndWatch | None) -> None:
     while not stop.is_set():
         with contextlib.suppress(TimeoutError):
@@ -269,7 +153,7 @@ async def _consume(opts: dict[str, Any], sink: Sink) -> tuple[int, bool]:
     group: str = opts["group"]
     stop = asyncio.Event()
     signals = [0]
-    remove_handlers = _install_stop(stop, signals)
+    remove_handlers = install_stop(stop, signals)
     admin = Admin(opts["namesrv"], client_config=client_config())
     await admin.start()
     consumer: PushConsumer | LitePullConsumer | None = None
@@ -507,9 +391,50 @@ def consume(
     ),
     charset: str = typer.Option("utf-8", "--charset", help="Decode bodies with this charset."),
     fail_rate: float = typer.Option(
-        0.0, "--fail-rate", min=0.0, max=1.0, help="Answer RECONSUME_LATER this often (push)."
+        0.0,
+        "--fail-rate",
+        min=0.0,
+        max=1.0,
+        help="Answer RECONSUME_LATER this often (push); with --pop, leave that many unacked.",
     ),
-    nack: bool = typer.Option(False, "--nack", help="Answer RECONSUME_LATER always (push)."),
+    nack: bool = typer.Option(
+        False,
+        "--nack",
+        help="Answer RECONSUME_LATER always (push); with --pop, never ack: the messages come "
+        "back once their invisible time is over.",
+    ),
+    pop: bool = typer.Option(
+        False,
+        "--pop",
+        help="Simple consumer (RocketMQ 5's POP): the broker hands each message out "
+        "invisible to the rest of the group; what is printed is acked (see --nack, -i).",
+    ),
+    invisible: str | None = typer.Option(
+        None,
+        "--invisible",
+        metavar="DURATION",
+        help="With --pop: how long a received message stays invisible (30s, 2m; default 30s).",
+    ),
+    batch: int | None = typer.Option(
+        None,
+        "--batch",
+        min=1,
+        max=32,
+        help="With --pop: messages per receive (default 16; 1 with -i).",
+    ),
+    fifo: bool = typer.Option(
+        False,
+        "--fifo",
+        help="With --pop: FIFO, each queue in order; a message not acked holds its queue "
+        "until its invisible time is over.",
+    ),
+    interactive: bool = typer.Option(
+        False,
+        "--interactive",
+        "-i",
+        help="With --pop: for each message, ask: ack, skip (it stays invisible), a new "
+        "invisible time, or quit.",
+    ),
     max_reconsume: int = typer.Option(
         -1, "--max-reconsume-times", help="Retries before the DLQ (default 16)."
     ),
@@ -524,7 +449,9 @@ def consume(
     """Print messages of TOPIC as they arrive.
 
     Stops after --count, at the end with --no-follow, or on Ctrl-C, committing offsets
-    first (exit 0). Messages beyond --count are not acknowledged.
+    first (exit 0). Messages beyond --count are not acknowledged. With --pop the broker
+    keeps the group's place: printed messages are acked one by one, and the ones received
+    but not printed are made visible again at once.
 
     Examples:
       mq consume -t Orders --no-follow | head
@@ -534,6 +461,9 @@ def consume(
       mq consume -t Orders -g audit --nack --max-reconsume-times 2
       mq consume -t Orders -g audit --trace
       mq consume -t Orders -g drain --from first --no-follow -q
+      mq consume -t Orders -g workers --pop --invisible 1m --batch 8
+      mq consume -t Orders -g workers --pop --nack --invisible 5s --count 3
+      mq consume -t Orders -g workers --pop --fifo -i
     """
     if group is not None:
         check_group(group)
@@ -559,11 +489,18 @@ def consume(
     except (TemplateError, TimespecError, FilterSyntaxError) as exc:
         fail(str(exc))
     failing = nack or fail_rate > 0
+    pop_only = {
+        "--invisible": invisible is not None, "--batch": batch is not None,
+        "--fifo": fifo, "--interactive": interactive,
+    }  # fmt: skip
+    for name, given in pop_only.items():
+        if given and not pop:
+            fail(f"{name} goes with --pop", hint="add --pop (RocketMQ 5's simple consumer)")
     if group is None:
         grouped = {
             "--push": push, "--pull": pull, "--broadcast": broadcast, "--no-ack": not ack,
             "--nack/--fail-rate": failing, "--max-reconsume-times": max_reconsume != -1,
-            "--trace": trace,
+            "--trace": trace, "--pop": pop,
         }  # fmt: skip
         for name, given in grouped.items():
             if given:
@@ -576,6 +513,26 @@ def consume(
             "--queue and --until read without a group",
             hint="drop -g (a quick look commits nothing), or use --from with the group",
         )
+    if pop:
+        check_pop_flags({
+            "--push": push, "--pull": pull, "--broadcast": broadcast, "--no-ack": not ack,
+            "--sql": sql is not None, "--trace": trace,
+            "--max-reconsume-times": max_reconsume != -1,
+            "--from": position is not None and position.kind not in (Kind.FIRST, Kind.LAST),
+        })  # fmt: skip
+        if interactive and (failing or quiet):
+            fail("-i answers for each message itself", hint="drop --nack/--fail-rate/-q")
+        try:
+            seconds = parse_invisible(invisible) if invisible is not None else 30.0
+        except TimespecError as exc:
+            fail(str(exc))
+        spec = PopSpec(
+            topic, group, tag, seconds, batch or (1 if interactive else 16), fifo,
+            from_first=position is not None and position.kind is Kind.FIRST, follow=follow,
+            nack_rate=1.0 if nack else fail_rate, interactive=interactive,
+        )  # fmt: skip
+        run_pop(resolve_namesrv(namesrv), spec, Sink(fmt, tmpl, charset, count, failing, quiet))
+        return
     needs_pull = (not ack) or _seeks(position)
     if failing and (pull or needs_pull):
         fail("--fail-rate/--nack need the push consumer (its listener answers RECONSUME_LATER)")
@@ -640,7 +597,7 @@ def _quick_look(
     async def run() -> bool:
         stop = asyncio.Event()
         hits = [0]
-        remove = _install_stop(stop, hits)
+        remove = install_stop(stop, hits)
         try:
             await look(addr, spec, sink, stop)
         finally:

@@ -67,6 +67,13 @@ LAG_CAVEAT = (
 )
 
 
+POP_NOTE = (
+    "POP: CONSUMER-OFFSET is where the next pop starts; IN-FLIGHT was handed out and not "
+    "acked, INVISIBLE is the part of it not yet due back (the rest returns at the next "
+    "revive)"
+)
+
+
 def _is_system_group(name: str) -> bool:
     return name in SYSTEM_GROUPS or name.startswith("CID_RMQ_SYS_")
 
@@ -81,7 +88,8 @@ def list_groups(
         False,
         "--long",
         "-l",
-        help="Also members online and total lag (two calls a group; always with -o wide).",
+        help="Also members online, total lag and, for POP groups, messages in flight (two "
+        "calls a group; always with -o wide).",
     ),
     cluster: str | None = ClusterOpt,
     fmt: str | None = FormatOpt,
@@ -127,8 +135,9 @@ def list_groups(
             print_json(rows)
             return
         cols = ["GROUP", "CONSUME", "BROADCAST", "RETRY-QUEUES", "RETRY-MAX"]
+        popping = long and any(r["inFlight"] is not None for r in rows)
         if long:
-            cols += ["MEMBERS", "TYPE", "MODEL", "LAG"]
+            cols += ["MEMBERS", "TYPE", "MODEL", "LAG"] + (["IN-FLIGHT"] if popping else [])
         drop = ("RETRY-QUEUES", "RETRY-MAX", "BROADCAST", "MODEL", "TYPE", "CONSUME", "MEMBERS")
         table = make_table("Consumer groups", *cols, count=len(rows), drop=drop)
         for r in rows:
@@ -145,7 +154,7 @@ def list_groups(
                     cell(r["consumeType"]),
                     cell(r["messageModel"]),
                     cell(r["lag"]),
-                ]
+                ] + ([cell(r["inFlight"])] if popping else [])
             table.add_row(*values)
         print_table(table, fmt)
         if not show_all:
@@ -155,7 +164,9 @@ def list_groups(
 
 
 async def _group_summary(admin: Admin, group: str) -> dict[str, Any]:
-    out: dict[str, Any] = {"members": 0, "consumeType": None, "messageModel": None, "lag": None}
+    out: dict[str, Any] = {
+        "members": 0, "consumeType": None, "messageModel": None, "lag": None, "inFlight": None,
+    }  # fmt: skip
     try:
         conn = await admin.consumer_connections(group)
         out.update(
@@ -166,21 +177,35 @@ async def _group_summary(admin: Admin, group: str) -> dict[str, Any]:
     except MQError:
         pass
     try:
-        out["lag"] = sum(r.lag for r in await admin.consume_progress(group))
+        rows = await admin.consume_progress(group)
     except MQError:
-        pass
+        return out
+    out["lag"] = sum(r.lag for r in rows)
+    out["inFlight"] = _popped_total(rows, "in_flight")
     return out
 
 
 # -- lag -------------------------------------------------------------------------------------
 
 
+def _popped_total(rows: list[QueueProgress], field: str) -> int | None:
+    """The sum of a POP figure over the queues that report it; None when none does
+    (no POP on them since their brokers started, or brokers that do not count)."""
+    values = [getattr(r, field) for r in rows if getattr(r, field) is not None]
+    return sum(values) if values else None
+
+
 def _lag_json(group: str, rows: list[QueueProgress], now_ms: int) -> dict[str, Any]:
+    """`mq group lag --json`. For POP queues ``consumerOffset`` is the pop offset, and
+    ``inFlight`` / ``invisible`` say what is handed out and not acked, and how much of
+    that is not yet due back (null on queues nobody popped from)."""
     return {
         "group": group,
         "timestamp": now_ms,
         "totalLag": sum(r.lag for r in rows),
         "maxAgeMs": max((r.age_ms(now_ms) for r in rows), default=0),
+        "totalInFlight": _popped_total(rows, "in_flight"),
+        "totalInvisible": _popped_total(rows, "invisible"),
         "queues": [
             {
                 "topic": r.mq.topic,
@@ -192,6 +217,8 @@ def _lag_json(group: str, rows: list[QueueProgress], now_ms: int) -> dict[str, A
                 "ageMs": r.age_ms(now_ms),
                 "lastTimestamp": r.last_timestamp,
                 "firstUnconsumedTimestamp": r.first_unconsumed_ts,
+                "inFlight": r.in_flight,
+                "invisible": r.invisible,
             }
             for r in rows
         ],
@@ -200,33 +227,40 @@ def _lag_json(group: str, rows: list[QueueProgress], now_ms: int) -> dict[str, A
 
 def lag_table(group: str, rows: list[QueueProgress], doc: dict[str, Any], now_ms: int) -> Table:
     """`mq group lag`'s table: the queue (topic, broker, id) and its lag always show; the
-    offsets, the age and the last consumed time give way on a narrow terminal."""
-    table = make_table(
+    offsets, the age and the last consumed time give way on a narrow terminal. A group
+    that consumes by POP also gets IN-FLIGHT and INVISIBLE (``-`` on queues nobody
+    popped from), and the title says how many are in flight."""
+    popping = doc.get("totalInFlight") is not None
+    title = (
         f"Lag of {escape(group)} · {doc['totalLag']} messages behind · oldest "
-        f"waiting {fmt_age(doc['maxAgeMs'])}",
-        "TOPIC",
-        "BROKER",
-        "QUEUE",
-        "BROKER-OFFSET",
-        "CONSUMER-OFFSET",
-        "LAG",
+        f"waiting {fmt_age(doc['maxAgeMs'])}"
+    )
+    columns = ["TOPIC", "BROKER", "QUEUE", "BROKER-OFFSET", "CONSUMER-OFFSET", "LAG"]
+    if popping:
+        title += f" · {doc['totalInFlight']} in flight"
+        columns += ["IN-FLIGHT", "INVISIBLE"]
+    table = make_table(
+        title,
+        *columns,
         "AGE",
         "LAST-CONSUMED",
         count=len(rows),
-        drop=("LAST-CONSUMED", "BROKER-OFFSET", "CONSUMER-OFFSET", "AGE"),
+        drop=("LAST-CONSUMED", "BROKER-OFFSET", "CONSUMER-OFFSET", "AGE", "INVISIBLE"),
     )
     for r in rows:
         behind = r.lag > 0
-        table.add_row(
+        cells = [
             escape(r.mq.topic),
             escape(r.mq.broker_name),
             str(r.mq.queue_id),
             str(r.broker_offset),
             str(r.consumer_offset) if r.consumer_offset >= 0 else "-",
             f"[yellow]{r.lag}[/]" if behind else "0",
-            fmt_age(r.age_ms(now_ms)) if behind else "-",
-            fmt_ts(r.last_timestamp),
-        )
+        ]
+        if popping:
+            cells += [cell(r.in_flight), cell(r.invisible)]
+        cells += [fmt_age(r.age_ms(now_ms)) if behind else "-", fmt_ts(r.last_timestamp)]
+        table.add_row(*cells)
     return table
 
 
@@ -240,7 +274,9 @@ def lag(
     namesrv: str | None = NamesrvOpt,
 ) -> None:
     """How far a group is behind, per queue: in messages and in age (how long the oldest
-    unconsumed message has waited).
+    unconsumed message has waited). For a group that consumes by POP (mq consume --pop,
+    RocketMQ 5's simple consumers) also what is in flight: handed out and not acked, and
+    how much of it is still invisible.
 
     Examples:
       mq group lag billing
@@ -267,6 +303,8 @@ def lag(
                 print_table(table, fmt)
                 if doc["totalLag"]:
                     note(LAG_CAVEAT)
+                if doc["totalInFlight"] is not None:
+                    note(POP_NOTE)
 
             await watch(interval, sample, as_json=as_json)
 

@@ -185,6 +185,10 @@ class GroupQueueRow:
     broker_offset: int
     consumer_offset: int
     last_consume_ms: int = 0
+    in_flight: int | None = None
+    """POP: handed out and not acknowledged (None: nobody popped from the queue)."""
+    invisible: int | None = None
+    """POP: the part of ``in_flight`` not yet due back."""
 
     @property
     def lag(self) -> int:
@@ -230,6 +234,20 @@ class GroupDetail:
     members: list[Member] = field(default_factory=list)
     queues: list[GroupQueueRow] = field(default_factory=list)
     error: str | None = None
+
+    @property
+    def popping(self) -> bool:
+        """Some queue of the group is consumed by POP (its broker counts what is in
+        flight there)."""
+        return any(q.in_flight is not None for q in self.queues)
+
+    @property
+    def in_flight(self) -> int:
+        return sum(q.in_flight or 0 for q in self.queues)
+
+    @property
+    def invisible(self) -> int:
+        return sum(q.invisible or 0 for q in self.queues)
 
 
 @dataclass(slots=True)

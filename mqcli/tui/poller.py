@@ -489,6 +489,8 @@ class ClusterPoller:
                 p.broker_offset,
                 p.consumer_offset,
                 p.last_timestamp,
+                p.in_flight,
+                p.invisible,
             )
             for p in progress
         ]

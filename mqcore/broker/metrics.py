@@ -206,9 +206,9 @@ class BrokerMetrics:
             system = bool_label(is_system_topic(row.topic) or is_system_group(row.group))
             values = (row.group, row.topic, "false", system)
             waited = row.latency_ms(now)
-            lag.add(row.lag, *values)
+            lag.add(row.lag + row.inflight, *values)
             latency.add(waited, *values)
-            inflight.add(0, *values)  # no POP: pulled is committed (see metrics_lag)
+            inflight.add(row.inflight, *values)  # POP only: a pull is committed (metrics_lag)
             queueing.add(waited, *values)
             ready.add(row.lag, *values)
 

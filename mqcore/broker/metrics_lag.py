@@ -12,10 +12,12 @@ alert, and RocketMQ 5 stops reporting it then; mq also takes every pair with com
 offsets (consumerOffset.json), so an offline group keeps its lag series. Retry topics
 are left out and topics neither readable nor writable skipped, as there.
 
-mq has no POP consumption, so what RocketMQ 5 reports for a pull consumer is what is
-reported here: the pull offset is the committed offset (RocketMQ 5 keeps pull offsets
-for POP only), so nothing is in flight, the ready messages are the lag and the queueing
-latency is the lag latency.
+For a pull or push consumer, what RocketMQ 5 reports is what is reported here: the pull
+offset is the committed offset (RocketMQ 5 keeps pull offsets for POP only), so nothing
+is in flight, the ready messages are the lag and the queueing latency is the lag
+latency. For a group that pops, the committed offset is the pop offset, and the
+messages handed out and not acknowledged (:mod:`mqcore.broker.pop.inflight`) are in
+flight; RocketMQ 5 counts them into the lag too, and so does the exporter.
 """
 
 from __future__ import annotations
@@ -50,6 +52,9 @@ class ConsumerLag:
     """Messages stored and not consumed (committed) yet."""
     earliest_unconsumed_ms: int
     """Store time of the oldest of them; 0 when there are none."""
+    inflight: int = 0
+    """POP: handed out and not acknowledged (behind the committed offset, so not in
+    ``lag``)."""
 
     def latency_ms(self, now_ms: int) -> int:
         """How long the oldest unconsumed message has waited (0 when caught up)."""
@@ -104,7 +109,13 @@ class ConsumerLagCalculator:
         committed = self.ctx.offsets.table.get(f"{topic}{TOPIC_GROUP_SEPARATOR}{group}", {})
         total = 0
         earliest = 0
+        inflight = 0
+        counter = self.ctx.pop.inflight
+        now = now_ms()
         for queue_id in range(queues):
+            popped = counter.count(topic, group, queue_id, now)
+            if popped is not None:
+                inflight += popped.in_flight
             offset = committed.get(queue_id)
             if offset is None:
                 continue
@@ -116,7 +127,7 @@ class ConsumerLagCalculator:
             stored = store.get_message_store_timestamp(topic, queue_id, offset)
             if stored > 0 and (earliest == 0 or stored < earliest):
                 earliest = stored
-        return ConsumerLag(group, topic, total, earliest)
+        return ConsumerLag(group, topic, total, earliest, inflight)
 
 
 def now_ms() -> int:

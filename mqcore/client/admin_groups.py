@@ -10,6 +10,7 @@ written directly, as mqadmin's offline reset does).
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -53,13 +54,21 @@ __all__ = ["GroupAdmin", "QueueProgress", "ResetRow"]
 @dataclass(frozen=True, slots=True)
 class QueueProgress:
     """One queue of a group's progress; ``lag`` is never negative. ``first_unconsumed_ts``
-    (store time of the next message to consume) is filled when asked for (``with_age``)."""
+    (store time of the next message to consume) is filled when asked for (``with_age``).
+
+    For a queue the group consumes by POP, ``consumer_offset`` is its pop offset (what a
+    pop hands out next) and the broker also says how many messages are ``in_flight``
+    (handed out, not acknowledged) and how many of those are still ``invisible``; both
+    are None for a queue nobody popped from since its broker started, and from brokers
+    that do not count them (RocketMQ's)."""
 
     mq: MessageQueue
     broker_offset: int
     consumer_offset: int
     last_timestamp: int
     first_unconsumed_ts: int | None = None
+    in_flight: int | None = None
+    invisible: int | None = None
 
     @property
     def lag(self) -> int:
@@ -132,7 +141,14 @@ class GroupAdmin:
 
         stats = await self._link.each((await self._link.master_addrs()).values(), one)
         rows = [
-            QueueProgress(mq, w.broker_offset, w.consumer_offset, w.last_timestamp)
+            QueueProgress(
+                mq,
+                w.broker_offset,
+                w.consumer_offset,
+                w.last_timestamp,
+                in_flight=w.pop_in_flight,
+                invisible=w.pop_invisible,
+            )
             for s in stats
             if s is not None
             for mq, w in s.offset_table.items()
@@ -160,8 +176,7 @@ class GroupAdmin:
             return row
         if not result.messages:
             return row
-        ts = result.messages[0].store_timestamp
-        return QueueProgress(row.mq, row.broker_offset, row.consumer_offset, row.last_timestamp, ts)
+        return dataclasses.replace(row, first_unconsumed_ts=result.messages[0].store_timestamp)
 
     async def consumer_connections(self, group: str) -> ConsumerConnection:
         """GET_CONSUMER_CONNECTION_LIST: the group's live clients and subscriptions.

@@ -145,26 +145,33 @@ class ClusterExporter:
     async def _lags(
         self, addr: str, stats_list: list[dict[str, list[ConsumeStats]]]
     ) -> list[GroupLag]:
-        """Per group and topic (retry topics left out): the lag summed over queues and
-        the earliest store time of a lagging queue's next message."""
-        rows: list[tuple[str, str, list[tuple[MessageQueue, int]], int]] = []
+        """Per group and topic (retry topics left out): the lag summed over queues, the
+        earliest store time of a lagging queue's next message, and what a POP group has
+        in flight (mq brokers count it; RocketMQ 4.x ones say nothing: 0)."""
+        rows: list[tuple[str, str, list[tuple[MessageQueue, int]], int, int]] = []
         for entry in stats_list:
             for group, per_topic in entry.items():
                 by_topic: dict[str, list[tuple[MessageQueue, int]]] = {}
                 totals: dict[str, int] = {}
+                popped: dict[str, int] = {}
                 for stats in per_topic:
                     for mq, wrapper in stats.offset_table.items():
                         if mq.topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
                             continue
                         behind = max(0, wrapper.broker_offset - wrapper.consumer_offset)
                         totals[mq.topic] = totals.get(mq.topic, 0) + behind
+                        popped[mq.topic] = popped.get(mq.topic, 0) + (wrapper.pop_in_flight or 0)
                         if behind:
                             by_topic.setdefault(mq.topic, []).append((mq, wrapper.consumer_offset))
-                rows += [(group, t, by_topic.get(t, []), total) for t, total in totals.items()]
-        earliest = await asyncio.gather(*(self._earliest(addr, queues) for *_, queues, _ in rows))
+                rows += [
+                    (group, t, by_topic.get(t, []), total, popped[t]) for t, total in totals.items()
+                ]
+        earliest = await asyncio.gather(
+            *(self._earliest(addr, queues) for _, _, queues, _, _ in rows)
+        )
         return [
-            GroupLag(group, topic, total, first)
-            for (group, topic, _, total), first in zip(rows, earliest, strict=True)
+            GroupLag(group, topic, total, first, inflight)
+            for (group, topic, _, total, inflight), first in zip(rows, earliest, strict=True)
         ]
 
     async def _earliest(self, addr: str, queues: list[tuple[MessageQueue, int]]) -> int:

@@ -55,6 +55,8 @@ class GroupLag:
     lag: int
     earliest_unconsumed_ms: int = 0
     """Store time of the oldest unconsumed message (0: none, or not known)."""
+    inflight: int = 0
+    """POP: handed out and not acknowledged (behind the committed offset, not in ``lag``)."""
 
 
 @dataclass
@@ -139,9 +141,9 @@ def _lag(broker: BrokerFigures, metrics: MetricSet, node: tuple[str, str], now: 
         system = bool_label(is_system_topic(row.topic) or is_system_group(row.group))
         values = (*node, row.group, row.topic, "false", system)
         waited = max(0, now - row.earliest_unconsumed_ms) if row.earliest_unconsumed_ms else 0
-        lag.add(row.lag, *values)
+        lag.add(row.lag + row.inflight, *values)  # as RocketMQ 5 counts a POP group's lag
         latency.add(waited, *values)
-        inflight.add(0, *values)
+        inflight.add(row.inflight, *values)
         queueing.add(waited, *values)
         ready.add(row.lag, *values)
 

@@ -1,5 +1,6 @@
 """The consumer groups view: lag per group with a trend, and the highlighted group's
-members and per-queue progress."""
+members and per-queue progress (for a group that consumes by POP, also what each queue
+has in flight and invisible)."""
 
 from __future__ import annotations
 
@@ -22,8 +23,8 @@ from mqcli.tui.widgets.message_detail import fmt_ms
 from mqcore.message.const import RETRY_GROUP_TOPIC_PREFIX
 
 __all__ = [
-    "GROUP_COLUMNS", "NARROW_GROUP_COLUMNS", "NARROW_QUEUE_COLUMNS", "QUEUE_COLUMNS",
-    "GroupsScreen",
+    "GROUP_COLUMNS", "NARROW_GROUP_COLUMNS", "NARROW_QUEUE_COLUMNS", "POP_QUEUE_COLUMNS",
+    "QUEUE_COLUMNS", "GroupsScreen",
 ]  # fmt: skip
 
 GROUP_COLUMNS = [
@@ -47,13 +48,19 @@ NARROW_QUEUE_COLUMNS = [
     ("last", "LAST"),
 ]  # fmt: skip
 """Half of 80 columns: which queue, how far behind, since when."""
+POP_QUEUE_COLUMNS = [
+    ("in_flight", "IN FLIGHT"), ("invisible", "INVISIBLE"),
+]  # fmt: skip
+"""After LAG for a POP group: handed out and not acked, and the part not yet due back."""
+NARROW_POP_QUEUE_COLUMNS = [("in_flight", "IN FLIGHT")]
 
 
 class GroupsScreen(ViewScreen):
     """Groups (model, topics, queues, total lag, trend); groups whose lag grew over the
     last polls are highlighted in red. The highlighted group's subscription, members and
     per-queue broker offset / consumer offset / lag / last consume time come from
-    GET_CONSUME_STATS, polled for that group only."""
+    GET_CONSUME_STATS, polled for that group only; for a POP group, also each queue's
+    messages in flight and invisible, and their totals beside the subscription."""
 
     TITLE = "Groups"
     BINDINGS: ClassVar[list[BindingType]] = [
@@ -132,6 +139,11 @@ class GroupsScreen(ViewScreen):
             (detail.name, "bold"), f"  model {detail.model}  type {detail.consume_type}\n",
             f"subscriptions: {subs}",
         )  # fmt: skip
+        if detail.popping:
+            text.append(
+                f"\nPOP: {fmt_int(detail.in_flight)} in flight, "
+                f"{fmt_int(detail.invisible)} invisible"
+            )
         if detail.error:
             text.append(f"\n{detail.error}", style="red")
         info.update(text)
@@ -139,7 +151,7 @@ class GroupsScreen(ViewScreen):
             {m.client_id: (m.client_id, m.addr, m.language, m.version) for m in detail.members}
         )
         queues.title = f"Queues of {detail.name}"
-        spec = NARROW_QUEUE_COLUMNS if self.narrow else QUEUE_COLUMNS
+        spec = self._queue_spec(detail.popping)
         queues.set_columns(spec, order_by=("topic", "broker", "qid"))
         keys = [k for k, _ in spec]
         queues.sync(
@@ -149,6 +161,14 @@ class GroupsScreen(ViewScreen):
             }
         )
 
+    def _queue_spec(self, popping: bool) -> list[tuple[str, str]]:
+        """The queue columns; a POP group's in-flight columns go right after LAG."""
+        spec = list(NARROW_QUEUE_COLUMNS if self.narrow else QUEUE_COLUMNS)
+        if popping:
+            at = [k for k, _ in spec].index("lag") + 1
+            spec[at:at] = NARROW_POP_QUEUE_COLUMNS if self.narrow else POP_QUEUE_COLUMNS
+        return spec
+
     def _queue_cells(self, q: GroupQueueRow, keys: list[str], now_ms: int) -> tuple[object, ...]:
         last = fmt_short_ms(q.last_consume_ms, now_ms) if self.narrow else fmt_ms(q.last_consume_ms)
         cells: dict[str, object] = {
@@ -156,6 +176,8 @@ class GroupsScreen(ViewScreen):
             "broker_offset": fmt_int(q.broker_offset),
             "consumer_offset": fmt_int(q.consumer_offset),
             "lag": Text(fmt_int(q.lag), "bold yellow" if q.lag else ""), "last": last,
+            "in_flight": fmt_int(q.in_flight),
+            "invisible": fmt_int(q.invisible),
         }  # fmt: skip
         return tuple(cells[k] for k in keys)
 

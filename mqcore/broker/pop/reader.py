@@ -23,6 +23,7 @@ import random
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from mqcore.broker.pop.inflight import PopInflightCounter
 from mqcore.broker.pop.keys import RETRY_QUEUE_NUM
 from mqcore.errors import CorruptRecordError
 from mqcore.message.const import RETRY_GROUP_TOPIC_PREFIX
@@ -121,6 +122,7 @@ class PopReader:
         order_info: ConsumerOrderInfoManager,
         order_changed: Callable[[], None],
         buffer: PopBufferMergeService,
+        inflight: PopInflightCounter | None = None,
     ) -> None:
         self._config = config
         self._store = store
@@ -130,6 +132,7 @@ class PopReader:
         self._order_info = order_info
         self._order_changed = order_changed
         self._buffer = buffer
+        self._inflight = inflight if inflight is not None else PopInflightCounter()
         self._rng = random.Random()
 
     def retry_topics(self, topic: str, group: str) -> list[str]:
@@ -248,6 +251,15 @@ class PopReader:
                 popped.last_put = put
             if not self._buffer.enabled:
                 self._offsets.commit(group, topic, queue_id, result.next_begin_offset)
+            self._inflight.popped(
+                topic,
+                group,
+                queue_id,
+                offset,
+                popped.pop_time,
+                list(result.queue_offsets),
+                popped.pop_time + request.invisible_time,
+            )
             popped.start_offsets.append((topic, queue_id, offset))
             popped.msg_offsets.append((topic, queue_id, list(result.queue_offsets)))
             if retry and not self._config.pop_response_return_actual_retry_topic:
@@ -292,6 +304,17 @@ class PopReader:
             # The offset stays at the first message until it is acknowledged (5.x commits
             # the pop's start offset).
             self._offsets.commit(group, topic, queue_id, offset)
+            # What was in flight is handed out again now (or was acknowledged).
+            self._inflight.clear_queue(topic, group, queue_id)
+            self._inflight.popped(
+                topic,
+                group,
+                queue_id,
+                offset,
+                popped.pop_time,
+                list(result.queue_offsets),
+                popped.pop_time + request.invisible_time,
+            )
             popped.start_offsets.append((topic, queue_id, offset))
             popped.msg_offsets.append((topic, queue_id, list(result.queue_offsets)))
             popped.buffers.extend(result.buffers)

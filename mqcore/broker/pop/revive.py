@@ -30,6 +30,7 @@ import random
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from mqcore.broker.pop.inflight import PopInflightCounter
 from mqcore.broker.pop.keys import ACK_TAG, BATCH_ACK_TAG, CK_TAG, RETRY_QUEUE_NUM, REVIVE_GROUP
 from mqcore.broker.pop.revive_log import now_ms
 from mqcore.errors import CorruptRecordError, MQError
@@ -98,8 +99,12 @@ class PopReviveService:
         topics: TopicService,
         groups: SubscriptionGroupManager,
         store_host: Callable[[], HostAddr],
+        *,
+        inflight: PopInflightCounter | None = None,
     ) -> None:
         self._config = config
+        self._inflight = inflight if inflight is not None else PopInflightCounter()
+        """Told when a checkpoint is done: what it left went back, out of flight."""
         self._store = store
         self._appender = appender
         self._log = revive_log
@@ -231,6 +236,9 @@ class PopReviveService:
                 count += revived
                 if done:
                     del queue.pending[entry[2]]
+                    self._inflight.revived(
+                        ck.topic, ck.cid, ck.queue_id, ck.start_offset, ck.pop_time
+                    )
                 else:
                     retry.append(entry)  # a put failed: again at the next pass
             for entry in retry:

@@ -1,10 +1,11 @@
 """`PopService`: the broker's POP state, one part of the broker context.
 
-It owns the revive log (checkpoint and ack records), the reader (what a pop takes) and
-the revive service. The POP processors reach them through it; the controller runs
-:meth:`start` among a master's services (5.x runs its revive services on the master only). Nothing
-else is kept: offsets live in the consumer offset table, checkpoints and acks in the
-revive topic.
+It owns the revive log (checkpoint and ack records), the reader (what a pop takes), the
+revive service and the in-flight counter (what is handed out and not acknowledged). The
+POP processors reach them through it; the controller runs :meth:`start` among a master's
+services (5.x runs its revive services on the master only). Nothing else is kept:
+offsets live in the consumer offset table, checkpoints and acks in the revive topic (the
+in-flight counter is a figure for the admin tools, in memory only).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from mqcore.broker.pop.buffer_merge import PopBufferMergeService
+from mqcore.broker.pop.inflight import PopInflightCounter
 from mqcore.broker.pop.order_info import ConsumerOrderInfoManager
 from mqcore.broker.pop.reader import PopReader
 from mqcore.broker.pop.revive import PopReviveService
@@ -54,8 +56,18 @@ class PopService:
         self._persister = persister
         self._order_info_loaded = False
         self.revive_log = ReviveLog(config, appender, topics, store_host)
+        self.inflight = PopInflightCounter()
+        """Messages handed out and not acknowledged, per queue (GET_CONSUME_STATS)."""
         self.revive = PopReviveService(
-            config, store, appender, self.revive_log, offsets, topics, groups, store_host
+            config,
+            store,
+            appender,
+            self.revive_log,
+            offsets,
+            topics,
+            groups,
+            store_host,
+            inflight=self.inflight,
         )
         self.buffer = PopBufferMergeService(config, self.revive_log, offsets)
         """Checkpoints held back a while (``enablePopBufferMerge``)."""
@@ -68,6 +80,7 @@ class PopService:
             self.order_info,
             self.order_changed,
             self.buffer,
+            self.inflight,
         )
         self._timers = timers
         self.polling: dict[str, int] = {}

@@ -11,6 +11,9 @@ crash (5.x's at-least-once remains for an ack whose answer was lost).
 Changing a message's invisibility writes a new one-message checkpoint (pop time now,
 the new invisible time) and then acks the message against its old checkpoint, in that
 order: a crash between the two revives the message twice at worst, never loses it.
+
+Each of them also moves the in-flight counter (:mod:`mqcore.broker.pop.inflight`), which
+GET_CONSUME_STATS reports.
 """
 
 from __future__ import annotations
@@ -120,6 +123,14 @@ class AckMessageProcessor:
             pop_time=receipt.pop_time,
             broker_name=receipt.broker_name,
         )
+        self.ctx.pop.inflight.acked(
+            header.topic,
+            header.consumer_group,
+            header.queue_id,
+            receipt.ck_queue_offset,
+            receipt.pop_time,
+            [header.offset],
+        )
         if self.ctx.pop.buffer.add_ack(ack):  # its checkpoint is still buffered
             return reply(request)
         result = self.ctx.pop.revive_log.put_ack(ack, receipt.revive_qid, receipt.invisible_time)
@@ -145,6 +156,9 @@ class AckMessageProcessor:
                 f"offset is illegal, key:{topic}@{group}@{qid}, old:{done}, "
                 f"commit:{header.offset}, next:{following}",
             )
+        c.pop.inflight.acked(
+            topic, group, qid, receipt.ck_queue_offset, receipt.pop_time, [header.offset]
+        )
         if following >= 0:
             c.offsets.commit(group, topic, qid, following)
             c.pop.order_changed()
@@ -173,7 +187,17 @@ class AckMessageProcessor:
                 ack = self._batch(batch, body.broker_name)
             except ExtraInfoError as exc:
                 return reply(request, ResponseCode.SYSTEM_ERROR, str(exc))
-            if ack is None or self.ctx.pop.buffer.add_ack(ack):
+            if ack is None:
+                continue
+            self.ctx.pop.inflight.acked(
+                ack.topic,
+                batch.consumer_group,
+                batch.queue_id,
+                batch.start_offset,
+                batch.pop_time,
+                ack.ack_offset_list,
+            )
+            if self.ctx.pop.buffer.add_ack(ack):
                 continue
             results.append(
                 self.ctx.pop.revive_log.put_ack(ack, batch.revive_queue_id, batch.invisible_time)
@@ -276,6 +300,15 @@ class AckMessageProcessor:
                 topic, group, qid, header.offset, receipt.pop_time, visible_at
             )
             c.pop.order_changed()
+            c.pop.inflight.delayed(
+                topic,
+                group,
+                qid,
+                receipt.ck_queue_offset,
+                receipt.pop_time,
+                header.offset,
+                visible_at,
+            )
         return reply(
             request,
             header=ChangeInvisibleTimeResponseHeader(
@@ -314,6 +347,24 @@ class AckMessageProcessor:
             queue_id=header.queue_id,
             pop_time=receipt.pop_time,
             broker_name=receipt.broker_name,
+        )
+        inflight = self.ctx.pop.inflight
+        inflight.popped(
+            header.topic,
+            header.consumer_group,
+            header.queue_id,
+            header.offset,
+            now,
+            [header.offset],
+            now + header.invisible_time,
+        )
+        inflight.acked(
+            header.topic,
+            header.consumer_group,
+            header.queue_id,
+            receipt.ck_queue_offset,
+            receipt.pop_time,
+            [header.offset],
         )
         if self.ctx.pop.buffer.add_ack(ack):
             result = put

@@ -6,6 +6,7 @@ Broker2Client): subscription groups, consume stats, offsets, connections, offset
 from __future__ import annotations
 
 import logging
+import time
 from concurrent.futures import Future
 from typing import TYPE_CHECKING
 
@@ -47,8 +48,10 @@ def add_queue_offsets(
 ) -> None:
     """The first ``queues`` queues of ``topic`` into ``stats``: the broker's end, what
     ``group`` committed (0 when nothing) and the store time of the last consumed message
-    (0 when none), as 4.9.8's consume stats show a queue."""
+    (0 when none), as 4.9.8's consume stats show a queue; for a queue the group pops
+    from, also what is in flight and invisible (:class:`PopInflightCounter`)."""
     store = ctx.store
+    now = int(time.time() * 1000)
     for qid in range(queues):
         broker_offset = max(0, store.get_max_offset_in_queue(topic, qid))
         committed = ctx.offsets.query(group, topic, qid)
@@ -56,9 +59,11 @@ def add_queue_offsets(
         last = 0
         if consumer_offset > 0:
             last = max(0, store.get_message_store_timestamp(topic, qid, consumer_offset - 1))
-        stats.offset_table[MessageQueue(topic, ctx.config.broker_name, qid)] = OffsetWrapper(
-            broker_offset, consumer_offset, last
-        )
+        wrapper = OffsetWrapper(broker_offset, consumer_offset, last)
+        popped = ctx.pop.inflight.count(topic, group, qid, now)
+        if popped is not None:
+            wrapper.pop_in_flight, wrapper.pop_invisible = popped.in_flight, popped.invisible
+        stats.offset_table[MessageQueue(topic, ctx.config.broker_name, qid)] = wrapper
 
 
 class GroupAdminProcessor:
@@ -101,6 +106,7 @@ class GroupAdminProcessor:
             c.offsets.remove_group(header.group_name)
             written.append(c.persister.request_durable(c.offsets))
         c.stats.remove_group(header.group_name)
+        c.pop.inflight.clear_group(header.group_name)
         return await reply_when_written(request, *written)
 
     # -- offsets and statistics ---------------------------------------------------------

@@ -40,24 +40,42 @@ __all__ = [
 
 @dataclass(slots=True)
 class OffsetWrapper(RemotingBody):
+    """One queue of a ConsumeStats. ``pop_in_flight`` / ``pop_invisible`` are mq's
+    (``popInFlightMessageCount`` / ``popInvisibleMessageCount``): for a queue the group
+    consumes by POP, the messages handed out and not acknowledged, and those of them
+    still invisible. They are written only when the broker has them (a queue popped
+    since it started), so a 4.x answer is unchanged; RocketMQ's readers ignore fields
+    they do not know, and an answer without them reads as None."""
+
     broker_offset: int = 0
     consumer_offset: int = 0
     last_timestamp: int = 0
+    pop_in_flight: int | None = None
+    pop_invisible: int | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "brokerOffset": self.broker_offset,
             "consumerOffset": self.consumer_offset,
             "lastTimestamp": self.last_timestamp,
         }
+        if self.pop_in_flight is not None:
+            out["popInFlightMessageCount"] = self.pop_in_flight
+        if self.pop_invisible is not None:
+            out["popInvisibleMessageCount"] = self.pop_invisible
+        return out
 
     @classmethod
     def from_json(cls, obj: Any) -> OffsetWrapper:
         obj = as_dict(obj)
+        in_flight = obj.get("popInFlightMessageCount")
+        invisible = obj.get("popInvisibleMessageCount")
         return cls(
             as_int(obj.get("brokerOffset")),
             as_int(obj.get("consumerOffset")),
             as_int(obj.get("lastTimestamp")),
+            None if in_flight is None else as_int(in_flight),
+            None if invisible is None else as_int(invisible),
         )
 
 

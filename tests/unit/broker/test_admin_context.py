@@ -5,6 +5,7 @@ re-register call), so a request is checked on its own."""
 from __future__ import annotations
 
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any, cast
 
 import pytest
@@ -13,6 +14,7 @@ from mqcore.broker.client_manager import ConsumerManager, ProducerManager
 from mqcore.broker.config import BrokerConfig
 from mqcore.broker.context import BrokerContext
 from mqcore.broker.long_polling import LongPollingService
+from mqcore.broker.pop.inflight import PopInflightCounter
 from mqcore.broker.processor.admin import AdminProcessor
 from mqcore.broker.processor.admin_group import GroupAdminProcessor
 from mqcore.broker.rebalance_lock import RebalanceLockManager
@@ -97,7 +99,8 @@ class Broker:
             loop_lag=LoopLagMonitor(),
             schedule_service=cast(Any, None),  # no admin request here reads the delay levels
             transaction_service=cast(Any, None),
-            pop=cast(Any, None),
+            # the consume stats read the POP in-flight counter; nothing else of POP
+            pop=cast(Any, SimpleNamespace(inflight=PopInflightCounter())),
             ha=cast(Any, None),
             ha_client=cast(Any, None),
             acl_guard=None,
