@@ -66,6 +66,8 @@ class TopicService:
         self.config = config
         self.offsets = offsets
         self.persister = persister
+        self.unwritten: dict[str, Future[None]] = {}
+        """Topics sends created whose ``topics.json`` write is still under way."""
         self.request_register = request_register
         """Re-register the whole table with the name servers (``force=True``)."""
         self.register_topics = register_topics or (lambda _: request_register(force=True))
@@ -220,8 +222,44 @@ class TopicService:
         return written
 
     def _changed(self, config: TopicConfig) -> None:
-        """A topic a send (or a retry, a DLQ, a transaction) creates: written off the loop,
-        coalesced (a burst of new topics is one write), registered alone."""
+        """A topic a send (or a retry, a DLQ, a transaction) creates: written off the loop
+        by the persister's next group commit (a burst of new topics is one write, started
+        at once whatever the persist interval), registered alone. Until the write is done
+        the topic is in :attr:`unwritten`: a message stored under it is answered only
+        after (4.9.8 writes the table before it stores the message that made the topic),
+        or a kill -9 right after the answer would leave an acknowledged message under a
+        topic the restarted broker does not know."""
         self.manager.update(config)
-        self.persister.request(self.manager)
+        self._write(config.topic_name)
         self.register_topics([config.topic_name])
+
+    def _write(self, topic: str) -> Future[None]:
+        """A group-commit write of the table that ``topic`` waits in :attr:`unwritten`
+        for; it leaves once a write holding it succeeded."""
+        written = self.persister.request_durable(self.manager)
+        unwritten = self.unwritten
+        unwritten[topic] = written
+
+        def settled(done: Future[None]) -> None:  # on the persister's thread
+            if done.exception() is None and unwritten.get(topic) is done:
+                unwritten.pop(topic, None)
+
+        written.add_done_callback(settled)
+        return written
+
+    def unwritten_of(self, *topics: str) -> Future[None] | None:
+        """The write a message under one of ``topics`` must wait for before it is
+        acknowledged, or None (the usual case: one dict test). A write that failed is
+        tried again for this message (sends drive the retries, not a loop)."""
+        unwritten = self.unwritten
+        if not unwritten:
+            return None
+        for topic in topics:
+            written = unwritten.get(topic)
+            if written is None:
+                continue
+            if not written.done():
+                return written
+            if written.exception() is not None:
+                return self._write(topic)
+        return None

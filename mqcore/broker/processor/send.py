@@ -18,9 +18,11 @@ After each append the long polls waiting on that queue are woken.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import random
 from collections.abc import Awaitable
+from concurrent.futures import Future
 from typing import TYPE_CHECKING
 
 from mqcore.broker.body_check import compressed_body_problem
@@ -143,8 +145,41 @@ class SendMessageProcessor:
         if batch[0].topic == TIMER_TOPIC and not header.batch:  # 5.x's attachRecallHandle
             recall = recall_handle_of(batch[0], self.config.broker_name)
         result = self.ctx.appender.put(batch, wait=wait)
+        written = self.ctx.topics.unwritten_of(header.topic, batch[0].topic)
+        if written is not None and result.ok:
+            return self._await_topic(
+                written, request, header, queue_id, uniq_key, result, wait, recall
+            )
         if self.ctx.appender.must_wait(result, wait):
             return self._await_durable(request, header, queue_id, uniq_key, result, recall)
+        return self.answer(request, header, queue_id, uniq_key, result, result.status, recall)
+
+    async def _await_topic(
+        self,
+        written: Future[None],
+        request: RemotingCommand,
+        header: SendMessageRequestHeader,
+        queue_id: int,
+        uniq_key: str,
+        result: PutResult,
+        wait: bool,
+        recall: str | None,
+    ) -> RemotingCommand:
+        """The answer to a send stored under a topic whose creation is not yet in
+        ``topics.json``: once it is (see ``TopicService.unwritten``). A failed write is
+        answered as an error: the message is stored, but a crash would leave it under a
+        topic the broker does not know; the client's retry finds the next write."""
+        try:
+            await asyncio.wrap_future(written)
+        except Exception as exc:
+            log.error("topic %s could not be written to topics.json: %s", header.topic, exc)
+            return reply(
+                request,
+                ResponseCode.SYSTEM_ERROR,
+                f"topic[{header.topic}] could not be written to topics.json: {exc}",
+            )
+        if self.ctx.appender.must_wait(result, wait):
+            return await self._await_durable(request, header, queue_id, uniq_key, result, recall)
         return self.answer(request, header, queue_id, uniq_key, result, result.status, recall)
 
     async def _await_durable(

@@ -16,9 +16,11 @@ stored. Body, flag, sysflag, born time/host and store host are the record's.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import random
 from collections.abc import Awaitable
+from concurrent.futures import Future
 from typing import TYPE_CHECKING
 
 from mqcore.errors import CorruptRecordError
@@ -130,6 +132,9 @@ class SendBackProcessor:
         # WAIT is "false" on a send-back copy, so (as in 4.9.8) it is answered without
         # waiting for the flush or the slave: the original stays unconsumed until then.
         wait = msg.properties.get(PROPERTY_WAIT_STORE_MSG_OK) != "false"
+        written = c.topics.unwritten_of(topic)
+        if written is not None and result.ok:  # a new %RETRY%/%DLQ% topic: on disk first
+            return self._await_topic(written, request, result)
         if c.appender.must_wait(result, wait):
             return self._await_durable(request, result)
         return self._answer(request, result.status, result)
@@ -144,6 +149,18 @@ class SendBackProcessor:
         except (CorruptRecordError, ValueError) as exc:
             log.info("send back: no message at commit log offset %d (%s)", offset, exc)
             return None
+
+    async def _await_topic(
+        self, written: Future[None], request: RemotingCommand, result: PutResult
+    ) -> RemotingCommand:
+        """The answer once the topic this copy created is in ``topics.json`` (the
+        consumer then counts the original as consumed); an error when it cannot be."""
+        try:
+            await asyncio.wrap_future(written)
+        except Exception as exc:
+            log.error("a retry or dead-letter topic could not be written: %s", exc)
+            return reply(request, ResponseCode.SYSTEM_ERROR, f"topics.json not written: {exc}")
+        return self._answer(request, result.status, result)
 
     async def _await_durable(self, request: RemotingCommand, result: PutResult) -> RemotingCommand:
         status = await self.ctx.appender.durable(result)
