@@ -46,9 +46,9 @@ def _consumer(settings: pb.Settings, group: SubscriptionGroupConfig | None) -> N
     subscription = settings.subscription
     subscription.receive_batch_size = CONSUMER_LONG_POLLING_BATCH_SIZE
     subscription.long_polling_timeout.FromMilliseconds(CONSUMER_MAX_LONG_POLLING_MS)
-    # 4.9.8's group config has no consumeMessageOrderly: no group is a FIFO group yet.
-    subscription.fifo = False
-    retry_max_times = (group or SubscriptionGroupConfig("")).retry_max_times
+    config = group or SubscriptionGroupConfig("")
+    subscription.fifo = config.consume_message_orderly
+    retry_max_times = config.retry_max_times
     backoff = settings.backoff_policy
     backoff.max_attempts = retry_max_times + 1
     backoff.exponential_backoff.initial.FromMilliseconds(_CONSUMER_RETRY_INITIAL_MS)
