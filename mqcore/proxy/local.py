@@ -14,6 +14,7 @@ import ipaddress
 from mqcore.acl.config import PlainAclConfig
 from mqcore.broker.controller import BrokerController
 from mqcore.protocol import RemotingCommand
+from mqcore.proxy.consumer import ReceiveLimits
 from mqcore.proxy.context import BrokerSide, dispatch_in_process
 from mqcore.proxy.grpc_v2 import definition_pb2 as pb
 from mqcore.proxy.server import GrpcServer
@@ -43,7 +44,16 @@ class LocalAccessPoint:
     with TLS when the broker's ``tls.server.mode`` asks for it (:mod:`mqcore.proxy.tls`;
     ConfigError when its files do not do)."""
 
-    def __init__(self, broker: BrokerController, port: int, *, host: str | None = None) -> None:
+    def __init__(
+        self,
+        broker: BrokerController,
+        port: int,
+        *,
+        host: str | None = None,
+        receive_limits: ReceiveLimits | None = None,
+    ) -> None:
+        """``receive_limits``: the bounds of a receive's invisible and polling times
+        (RocketMQ 5's defaults when None)."""
         self.broker = broker
         dispatcher = RequestDispatcher()
         for code, handler in broker.handlers().items():
@@ -61,7 +71,7 @@ class LocalAccessPoint:
             channel_closed=broker.housekeeping.channel_closed,
             acl=self._acl,
         )
-        self.service = MessagingService(side, self._endpoints)
+        self.service = MessagingService(side, self._endpoints, receive_limits=receive_limits)
         self.server = GrpcServer(
             self.service,
             host if host is not None else broker.config.bind_address,

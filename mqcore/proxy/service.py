@@ -38,6 +38,7 @@ from mqcore.protocol.headers import (
 )
 from mqcore.proxy.acl import authorize
 from mqcore.proxy.clients import ClientRegistry, GrpcClientChannel
+from mqcore.proxy.consumer import ConsumerService, ReceiveLimits
 from mqcore.proxy.context import BrokerSide, CallContext
 from mqcore.proxy.grpc_v2 import definition_pb2 as pb
 from mqcore.proxy.grpc_v2 import service_pb2 as spb
@@ -84,6 +85,7 @@ class MessagingService:
         endpoints: Callable[[], pb.Endpoints],
         *,
         transactions: TransactionDataStore | None = None,
+        receive_limits: ReceiveLimits | None = None,
     ) -> None:
         self.broker = broker
         self.endpoints = endpoints
@@ -91,6 +93,10 @@ class MessagingService:
         self.transactions = transactions or TransactionDataStore()
         self.clients = ClientRegistry(self.transactions, on_close=broker.channel_closed)
         self.selector = QueueSelector()
+        self.consumer = ConsumerService(
+            broker, self._request, self.clients.settings, self._command, receive_limits
+        )
+        """ReceiveMessage, AckMessage, ChangeInvisibleDuration, ForwardMessageToDeadLetterQueue."""
 
     # -- plumbing -------------------------------------------------------------------------
     def _channel(self, call: CallContext) -> GrpcClientChannel:
@@ -284,7 +290,8 @@ class MessagingService:
         self, request: spb.QueryAssignmentRequest, call: CallContext
     ) -> spb.QueryAssignmentResponse:
         """The whole broker as one assignment (queue id -1): a 5.x consumer receives from
-        the broker, which picks the queue (POP)."""
+        the broker, which picks the queue (POP); for a FIFO group an assignment a queue,
+        as RocketMQ 5 answers (its receives still pop from the whole broker, in order)."""
         validate_topic(request.topic)
         validate_consumer_group(request.group)
         authorize(self.broker.acl(), call.access_key, None, topic=request.topic.name)
@@ -298,15 +305,21 @@ class MessagingService:
             return spb.QueryAssignmentResponse(
                 status=status(pb.Code.FORBIDDEN, "no readable queue")
             )
-        queue = pb.MessageQueue(
-            topic=request.topic,
-            id=-1,
-            permission=permission(config.perm),
-            broker=self._broker(),
-        )
-        return spb.QueryAssignmentResponse(
-            status=ok(), assignments=[pb.Assignment(message_queue=queue)]
-        )
+        group = self.broker.group_config(request.group.name)
+        fifo = group is not None and group.consume_message_orderly
+        queue_ids = range(config.read_queue_nums) if fifo else [-1]
+        assignments = [
+            pb.Assignment(
+                message_queue=pb.MessageQueue(
+                    topic=request.topic,
+                    id=queue_id,
+                    permission=permission(config.perm),
+                    broker=self._broker(),
+                )
+            )
+            for queue_id in queue_ids
+        ]
+        return spb.QueryAssignmentResponse(status=ok(), assignments=assignments)
 
     # -- EndTransaction -------------------------------------------------------------------
     async def end_transaction(

@@ -284,11 +284,11 @@ async def test_a_transaction_is_ended_by_its_id(rpc: Grpc) -> None:
     assert blank.status.code == pb.Code.INVALID_TRANSACTION_ID
 
 
-@pytest.mark.parametrize("name", ["ReceiveMessage", "AckMessage", "ChangeInvisibleDuration"])
-async def test_pop_calls_are_not_implemented(rpc: Grpc, name: str) -> None:
+@pytest.mark.parametrize("name", ["PullMessage", "UpdateOffset", "GetOffset", "QueryOffset"])
+async def test_calls_by_queue_offset_are_not_implemented(rpc: Grpc, name: str) -> None:
     request = getattr(spb, f"{name}Request")()
     answer = getattr(rpc.stub, name)(request, metadata=CLIENT)
-    if name == "ReceiveMessage":
+    if name == "PullMessage":
         answers = [a async for a in answer]
         assert len(answers) == 1
         answer = answers[0]
