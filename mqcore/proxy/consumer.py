@@ -27,7 +27,7 @@ import asyncio
 import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from mqcore.client.pop_result import popped_messages
 from mqcore.common.metadata import SubscriptionGroupConfig
@@ -37,14 +37,13 @@ from mqcore.message.const import PROPERTY_TAGS, PROPERTY_UNIQ_CLIENT_MESSAGE_ID_
 from mqcore.message.model import MessageExt
 from mqcore.protocol import RemotingCommand, RequestCode, ResponseCode
 from mqcore.protocol.bodies import SubscriptionData
-from mqcore.protocol.extra_info import PROPERTY_POP_CK, ExtraInfo
+from mqcore.protocol.extra_info import PROPERTY_POP_CK
 from mqcore.protocol.headers import ConsumerSendMsgBackRequestHeader
 from mqcore.protocol.headers.pop import (
     POLLING_FULL,
     POLLING_TIMEOUT,
     AckMessageRequestHeader,
     ChangeInvisibleTimeRequestHeader,
-    ChangeInvisibleTimeResponseHeader,
     ConsumeInitMode,
     PopMessageRequestHeader,
 )
@@ -52,7 +51,8 @@ from mqcore.proxy.context import BrokerSide, CallContext
 from mqcore.proxy.grpc_v2 import definition_pb2 as pb
 from mqcore.proxy.grpc_v2 import service_pb2 as spb
 from mqcore.proxy.messages import to_proto
-from mqcore.proxy.receipts import ReceiptHandle, create_handle
+from mqcore.proxy.receipts import ReceiptHandle, create_handle, renewed_handle
+from mqcore.proxy.renewal import ReceiptHandleRenewer, RenewTimings
 from mqcore.proxy.status import ProxyError, ok, status, status_of_response
 from mqcore.proxy.validation import validate_consumer_group, validate_topic
 
@@ -87,6 +87,8 @@ class ReceiveLimits:
     """``grpcClientConsumerMinLongPollingTimeoutMillis``."""
     max_long_polling_ms: int = 20_000
     """``grpcClientConsumerMaxLongPollingTimeoutMillis``."""
+    renew: RenewTimings = field(default_factory=RenewTimings)
+    """How the handles of ``auto_renew`` receives are kept invisible (:mod:`.renewal`)."""
 
 
 def _millis(duration: object) -> int:
@@ -126,6 +128,23 @@ class ConsumerService:
         self._command = command
         self.limits = limits or ReceiveLimits()
         self._background: set[asyncio.Task[object]] = set()
+        self.renewer = ReceiptHandleRenewer(self._change, self._alive, self.limits.renew)
+        """The handles of push consumers' messages, renewed while they consume."""
+
+    def _alive(self, client_id: str) -> bool:
+        """Whether the client is still there (its settings go when its channel closes)."""
+        return self._settings(client_id) is not None
+
+    async def _handle(
+        self, call: CallContext, group: str, message_id: str, text: str
+    ) -> ReceiptHandle:
+        """The handle a call names: the one the access point renewed for it, if it
+        renews it (then no more), else the text itself."""
+        renewed = await self.renewer.take(call.client_id, group, message_id, text)
+        return renewed if renewed is not None else ReceiptHandle.decode(text)
+
+    def close(self) -> None:
+        self.renewer.close()
 
     def _group(self, name: str) -> SubscriptionGroupConfig:
         return self.broker.group_config(name) or SubscriptionGroupConfig(name)
@@ -259,7 +278,18 @@ class ConsumerService:
             found = popped_messages(response, topic, self.broker.broker_name)
         except MQError as exc:
             raise ProxyError(pb.Code.INTERNAL_SERVER_ERROR, str(exc)) from None
-        return self._filter(call, request, subscription, config, found)
+        messages = self._filter(call, request, subscription, config, found)
+        if request.auto_renew:
+            if not self._alive(call.client_id):
+                self._nack(request, call, messages)
+                raise ProxyError(
+                    pb.Code.MESSAGE_NOT_FOUND, f"The client [{call.client_id}] is disconnected."
+                )
+            for msg in messages:
+                handle = ReceiptHandle.decode(msg.properties[PROPERTY_POP_CK])
+                message_id = msg.properties[PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX]
+                self.renewer.add(call, group, topic, message_id, handle)
+        return messages
 
     def _filter(
         self,
@@ -294,9 +324,13 @@ class ConsumerService:
         self, request: spb.ReceiveMessageRequest, call: CallContext, messages: list[MessageExt]
     ) -> None:
         for msg in messages:
-            handle = ReceiptHandle.decode(msg.properties[PROPERTY_POP_CK])
-            group = request.group.name
-            self._spawn(self._change(call, group, msg.topic, handle, _NACK_INVISIBLE_MS))
+            self._spawn(self._nack_one(call, request.group.name, msg))
+
+    async def _nack_one(self, call: CallContext, group: str, msg: MessageExt) -> RemotingCommand:
+        text = msg.properties[PROPERTY_POP_CK]
+        message_id = msg.properties[PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX]
+        handle = await self._handle(call, group, message_id, text)
+        return await self._change(call, group, msg.topic, handle, _NACK_INVISIBLE_MS)
 
     # -- the broker's requests ------------------------------------------------------------
     async def _ack(
@@ -368,9 +402,10 @@ class ConsumerService:
     ) -> spb.AckMessageResultEntry:
         answer = ok()
         try:
-            handle = ReceiptHandle.decode(entry.receipt_handle)
+            group = request.group.name
+            handle = await self._handle(call, group, entry.message_id, entry.receipt_handle)
             handle.check_not_expired(_now())
-            response = await self._ack(call, request.group.name, request.topic.name, handle)
+            response = await self._ack(call, group, request.topic.name, handle)
             if response.code != ResponseCode.SUCCESS:
                 answer = status(pb.Code.INTERNAL_SERVER_ERROR, "ack failed: status is abnormal")
         except ProxyError as exc:
@@ -389,11 +424,10 @@ class ConsumerService:
         validate_consumer_group(request.group)
         invisible = _millis(request.invisible_duration)
         self.check_invisible_time(invisible)
-        handle = ReceiptHandle.decode(request.receipt_handle)
+        group = request.group.name
+        handle = await self._handle(call, group, request.message_id, request.receipt_handle)
         handle.check_not_expired(_now())
-        response = await self._change(
-            call, request.group.name, request.topic.name, handle, invisible
-        )
+        response = await self._change(call, group, request.topic.name, handle, invisible)
         if response.code != ResponseCode.SUCCESS:
             return spb.ChangeInvisibleDurationResponse(
                 status=status(
@@ -401,19 +435,7 @@ class ConsumerService:
                     "changeInvisibleDuration failed: status is abnormal",
                 )
             )
-        head = ChangeInvisibleTimeResponseHeader.from_command(response)
-        old = handle.receipt
-        receipt = ExtraInfo(  # the broker's new one-message checkpoint starts at the message
-            ck_queue_offset=handle.queue_offset,
-            pop_time=head.pop_time,
-            invisible_time=head.invisible_time,
-            revive_qid=head.revive_qid,
-            retry=old.retry,
-            broker_name=old.broker_name,
-            queue_id=old.queue_id,
-            queue_offset=handle.queue_offset,
-        )
-        new_handle = create_handle(receipt.encode(), handle.commit_log_offset)
+        new_handle = renewed_handle(handle, response).text
         return spb.ChangeInvisibleDurationResponse(status=ok(), receipt_handle=new_handle)
 
     # -- ForwardMessageToDeadLetterQueue --------------------------------------------------
@@ -424,7 +446,8 @@ class ConsumerService:
         acknowledged; the answer is the broker's to the send back."""
         validate_topic(request.topic)
         validate_consumer_group(request.group)
-        handle = ReceiptHandle.decode(request.receipt_handle)
+        group = request.group.name
+        handle = await self._handle(call, group, request.message_id, request.receipt_handle)
         response = await self._forward(
             call, request.group.name, request.topic.name, handle, request.message_id
         )

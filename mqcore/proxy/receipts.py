@@ -12,11 +12,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from mqcore.protocol import RemotingCommand
 from mqcore.protocol.extra_info import ExtraInfo, ExtraInfoError
+from mqcore.protocol.headers.pop import ChangeInvisibleTimeResponseHeader
 from mqcore.proxy.grpc_v2 import definition_pb2 as pb
 from mqcore.proxy.status import ProxyError
 
-__all__ = ["ReceiptHandle", "create_handle"]
+__all__ = ["ReceiptHandle", "create_handle", "renewed_handle"]
 
 _SEPARATOR = " "
 
@@ -68,3 +70,22 @@ class ReceiptHandle:
         receipt no longer names the delivery the client holds (RocketMQ 5's check)."""
         if self.next_visible_time <= now_ms:
             raise ProxyError(pb.Code.INVALID_RECEIPT_HANDLE, "receipt handle is expired")
+
+
+def renewed_handle(handle: ReceiptHandle, response: RemotingCommand) -> ReceiptHandle:
+    """The handle after a successful CHANGE_MESSAGE_INVISIBLETIME: the broker's new
+    one-message checkpoint starts at the message, popped at the answer's time."""
+    head = ChangeInvisibleTimeResponseHeader.from_command(response)
+    old = handle.receipt
+    receipt = ExtraInfo(
+        ck_queue_offset=handle.queue_offset,
+        pop_time=head.pop_time,
+        invisible_time=head.invisible_time,
+        revive_qid=head.revive_qid,
+        retry=old.retry,
+        broker_name=old.broker_name,
+        queue_id=old.queue_id,
+        queue_offset=handle.queue_offset,
+    )
+    text = create_handle(receipt.encode(), handle.commit_log_offset)
+    return ReceiptHandle(text, receipt, handle.commit_log_offset)

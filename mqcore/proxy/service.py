@@ -451,5 +451,7 @@ class MessagingService:
         return status(pb.Code.NOT_IMPLEMENTED, f"{name} is not supported by this broker")
 
     def close(self) -> None:
-        """Forget every client (their channels close, so the broker forgets them too)."""
+        """Forget every client (their channels close, so the broker forgets them too)
+        and the handles renewed for them."""
+        self.consumer.close()
         self.clients.close()

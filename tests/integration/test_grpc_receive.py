@@ -3,7 +3,8 @@ ReceiveMessage, AckMessage, ChangeInvisibleDuration and ForwardMessageToDeadLett
 answer as RocketMQ 5's proxy does, and what they do is the broker's POP.
 
 The revive service runs every 50 ms and the receive limits are narrowed (invisible times
-and polls from 100 ms), so messages come back within a second; waits poll with deadlines.
+and polls from 100 ms, renewals every 50 ms), so messages come back within a second;
+waits poll with deadlines.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from mqcore.proxy.grpc_v2 import definition_pb2 as pb
 from mqcore.proxy.grpc_v2 import service_pb2 as spb
 from mqcore.proxy.grpc_v2.service_pb2_grpc import MessagingServiceStub
 from mqcore.proxy.local import LocalAccessPoint
+from mqcore.proxy.renewal import RenewTimings
 from mqcore.store.metadata import TopicConfig
 from tests.support import until
 from tests.support.inproc import running_broker
@@ -34,7 +36,15 @@ from tests.support.inproc import running_broker
 pytestmark = pytest.mark.timeout(60)
 
 CLIENT = (("x-mq-client-id", "receiver@1"), ("x-mq-language", "PYTHON"))
-LIMITS = ReceiveLimits(min_invisible_ms=100, min_long_polling_ms=100)
+LIMITS = ReceiveLimits(
+    min_invisible_ms=100,
+    min_long_polling_ms=100,
+    default_invisible_ms=1000,
+    renew=RenewTimings(
+        period_ms=50, ahead_ms=500, invisible_when_clear_ms=100, policy_ms=(30_000,)
+    ),
+)
+"""Push consumers' messages popped for 1 s and renewed for 30 s once 0.5 s are left."""
 _groups = count()
 
 
@@ -317,3 +327,49 @@ async def test_a_fifo_group_receives_each_message_group_in_order(rpc: Rpc) -> No
     assert all(m.system_properties.delivery_attempt == 2 for m in again)
     assert (await rpc.ack(group, *again)).status.code == pb.Code.OK
     assert not (await rpc.receive(group, polling_ms=300)).messages
+
+
+async def push_consumer(rpc: Rpc, group: str) -> Any:
+    """A push consumer's Telemetry stream with its settings sent: the client is there
+    while it is open."""
+    subscription = pb.Subscription(group=pb.Resource(name=group))
+    settings = pb.Settings(client_type=pb.ClientType.PUSH_CONSUMER, subscription=subscription)
+    telemetry = rpc.stub.Telemetry(metadata=CLIENT)
+    await telemetry.write(spb.TelemetryCommand(settings=settings))
+    assert (await telemetry.read()).status.code == pb.Code.OK
+    return telemetry
+
+
+async def test_a_push_consumer_s_message_stays_invisible_while_it_is_consumed(rpc: Rpc) -> None:
+    """auto_renew: popped for the proxy's default time, renewed before it ends; the ack
+    with the handle the client was given acknowledges the renewed one."""
+    group = group_name()
+    telemetry = await push_consumer(rpc, group)
+    (sent,) = await rpc.send(1)
+    (msg,) = await rpc.receive_all(group, 1, auto_renew=True)
+    assert msg.system_properties.message_id == sent
+    given = msg.system_properties.receipt_handle
+    assert int(given.split(" ")[2]) == 1000, "the default invisible time, not the request's"
+    held = await rpc.receive(group, polling_ms=2000)
+    assert not held.messages, "renewed: not handed out again after its 1 s"
+    answer = await rpc.ack(group, msg)
+    assert answer.status.code == pb.Code.OK, answer
+    assert answer.entries[0].receipt_handle == given
+    assert not (await rpc.receive(group, polling_ms=1500)).messages
+    telemetry.cancel()
+
+
+async def test_a_gone_push_consumer_s_messages_come_back_at_once(rpc: Rpc) -> None:
+    """The client terminates while its message is renewed for 30 s: the access point
+    makes it visible again within a moment, and another receive gets it."""
+    group = group_name()
+    telemetry = await push_consumer(rpc, group)
+    (sent,) = await rpc.send(1)
+    await rpc.receive_all(group, 1, auto_renew=True)
+    assert not (await rpc.receive(group, polling_ms=1500)).messages, "renewed past 1 s"
+    bye = spb.NotifyClientTerminationRequest(group=pb.Resource(name=group))
+    assert (await rpc.stub.NotifyClientTermination(bye, metadata=CLIENT)).status.code == pb.Code.OK
+    telemetry.cancel()
+    (again,) = await rpc.receive_all(group, 1, polling_ms=1000)
+    assert again.system_properties.message_id == sent
+    assert again.system_properties.delivery_attempt == 2
