@@ -459,3 +459,28 @@ async def test_fifo_push_consumer_gets_each_message_group_in_order(rmq5: Rmq5) -
         sent = [r["message_id"] for i, r in enumerate(receipts, 1) if str(2 - i % 2) == group]
         got = [line["consumed"] for line in consumed if line["message_group"] == group]
         assert got == sent, f"message group {group} in send order"
+
+
+async def test_a_consumer_s_credentials_are_checked_against_plain_acl(
+    tmp_path: Path, rmq5_python: Path, acl_cluster: AclCluster
+) -> None:
+    """The simple consumer example with credentials: SUB on topic ``both`` and on its
+    group lets it receive and ack; a group the account is denied is UNAUTHORIZED."""
+    access_point = LocalAccessPoint(acl_cluster.broker, 0)
+    await access_point.start()
+    keys = {"MQ_ACCESS_KEY": USER.access_key, "MQ_SECRET_KEY": USER.secret_key}
+    address = access_point.address
+    try:
+        code, said = await run_sdk(rmq5_python, tmp_path / "p", "normal", address, "both", **keys)
+        assert code == 0, said
+        code, said = await run_sdk(
+            rmq5_python, tmp_path / "c", "simple", address, "both", "consumer-group", "10", **keys
+        )
+        assert code == 0, said
+        assert said.count('"acked"') == 10, said
+        code, said = await run_sdk(
+            rmq5_python, tmp_path / "d", "simple", address, "both", "deniedGroup", "1", **keys
+        )
+        assert code != 0 and "40100" in said and "deniedGroup" in said, said[-3000:]
+    finally:
+        await access_point.stop()
