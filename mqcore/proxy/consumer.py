@@ -220,6 +220,10 @@ class ConsumerService:
             first = status(pb.Code.MESSAGE_NOT_FOUND, "no match message") if not messages else ok()
         except ProxyError as exc:
             messages, first = [], status(exc.code, exc.message)
+        except Exception as exc:  # a bug: the client still gets a status, as from 5.x
+            log.exception("ReceiveMessage of %s failed", call.client_id)
+            messages = []
+            first = status(pb.Code.INTERNAL_SERVER_ERROR, f"{type(exc).__name__}: {exc}")
         sent = 0
         try:
             yield spb.ReceiveMessageResponse(status=first)

@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from mqcore.protocol import RemotingCommand
 from mqcore.proxy.consumer import ConsumerService, ReceiveLimits
 from mqcore.proxy.context import BrokerSide, CallContext
 from mqcore.proxy.grpc_v2 import definition_pb2 as pb
@@ -82,3 +83,28 @@ def test_invisible_time_bounds_and_auto_renew() -> None:
     renewed = receive(invisible_ms=0)
     renewed.auto_renew = True
     assert consumer.invisible_time(renewed) == 60_000
+
+
+async def test_a_failure_inside_a_receive_is_answered_with_a_status() -> None:
+    """The stream still says why (INTERNAL_SERVER_ERROR) and ends with its timestamp."""
+
+    async def broken(call: CallContext, command: RemotingCommand) -> RemotingCommand:
+        raise RuntimeError("disk on fire")
+
+    def command(call: CallContext, code: int, ext: dict[str, str]) -> RemotingCommand:
+        return RemotingCommand.request(code, ext)
+
+    side = BrokerSide(
+        dispatch=_unused,
+        broker_name="broker-a",
+        topic_config=lambda topic: None,
+        group_config=lambda group: None,
+        channel_closed=lambda channel: None,
+    )
+    consumer = ConsumerService(side, broken, lambda client_id: None, command)
+    request = receive(10_000)
+    request.group.name, request.message_queue.topic.name = "g", "T"
+    answers = [a async for a in consumer.receive_message(request, CALL, 30_000)]
+    assert [a.WhichOneof("content") for a in answers] == ["status", "delivery_timestamp"]
+    assert answers[0].status.code == pb.Code.INTERNAL_SERVER_ERROR
+    assert "disk on fire" in answers[0].status.message
