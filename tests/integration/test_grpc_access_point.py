@@ -175,6 +175,9 @@ async def test_consumer_settings_and_assignment(rpc: Grpc) -> None:
     assert answer.settings.subscription.receive_batch_size == 32
     assert answer.settings.subscription.long_polling_timeout.seconds == 20
     assert answer.settings.backoff_policy.max_attempts == 17  # retryMaxTimes 16 + 1
+    delays = [d.ToMilliseconds() for d in answer.settings.backoff_policy.customized_backoff.next]
+    assert delays[:5] == [1000, 5000, 10_000, 30_000, 60_000] and delays[-1] == 7_200_000
+    assert not answer.settings.subscription.fifo
     group = rpc.broker.consumers.get_group("billing")
     assert group is not None and group.subscriptions["Orders"].tags_set == {"paid", "new"}
     assignment = await rpc.stub.QueryAssignment(
