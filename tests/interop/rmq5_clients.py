@@ -10,7 +10,7 @@ virtualenv's Python (its top-level package ``rocketmq`` is not the dev venv's
     rmq5_clients.py delay ENDPOINT TOPIC SECONDS
     rmq5_clients.py transaction ENDPOINT TOPIC commit|rollback|check
     rmq5_clients.py simple ENDPOINT TOPIC GROUP COUNT [INVISIBLE_SECONDS [skip-first]]
-    rmq5_clients.py push ENDPOINT TOPIC GROUP [fail-first|fail-once]
+    rmq5_clients.py push ENDPOINT TOPIC GROUP [fail-first|fail-once|fail-always]
 
 Credentials come from ``MQ_ACCESS_KEY``/``MQ_SECRET_KEY`` when set. One JSON object per
 stdout line for each send receipt (and ``{"checked": id, ...}`` when the broker's
@@ -193,13 +193,17 @@ def simple(endpoints: str, topic: str, group: str, count: str, *rest: str) -> No
 class EmittingListener(MessageListener):
     """The example's listener: SUCCESS, saying what it consumed. ``fail-first``: the first
     delivery of each message is a FAILURE (the SDK then makes it visible again after its
-    retry policy's delay); ``fail-once``: only the very first message's is."""
+    retry policy's delay); ``fail-once``: only the very first message's is;
+    ``fail-always``: every delivery is."""
 
     def __init__(self, how: str) -> None:
         self.how = how
         self.failed: set[str] = set()
 
     def consume(self, message: Message) -> ConsumeResult:
+        if self.how == "fail-always":
+            emit(failed=message.message_id, **described(message))
+            return ConsumeResult.FAILURE
         fails = self.how == "fail-first" or (self.how == "fail-once" and not self.failed)
         if fails and message.message_id not in self.failed:
             self.failed.add(message.message_id)

@@ -484,3 +484,33 @@ async def test_a_consumer_s_credentials_are_checked_against_plain_acl(
         assert code != 0 and "40100" in said and "deniedGroup" in said, said[-3000:]
     finally:
         await access_point.stop()
+
+
+async def test_a_fifo_message_failing_every_attempt_goes_to_the_dead_letter_queue(
+    rmq5: Rmq5,
+) -> None:
+    """A FIFO group retrying once (retryMaxTimes 1: 2 attempts): the push consumer retries
+    the message itself, then forwards it to ``%DLQ%<group>``
+    (ForwardMessageToDeadLetterQueue) and goes on with the next one."""
+    await rmq5.cluster.create_topic("fifo-dlq", QUEUES)
+    rmq5.cluster.broker.groups.update(
+        SubscriptionGroupConfig("dlq-group", retry_max_times=1, consume_message_orderly=True)
+    )
+    receipts = await rmq5.run("fifo", rmq5.endpoint, "fifo-dlq")
+    store = rmq5.cluster.broker.store
+
+    def dead() -> int:
+        return store.get_max_offset_in_queue("%DLQ%dlq-group", 0)
+
+    args = ("push", rmq5.endpoint, "fifo-dlq", "dlq-group", "fail-always")
+    async with SdkProcess(rmq5, *args) as push:
+        await until(lambda: dead() == 9, 60, lambda: (dead(), push.lines[-3:]))
+    in_dlq = []
+    for offset in range(9):
+        msg = store.look_message(store.get_commit_log_offset_in_queue("%DLQ%dlq-group", 0, offset))
+        in_dlq.append(msg.properties["UNIQ_KEY"])
+    assert sorted(in_dlq) == sorted(r["message_id"] for r in receipts)
+    attempts = {}
+    for line in push.said("failed"):
+        attempts[line["failed"]] = attempts.get(line["failed"], 0) + 1
+    assert set(attempts.values()) == {2}, attempts
