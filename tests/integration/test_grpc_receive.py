@@ -92,12 +92,14 @@ class Rpc:
         polling_ms: int = 200,
         batch: int = 32,
         expression: str = "*",
+        sql: bool = False,
         auto_renew: bool = False,
     ) -> Received:
+        kind = pb.FilterType.SQL if sql else pb.FilterType.TAG
         request = spb.ReceiveMessageRequest(
             group=pb.Resource(name=group),
             message_queue=pb.MessageQueue(topic=pb.Resource(name=topic), id=-1),
-            filter_expression=pb.FilterExpression(type=pb.FilterType.TAG, expression=expression),
+            filter_expression=pb.FilterExpression(type=kind, expression=expression),
             batch_size=batch,
             auto_renew=auto_renew,
         )
@@ -142,7 +144,9 @@ class Rpc:
 
 @pytest.fixture
 async def rpc(tmp_path: Path) -> AsyncIterator[Rpc]:
-    async with running_broker(tmp_path, revive_interval=50, revive_queue_num=2) as broker:
+    async with running_broker(
+        tmp_path, revive_interval=50, revive_queue_num=2, enable_property_filter=True
+    ) as broker:
         broker.topics.update(TopicConfig("Orders", 4, 4))
         access_point = LocalAccessPoint(broker, 0, receive_limits=LIMITS)
         await access_point.start()
@@ -373,3 +377,27 @@ async def test_a_gone_push_consumer_s_messages_come_back_at_once(rpc: Rpc) -> No
     (again,) = await rpc.receive_all(group, 1, polling_ms=1000)
     assert again.system_properties.message_id == sent
     assert again.system_properties.delivery_attempt == 2
+
+
+async def test_a_sql92_filter_selects_by_user_property(rpc: Rpc) -> None:
+    ids = []
+    for color in ("red", "blue", "red"):
+        sp = pb.SystemProperties(message_id=uuid.uuid4().hex.upper())
+        msg = pb.Message(
+            topic=pb.Resource(name="Orders"),
+            body=color.encode(),
+            system_properties=sp,
+            user_properties={"color": color},
+        )
+        answer = await rpc.stub.SendMessage(spb.SendMessageRequest(messages=[msg]), metadata=CLIENT)
+        assert answer.status.code == pb.Code.OK
+        ids.append((color, sp.message_id))
+    group = group_name()
+    got = await rpc.receive_all(group, 2, expression="color = 'red'", sql=True)
+    assert sorted(m.system_properties.message_id for m in got) == sorted(
+        i for color, i in ids if color == "red"
+    )
+    assert all(m.user_properties["color"] == "red" for m in got)
+    bad = await rpc.receive(group, expression="color ===", sql=True)
+    assert bad.status.code == pb.Code.INTERNAL_SERVER_ERROR, bad.status  # as 5.x local mode
+    assert "parse" in bad.status.message and not bad.messages
