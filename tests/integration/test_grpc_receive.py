@@ -246,6 +246,9 @@ async def test_receive_refusals(rpc: Rpc) -> None:
     assert missing.status.code == pb.Code.TOPIC_NOT_FOUND, missing.status
     bad = await rpc.receive("bad group!")
     assert bad.status.code == pb.Code.ILLEGAL_CONSUMER_GROUP
+    rpc.broker.config.pop_polling_size = 0  # no receive may wait on the topic
+    full = await rpc.receive(group_name())
+    assert (full.status.code, full.status.message) == (pb.Code.TOO_MANY_REQUESTS, "polling full")
 
 
 async def test_ack_entries_answer_each_on_its_own(rpc: Rpc) -> None:
