@@ -144,7 +144,11 @@ class ConsumerService:
         return renewed if renewed is not None else ReceiptHandle.decode(text)
 
     def close(self) -> None:
+        """Stop renewing and drop the requests still running in the background (their
+        messages come back when their invisible time ends)."""
         self.renewer.close()
+        for task in list(self._background):
+            task.cancel()
 
     def _group(self, name: str) -> SubscriptionGroupConfig:
         return self.broker.group_config(name) or SubscriptionGroupConfig(name)
