@@ -5,8 +5,9 @@ ForwardMessageToDeadLetterQueue as RocketMQ 5's proxy serves them (its
 
 Every call becomes the remoting request a 5.x remoting client sends, handed to the
 broker's own POP handlers in process (POP_MESSAGE, ACK_MESSAGE,
-CHANGE_MESSAGE_INVISIBLETIME, CONSUMER_SEND_MSG_BACK): the broker keeps the state, the
-access point keeps none. What the access point adds is the proxy's part:
+CHANGE_MESSAGE_INVISIBLETIME, CONSUMER_SEND_MSG_BACK): the broker keeps each message's
+state, the access point only the handles it renews for push consumers. What the access
+point adds is the proxy's part:
 
 - the long polling time (the request's, else what the call's deadline leaves beyond half
   the client's request timeout; within the proxy's 5 s to 20 s and never past the
@@ -18,7 +19,9 @@ access point keeps none. What the access point adds is the proxy's part:
 - what 5.x's ``PopMessageResultFilterImpl`` filters out: a message whose tag only shared
   its hash with a wanted one is acknowledged, one delivered the group's maximum number of
   times already goes to the dead letter queue;
-- the answer's order: the status first, then the messages, then the delivery timestamp.
+- the answer's order: the status first, then the messages, then the delivery timestamp;
+- a push consumer's (``auto_renew``) messages kept invisible while it consumes, and
+  visible again soon once it is gone (:mod:`mqcore.proxy.renewal`).
 """
 
 from __future__ import annotations
