@@ -136,7 +136,12 @@ class ClusterBrokers:
 
     # -- requests -------------------------------------------------------------------------
     async def invoke(
-        self, broker_name: str, channel: Channel, request: RemotingCommand
+        self,
+        broker_name: str,
+        channel: Channel,
+        request: RemotingCommand,
+        *,
+        timeout: float | None = None,
     ) -> RemotingCommand:
         """Over the proxy's connection to the master (``channel``, the gRPC client's, is
         the proxy's concern only)."""
@@ -145,7 +150,7 @@ class ClusterBrokers:
             raise ProxyError(
                 pb.Code.INTERNAL_SERVER_ERROR, f"broker {broker_name} has no master in any route"
             )
-        return await self.transport.invoke(addr, request)
+        return await self.transport.invoke(addr, request, timeout)
 
     async def invoke_each(
         self, topics: Sequence[str], channel: Channel, request: RemotingCommand
