@@ -24,7 +24,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from mqcore.client.instance import ClientConfig, ClientInstance
-from mqcore.client.pull_decode import decode_pulled
+from mqcore.client.pop_result import popped_messages
 from mqcore.client.role import ClientRole
 from mqcore.errors import MQBrokerError, MQClientError
 from mqcore.message.const import PROPERTY_TAGS
@@ -32,15 +32,8 @@ from mqcore.message.model import MessageExt
 from mqcore.protocol import RequestCode, ResponseCode
 from mqcore.protocol.bodies.pop import BatchAck, BatchAckMessageRequestBody
 from mqcore.protocol.extra_info import (
-    PROPERTY_FIRST_POP_TIME,
     PROPERTY_POP_CK,
     ExtraInfo,
-    order_count_key,
-    parse_msg_offset_info,
-    parse_order_count_info,
-    parse_start_offset_info,
-    retry_mark,
-    start_offset_key,
 )
 from mqcore.protocol.headers.pop import (
     POLLING_FULL,
@@ -50,7 +43,6 @@ from mqcore.protocol.headers.pop import (
     ChangeInvisibleTimeResponseHeader,
     ConsumeInitMode,
     PopMessageRequestHeader,
-    PopMessageResponseHeader,
 )
 
 __all__ = ["SimpleConsumer", "receipt"]
@@ -173,38 +165,13 @@ class SimpleConsumer(ClientRole):
             return []
         if response.code != ResponseCode.SUCCESS:
             raise MQBrokerError(response.code, response.remark)
-        head = PopMessageResponseHeader.from_command(response)
-        messages = decode_pulled(response.body, topic).messages
-        starts = parse_start_offset_info(head.start_offset_info)
-        counts = parse_order_count_info(head.order_count_info)
         wanted = _tags(expression)
         out = []
-        for msg in messages:
-            props = msg.properties
-            if PROPERTY_POP_CK not in props:
-                start = starts.get(start_offset_key(msg.topic, msg.queue_id), msg.queue_offset)
-                props[PROPERTY_POP_CK] = ExtraInfo(
-                    ck_queue_offset=start,
-                    pop_time=head.pop_time,
-                    invisible_time=head.invisible_time,
-                    revive_qid=head.revive_qid,
-                    retry=retry_mark(msg.topic),
-                    broker_name=broker_name,
-                    queue_id=msg.queue_id,
-                    queue_offset=msg.queue_offset,
-                ).encode()
-            if counts:  # FIFO: how often each was handed out before
-                key = order_count_key(msg.topic, msg.queue_id, msg.queue_offset)
-                count = counts.get(key, counts.get(start_offset_key(msg.topic, msg.queue_id)))
-                if count:
-                    msg.reconsume_times = count
-            props.setdefault(PROPERTY_FIRST_POP_TIME, str(head.pop_time))
-            msg.topic = topic
-            if wanted and props.get(PROPERTY_TAGS) not in wanted:
+        for msg in popped_messages(response, topic, broker_name):
+            if wanted and msg.properties.get(PROPERTY_TAGS) not in wanted:
                 await self.ack(msg)  # a tag-hash collision: not ours, so done with
                 continue
             out.append(msg)
-        _check_offsets(head, messages)
         return out
 
     # -- acknowledging ---------------------------------------------------------------------
@@ -297,12 +264,3 @@ def _tags(expression: str) -> frozenset[str]:
     if text in ("", "*"):
         return frozenset()
     return frozenset(t.strip() for t in text.split("||") if t.strip())
-
-
-def _check_offsets(head: PopMessageResponseHeader, messages: list[MessageExt]) -> None:
-    """The answer's offsets must name what came (a broker bug otherwise, not silently
-    acknowledged under wrong receipts)."""
-    listed = parse_msg_offset_info(head.msg_offset_info)
-    count = sum(len(v) for v in listed.values())
-    if listed and count != len(messages):
-        raise MQClientError(f"the POP answer lists {count} offsets for {len(messages)} messages")

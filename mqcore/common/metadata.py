@@ -181,9 +181,13 @@ class SubscriptionGroupConfig(JsonModel):
     broker_id: int = 0
     which_broker_when_consume_slowly: int = 1
     notify_consumer_ids_changed_enable: bool = True
+    consume_message_orderly: bool = False
+    """RocketMQ 5's FIFO group (``consumeMessageOrderly``): its 5.x consumers receive each
+    message group in order. Written only when set, so a 4.x group file stays as 4.x
+    writes it (4.x readers ignore the key)."""
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "brokerId": self.broker_id,
             "consumeBroadcastEnable": self.consume_broadcast_enable,
             "consumeEnable": self.consume_enable,
@@ -194,6 +198,9 @@ class SubscriptionGroupConfig(JsonModel):
             "retryQueueNums": self.retry_queue_nums,
             "whichBrokerWhenConsumeSlowly": self.which_broker_when_consume_slowly,
         }
+        if self.consume_message_orderly:
+            out["consumeMessageOrderly"] = True
+        return out
 
     @classmethod
     def from_json(cls, obj: Any, name: str | None = None) -> Self:
@@ -211,4 +218,5 @@ class SubscriptionGroupConfig(JsonModel):
             notify_consumer_ids_changed_enable=get_bool(
                 obj, "notifyConsumerIdsChangedEnable", True
             ),
+            consume_message_orderly=get_bool(obj, "consumeMessageOrderly", False),
         )

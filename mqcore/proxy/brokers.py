@@ -67,10 +67,18 @@ class Brokers(Protocol):
         ...
 
     async def invoke(
-        self, broker_name: str, channel: Channel, request: RemotingCommand
+        self,
+        broker_name: str,
+        channel: Channel,
+        request: RemotingCommand,
+        *,
+        timeout: float | None = None,
     ) -> RemotingCommand:
         """``request`` to the master of ``broker_name`` on behalf of the client whose
-        channel is ``channel``; its answer. Raises an ``MQError`` when it cannot be sent."""
+        channel is ``channel``; its answer, within ``timeout`` seconds when the request
+        crosses a network (None: the default request timeout; a POP the broker may hold
+        for its long polling needs longer). Raises an ``MQError`` when it cannot be sent
+        or is not answered in time."""
         ...
 
     async def invoke_each(

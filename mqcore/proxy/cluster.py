@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Coroutine, Sequence
 from typing import Any
 
@@ -36,6 +37,7 @@ from mqcore.protocol.bodies.stats import SubscriptionGroupWrapper
 from mqcore.protocol.headers import UnregisterClientRequestHeader
 from mqcore.proxy.brokers import BrokerQueues, TransactionCheck, WriteQueue
 from mqcore.proxy.config import CLUSTER_MODE, ProxyConfig
+from mqcore.proxy.consumer import ReceiveLimits
 from mqcore.proxy.grpc_v2 import definition_pb2 as pb
 from mqcore.proxy.routes import endpoints_of
 from mqcore.proxy.server import GrpcServer
@@ -54,6 +56,10 @@ CLIENT_IDLE = 120.0
 """Seconds a gRPC client may stay silent before the proxy forgets it (a broker's channel
 expiry: the SDKs heartbeat every 10 s)."""
 CLIENT_SCAN_INTERVAL = 10.0
+GROUP_CONFIG_REFRESH = 20.0
+"""Seconds a group's config read from the brokers is used before it is read again
+(``subscriptionGroupConfigCacheRefreshSeconds``): receives read it, and must not ask every
+master each time."""
 
 
 def _no_route(topic: str) -> ProxyError:
@@ -71,6 +77,7 @@ class ClusterBrokers:
         *,
         client_config: ClientConfig | None = None,
         refresh_interval: float = ROUTE_REFRESH_INTERVAL,
+        group_config_refresh: float = GROUP_CONFIG_REFRESH,
     ) -> None:
         addrs = split_namesrv(namesrv_addrs)
         if not addrs:
@@ -79,6 +86,9 @@ class ClusterBrokers:
         self.transport = ClientTransport(addrs, f"{config.client_ip}@proxy", config)
         self.routes = RouteTable(self.transport.fetch_route)
         self.refresh_interval = refresh_interval
+        self.group_config_refresh = group_config_refresh
+        self._group_configs: dict[str, tuple[float, SubscriptionGroupConfig | None]] = {}
+        """group -> (when read, its config or None), for ``group_config_refresh`` s."""
         self._check: TransactionCheck | None = None
         self._tasks: set[asyncio.Task[None]] = set()
         self._refresher: asyncio.Task[None] | None = None
@@ -136,16 +146,27 @@ class ClusterBrokers:
 
     # -- requests -------------------------------------------------------------------------
     async def invoke(
-        self, broker_name: str, channel: Channel, request: RemotingCommand
+        self,
+        broker_name: str,
+        channel: Channel,
+        request: RemotingCommand,
+        *,
+        timeout: float | None = None,
     ) -> RemotingCommand:
         """Over the proxy's connection to the master (``channel``, the gRPC client's, is
-        the proxy's concern only)."""
+        the proxy's concern only). A broker no cached route names (an ack whose receipt
+        handle names it, after a restart of the proxy) is looked up by the route of the
+        topic named after it, which every broker keeps (``brokerTopicEnable``), as RocketMQ
+        5's cluster proxy finds a broker's address."""
         addr = self.routes.find_master_addr(broker_name)
+        if addr is None:
+            await self._route_info(broker_name)
+            addr = self.routes.find_master_addr(broker_name)
         if addr is None:
             raise ProxyError(
                 pb.Code.INTERNAL_SERVER_ERROR, f"broker {broker_name} has no master in any route"
             )
-        return await self.transport.invoke(addr, request)
+        return await self.transport.invoke(addr, request, timeout)
 
     async def invoke_each(
         self, topics: Sequence[str], channel: Channel, request: RemotingCommand
@@ -162,9 +183,16 @@ class ClusterBrokers:
 
     async def group_config(self, group: str) -> SubscriptionGroupConfig | None:
         """The group's config at the first master that has it (GET_ALL_SUBSCRIPTIONGROUP_
-        CONFIG, asked at a consumer's settings handshake only, after its heartbeat brought
-        its topics' brokers into the routes); None, and the defaults, when none has it or
-        none answers."""
+        CONFIG; a consumer's heartbeat brought its topics' brokers into the routes before
+        its settings handshake asks); None, and the defaults, when none has it or none
+        answers. What a master answered is kept ``group_config_refresh`` seconds, as
+        RocketMQ 5's cluster proxy caches it: a receive and an assignment read it too."""
+        now = time.monotonic()
+        cached = self._group_configs.get(group)
+        if cached is not None and now - cached[0] < self.group_config_refresh:
+            return cached[1]
+        answered = False
+        config: SubscriptionGroupConfig | None = None
         request = self.transport.request(RequestCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG)
         for addr in self.routes.heartbeat_addrs(slaves=False):
             try:
@@ -175,9 +203,13 @@ class ClusterBrokers:
             except (MQError, ValueError) as exc:
                 log.info("the config of group %s at %s: %s", group, addr, exc)
                 continue
-            if group in table:
-                return table[group]
-        return None
+            answered = True
+            config = table.get(group)
+            if config is not None:
+                break
+        if answered:
+            self._group_configs[group] = (now, config)
+        return config
 
     def client_closed(
         self, channel: Channel, producer_groups: Sequence[str], consumer_groups: Sequence[str]
@@ -240,10 +272,12 @@ class ClusterAccessPoint:
         client_config: ClientConfig | None = None,
         client_idle: float = CLIENT_IDLE,
         client_scan_interval: float = CLIENT_SCAN_INTERVAL,
+        receive_limits: ReceiveLimits | None = None,
     ) -> None:
         """``client_idle``: silence after which a gRPC client is forgotten (its groups
         unregistered at the brokers when no other client is in them), checked every
-        ``client_scan_interval`` seconds."""
+        ``client_scan_interval`` seconds; ``receive_limits``: the bounds of a receive's
+        invisible and polling times (RocketMQ 5's defaults when None)."""
         if config.proxy_mode != CLUSTER_MODE:
             raise ConfigError(
                 "proxyMode=local is a broker's own access point: set grpcServerPort in its"
@@ -253,7 +287,9 @@ class ClusterAccessPoint:
             raise ConfigError("no name server address given (namesrvAddr, e.g. 127.0.0.1:9876)")
         self.config = config
         self.brokers = ClusterBrokers(config.namesrv_addr, client_config=client_config)
-        self.service = MessagingService(self.brokers, self._endpoints)
+        self.service = MessagingService(
+            self.brokers, self._endpoints, receive_limits=receive_limits
+        )
         self.server = GrpcServer(
             self.service,
             config.bind_address,

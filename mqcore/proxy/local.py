@@ -18,6 +18,7 @@ from mqcore.broker.controller import BrokerController
 from mqcore.common.metadata import PERM_WRITE, SubscriptionGroupConfig
 from mqcore.protocol import RemotingCommand
 from mqcore.proxy.brokers import BrokerQueues, TransactionCheck, WriteQueue
+from mqcore.proxy.consumer import ReceiveLimits
 from mqcore.proxy.grpc_v2 import definition_pb2 as pb
 from mqcore.proxy.routes import endpoints_of
 from mqcore.proxy.server import GrpcServer
@@ -77,8 +78,15 @@ class LocalBrokers:
         return [WriteQueue(self.broker_name, queue_id) for queue_id in range(nums)]
 
     async def invoke(
-        self, broker_name: str, channel: Channel, request: RemotingCommand
+        self,
+        broker_name: str,
+        channel: Channel,
+        request: RemotingCommand,
+        *,
+        timeout: float | None = None,
     ) -> RemotingCommand:
+        """The broker's handler's answer (no timeout: nothing crosses a network, and a
+        held POP is answered by the broker when its poll time ends)."""
         response = await dispatch_in_process(self.dispatcher.dispatch, channel, request)
         if response is None:  # only oneway requests go unanswered; none is sent here
             raise ProxyError(pb.Code.INTERNAL_SERVER_ERROR, "the broker gave no answer")
@@ -115,11 +123,22 @@ class LocalAccessPoint:
     with TLS when the broker's ``tls.server.mode`` asks for it (:mod:`mqcore.proxy.tls`;
     ConfigError when its files do not do)."""
 
-    def __init__(self, broker: BrokerController, port: int, *, host: str | None = None) -> None:
+    def __init__(
+        self,
+        broker: BrokerController,
+        port: int,
+        *,
+        host: str | None = None,
+        receive_limits: ReceiveLimits | None = None,
+    ) -> None:
+        """``receive_limits``: the bounds of a receive's invisible and polling times
+        (RocketMQ 5's defaults when None)."""
         self.broker = broker
         self.brokers = LocalBrokers(broker)
         self.dispatcher = self.brokers.dispatcher
-        self.service = MessagingService(self.brokers, self._endpoints)
+        self.service = MessagingService(
+            self.brokers, self._endpoints, receive_limits=receive_limits
+        )
         self.server = GrpcServer(
             self.service,
             host if host is not None else broker.config.bind_address,

@@ -2,8 +2,10 @@
 
 The server runs on the caller's event loop (the broker's, uvloop or not: grpc.aio binds
 to the running loop). Every method of the service is served: those of
-:class:`~mqcore.proxy.service.MessagingService`, and the rest (receiving, acknowledging,
-offsets: they need POP in the broker) with a response whose status is NOT_IMPLEMENTED.
+:class:`~mqcore.proxy.service.MessagingService` and of its consumer part
+(:mod:`mqcore.proxy.consumer`: receiving, acknowledging), and the rest (pulling and
+offsets by queue, recalling, lite subscriptions) with a response whose status is
+NOT_IMPLEMENTED.
 Each call's metadata names its client (``x-mq-client-id``, required, as RocketMQ 5
 requires it) and may carry the ACL signature, checked before the call runs.
 """
@@ -44,6 +46,12 @@ _SERVED = {
     "NotifyClientTermination": "notify_client_termination",
 }
 """Unary methods and the service's coroutine for each; Telemetry is the stream."""
+_CONSUMER_SERVED = {
+    "AckMessage": "ack_message",
+    "ChangeInvisibleDuration": "change_invisible_duration",
+    "ForwardMessageToDeadLetterQueue": "forward_message_to_dead_letter_queue",
+}
+"""Unary methods of the service's consumer part (:mod:`mqcore.proxy.consumer`)."""
 _MAX_MESSAGE_BYTES = 130 * 1024 * 1024
 """Largest gRPC message either way (a SendMessageRequest of a few large bodies)."""
 
@@ -169,8 +177,13 @@ class GrpcServer:
                 methods[method.name] = grpc.stream_stream_rpc_method_handler(
                     self._telemetry, **codec
                 )
-            elif method.name in _SERVED:
-                serve = getattr(self.service, _SERVED[method.name])
+            elif method.name == "ReceiveMessage":
+                methods[method.name] = grpc.unary_stream_rpc_method_handler(self._receive, **codec)
+            elif method.name in _SERVED or method.name in _CONSUMER_SERVED:
+                if method.name in _SERVED:
+                    serve = getattr(self.service, _SERVED[method.name])
+                else:
+                    serve = getattr(self.service.consumer, _CONSUMER_SERVED[method.name])
                 methods[method.name] = grpc.unary_unary_rpc_method_handler(
                     self._unary(serve, response_type), **codec
                 )
@@ -227,6 +240,20 @@ class GrpcServer:
             yield response_type(status=self.service.not_implemented(name))
 
         return handle
+
+    async def _receive(
+        self, request: spb.ReceiveMessageRequest, context: Any
+    ) -> AsyncIterator[spb.ReceiveMessageResponse]:
+        """ReceiveMessage: the consumer's stream, held no longer than the call's deadline."""
+        try:
+            call = self._call(context)
+        except ProxyError as exc:
+            yield spb.ReceiveMessageResponse(status=status(exc.code, exc.message))
+            return
+        remaining = context.time_remaining()
+        remaining_ms = None if remaining is None else int(remaining * 1000)
+        async for response in self.service.consumer.receive_message(request, call, remaining_ms):
+            yield response
 
     async def _telemetry(
         self, requests: AsyncIterator[spb.TelemetryCommand], context: Any

@@ -11,18 +11,18 @@ response message, whose ``status`` says what RocketMQ 5's proxy would (see
 What the access point does itself, as RocketMQ 5's proxy does: the queue of a send among
 every broker's write queues (by message group, :mod:`mqcore.proxy.queue_select`), a
 producer's group (its topic), the settings handshake and the note of where each half
-message is, broker included (END_TRANSACTION needs it).
+message is, broker included (END_TRANSACTION needs it). The consumer calls are
+:mod:`mqcore.proxy.consumer`'s, over the same seam and the same ``_request``.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator, Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Callable, Sequence
 
 from mqcore.common.metadata import PERM_READ, SubscriptionGroupConfig
-from mqcore.errors import MQError, MQTimeoutError
+from mqcore.errors import MQError
 from mqcore.filter.tags import build_subscription_data
 from mqcore.message.const import (
     AUTO_CREATE_TOPIC_KEY_TOPIC,
@@ -44,6 +44,7 @@ from mqcore.protocol.headers import (
 from mqcore.proxy.acl import authorize
 from mqcore.proxy.brokers import Brokers
 from mqcore.proxy.clients import ClientRegistry, GrpcClientChannel
+from mqcore.proxy.consumer import ConsumerService, ReceiveLimits
 from mqcore.proxy.context import CallContext
 from mqcore.proxy.grpc_v2 import definition_pb2 as pb
 from mqcore.proxy.grpc_v2 import service_pb2 as spb
@@ -52,7 +53,7 @@ from mqcore.proxy.queue_select import QueueSelector
 from mqcore.proxy.routes import permission
 from mqcore.proxy.routes import queues as route_queues
 from mqcore.proxy.settings import merge_settings
-from mqcore.proxy.status import ProxyError, ok, status, status_of_response
+from mqcore.proxy.status import ProxyError, brokers_failing, ok, status, status_of_response
 from mqcore.proxy.transactions import TransactionDataStore
 from mqcore.proxy.validation import validate_consumer_group, validate_topic
 from mqcore.remoting import Channel
@@ -92,6 +93,7 @@ class MessagingService:
         endpoints: Callable[[pb.Endpoints], pb.Endpoints],
         *,
         transactions: TransactionDataStore | None = None,
+        receive_limits: ReceiveLimits | None = None,
     ) -> None:
         self.brokers = brokers
         self.endpoints = endpoints
@@ -101,18 +103,29 @@ class MessagingService:
         self.clients = ClientRegistry(self.transactions, on_close=self._client_closed)
         self.selector = QueueSelector()
         brokers.serve_checks(self.clients.check_transaction)
+        self.consumer = ConsumerService(
+            brokers, self._request, self.clients.settings, self._command, receive_limits
+        )
+        """ReceiveMessage, AckMessage, ChangeInvisibleDuration, ForwardMessageToDeadLetterQueue."""
 
     # -- plumbing -------------------------------------------------------------------------
     def _channel(self, call: CallContext) -> GrpcClientChannel:
         return self.clients.channel(call.client_id, call.remote_address)
 
     async def _request(
-        self, call: CallContext, broker_name: str, request: RemotingCommand
+        self,
+        call: CallContext,
+        broker_name: str,
+        request: RemotingCommand,
+        timeout: float | None = None,
     ) -> RemotingCommand:
-        """One request through the ACL (when on) to the broker ``broker_name``."""
+        """One request through the ACL (when on) to the broker ``broker_name``, answered
+        within ``timeout`` seconds (None: the brokers' default; a long poll needs more)."""
         authorize(self.brokers.acl(), call.access_key, request)
-        with _brokers_failing():
-            return await self.brokers.invoke(broker_name, self._channel(call), request)
+        with brokers_failing():
+            return await self.brokers.invoke(
+                broker_name, self._channel(call), request, timeout=timeout
+            )
 
     def _client_closed(self, channel: Channel) -> None:
         """A client's channel closed: the brokers forget it, and the groups it alone was
@@ -139,7 +152,7 @@ class MessagingService:
         """Every broker's queues of the topic, every one reached at this access point."""
         validate_topic(request.topic)
         authorize(self.brokers.acl(), call.access_key, None, topic=request.topic.name)
-        with _brokers_failing():
+        with brokers_failing():
             brokers = await self.brokers.queues(request.topic.name)
         if not brokers:
             raise ProxyError(pb.Code.TOPIC_NOT_FOUND, _NO_ROUTE.format(request.topic.name))
@@ -209,7 +222,7 @@ class MessagingService:
         answer."""
         request = self._command(call, RequestCode.HEART_BEAT, {}, data.encode())
         authorize(self.brokers.acl(), call.access_key, request)
-        with _brokers_failing():
+        with brokers_failing():
             responses = await self.brokers.invoke_each(topics, self._channel(call), request)
         for response in responses:
             if response.code != ResponseCode.SUCCESS:
@@ -229,7 +242,7 @@ class MessagingService:
             if message.topic != topic:
                 raise ProxyError(pb.Code.MESSAGE_CORRUPTED, "topic in message is not same")
             messages.append(outgoing(message, call.remote_address))
-        with _brokers_failing():
+        with brokers_failing():
             queues = await self.brokers.write_queues(topic.name)
         if not queues:
             raise ProxyError(pb.Code.FORBIDDEN, "no writable queue")
@@ -319,25 +332,31 @@ class MessagingService:
         self, request: spb.QueryAssignmentRequest, call: CallContext
     ) -> spb.QueryAssignmentResponse:
         """Each readable broker as one assignment (queue id -1): a 5.x consumer receives
-        from the broker, which picks the queue (POP)."""
+        from the broker, which picks the queue (POP). A FIFO group gets an assignment a
+        queue of each such broker instead, as RocketMQ 5 answers (its receives still pop
+        from the whole broker the assignment names, in order)."""
         validate_topic(request.topic)
         validate_consumer_group(request.group)
         authorize(self.brokers.acl(), call.access_key, None, topic=request.topic.name)
-        with _brokers_failing():
+        with brokers_failing():
             brokers = await self.brokers.queues(request.topic.name)
         if not brokers:
             raise ProxyError(pb.Code.TOPIC_NOT_FOUND, _NO_ROUTE.format(request.topic.name))
+        with brokers_failing():
+            group = await self.brokers.group_config(request.group.name)
+        fifo = group is not None and group.consume_message_orderly
         assignments = [
             pb.Assignment(
                 message_queue=pb.MessageQueue(
                     topic=request.topic,
-                    id=-1,
+                    id=queue_id,
                     permission=permission(broker.perm),
                     broker=self._broker(broker.broker_name, request.endpoints),
                 )
             )
             for broker in brokers
             if broker.perm & PERM_READ and broker.read_queue_nums > 0
+            for queue_id in (range(broker.read_queue_nums) if fifo else (-1,))
         ]
         if not assignments:
             return spb.QueryAssignmentResponse(
@@ -455,7 +474,7 @@ class MessagingService:
                 validate_consumer_group(settings.subscription.group)
                 group = settings.subscription.group.name
                 answer = await self._register_consumer(call, settings, group)
-                with _brokers_failing():
+                with brokers_failing():
                     group_config = await self.brokers.group_config(group)
             else:
                 raise ProxyError(
@@ -476,20 +495,7 @@ class MessagingService:
         return status(pb.Code.NOT_IMPLEMENTED, f"{name} is not supported by this broker")
 
     def close(self) -> None:
-        """Forget every client (their channels close, so the broker forgets them too)."""
+        """Forget every client (their channels close, so the broker forgets them too)
+        and the handles renewed for them."""
+        self.consumer.close()
         self.clients.close()
-
-
-@contextmanager
-def _brokers_failing() -> Iterator[None]:
-    """The brokers cannot be asked (unreachable, no answer in time, no name server
-    answers): the call's status says so, as RocketMQ 5's proxy maps its client's
-    failures, rather than as an unexpected error."""
-    try:
-        yield
-    except ProxyError:
-        raise
-    except MQTimeoutError as exc:
-        raise ProxyError(pb.Code.PROXY_TIMEOUT, str(exc)) from exc
-    except MQError as exc:
-        raise ProxyError(pb.Code.INTERNAL_SERVER_ERROR, str(exc)) from exc

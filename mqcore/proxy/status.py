@@ -9,11 +9,21 @@ does not name is INTERNAL_SERVER_ERROR, the broker's remark the message.
 
 from __future__ import annotations
 
-from mqcore.errors import MQError
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from mqcore.errors import MQError, MQTimeoutError
 from mqcore.protocol import RemotingCommand, ResponseCode
 from mqcore.proxy.grpc_v2 import definition_pb2 as pb
 
-__all__ = ["ProxyError", "code_of_response", "ok", "status", "status_of_response"]
+__all__ = [
+    "ProxyError",
+    "brokers_failing",
+    "code_of_response",
+    "ok",
+    "status",
+    "status_of_response",
+]
 
 _REMOTING_CODES: dict[int, pb.Code] = {
     ResponseCode.SUCCESS: pb.Code.OK,
@@ -53,3 +63,18 @@ def status_of_response(response: RemotingCommand) -> pb.Status:
     """A broker's answer as a status: its code mapped, its remark (or the number) said."""
     message = response.remark if response.remark else str(int(response.code))
     return status(code_of_response(response.code), message)
+
+
+@contextmanager
+def brokers_failing() -> Iterator[None]:
+    """The brokers cannot be asked (unreachable, no answer in time, no name server
+    answers): the call's status says so, as RocketMQ 5's proxy maps its client's
+    failures, rather than as an unexpected error."""
+    try:
+        yield
+    except ProxyError:
+        raise
+    except MQTimeoutError as exc:
+        raise ProxyError(pb.Code.PROXY_TIMEOUT, str(exc)) from exc
+    except MQError as exc:
+        raise ProxyError(pb.Code.INTERNAL_SERVER_ERROR, str(exc)) from exc

@@ -175,6 +175,9 @@ async def test_consumer_settings_and_assignment(rpc: Grpc) -> None:
     assert answer.settings.subscription.receive_batch_size == 32
     assert answer.settings.subscription.long_polling_timeout.seconds == 20
     assert answer.settings.backoff_policy.max_attempts == 17  # retryMaxTimes 16 + 1
+    delays = [d.ToMilliseconds() for d in answer.settings.backoff_policy.customized_backoff.next]
+    assert delays[:5] == [1000, 5000, 10_000, 30_000, 60_000] and delays[-1] == 7_200_000
+    assert not answer.settings.subscription.fifo
     group = rpc.broker.consumers.get_group("billing")
     assert group is not None and group.subscriptions["Orders"].tags_set == {"paid", "new"}
     assignment = await rpc.stub.QueryAssignment(
@@ -284,11 +287,11 @@ async def test_a_transaction_is_ended_by_its_id(rpc: Grpc) -> None:
     assert blank.status.code == pb.Code.INVALID_TRANSACTION_ID
 
 
-@pytest.mark.parametrize("name", ["ReceiveMessage", "AckMessage", "ChangeInvisibleDuration"])
-async def test_pop_calls_are_not_implemented(rpc: Grpc, name: str) -> None:
+@pytest.mark.parametrize("name", ["PullMessage", "UpdateOffset", "GetOffset", "QueryOffset"])
+async def test_calls_by_queue_offset_are_not_implemented(rpc: Grpc, name: str) -> None:
     request = getattr(spb, f"{name}Request")()
     answer = getattr(rpc.stub, name)(request, metadata=CLIENT)
-    if name == "ReceiveMessage":
+    if name == "PullMessage":
         answers = [a async for a in answer]
         assert len(answers) == 1
         answer = answers[0]

@@ -5,6 +5,7 @@ queue of both brokers; each request reaches the broker that owns its queue."""
 from __future__ import annotations
 
 import socket
+import time
 import uuid
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -193,6 +194,118 @@ async def test_consumer_settings_reach_both_brokers_and_each_is_an_assignment(
         ("broker-b", -1),
     ]
     stream.cancel()
+
+
+async def test_a_fifo_group_gets_an_assignment_a_queue_of_every_broker(rpc: Proxied) -> None:
+    for broker in rpc.cluster.brokers.values():
+        broker.groups.update(SubscriptionGroupConfig("ordered", consume_message_orderly=True))
+    request = spb.QueryAssignmentRequest(
+        topic=pb.Resource(name="Orders"), group=pb.Resource(name="ordered")
+    )
+    answer = await rpc.stub.QueryAssignment(request, metadata=CLIENT)
+    assert answer.status.code == pb.Code.OK, answer
+    assert [(a.message_queue.broker.name, a.message_queue.id) for a in answer.assignments] == [
+        (b, i) for b in ("broker-a", "broker-b") for i in range(4)
+    ]
+
+
+def in_flight(rpc: Proxied, group: str) -> dict[str, int]:
+    """Broker -> the group's messages of Orders popped and not acknowledged there."""
+    now = int(time.time() * 1000)
+    out = {}
+    for name, broker in rpc.cluster.brokers.items():
+        counts = [broker.pop.inflight.count("Orders", group, q, now) for q in range(4)]
+        out[name] = sum(c.in_flight for c in counts if c is not None)
+    return out
+
+
+async def test_a_consumer_receives_at_each_assignment_s_broker_and_acks_where_it_popped(
+    rpc: Proxied,
+) -> None:
+    """The SDK's way: a receive names an assignment's broker; the ack goes to the broker
+    its receipt handle names, with no route of its own (the proxy finds the broker by the
+    topic named after it when no cached route names it)."""
+    await rpc.producer("Orders")
+    sent = [(await rpc.send(message(body=f"r{i}".encode()))).message_id for i in range(8)]
+    await until(lambda: set(sent) <= set(where(rpc)), 5, "every send stored")
+    placed = where(rpc)
+    assert {placed[i][0] for i in sent} == {"broker-a", "broker-b"}
+    group = pb.Resource(name="receivers")
+    request = spb.QueryAssignmentRequest(topic=pb.Resource(name="Orders"), group=group)
+    assignments = (await rpc.stub.QueryAssignment(request, metadata=CLIENT)).assignments
+    got: dict[str, pb.Message] = {}
+    asked: dict[str, set[str]] = {}
+
+    async def receive_each() -> bool:
+        for assignment in assignments:
+            receive = spb.ReceiveMessageRequest(
+                group=group,
+                message_queue=assignment.message_queue,
+                filter_expression=pb.FilterExpression(type=pb.FilterType.TAG, expression="*"),
+                batch_size=32,
+            )
+            receive.invisible_duration.FromSeconds(30)
+            receive.long_polling_timeout.FromSeconds(5)
+            stream = rpc.stub.ReceiveMessage(receive, metadata=CLIENT, timeout=10)
+            async for answer in stream:
+                if answer.HasField("message"):
+                    got[answer.message.system_properties.message_id] = answer.message
+                    broker = assignment.message_queue.broker.name
+                    asked.setdefault(broker, set()).add(answer.message.system_properties.message_id)
+        return len(got) >= len(sent)
+
+    await until(receive_each, 20, lambda: f"{len(got)} of {len(sent)} received")
+    assert sorted(got) == sorted(sent)
+    for broker, ids in asked.items():  # each popped at the broker its assignment names
+        assert {placed[i][0] for i in ids} == {broker}
+    for message_id, msg in got.items():
+        assert msg.system_properties.receipt_handle.split(" ")[5] == placed[message_id][0]
+    assert in_flight(rpc, "receivers") == {"broker-a": 4, "broker-b": 4}
+    routes = rpc.proxy.brokers.routes
+    for topic in list(routes.routes):  # as after a restart: the handles name the brokers
+        routes.forget(topic)
+    entries = [
+        spb.AckMessageEntry(message_id=i, receipt_handle=m.system_properties.receipt_handle)
+        for i, m in got.items()
+    ]
+    ack = spb.AckMessageRequest(group=group, topic=pb.Resource(name="Orders"), entries=entries)
+    answer = await rpc.stub.AckMessage(ack, metadata=CLIENT)
+    assert answer.status.code == pb.Code.OK, answer
+    assert [e.status.code for e in answer.entries] == [pb.Code.OK] * len(sent)
+    assert in_flight(rpc, "receivers") == {"broker-a": 0, "broker-b": 0}
+    held = spb.ReceiveMessageRequest(
+        group=group,
+        message_queue=assignments[0].message_queue,
+        filter_expression=pb.FilterExpression(type=pb.FilterType.TAG, expression="*"),
+        batch_size=32,
+    )
+    held.invisible_duration.FromSeconds(30)
+    held.long_polling_timeout.FromSeconds(4)  # longer than a remoting request's 3 s
+    started = time.monotonic()
+    stream = rpc.stub.ReceiveMessage(held, metadata=CLIENT, timeout=10)
+    (first, *_) = [answer async for answer in stream]
+    assert first.status.code == pb.Code.MESSAGE_NOT_FOUND, first  # not PROXY_TIMEOUT
+    assert time.monotonic() - started >= 3.5, "the broker held the poll"
+
+
+async def test_a_group_s_config_is_read_again_once_its_refresh_is_over(rpc: Proxied) -> None:
+    """Receives read it, so the proxy keeps what the brokers answered for 20 s."""
+    brokers = rpc.proxy.brokers
+    await brokers.queues("Orders")  # the route brings both masters
+
+    def configure(retry_max_times: int) -> None:
+        for broker in rpc.cluster.brokers.values():
+            broker.groups.update(SubscriptionGroupConfig("cached", retry_max_times=retry_max_times))
+
+    configure(5)
+    first = await brokers.group_config("cached")
+    assert first is not None and first.retry_max_times == 5
+    configure(7)
+    kept = await brokers.group_config("cached")
+    assert kept is not None and kept.retry_max_times == 5, "within the refresh"
+    brokers.group_config_refresh = 0
+    again = await brokers.group_config("cached")
+    assert again is not None and again.retry_max_times == 7
 
 
 async def test_a_transaction_ends_at_the_broker_that_holds_its_half_message(rpc: Proxied) -> None:

@@ -1,18 +1,24 @@
 """The official RocketMQ 5 Python SDK (PyPI ``rocketmq-python-client``) against mq's gRPC
 access point: the producer examples of apache/rocketmq-clients' ``python/example/``
-(normal, FIFO, delay, transaction) with their logic kept and only the endpoint and the
-credentials changed. Run by the SDK's own virtualenv's Python (its top-level package
-``rocketmq`` is not the dev venv's ``rocketmq`` 0.4.4), never imported by the tests.
+(normal, FIFO, delay, transaction) and consumer examples (simple, push) with their logic
+kept and only the endpoint and the credentials changed. Run by the SDK's own
+virtualenv's Python (its top-level package ``rocketmq`` is not the dev venv's
+``rocketmq`` 0.4.4), never imported by the tests.
 
     rmq5_clients.py normal ENDPOINT TOPIC
     rmq5_clients.py fifo ENDPOINT TOPIC
     rmq5_clients.py delay ENDPOINT TOPIC SECONDS
     rmq5_clients.py transaction ENDPOINT TOPIC commit|rollback|check
+    rmq5_clients.py simple ENDPOINT TOPIC GROUP COUNT [INVISIBLE_SECONDS [skip-first]]
+    rmq5_clients.py push ENDPOINT TOPIC GROUP [fail-first|fail-once|fail-always]
 
 Credentials come from ``MQ_ACCESS_KEY``/``MQ_SECRET_KEY`` when set. One JSON object per
 stdout line for each send receipt (and ``{"checked": id, ...}`` when the broker's
 check-back reached the checker); any failure ends the process with a non-zero exit code, the
-SDK's exception on stderr (the examples print and go on; a judge must not).
+SDK's exception on stderr (the examples print and go on; a judge must not). The consumers
+print ``{"received"|"acked"|"consumed": id, ...}`` lines; the examples consume forever, so
+the simple consumer stops once COUNT messages are acknowledged, and the push consumer, as
+its example waits for Enter, runs until stdin closes.
 """
 
 from __future__ import annotations
@@ -20,20 +26,32 @@ from __future__ import annotations
 import json
 import os
 import sys
+import threading
 import time
 
 from rocketmq import (
     ClientConfiguration,
+    ConsumeResult,
     Credentials,
+    FilterExpression,
     Message,
+    MessageListener,
     Producer,
+    PushConsumer,
+    SimpleConsumer,
     TransactionChecker,
     TransactionResolution,
 )
 
+_EMITTING = threading.Lock()
+
 
 def emit(**fields: object) -> None:
-    print(json.dumps(fields), flush=True)
+    """One JSON line, whole (a push consumer's listener runs on many threads)."""
+    line = json.dumps(fields) + "\n"
+    with _EMITTING:
+        sys.stdout.write(line)
+        sys.stdout.flush()
 
 
 def receipt(res: object) -> None:
@@ -137,6 +155,76 @@ def transaction(endpoints: str, topic: str, how: str) -> None:
         producer.shutdown()
 
 
+def described(msg: Message) -> dict[str, object]:
+    return {
+        "topic": msg.topic,
+        "tag": msg.tag,
+        "body": msg.body.decode(),
+        "message_group": msg.message_group,
+        "delivery_attempt": msg.delivery_attempt,
+    }
+
+
+def simple(endpoints: str, topic: str, group: str, count: str, *rest: str) -> None:
+    """simple_consumer_example.py: receive up to 32 messages invisible for 15 s (or
+    INVISIBLE_SECONDS), ack each, until COUNT are acknowledged. ``skip-first`` leaves
+    each message's first delivery unacknowledged, so it must come again."""
+    invisible = int(rest[0]) if rest else 15
+    skip_first = rest[1:] == ("skip-first",)
+    simple_consumer = SimpleConsumer(config(endpoints), group, {topic: FilterExpression()})
+    simple_consumer.startup()
+    try:
+        acked: set[str] = set()
+        seen: set[str] = set()
+        while len(acked) < int(count):
+            messages = simple_consumer.receive(32, invisible)
+            for msg in messages or ():
+                emit(received=msg.message_id, **described(msg))
+                if skip_first and msg.message_id not in seen:
+                    seen.add(msg.message_id)
+                    continue
+                simple_consumer.ack(msg)
+                acked.add(msg.message_id)
+                emit(acked=msg.message_id)
+    finally:
+        simple_consumer.shutdown()
+
+
+class EmittingListener(MessageListener):
+    """The example's listener: SUCCESS, saying what it consumed. ``fail-first``: the first
+    delivery of each message is a FAILURE (the SDK then makes it visible again after its
+    retry policy's delay); ``fail-once``: only the very first message's is;
+    ``fail-always``: every delivery is."""
+
+    def __init__(self, how: str) -> None:
+        self.how = how
+        self.failed: set[str] = set()
+
+    def consume(self, message: Message) -> ConsumeResult:
+        if self.how == "fail-always":
+            emit(failed=message.message_id, **described(message))
+            return ConsumeResult.FAILURE
+        fails = self.how == "fail-first" or (self.how == "fail-once" and not self.failed)
+        if fails and message.message_id not in self.failed:
+            self.failed.add(message.message_id)
+            emit(failed=message.message_id, **described(message))
+            return ConsumeResult.FAILURE
+        emit(consumed=message.message_id, **described(message))
+        return ConsumeResult.SUCCESS
+
+
+def push(endpoints: str, topic: str, group: str, *rest: str) -> None:
+    """push_consumer_example.py: a push consumer of ``topic`` until stdin closes."""
+    listener = EmittingListener(rest[0] if rest else "")
+    push_consumer = PushConsumer(config(endpoints), group, listener, {topic: FilterExpression()})
+    push_consumer.startup()
+    try:
+        emit(started=group)
+        sys.stdin.read()
+    finally:
+        push_consumer.shutdown()
+
+
 def main() -> None:
     command, endpoints, topic, *rest = sys.argv[1:]
     if command == "normal":
@@ -147,6 +235,10 @@ def main() -> None:
         delay(endpoints, topic, rest[0])
     elif command == "transaction":
         transaction(endpoints, topic, rest[0])
+    elif command == "simple":
+        simple(endpoints, topic, *rest)
+    elif command == "push":
+        push(endpoints, topic, *rest)
     else:
         raise SystemExit(f"unknown command {command!r}")
 

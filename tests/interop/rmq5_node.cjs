@@ -1,17 +1,22 @@
 // The official RocketMQ 5 Node.js SDK (npm rocketmq-client-nodejs, over @grpc/grpc-js)
 // against mq's gRPC access point: the producer examples of apache/rocketmq-clients'
-// nodejs/examples (Producer.cjs, ProducerFifoMessageExample.ts) with their logic kept and
-// only the endpoint changed. One JSON object per stdout line for each send receipt; any
-// failure exits non-zero.
+// nodejs/examples (Producer.cjs, ProducerFifoMessageExample.ts) and its consumer examples
+// (SimpleConsumer.cjs, PushConsumerQuickStart.ts) with their logic kept and only the
+// endpoint changed (and the push consumer ending when stdin closes: the example runs
+// forever). One JSON object per stdout line for each send receipt, each message acked
+// or consumed; any failure exits non-zero.
 //
 //   node rmq5_node.cjs normal ENDPOINT TOPIC
 //   node rmq5_node.cjs fifo ENDPOINT TOPIC
+//   node rmq5_node.cjs simple ENDPOINT TOPIC GROUP
+//   node rmq5_node.cjs push ENDPOINT TOPIC GROUP
 //
 // RMQ5_NODE_DIR names the folder whose node_modules hold the SDK (the test installs it).
 'use strict';
 
 const path = require('path');
-const { Producer } = require(path.join(process.env.RMQ5_NODE_DIR, 'node_modules', 'rocketmq-client-nodejs'));
+const { Producer, SimpleConsumer, PushConsumer, ConsumeResult } = require(
+  path.join(process.env.RMQ5_NODE_DIR, 'node_modules', 'rocketmq-client-nodejs'));
 
 function emit(fields) {
   process.stdout.write(JSON.stringify(fields) + '\n');
@@ -54,8 +59,67 @@ async function fifo(producer, topic) {
   }
 }
 
+function described(message) {
+  return {
+    topic: message.topic,
+    tag: message.tag,
+    body: message.body.toString(),
+    messageGroup: message.messageGroup,
+    deliveryAttempt: message.deliveryAttempt,
+  };
+}
+
+// SimpleConsumer.cjs: one receive of up to 20 messages with tag nodejs-demo, each acked.
+async function simple(endpoints, topic, consumerGroup) {
+  const simpleConsumer = new SimpleConsumer({
+    consumerGroup,
+    endpoints,
+    subscriptions: new Map().set(topic, 'nodejs-demo'),
+  });
+  await simpleConsumer.startup();
+  try {
+    const messages = await simpleConsumer.receive(20);
+    for (const message of messages) {
+      await simpleConsumer.ack(message);
+      emit({ acked: message.messageId, ...described(message) });
+    }
+  } finally {
+    await simpleConsumer.shutdown();
+  }
+}
+
+// PushConsumerQuickStart.ts: every message of the topic to a listener answering SUCCESS.
+async function push(endpoints, topic, consumerGroup) {
+  const pushConsumer = new PushConsumer({
+    namespace: '',
+    endpoints,
+    consumerGroup,
+    subscriptions: new Map([[ topic, '*' ]]),
+    messageListener: {
+      async consume(messageView) {
+        emit({ consumed: messageView.messageId, ...described(messageView) });
+        return ConsumeResult.SUCCESS;
+      },
+    },
+  });
+  await pushConsumer.startup();
+  try {
+    emit({ started: consumerGroup });
+    process.stdin.resume();
+    await new Promise((resolve) => process.stdin.on('end', resolve));
+  } finally {
+    await pushConsumer.shutdown();
+  }
+}
+
 async function main() {
-  const [command, endpoints, topic] = process.argv.slice(2);
+  const [command, endpoints, topic, group] = process.argv.slice(2);
+  if (command === 'simple') {
+    return simple(endpoints, topic, group);
+  }
+  if (command === 'push') {
+    return push(endpoints, topic, group);
+  }
   const producer = new Producer({ endpoints, maxAttempts: 3 });
   await producer.startup();
   try {

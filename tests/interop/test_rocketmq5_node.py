@@ -1,22 +1,28 @@
 """The official RocketMQ 5 Node.js SDK (``rocketmq-client-nodejs``, gRPC by @grpc/grpc-js
 rather than grpc's C core) runs its producer examples against mq's gRPC access point,
-endpoint changed only (``rmq5_node.cjs``); mq's own consumer finds what it sent."""
+endpoint changed only (``rmq5_node.cjs``); mq's own consumer finds what it sent, and the
+SDK's simple and push consumer examples receive and acknowledge it."""
 
 from __future__ import annotations
 
+import asyncio
 import json
+import os
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from interop_support import run_json_lines
 
 from mqcore.client import ConsumeFromWhere, LitePullConsumer
 from mqcore.common.javahash import java_string_hash
+from mqcore.common.metadata import SubscriptionGroupConfig
 from mqcore.message import MessageExt
+from mqcore.proxy.consumer import ReceiveLimits
 from mqcore.proxy.local import LocalAccessPoint
 from mqcore.proxy.queue_select import consistent_hash
-from tests.support import poll_messages
+from tests.support import poll_messages, until
 from tests.support.inproc import BROKER_NAME, LiveCluster
 
 pytestmark = [pytest.mark.interop, pytest.mark.timeout(120)]
@@ -27,9 +33,12 @@ QUEUES = 4
 
 @pytest.fixture
 async def served(tmp_path: Path) -> AsyncIterator[tuple[LiveCluster, LocalAccessPoint]]:
+    """broker-a and its access point; receives are held at most 2 s (RocketMQ 5: 20 s), as
+    the Node.js push consumer's shutdown waits for the receive it has in flight."""
     cluster = LiveCluster(tmp_path)
     async with cluster.running(BROKER_NAME):
-        access_point = LocalAccessPoint(cluster.broker, 0)
+        limits = ReceiveLimits(min_long_polling_ms=500, max_long_polling_ms=2000)
+        access_point = LocalAccessPoint(cluster.broker, 0, receive_limits=limits)
         await access_point.start()
         try:
             yield cluster, access_point
@@ -86,3 +95,83 @@ async def test_node_fifo_producer_example(
         assert {m.queue_id for m in in_store} == {consistent_hash(java_string_hash(group), QUEUES)}
         offsets = [m.queue_offset for m in in_store]
         assert offsets == sorted(offsets)
+
+
+async def test_node_simple_consumer_example(
+    served: tuple[LiveCluster, LocalAccessPoint], rmq5_node_dir: Path, tmp_path: Path
+) -> None:
+    """SimpleConsumer.cjs: one receive gets what Producer.cjs sent (two runs), each acked;
+    the broker then holds no checkpoint waiting for an ack."""
+    cluster, access_point = served
+    await cluster.create_topic("TopicTest", QUEUES)
+    sent = [
+        (await node(rmq5_node_dir, tmp_path / "home", "normal", access_point.address, "TopicTest"))[
+            0
+        ]["messageId"]
+        for _ in range(2)
+    ]
+    lines = await node(
+        rmq5_node_dir, tmp_path / "home", "simple", access_point.address, "TopicTest", "g-node"
+    )
+    assert sorted(line["acked"] for line in lines) == sorted(sent)
+    assert {(line["tag"], line["deliveryAttempt"]) for line in lines} == {("nodejs-demo", 1)}
+    revive = cluster.broker.pop.revive
+
+    def settled() -> bool:
+        revive.revive_once()
+        return revive.pending_count == 0
+
+    await until(settled, 10, "every checkpoint acknowledged")
+
+
+async def test_node_push_consumer_of_a_fifo_group(
+    served: tuple[LiveCluster, LocalAccessPoint], rmq5_node_dir: Path, tmp_path: Path
+) -> None:
+    """PushConsumerQuickStart.ts in a FIFO group: the FIFO producer example's three
+    message groups each consumed in sequence, every message acknowledged (the group's
+    offsets moved past them)."""
+    cluster, access_point = served
+    await cluster.create_topic("FifoTopic", QUEUES)
+    cluster.broker.groups.update(SubscriptionGroupConfig("g-fifo", consume_message_orderly=True))
+    home = tmp_path / "home"
+    home.mkdir()
+    receipts = await node(rmq5_node_dir, home, "fifo", access_point.address, "FifoTopic")
+    offsets = cluster.broker.offsets
+
+    def committed() -> int:
+        return sum(offsets.query("g-fifo", "FifoTopic", q) or 0 for q in range(QUEUES))
+
+    lines: list[dict[str, Any]] = []
+    proc = await asyncio.create_subprocess_exec(
+        "node", str(NODE_SCRIPT), "push", access_point.address, "FifoTopic", "g-fifo",
+        stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        env={**os.environ, "RMQ5_NODE_DIR": str(rmq5_node_dir), "HOME": str(home)},
+    )  # fmt: skip
+
+    async def read_lines() -> None:
+        assert proc.stdout is not None
+        async for raw in proc.stdout:
+            if raw.startswith(b"{"):
+                lines.append(json.loads(raw))
+
+    reader = asyncio.create_task(read_lines())
+    try:
+        await until(lambda: sum("consumed" in line for line in lines) >= 10, 30, lambda: lines)
+        await until(lambda: committed() == 10, 10, committed)
+        consumed = [line for line in lines if "consumed" in line]
+    finally:
+        assert proc.stdin is not None
+        proc.stdin.close()
+        try:
+            await asyncio.wait_for(proc.wait(), 30)
+        finally:
+            if proc.returncode is None:
+                proc.kill()
+                await proc.wait()
+            await reader
+    assert proc.returncode == 0, (await proc.stderr.read()).decode()[-2000:] if proc.stderr else ""
+    assert len(consumed) == 10, consumed
+    for group in ("Order-001", "Order-002", "Account-Alice"):
+        sent = [r["messageId"] for r in receipts if r["messageGroup"] == group]
+        assert [line["consumed"] for line in consumed if line["messageGroup"] == group] == sent

@@ -5,6 +5,11 @@ apache/rocketmq-clients against mq, endpoint and credentials changed only
 keys, properties, ids and queue offsets as the SDK was told, FIFO groups in one queue each
 in send order, a delayed message's delivery time, a transaction's message once committed
 by the producer or by its checker when the broker's check-back asked.
+
+Then the SDK's consumer examples receive what its producers sent: the simple consumer
+and the push consumer get every message and acknowledge it (the broker's revive service
+then holds no checkpoint), a message not acknowledged comes again after its invisible
+time, and a FIFO group's push consumer gets each message group in send order.
 """
 
 from __future__ import annotations
@@ -23,7 +28,9 @@ from interop_support import run_json_lines
 
 from mqcore.client import Admin, ConsumeFromWhere, LitePullConsumer
 from mqcore.common.javahash import java_string_hash
+from mqcore.common.metadata import SubscriptionGroupConfig
 from mqcore.message import MessageExt
+from mqcore.proxy.consumer import ReceiveLimits
 from mqcore.proxy.local import LocalAccessPoint
 from mqcore.proxy.queue_select import consistent_hash
 from tests.support import poll_messages, until
@@ -75,14 +82,19 @@ class Rmq5:
 @pytest.fixture
 async def rmq5(tmp_path: Path, rmq5_python: Path) -> AsyncIterator[Rmq5]:
     """A name server and broker-a in process, its gRPC access point on a free port; the
-    transaction check-back every 300 ms for half messages older than 300 ms."""
-    cluster = LiveCluster(
-        tmp_path, settings={"transaction_time_out": 300, "transaction_check_interval": 300}
-    )
+    transaction check-back every 300 ms for half messages older than 300 ms, the revive
+    service every 100 ms, receives allowed invisible times from 1 s (RocketMQ 5: 10 s)."""
+    settings = {
+        "transaction_time_out": 300,
+        "transaction_check_interval": 300,
+        "revive_interval": 100,
+    }
+    cluster = LiveCluster(tmp_path, settings=settings)
     home = tmp_path / "home"
     home.mkdir()
     async with cluster.running(BROKER_NAME):
-        access_point = LocalAccessPoint(cluster.broker, 0)
+        limits = ReceiveLimits(min_invisible_ms=1000)
+        access_point = LocalAccessPoint(cluster.broker, 0, receive_limits=limits)
         await access_point.start()
         try:
             yield Rmq5(cluster, access_point, rmq5_python, home)
@@ -211,7 +223,9 @@ GRPC_LINE = re.compile(r"grpc=(\S+):(\d+)")
 
 
 async def test_normal_producer_against_mq_broker(tmp_path: Path, rmq5_python: Path) -> None:
-    """`mq broker` with grpcServerPort in its broker.conf serves the SDK as `mq up` does."""
+    """`mq broker` with grpcServerPort in its broker.conf serves the SDK as `mq up` does:
+    the producer example's messages reach the store, the simple consumer example gets
+    and acknowledges them (RocketMQ 5's receive limits, the broker's own revive)."""
     namesrv = start_namesrv(tmp_path / "ns")
     try:
         broker = start_broker(tmp_path / "broker", namesrv.addr, grpcServerPort="0")
@@ -237,6 +251,13 @@ async def test_normal_producer_against_mq_broker(tmp_path: Path, rmq5_python: Pa
             async with consumer:
                 stored = by_offset(await poll_messages(consumer, 10, 20))
             assert set(stored) == {r["message_id"] for r in receipts} and len(stored) == 10
+            # and simple_consumer_example.py, as it is, receives and acks every one
+            lines = await run_json_lines(
+                [str(rmq5_python), str(SDK_SCRIPT)], "simple", endpoint, "topic",
+                "consumer-group", "10", env={"HOME": str(home)}, timeout=60,
+            )  # fmt: skip
+            acked = sorted(line["acked"] for line in lines if "acked" in line)
+            assert acked == sorted(r["message_id"] for r in receipts)
         finally:
             assert broker.stop() == 0
     finally:
@@ -295,3 +316,201 @@ async def test_credentials_are_checked_against_plain_acl(
         assert max_offset(acl_cluster.broker, "subOnly") == 0
     finally:
         await access_point.stop()
+
+
+# -- the consumer examples ------------------------------------------------------------------
+
+
+class SdkProcess:
+    """The SDK script running on, its JSON lines collected as they come (a push consumer
+    runs until its stdin closes, as the example runs until Enter)."""
+
+    def __init__(self, rmq5: Rmq5, *args: str) -> None:
+        self.rmq5 = rmq5
+        self.args = args
+        self.lines: list[dict[str, Any]] = []
+        self.proc: asyncio.subprocess.Process | None = None
+        self._reader: asyncio.Task[None] | None = None
+
+    async def __aenter__(self) -> SdkProcess:
+        self.proc = await asyncio.create_subprocess_exec(
+            str(self.rmq5.python), str(SDK_SCRIPT), *self.args,
+            stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE, env={**os.environ, **self.rmq5.env},
+        )  # fmt: skip
+        self._reader = asyncio.create_task(self._read())
+        return self
+
+    async def _read(self) -> None:
+        assert self.proc is not None and self.proc.stdout is not None
+        async for raw in self.proc.stdout:
+            if raw.startswith(b"{"):
+                self.lines.append(json.loads(raw))
+
+    def said(self, key: str) -> list[dict[str, Any]]:
+        return [line for line in self.lines if key in line]
+
+    async def __aexit__(self, *exc: object) -> None:
+        proc = self.proc
+        assert proc is not None and proc.stdin is not None and self._reader is not None
+        proc.stdin.close()
+        try:
+            await asyncio.wait_for(proc.wait(), 30)
+        finally:
+            if proc.returncode is None:
+                proc.kill()
+                await proc.wait()
+            await self._reader
+        if exc[0] is None:
+            err = (await proc.stderr.read()).decode()[-2000:] if proc.stderr else ""
+            assert proc.returncode == 0, err
+
+
+def settled(rmq5: Rmq5) -> bool:
+    """Every message popped has been acknowledged: the revive service holds no
+    checkpoint (a message not acknowledged keeps its checkpoint until it is revived)."""
+    revive = rmq5.cluster.broker.pop.revive
+    revive.revive_once()
+    return revive.pending_count == 0
+
+
+async def test_simple_consumer_example_receives_and_acks_every_message(rmq5: Rmq5) -> None:
+    """simple_consumer_example.py as it is (receive 32, invisible 15 s, ack each)."""
+    await rmq5.cluster.create_topic("topic", QUEUES)
+    sent = [r["message_id"] for r in await rmq5.run("normal", rmq5.endpoint, "topic")]
+    lines = await rmq5.run("simple", rmq5.endpoint, "topic", "consumer-group", "10")
+    received = [line for line in lines if "received" in line]
+    acked = [line["acked"] for line in lines if "acked" in line]
+    assert sorted(acked) == sorted(sent), "every message received once and acknowledged"
+    for line in received:
+        assert line["topic"] == "topic" and line["tag"] == "tag" and line["delivery_attempt"] == 1
+        assert line["body"] == BODY.decode()
+    await until(lambda: settled(rmq5), 10, "every checkpoint acknowledged")
+
+
+async def test_a_message_not_acked_comes_back_to_the_simple_consumer(rmq5: Rmq5) -> None:
+    """Invisible for 1 s and not acknowledged the first time: each message is received
+    again (delivery attempt 2) and acknowledged then; none is lost."""
+    await rmq5.cluster.create_topic("retried", QUEUES)
+    sent = [r["message_id"] for r in await rmq5.run("normal", rmq5.endpoint, "retried")]
+    lines = await rmq5.run(
+        "simple", rmq5.endpoint, "retried", "retry-group", "10", "1", "skip-first"
+    )
+    received = [line for line in lines if "received" in line]
+    firsts = [line["received"] for line in received if line["delivery_attempt"] == 1]
+    seconds = [line["received"] for line in received if line["delivery_attempt"] == 2]
+    trace = " ".join(f"{r['received'][-2:]}:{r['delivery_attempt']}" for r in received)
+    assert sorted(firsts) == sorted(sent) and sorted(seconds) == sorted(sent), trace
+    assert sorted(line["acked"] for line in lines if "acked" in line) == sorted(sent)
+    await until(lambda: settled(rmq5), 10, "every checkpoint acknowledged")
+
+
+async def test_push_consumer_example_consumes_every_message(rmq5: Rmq5) -> None:
+    """push_consumer_example.py: the listener gets each message once and the SDK acks."""
+    await rmq5.cluster.create_topic("topic", QUEUES)
+    async with SdkProcess(rmq5, "push", rmq5.endpoint, "topic", "consumer-group") as push:
+        await until(lambda: push.said("started"), 30, lambda: push.lines)
+        sent = [r["message_id"] for r in await rmq5.run("normal", rmq5.endpoint, "topic")]
+        await until(lambda: len(push.said("consumed")) >= 10, 30, lambda: push.lines)
+        await until(lambda: settled(rmq5), 10, "every checkpoint acknowledged")
+    consumed = [line["consumed"] for line in push.said("consumed")]
+    assert sorted(consumed) == sorted(sent), "each message consumed exactly once"
+
+
+async def test_a_failed_push_consumption_is_delivered_again(rmq5: Rmq5) -> None:
+    """The listener fails each message once: the SDK makes it visible again after its
+    retry policy's delay (ChangeInvisibleDuration) and it comes back, attempt 2."""
+    await rmq5.cluster.create_topic("nacked", QUEUES)
+    args = ("push", rmq5.endpoint, "nacked", "nack-group", "fail-first")
+    async with SdkProcess(rmq5, *args) as push:
+        await until(lambda: push.said("started"), 30, lambda: push.lines)
+        sent = [r["message_id"] for r in await rmq5.run("normal", rmq5.endpoint, "nacked")]
+        await until(lambda: len(push.said("consumed")) >= 10, 30, lambda: push.lines)
+        await until(lambda: settled(rmq5), 10, "every checkpoint acknowledged")
+    assert sorted(line["failed"] for line in push.said("failed")) == sorted(sent)
+    consumed = push.said("consumed")
+    assert sorted(line["consumed"] for line in consumed) == sorted(sent)
+    assert {line["delivery_attempt"] for line in consumed} == {2}
+
+
+async def test_fifo_push_consumer_gets_each_message_group_in_order(rmq5: Rmq5) -> None:
+    """A FIFO group (consumeMessageOrderly): the push consumer is told so, and gets the
+    FIFO producer example's groups "1" and "2" each in send order, even though its
+    listener fails the first message once (the SDK retries it before the next of its
+    group; a non-FIFO group would see the next ones first)."""
+    await rmq5.cluster.create_topic("fifo-test-topic", QUEUES)
+    rmq5.cluster.broker.groups.update(
+        SubscriptionGroupConfig("fifo-group", consume_message_orderly=True)
+    )
+    receipts = await rmq5.run("fifo", rmq5.endpoint, "fifo-test-topic")
+    args = ("push", rmq5.endpoint, "fifo-test-topic", "fifo-group", "fail-once")
+    offsets = rmq5.cluster.broker.offsets
+
+    def committed() -> int:
+        return sum(offsets.query("fifo-group", "fifo-test-topic", q) or 0 for q in range(QUEUES))
+
+    async with SdkProcess(rmq5, *args) as push:
+        await until(lambda: len(push.said("consumed")) >= 9, 30, lambda: push.lines)
+        # every FIFO message acknowledged: the group's offsets moved past them
+        await until(lambda: committed() == 9, 10, committed)
+    consumed = push.said("consumed")
+    assert len(consumed) == 9, consumed
+    for group in ("1", "2"):
+        sent = [r["message_id"] for i, r in enumerate(receipts, 1) if str(2 - i % 2) == group]
+        got = [line["consumed"] for line in consumed if line["message_group"] == group]
+        assert got == sent, f"message group {group} in send order"
+
+
+async def test_a_consumer_s_credentials_are_checked_against_plain_acl(
+    tmp_path: Path, rmq5_python: Path, acl_cluster: AclCluster
+) -> None:
+    """The simple consumer example with credentials: SUB on topic ``both`` and on its
+    group lets it receive and ack; a group the account is denied is UNAUTHORIZED."""
+    access_point = LocalAccessPoint(acl_cluster.broker, 0)
+    await access_point.start()
+    keys = {"MQ_ACCESS_KEY": USER.access_key, "MQ_SECRET_KEY": USER.secret_key}
+    address = access_point.address
+    try:
+        code, said = await run_sdk(rmq5_python, tmp_path / "p", "normal", address, "both", **keys)
+        assert code == 0, said
+        code, said = await run_sdk(
+            rmq5_python, tmp_path / "c", "simple", address, "both", "consumer-group", "10", **keys
+        )
+        assert code == 0, said
+        assert said.count('"acked"') == 10, said
+        code, said = await run_sdk(
+            rmq5_python, tmp_path / "d", "simple", address, "both", "deniedGroup", "1", **keys
+        )
+        assert code != 0 and "40100" in said and "deniedGroup" in said, said[-3000:]
+    finally:
+        await access_point.stop()
+
+
+async def test_a_fifo_message_failing_every_attempt_goes_to_the_dead_letter_queue(
+    rmq5: Rmq5,
+) -> None:
+    """A FIFO group retrying once (retryMaxTimes 1: 2 attempts): the push consumer retries
+    the message itself, then forwards it to ``%DLQ%<group>``
+    (ForwardMessageToDeadLetterQueue) and goes on with the next one."""
+    await rmq5.cluster.create_topic("fifo-dlq", QUEUES)
+    rmq5.cluster.broker.groups.update(
+        SubscriptionGroupConfig("dlq-group", retry_max_times=1, consume_message_orderly=True)
+    )
+    receipts = await rmq5.run("fifo", rmq5.endpoint, "fifo-dlq")
+    store = rmq5.cluster.broker.store
+
+    def dead() -> int:
+        return store.get_max_offset_in_queue("%DLQ%dlq-group", 0)
+
+    args = ("push", rmq5.endpoint, "fifo-dlq", "dlq-group", "fail-always")
+    async with SdkProcess(rmq5, *args) as push:
+        await until(lambda: dead() == 9, 60, lambda: (dead(), push.lines[-3:]))
+    in_dlq = []
+    for offset in range(9):
+        msg = store.look_message(store.get_commit_log_offset_in_queue("%DLQ%dlq-group", 0, offset))
+        in_dlq.append(msg.properties["UNIQ_KEY"])
+    assert sorted(in_dlq) == sorted(r["message_id"] for r in receipts)
+    attempts = {}
+    for line in push.said("failed"):
+        attempts[line["failed"]] = attempts.get(line["failed"], 0) + 1
+    assert set(attempts.values()) == {2}, attempts

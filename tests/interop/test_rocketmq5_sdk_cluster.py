@@ -1,11 +1,13 @@
 """The judge of cluster mode: the official RocketMQ 5 Python SDK (``rmq5_clients.py``, in
-its own virtualenv) runs the producer examples of apache/rocketmq-clients against
-`mq proxy`'s access point in front of a name server and two brokers, endpoint changed
-only. Each broker's store is read directly: every message is accounted for, on both
-brokers, each FIFO group in the one queue RocketMQ 5's proxy hashes it to among all the
-brokers' queues, in send order; transactions end at the broker holding the half message,
-by the producer or by its checker when that broker's check-back asked. The Node.js SDK's
-FIFO example (gRPC by @grpc/grpc-js, not grpc's C core) goes through the proxy too.
+its own virtualenv) runs the producer and simple consumer examples of
+apache/rocketmq-clients against `mq proxy`'s access point in front of a name server and
+two brokers, endpoint changed only. Each broker's store is read directly: every message is
+accounted for, on both brokers, each FIFO group in the one queue RocketMQ 5's proxy hashes
+it to among all the brokers' queues, in send order; transactions end at the broker holding
+the half message, by the producer or by its checker when that broker's check-back asked.
+The simple consumer example receives from both brokers and acknowledges every message
+where it was popped. The Node.js SDK's FIFO example (gRPC by @grpc/grpc-js, not grpc's C
+core) goes through the proxy too.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from mqcore.common.javahash import java_string_hash
 from mqcore.message import MessageExt
 from mqcore.proxy.cluster import ClusterAccessPoint
 from mqcore.proxy.config import ProxyConfig
+from mqcore.proxy.consumer import ReceiveLimits
 from mqcore.proxy.queue_select import consistent_hash
 from tests.support import until
 from tests.support.inproc import LiveCluster
@@ -35,6 +38,7 @@ SDK_SCRIPT = Path(__file__).with_name("rmq5_clients.py")
 NODE_SCRIPT = Path(__file__).with_name("rmq5_node.cjs")
 BROKERS = ("broker-a", "broker-b")
 BODY = b"hello, rocketmq."
+LIMITS = ReceiveLimits(min_long_polling_ms=1000, max_long_polling_ms=2000)
 
 
 @dataclass
@@ -75,7 +79,10 @@ class Proxied:
 @pytest.fixture
 async def proxied(tmp_path: Path, rmq5_python: Path) -> AsyncIterator[Proxied]:
     """A name server, broker-a and broker-b in process (check-backs every 300 ms for half
-    messages older than 300 ms), the cluster proxy on a free port."""
+    messages older than 300 ms), the cluster proxy on a free port. Its receives poll at
+    most 2 s: the SDK's simple consumer takes the route's queues in turn (four of each
+    broker) while a receive pops the whole broker, so most receives find their broker
+    emptied and wait out the long polling (20 s unless narrowed)."""
     cluster = LiveCluster(
         tmp_path, settings={"transaction_time_out": 300, "transaction_check_interval": 300}
     )
@@ -85,7 +92,7 @@ async def proxied(tmp_path: Path, rmq5_python: Path) -> AsyncIterator[Proxied]:
         config = ProxyConfig(
             namesrv_addr=cluster.addr, grpc_server_port=0, bind_address="127.0.0.1"
         )
-        proxy = ClusterAccessPoint(config)
+        proxy = ClusterAccessPoint(config, receive_limits=LIMITS)
         await proxy.start()
         try:
             yield Proxied(cluster, proxy, rmq5_python, home)
@@ -130,6 +137,34 @@ async def test_fifo_producer_example_keeps_each_group_in_one_queue_in_order(
         assert offsets == sorted(offsets) and len(set(offsets)) == len(offsets)
         places.add(place)
     assert {broker for broker, _ in places} == set(BROKERS)
+
+
+async def test_simple_consumer_example_receives_and_acks_on_both_brokers(
+    proxied: Proxied,
+) -> None:
+    """simple_consumer_example.py as it is: its receives go to each route queue's broker in
+    turn, its acks to the broker each receipt handle names; every message sent to either
+    broker is received once and acknowledged there (no checkpoint left on either)."""
+    await proxied.cluster.create_topic("topic", 4)
+    sent = [r["message_id"] for r in await proxied.run("normal", "topic")]
+    stored = await proxied.wait_stored("topic", 4, sent)
+    assert {broker for broker, _ in stored.values()} == set(BROKERS)
+    lines = await proxied.run("simple", "topic", "consumer-group", "10")
+    received = [line["received"] for line in lines if "received" in line]
+    acked = [line["acked"] for line in lines if "acked" in line]
+    assert sorted(received) == sorted(sent), "each message received once"
+    assert sorted(acked) == sorted(sent), "and acknowledged"
+
+    def settled() -> bool:
+        """Neither broker's revive service holds a checkpoint: every pop was acked."""
+        pending = 0
+        for name in BROKERS:
+            revive = proxied.cluster.brokers[name].pop.revive
+            revive.revive_once()
+            pending += revive.pending_count
+        return pending == 0
+
+    await until(settled, 10, "every checkpoint acknowledged on both brokers")
 
 
 async def test_transaction_producer_example_commit(proxied: Proxied) -> None:

@@ -315,3 +315,14 @@ def test_random_text_only_raises_config_errors(text: str, which: str) -> None:
         except (ConfigError, FastjsonError):
             return
         m.encode()  # whatever loaded can be written back
+
+
+def test_a_fifo_group_keeps_rocketmq_5_s_flag_and_a_4x_group_has_none() -> None:
+    """consumeMessageOrderly (5.x) is read and written back, and only when set: a 4.x
+    group's JSON stays byte for byte what 4.x writes."""
+    fifo = SubscriptionGroupConfig.from_json({"groupName": "g", "consumeMessageOrderly": True})
+    assert fifo.consume_message_orderly
+    assert fifo.to_json()["consumeMessageOrderly"] is True
+    assert SubscriptionGroupConfig.from_json(fifo.to_json()) == fifo
+    plain = SubscriptionGroupConfig("g")
+    assert not plain.consume_message_orderly and "consumeMessageOrderly" not in plain.to_json()
