@@ -45,7 +45,8 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "message": (
         "mqcli.commands.message",
         "Messages",
-        "Look at one message; send it again (to a consumer of a group, or to its topic).",
+        "Look at one message; send it again (to a consumer of a group, or to its topic); "
+        "recall a timer message.",
     ),
     "topic": (
         "mqcli.commands.topic",
