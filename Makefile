@@ -81,9 +81,9 @@ site: dev
 # Lint first (seconds; a style slip fails at once). The type check and the site build then
 # run beside the suite: its tests spend half their time waiting on the processes they
 # start (one core busy on average), so the other two fit in that time instead of adding a
-# minute and a half before it. Each line of output stays whole (--output-sync=line).
+# minute and a half before it. Their few lines of output come between the suite's.
 test: lint
-	@$(MAKE) --no-print-directory -j3 --output-sync=line typecheck site unit
+	@$(MAKE) --no-print-directory -j3 typecheck site unit
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache build/site build/cython
