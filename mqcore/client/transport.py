@@ -34,6 +34,10 @@ from mqcore.remoting import (
 
 __all__ = ["Ask", "ClientTransport"]
 
+_PROBE_TIMEOUT = 10.0
+"""Seconds the GET_BROKER_RUNTIME_INFO probe of an address that refused a name server
+request may take (at least; a longer request timeout stands)."""
+
 
 class ClientTransport:
     """Requests to brokers and name servers for the client ``client_id``."""
@@ -147,8 +151,12 @@ class ClientTransport:
         """Whether ``addr`` answers GET_BROKER_RUNTIME_INFO, which only brokers serve
         (asked only after it refused a name server request as not supported)."""
         probe = self.request(RequestCode.GET_BROKER_RUNTIME_INFO)
+        # Generous: this path ends in an error anyway, and a broker's first runtime info
+        # can take a loaded JVM broker longer than a request's timeout (the user then got
+        # the raw "request type 206 not supported" instead of the address named).
+        wait = max(timeout or self.config.request_timeout, _PROBE_TIMEOUT)
         try:
-            answer = await self.remoting.invoke(addr, probe, timeout or self.config.request_timeout)
+            answer = await self.remoting.invoke(addr, probe, wait)
         except (RemotingConnectError, ChannelClosedError, MQTimeoutError):
             return False
         return answer.code == ResponseCode.SUCCESS
