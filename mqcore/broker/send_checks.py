@@ -85,7 +85,7 @@ def msg_check(
             group = groups.find(topic[len(RETRY_GROUP_TOPIC_PREFIX) :])
             if group is not None:
                 config = topics.create_in_send_back(
-                    topic, group.retry_queue_nums, PERM_READ | PERM_WRITE
+                    topic, group.retry_queue_nums, PERM_READ | PERM_WRITE, durable=True
                 )
         if config is None:
             auto = str(broker_config.auto_create_topic_enable).lower()

@@ -139,13 +139,22 @@ class TopicService:
             topic_sys_flag=topic_sys_flag,
         )
         log.info("auto-created topic %s from %s: %s", topic, default_topic, config)
-        self._changed(config)
+        self._changed(config, durable=True)
         return config
 
     def create_in_send_back(
-        self, topic: str, queue_nums: int, perm: int, topic_sys_flag: int = 0
+        self,
+        topic: str,
+        queue_nums: int,
+        perm: int,
+        topic_sys_flag: int = 0,
+        *,
+        durable: bool = False,
     ) -> TopicConfig:
-        """``%RETRY%``/``%DLQ%`` topics, created without a template."""
+        """``%RETRY%``/``%DLQ%`` topics, created without a template. ``durable``: a
+        message about to be stored and acknowledged goes under it, so it waits in
+        :attr:`unwritten` until ``topics.json`` holds it (a heartbeat's retry topics, a
+        thousand at a time, are only written soon)."""
         existing = self.select(topic)
         if existing is not None:
             return existing
@@ -157,7 +166,7 @@ class TopicService:
             topic_sys_flag=topic_sys_flag,
         )
         log.info("created topic %s: %s", topic, config)
-        self._changed(config)
+        self._changed(config, durable=durable)
         return config
 
     # -- a slave's own knowledge --------------------------------------------------------
@@ -221,16 +230,20 @@ class TopicService:
         self.request_register(force=True)
         return written
 
-    def _changed(self, config: TopicConfig) -> None:
-        """A topic a send (or a retry, a DLQ, a transaction) creates: written off the loop
-        by the persister's next group commit (a burst of new topics is one write, started
-        at once whatever the persist interval), registered alone. Until the write is done
-        the topic is in :attr:`unwritten`: a message stored under it is answered only
-        after (4.9.8 writes the table before it stores the message that made the topic),
-        or a kill -9 right after the answer would leave an acknowledged message under a
-        topic the restarted broker does not know."""
+    def _changed(self, config: TopicConfig, *, durable: bool) -> None:
+        """A topic a send (or a retry, a DLQ, a transaction, a heartbeat) creates, written
+        off the loop and registered alone. ``durable`` (a message is stored under it and
+        answered): by the persister's next group commit, started at once whatever the
+        persist interval, the topic in :attr:`unwritten` until it is done, so the answer
+        waits for it (4.9.8 writes the table before it stores the message that made the
+        topic; a kill -9 right after the answer would otherwise leave an acknowledged
+        message under a topic the restarted broker does not know). Otherwise coalesced
+        with the persister's interval (a burst of new topics is one write)."""
         self.manager.update(config)
-        self._write(config.topic_name)
+        if durable:
+            self._write(config.topic_name)
+        else:
+            self.persister.request(self.manager)
         self.register_topics([config.topic_name])
 
     def _write(self, topic: str) -> Future[None]:

@@ -232,7 +232,7 @@ class SendMessageProcessor:
         if (header.reconsume_times or 0) < max_times:
             return
         dlq = DLQ_GROUP_TOPIC_PREFIX + group
-        self.ctx.topics.create_in_send_back(dlq, 1, PERM_READ | PERM_WRITE)
+        self.ctx.topics.create_in_send_back(dlq, 1, PERM_READ | PERM_WRITE, durable=True)
         msg.topic, msg.queue_id = dlq, 0
 
     def rewrite_half(self, msg: MessageExt) -> MessageExt:

@@ -93,6 +93,7 @@ class SendBackProcessor:
             group.retry_queue_nums,
             PERM_READ | PERM_WRITE,
             _TOPIC_FLAG_UNIT_SUB if header.unit_mode else 0,
+            durable=True,
         )
         if not config.perm & PERM_WRITE:
             return reply(
@@ -117,7 +118,9 @@ class SendBackProcessor:
         if stored.reconsume_times >= max_times or delay < 0:
             topic = DLQ_GROUP_TOPIC_PREFIX + header.group
             queue_id = self._rng.randrange(_DLQ_NUMS_PER_GROUP)
-            c.topics.create_in_send_back(topic, _DLQ_NUMS_PER_GROUP, PERM_READ | PERM_WRITE)
+            c.topics.create_in_send_back(
+                topic, _DLQ_NUMS_PER_GROUP, PERM_READ | PERM_WRITE, durable=True
+            )
             delay = 0
         elif delay == 0:
             delay = 3 + stored.reconsume_times

@@ -26,6 +26,8 @@ from tests.support.polling import until
 
 def _on_disk(broker: BrokerController, topic: str) -> bool:
     path = Path(broker.store_config.store_path_root_dir) / "config" / "topics.json"
+    if not path.exists():  # nothing written yet since the store was made
+        return False
     return topic in json.loads(path.read_text())["topicConfigTable"]
 
 
