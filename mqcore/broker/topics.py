@@ -16,6 +16,7 @@ topics or ten thousand.
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import logging
 from collections.abc import Iterable
@@ -259,6 +260,19 @@ class TopicService:
 
         written.add_done_callback(settled)
         return written
+
+    @staticmethod
+    async def written_or_why(written: Future[None], topic: str) -> str | None:
+        """Wait for ``written`` (from :meth:`unwritten_of`); None once ``topic`` is on
+        disk, else the remark to answer with (logged): the message is stored, but a
+        crash would leave it under a topic the broker does not know, so the client
+        retries and the next send tries the write again."""
+        try:
+            await asyncio.wrap_future(written)
+        except Exception as exc:
+            log.error("topic %s could not be written to topics.json: %s", topic, exc)
+            return f"topic[{topic}] could not be written to topics.json: {exc}"
+        return None
 
     def unwritten_of(self, *topics: str) -> Future[None] | None:
         """The write a message under one of ``topics`` must wait for before it is

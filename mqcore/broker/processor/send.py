@@ -18,7 +18,6 @@ After each append the long polls waiting on that queue are woken.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import random
 from collections.abc import Awaitable
@@ -166,18 +165,11 @@ class SendMessageProcessor:
         recall: str | None,
     ) -> RemotingCommand:
         """The answer to a send stored under a topic whose creation is not yet in
-        ``topics.json``: once it is (see ``TopicService.unwritten``). A failed write is
-        answered as an error: the message is stored, but a crash would leave it under a
-        topic the broker does not know; the client's retry finds the next write."""
-        try:
-            await asyncio.wrap_future(written)
-        except Exception as exc:
-            log.error("topic %s could not be written to topics.json: %s", header.topic, exc)
-            return reply(
-                request,
-                ResponseCode.SYSTEM_ERROR,
-                f"topic[{header.topic}] could not be written to topics.json: {exc}",
-            )
+        ``topics.json``: once it is (see ``TopicService.unwritten``), an error if the
+        write failed."""
+        why = await self.ctx.topics.written_or_why(written, header.topic)
+        if why is not None:
+            return reply(request, ResponseCode.SYSTEM_ERROR, why)
         if self.ctx.appender.must_wait(result, wait):
             return await self._await_durable(request, header, queue_id, uniq_key, result, recall)
         return self.answer(request, header, queue_id, uniq_key, result, result.status, recall)

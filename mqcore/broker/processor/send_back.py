@@ -16,7 +16,6 @@ stored. Body, flag, sysflag, born time/host and store host are the record's.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import random
 from collections.abc import Awaitable
@@ -137,7 +136,7 @@ class SendBackProcessor:
         wait = msg.properties.get(PROPERTY_WAIT_STORE_MSG_OK) != "false"
         written = c.topics.unwritten_of(topic)
         if written is not None and result.ok:  # a new %RETRY%/%DLQ% topic: on disk first
-            return self._await_topic(written, request, result)
+            return self._await_topic(written, request, result, topic)
         if c.appender.must_wait(result, wait):
             return self._await_durable(request, result)
         return self._answer(request, result.status, result)
@@ -154,15 +153,13 @@ class SendBackProcessor:
             return None
 
     async def _await_topic(
-        self, written: Future[None], request: RemotingCommand, result: PutResult
+        self, written: Future[None], request: RemotingCommand, result: PutResult, topic: str
     ) -> RemotingCommand:
         """The answer once the topic this copy created is in ``topics.json`` (the
         consumer then counts the original as consumed); an error when it cannot be."""
-        try:
-            await asyncio.wrap_future(written)
-        except Exception as exc:
-            log.error("a retry or dead-letter topic could not be written: %s", exc)
-            return reply(request, ResponseCode.SYSTEM_ERROR, f"topics.json not written: {exc}")
+        why = await self.ctx.topics.written_or_why(written, topic)
+        if why is not None:
+            return reply(request, ResponseCode.SYSTEM_ERROR, why)
         return self._answer(request, result.status, result)
 
     async def _await_durable(self, request: RemotingCommand, result: PutResult) -> RemotingCommand:
