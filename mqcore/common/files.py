@@ -11,7 +11,7 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
-__all__ = ["fsync_dir", "write_atomically", "write_chunks", "write_over_synced", "write_synced"]
+__all__ = ["fsync_dir", "write_atomically", "write_chunks", "write_synced"]
 
 _IOV_MAX = 1024
 """Buffers per ``writev`` call (Linux's ``IOV_MAX``; POSIX guarantees at least 16)."""
@@ -51,22 +51,6 @@ def write_synced(path: Path, data: bytes | Sequence[bytes | memoryview]) -> None
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
     try:
         write_chunks(fd, [data] if isinstance(data, (bytes, bytearray, memoryview)) else data)
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def write_over_synced(path: Path, chunks: Sequence[bytes | memoryview]) -> None:
-    """Write ``chunks`` over ``path`` from its start (created if missing), cut it to their
-    length and fsync it.
-
-    Unlike :func:`write_synced`, a file that is there keeps its blocks: rewriting a file
-    of about the same size allocates and frees (almost) none, which at 2 MB halves the
-    kernel's work for a write and its fsync (ext4). Only for files nothing else reads."""
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o644)
-    try:
-        write_chunks(fd, chunks)
-        os.ftruncate(fd, os.lseek(fd, 0, os.SEEK_CUR))
         os.fsync(fd)
     finally:
         os.close(fd)

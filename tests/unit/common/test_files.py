@@ -1,6 +1,5 @@
 """Crash-safe file writes: pieces written with writev land as their concatenation, also
-past writev's buffer limit and after short writes; a file written over keeps its inode
-and ends where the new content does."""
+past writev's buffer limit and after short writes."""
 
 from __future__ import annotations
 
@@ -12,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mqcore.common import files
-from mqcore.common.files import write_over_synced, write_synced
+from mqcore.common.files import write_synced
 
 
 @given(st.lists(st.binary(max_size=40), max_size=60), st.integers(16, 40))
@@ -54,15 +53,3 @@ def test_bytes_alone(tmp_path: Path) -> None:
     assert path.read_bytes() == b"one piece"
     write_synced(path, bytearray(b"two"))
     assert path.read_bytes() == b"two"
-
-
-def test_write_over_keeps_the_file_and_cuts_it_to_length(tmp_path: Path) -> None:
-    path = tmp_path / "f"
-    write_over_synced(path, [b"created", b" anew"])  # missing: created
-    assert path.read_bytes() == b"created anew"
-    inode = path.stat().st_ino
-    write_over_synced(path, [b"short"])
-    assert path.read_bytes() == b"short"
-    write_over_synced(path, [b"x" * 5000, b"y"])
-    assert path.read_bytes() == b"x" * 5000 + b"y"
-    assert path.stat().st_ino == inode  # the same file, written over

@@ -275,19 +275,34 @@ def test_bak_is_the_previous_file_without_a_copy(tmp_path: Path) -> None:
     assert not topics.bak_path.with_name(topics.bak_path.name + ".tmp").exists()
 
 
-def test_the_bak_before_is_written_over_in_place(tmp_path: Path) -> None:
+def test_a_reader_of_the_file_reads_one_whole_version_across_writes(tmp_path: Path) -> None:
+    """A reader that opened ``<file>`` (a backup copying a live store, a slow ``mq store``)
+    reads the version it opened, however many writes happen meanwhile: no write goes over
+    the blocks of a file that was once ``<file>``."""
     topics = TopicConfigManager(tmp_path)
-    texts, inodes = [], []
-    for name in "ABCD":
-        topics.update(TopicConfig(name, 1, 1))
-        topics.persist()
-        texts.append(topics.path.read_bytes())
-        inodes.append(topics.path.stat().st_ino)
-        if len(texts) > 1:
-            assert topics.bak_path.read_bytes() == texts[-2]
-    assert texts[-1] == full_text(topics).encode()
-    assert inodes[2] == inodes[0] and inodes[3] == inodes[1]  # two files, taking turns
+    for i in range(200):
+        topics.update(TopicConfig(f"T{i}", 1, 1))
+    topics.persist()
+    opened = topics.path.read_bytes()
+    with open(topics.path, "rb") as reader:
+        for name in "ABCD":
+            topics.update(TopicConfig(name, 1, 1))
+            topics.persist()
+        assert reader.read() == opened
+    assert topics.path.read_bytes() == full_text(topics).encode()
     assert not topics.tmp_path.exists()
+
+
+def test_a_leftover_tmp_linked_elsewhere_is_left_whole(tmp_path: Path) -> None:
+    topics = TopicConfigManager(tmp_path)
+    topics.update(TopicConfig("A", 1, 1))
+    topics.tmp_path.parent.mkdir(parents=True)
+    topics.tmp_path.write_bytes(b"kept by hand")
+    saved = tmp_path / "saved-by-hand"
+    os.link(topics.tmp_path, saved)
+    topics.persist()
+    assert saved.read_bytes() == b"kept by hand"
+    assert topics.path.read_bytes() == full_text(topics).encode()
 
 
 def test_a_bak_that_is_the_file_itself_is_not_written_over(tmp_path: Path) -> None:
