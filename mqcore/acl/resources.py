@@ -125,6 +125,7 @@ _RULES: Final[Mapping[int, Callable[[RemotingCommand], Needs]]] = {
     RequestCode.SEND_BATCH_MESSAGE: _send("a", "b"),
     RequestCode.SEND_REPLY_MESSAGE: _send("producerGroup", "topic"),
     RequestCode.SEND_REPLY_MESSAGE_V2: _send("a", "b"),
+    RequestCode.RECALL_MESSAGE: _send("producerGroup", "topic"),  # taking back: PUB
     RequestCode.CONSUMER_SEND_MSG_BACK: _group_only("group"),
     RequestCode.PULL_MESSAGE: _topic_and_group("consumerGroup"),
     RequestCode.QUERY_MESSAGE: _query,

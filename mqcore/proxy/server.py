@@ -4,7 +4,7 @@ The server runs on the caller's event loop (the broker's, uvloop or not: grpc.ai
 to the running loop). Every method of the service is served: those of
 :class:`~mqcore.proxy.service.MessagingService` and of its consumer part
 (:mod:`mqcore.proxy.consumer`: receiving, acknowledging), and the rest (pulling and
-offsets by queue, recalling, lite subscriptions) with a response whose status is
+offsets by queue, lite subscriptions) with a response whose status is
 NOT_IMPLEMENTED.
 Each call's metadata names its client (``x-mq-client-id``, required, as RocketMQ 5
 requires it) and may carry the ACL signature, checked before the call runs.
@@ -44,6 +44,7 @@ _SERVED = {
     "QueryAssignment": "query_assignment",
     "EndTransaction": "end_transaction",
     "NotifyClientTermination": "notify_client_termination",
+    "RecallMessage": "recall_message",
 }
 """Unary methods and the service's coroutine for each; Telemetry is the stream."""
 _CONSUMER_SERVED = {

@@ -58,3 +58,61 @@ async def test_a_delivery_timestamp_is_a_timer_message(
     assert delivered.body == b"at last"
     assert delivered.properties["TIMER_DELIVER_MS"] == str(deliver)
     assert deliver <= delivered.store_timestamp < deliver + 1000
+
+
+async def test_a_timer_message_is_recalled_with_its_send_s_handle(tmp_path: Path) -> None:
+    """SendMessage answers a parked message's recall handle; RecallMessage with it takes
+    the message back (never delivered) at the broker the handle names; a handle that
+    does not parse, another topic, a broker that does not allow recalls are refused."""
+    async with running_broker(
+        tmp_path, store={"timer_precision_ms": 200}, recall_message_enable=True
+    ) as broker:
+        broker.topics.update(TopicConfig("Later", 1, 1))
+        point = LocalAccessPoint(broker, 0)
+        await point.start()
+        try:
+            async with aio.insecure_channel(point.address) as channel:
+                stub = MessagingServiceStub(channel)
+                deliver = int(time.time() * 1000) + 1500
+                kept, taken = [
+                    await stub.SendMessage(
+                        spb.SendMessageRequest(messages=[timer_message(body, deliver)]),
+                        metadata=CLIENT,
+                    )
+                    for body in (b"kept", b"taken")
+                ]
+                handle = taken.entries[0].recall_handle
+                assert handle and kept.entries[0].recall_handle not in ("", handle)
+
+                def recall(topic: str, handle: str) -> Any:
+                    request = spb.RecallMessageRequest(
+                        topic=pb.Resource(name=topic), recall_handle=handle
+                    )
+                    return stub.RecallMessage(request, metadata=CLIENT)
+
+                bad = await recall("Later", "bm90IGEgaGFuZGxl")
+                assert bad.status.code == pb.Code.INTERNAL_SERVER_ERROR, bad
+                other = await recall("Other", handle)
+                assert other.status.code == pb.Code.TOPIC_NOT_FOUND, other
+                answer = await recall("Later", handle)
+                assert answer.status.code == pb.Code.OK, answer
+                assert answer.message_id == taken.entries[0].message_id
+
+                store = broker.store
+                await until(lambda: store.get_max_offset_in_queue("Later", 0) >= 1, 5, "kept")
+                await until(lambda: time.time() * 1000 > deliver + 1000, 5, "a second more")
+                assert store.get_max_offset_in_queue("Later", 0) == 1
+                offset = store.get_commit_log_offset_in_queue("Later", 0, 0)
+                assert store.look_message(offset).body == b"kept"
+
+                broker.config.recall_message_enable = False
+                refused = await recall("Later", kept.entries[0].recall_handle)
+                assert refused.status.code == pb.Code.FORBIDDEN, refused
+        finally:
+            await point.stop()
+
+
+def timer_message(body: bytes, deliver_ms: int) -> pb.Message:
+    sp = pb.SystemProperties(message_id=uuid.uuid4().hex.upper())
+    sp.delivery_timestamp.FromMilliseconds(deliver_ms)
+    return pb.Message(topic=pb.Resource(name="Later"), body=body, system_properties=sp)

@@ -1,5 +1,6 @@
-"""RocketMQ 5's POP requests under the plain ACL: SUB on the topic and the group, a
-retried message's ack checked against its original topic, batch acks by their body."""
+"""RocketMQ 5's POP and recall requests under the plain ACL: SUB on the topic and the group,
+a retried message's ack checked against its original topic, batch acks by their body; a
+recall needs PUB on its topic."""
 
 from __future__ import annotations
 
@@ -47,3 +48,11 @@ def test_batch_ack_is_checked_by_its_body() -> None:
     assert reason(batch("topicC", "groupB")) is None
     assert reason(batch("topicA", "groupB")) == "no SUB permission on topic=topicA"
     assert reason(signed(RequestCode.BATCH_ACK_MESSAGE, {}, body=b"{no")) is not None
+
+
+@pytest.mark.parametrize(("topic", "ok"), [("topicP", True), ("topicB", True), ("topicC", False)])
+def test_recalling_a_timer_message_needs_pub_on_its_topic(topic: str, ok: bool) -> None:
+    """Taking a message back is a producer's act: PUB, as RocketMQ 5 checks RecallMessage
+    (a subscriber of the topic may not withdraw what others sent)."""
+    request = signed(RequestCode.RECALL_MESSAGE, {"topic": topic, "recallHandle": "h"})
+    assert (reason(request) is None) is ok, topic
