@@ -76,10 +76,12 @@ def _log_name(port: int) -> str:
 
 
 async def _start(config: ProxyConfig) -> ClusterAccessPoint:
+    from mqcli.credentials import client_config
     from mqcore.proxy.cluster import ClusterAccessPoint  # grpc: only for this command
 
+    signing = client_config() if config.enable_acl_rpc_hook_for_cluster_mode else None
     try:
-        proxy = ClusterAccessPoint(config)
+        proxy = ClusterAccessPoint(config, client_config=signing)
     except ConfigError as exc:
         output.fail(str(exc), hint="see `mq proxy -p` for the keys and their values")
     try:
@@ -134,9 +136,10 @@ def proxy(
 ) -> None:
     """Run the gRPC access point for RocketMQ 5 SDKs in front of a cluster (cluster mode).
 
-    Routes name this proxy for every broker's queues; a send goes to its queue's broker.
-
-    Receiving is not served yet: it needs POP in the brokers.
+    Routes name this proxy for every broker's queues; a send goes to its queue's broker,
+    a receive pops from every broker. With enableACL the proxy checks the SDKs'
+    signatures against plainAclFile; with enableAclRpcHookForClusterMode it signs what it
+    forwards with the keys given as to any mq command (--access-key/--secret-key).
 
     Examples:
       mq proxy -n 127.0.0.1:9876

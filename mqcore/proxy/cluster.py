@@ -19,11 +19,14 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import time
 from collections.abc import Coroutine, Sequence
+from pathlib import Path
 from typing import Any
 
 from mqcore.acl.config import PlainAclConfig
+from mqcore.acl.guard import AclGuard
 from mqcore.client.config import ClientConfig
 from mqcore.client.errors import TopicRouteNotFoundError
 from mqcore.client.route import TopicPublishInfo, local_ip, split_namesrv
@@ -68,6 +71,18 @@ def _no_route(topic: str) -> ProxyError:
     )
 
 
+def _acl_guard(config: ProxyConfig) -> AclGuard | None:
+    """The accounts ``enableACL`` checks the calls against; ConfigError when there is no
+    file to name (no ``plainAclFile`` and no ``$ROCKETMQ_HOME``) or it does not parse."""
+    if not config.enable_acl:
+        return None
+    if not config.plain_acl_file and not os.environ.get("ROCKETMQ_HOME"):
+        raise ConfigError(
+            "enableACL needs plainAclFile (or $ROCKETMQ_HOME/conf/plain_acl.yml) to check against"
+        )
+    return AclGuard.from_config(True, config.plain_acl_file, Path.cwd())
+
+
 class ClusterBrokers:
     """The masters of a cluster, reached over remoting through the name servers' routes."""
 
@@ -78,7 +93,10 @@ class ClusterBrokers:
         client_config: ClientConfig | None = None,
         refresh_interval: float = ROUTE_REFRESH_INTERVAL,
         group_config_refresh: float = GROUP_CONFIG_REFRESH,
+        acl_guard: AclGuard | None = None,
     ) -> None:
+        """``acl_guard``: the accounts the gRPC calls are checked against (None: no ACL at
+        the proxy)."""
         addrs = split_namesrv(namesrv_addrs)
         if not addrs:
             raise ConfigError("no name server address given (namesrvAddr, e.g. 127.0.0.1:9876)")
@@ -89,6 +107,7 @@ class ClusterBrokers:
         self.group_config_refresh = group_config_refresh
         self._group_configs: dict[str, tuple[float, SubscriptionGroupConfig | None]] = {}
         """group -> (when read, its config or None), for ``group_config_refresh`` s."""
+        self.acl_guard = acl_guard
         self._check: TransactionCheck | None = None
         self._tasks: set[asyncio.Task[None]] = set()
         self._refresher: asyncio.Task[None] | None = None
@@ -257,8 +276,9 @@ class ClusterBrokers:
         return ""
 
     def acl(self) -> PlainAclConfig | None:
-        """No ACL at the proxy: the brokers check what it forwards."""
-        return None
+        """The proxy's accounts as they are now (``enableACL``; the guard re-reads its
+        file), None without ACL at the proxy."""
+        return self.acl_guard.config if self.acl_guard is not None else None
 
 
 class ClusterAccessPoint:
@@ -285,8 +305,17 @@ class ClusterAccessPoint:
             )
         if not config.namesrv_addr:
             raise ConfigError("no name server address given (namesrvAddr, e.g. 127.0.0.1:9876)")
+        if config.enable_acl_rpc_hook_for_cluster_mode and (
+            client_config is None or client_config.credentials is None
+        ):
+            raise ConfigError(
+                "enableAclRpcHookForClusterMode needs the proxy's own keys: --access-key/"
+                "--secret-key, MQ_ACCESS_KEY/MQ_SECRET_KEY or $ROCKETMQ_HOME/conf/tools.yml"
+            )
         self.config = config
-        self.brokers = ClusterBrokers(config.namesrv_addr, client_config=client_config)
+        self.brokers = ClusterBrokers(
+            config.namesrv_addr, client_config=client_config, acl_guard=_acl_guard(config)
+        )
         self.service = MessagingService(
             self.brokers, self._endpoints, receive_limits=receive_limits
         )
@@ -294,6 +323,7 @@ class ClusterAccessPoint:
             self.service,
             config.bind_address,
             config.grpc_server_port,
+            acl=self.brokers.acl,
             credentials=server_credentials(config),
         )
         self.host = (
@@ -330,6 +360,8 @@ class ClusterAccessPoint:
         """Serve. Raises OSError when the port is taken."""
         await self.server.start()
         self.brokers.start()
+        if self.brokers.acl_guard is not None:
+            self.brokers.acl_guard.start()
         self._expiry = asyncio.get_running_loop().create_task(self._expire_clients())
 
     async def stop(self) -> None:
@@ -338,6 +370,8 @@ class ClusterAccessPoint:
             await cancel_and_wait([self._expiry])
         await self.server.stop()
         await self.brokers.close()
+        if self.brokers.acl_guard is not None:
+            await self.brokers.acl_guard.close()
 
     async def _expire_clients(self) -> None:
         """The brokers see the proxy's connection only, which stays alive: the proxy

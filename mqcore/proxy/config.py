@@ -45,6 +45,18 @@ class ProxyConfig(PropertiesConfig):
     """Routes name the proxy at the host the client connected to and, by default, the
     proxy's ``grpcServerPort``; true keeps the port the client used too (behind a port
     mapping)."""
+    enable_acl: bool = prop("enableACL", False)
+    """Check each call's signature and rights against ``plainAclFile`` (RocketMQ 5.1's
+    proxy key), as a broker with ``aclEnable`` checks its remoting requests."""
+    plain_acl_file: str | None = None
+    """The accounts ``enableACL`` checks against (re-read when it changes); default
+    ``$ROCKETMQ_HOME/conf/plain_acl.yml``."""
+    enable_acl_rpc_hook_for_cluster_mode: bool = False
+    """Sign what the proxy sends the brokers (a cluster with ``aclEnable``) with its own
+    keys: those mq's commands sign with (``--access-key``/``--secret-key``,
+    ``MQ_ACCESS_KEY``/``MQ_SECRET_KEY``, the context, ``$ROCKETMQ_HOME/conf/tools.yml``
+    as RocketMQ's proxy reads it). The account needs rights on every topic and group
+    the clients use: the proxy checks the clients' own rights itself."""
     log_dir: str = str(Path.home() / "logs" / "mqlogs")
     log_level: str = "INFO"
     tls_server_mode: TlsMode = prop("tls.server.mode", TlsMode.DISABLED)  # noqa: RUF009

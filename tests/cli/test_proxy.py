@@ -77,3 +77,40 @@ def test_the_effective_config_speaks_rocketmq_5_s_keys(tmp_path: Path) -> None:
         capture_output=True, text=True, timeout=60, env=server_env(tmp_path),
     )  # fmt: skip
     assert bad.returncode == 1 and "grpcServerPort out of range" in bad.stderr
+
+
+async def test_acl_keys_reach_the_proxy_and_its_own_keys_are_required(tmp_path: Path) -> None:
+    """enableACL from the config file checks the SDKs' calls; enableAclRpcHookForClusterMode
+    takes the proxy's keys as any command's (``mq --access-key ... proxy``) and refuses to
+    start without them."""
+    acl = tmp_path / "plain_acl.yml"
+    acl.write_text("accounts:\n  - accessKey: proxyKey01\n    secretKey: proxySecret\n")
+    conf = tmp_path / "proxy.conf"
+    conf.write_text(f"enableACL=true\nplainAclFile={acl}\nenableAclRpcHookForClusterMode=true\n")
+    keyless = subprocess.run(
+        [*MQ, "proxy", "-c", str(conf), "-n", "127.0.0.1:9876", "--bind", "127.0.0.1",
+         "--grpc-port", "0", "--log-dir", str(tmp_path)],
+        capture_output=True, text=True, timeout=60, env=server_env(tmp_path),
+    )  # fmt: skip
+    assert keyless.returncode == 1, keyless
+    assert "enableAclRpcHookForClusterMode needs the proxy's own keys" in keyless.stderr
+    namesrv = start_namesrv(tmp_path / "ns")
+    try:
+        proxy = launch(
+            ["--access-key", "proxyKey01", "--secret-key", "proxySecret", "proxy",
+             "-c", str(conf), "-n", namesrv.addr, "--grpc-port", "0", "--bind", "127.0.0.1",
+             "--log-dir", str(tmp_path / "logs")],
+            tmp_path / "proxy",
+        )  # fmt: skip
+        try:
+            async with aio.insecure_channel(proxy.addr) as channel:
+                answer = await MessagingServiceStub(channel).QueryRoute(
+                    spb.QueryRouteRequest(topic=pb.Resource(name="NoSuchTopic")),
+                    metadata=(("x-mq-client-id", "cli-test"),),
+                    timeout=10,
+                )
+            assert answer.status.code == pb.Code.UNAUTHORIZED, answer  # unsigned: refused
+        finally:
+            assert stop_process(proxy.proc, sig=signal.SIGINT) == 0
+    finally:
+        namesrv.stop()
