@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 
 from mqcore.common.net import local_ip
 from mqcore.common.properties import PropertiesConfig, prop
+from mqcore.common.receive_settings import ReceiveSettings
 from mqcore.common.runtime_keys import BROKER_CONFIG_BLACK_LIST
 from mqcore.errors import ConfigError
 from mqcore.metrics.names import DEFAULT_PROM_PORT, MetricsExporterType
@@ -118,7 +119,7 @@ computed from the processor count as 4.9.8 computes them)."""
 
 
 @dataclass
-class BrokerConfig(ServerSettings, PropertiesConfig):
+class BrokerConfig(ServerSettings, ReceiveSettings, PropertiesConfig):
     """Broker settings; field names map to RocketMQ's camelCase keys."""
 
     broker_cluster_name: str = "DefaultCluster"
@@ -275,6 +276,7 @@ class BrokerConfig(ServerSettings, PropertiesConfig):
             raise ConfigError("defaultTopicQueueNums must be > 0")
         if self.grpc_server_port is not None and not 0 <= self.grpc_server_port <= 65535:
             raise ConfigError(f"grpcServerPort must be 0..65535, got {self.grpc_server_port}")
+        self.check_receive_settings()
         if not 0 <= self.metrics_prom_exporter_port <= 65535:
             raise ConfigError(
                 f"metricsPromExporterPort must be 0..65535, got {self.metrics_prom_exporter_port}"

@@ -297,7 +297,7 @@ class ClusterAccessPoint:
         """``client_idle``: silence after which a gRPC client is forgotten (its groups
         unregistered at the brokers when no other client is in them), checked every
         ``client_scan_interval`` seconds; ``receive_limits``: the bounds of a receive's
-        invisible and polling times (RocketMQ 5's defaults when None)."""
+        invisible and polling times (None: the config's RocketMQ 5 keys)."""
         if config.proxy_mode != CLUSTER_MODE:
             raise ConfigError(
                 "proxyMode=local is a broker's own access point: set grpcServerPort in its"
@@ -317,7 +317,9 @@ class ClusterAccessPoint:
             config.namesrv_addr, client_config=client_config, acl_guard=_acl_guard(config)
         )
         self.service = MessagingService(
-            self.brokers, self._endpoints, receive_limits=receive_limits
+            self.brokers,
+            self._endpoints,
+            receive_limits=receive_limits or ReceiveLimits.of(config),
         )
         self.server = GrpcServer(
             self.service,

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from mqcore.common.properties import PropertiesConfig, prop
+from mqcore.common.receive_settings import ReceiveSettings
 from mqcore.errors import ConfigError
 from mqcore.remoting.tls import ClientAuth, TlsMode
 
@@ -29,7 +30,7 @@ def _namesrv_from_env() -> str | None:
 
 
 @dataclass(slots=True)
-class ProxyConfig(PropertiesConfig):
+class ProxyConfig(ReceiveSettings, PropertiesConfig):
     """Effective configuration; attribute ``snake_case`` maps to property ``camelCase``."""
 
     proxy_mode: str = CLUSTER_MODE
@@ -77,3 +78,4 @@ class ProxyConfig(PropertiesConfig):
             raise ConfigError(f"proxyMode must be cluster or local, not {self.proxy_mode!r}")
         if not 0 <= self.grpc_server_port <= 65535:
             raise ConfigError(f"grpcServerPort out of range: {self.grpc_server_port}")
+        self.check_receive_settings()

@@ -43,6 +43,7 @@ from dataclasses import dataclass, field
 
 from mqcore.client.pop_result import popped_messages
 from mqcore.common.metadata import PERM_READ, SubscriptionGroupConfig
+from mqcore.common.receive_settings import ReceiveSettings
 from mqcore.errors import MQError
 from mqcore.filter.tags import build_subscription_data
 from mqcore.message.const import PROPERTY_TAGS, PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX
@@ -104,6 +105,23 @@ class ReceiveLimits:
     """``grpcClientConsumerMaxLongPollingTimeoutMillis``."""
     renew: RenewTimings = field(default_factory=RenewTimings)
     """How the handles of ``auto_renew`` receives are kept invisible (:mod:`.renewal`)."""
+
+    @classmethod
+    def of(cls, settings: ReceiveSettings) -> ReceiveLimits:
+        """The limits a config's RocketMQ 5 keys set (``broker.conf``, ``mq proxy -c``)."""
+        return cls(
+            min_invisible_ms=settings.min_invisible_time_mills_for_recv,
+            max_invisible_ms=settings.max_invisible_time_mills,
+            default_invisible_ms=settings.default_invisible_time_mills,
+            min_long_polling_ms=settings.grpc_client_consumer_min_long_polling_timeout_millis,
+            max_long_polling_ms=settings.grpc_client_consumer_max_long_polling_timeout_millis,
+            renew=RenewTimings(
+                period_ms=settings.renew_schedule_period_millis,
+                ahead_ms=settings.renew_ahead_time_millis,
+                max_ms=settings.renew_max_time_millis,
+                invisible_when_clear_ms=settings.invisible_time_millis_when_clear,
+            ),
+        )
 
 
 def _millis(duration: object) -> int:

@@ -132,12 +132,14 @@ class LocalAccessPoint:
         receive_limits: ReceiveLimits | None = None,
     ) -> None:
         """``receive_limits``: the bounds of a receive's invisible and polling times
-        (RocketMQ 5's defaults when None)."""
+        (None: the broker config's RocketMQ 5 keys, ``minInvisibleTimeMillsForRecv``...)."""
         self.broker = broker
         self.brokers = LocalBrokers(broker)
         self.dispatcher = self.brokers.dispatcher
         self.service = MessagingService(
-            self.brokers, self._endpoints, receive_limits=receive_limits
+            self.brokers,
+            self._endpoints,
+            receive_limits=receive_limits or ReceiveLimits.of(broker.config),
         )
         self.server = GrpcServer(
             self.service,

@@ -404,3 +404,28 @@ async def test_a_sql92_filter_selects_by_user_property(rpc: Rpc) -> None:
     bad = await rpc.receive(group, expression="color ===", sql=True)
     assert bad.status.code == pb.Code.INTERNAL_SERVER_ERROR, bad.status  # as 5.x local mode
     assert "parse" in bad.status.message and not bad.messages
+
+
+async def test_the_broker_config_s_rocketmq_5_keys_bound_a_receive(tmp_path: Path) -> None:
+    """minInvisibleTimeMillsForRecv, maxInvisibleTimeMills and the long polling keys in
+    broker.conf bound the broker's own access point, as rmq-proxy.json bounds RocketMQ 5's."""
+    async with running_broker(
+        tmp_path,
+        min_invisible_time_mills_for_recv=2000,
+        max_invisible_time_mills=5000,
+        grpc_client_consumer_min_long_polling_timeout_millis=100,
+    ) as broker:
+        broker.topics.update(TopicConfig("Orders", 4, 4))
+        access_point = LocalAccessPoint(broker, 0)
+        await access_point.start()
+        try:
+            async with aio.insecure_channel(access_point.address) as channel:
+                rpc = Rpc(broker, MessagingServiceStub(channel))
+                short = await rpc.receive(group_name(), invisible_ms=1500)
+                assert short.status.message == "the invisibleTime is too small. min is 2000"
+                long = await rpc.receive(group_name(), invisible_ms=6000)
+                assert long.status.code == pb.Code.ILLEGAL_INVISIBLE_TIME, long.status
+                fits = await rpc.receive(group_name(), invisible_ms=2000, polling_ms=100)
+                assert fits.status.code == pb.Code.MESSAGE_NOT_FOUND, fits.status
+        finally:
+            await access_point.stop()

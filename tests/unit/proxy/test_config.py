@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import pytest
 
+from mqcore.broker.config import BrokerConfig
 from mqcore.errors import ConfigError
 from mqcore.proxy.config import ProxyConfig
+from mqcore.proxy.consumer import ReceiveLimits
 
 
 def test_rocketmq_5_s_keys_and_defaults(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -33,3 +35,39 @@ def test_rocketmq_5_s_keys_and_defaults(monkeypatch: pytest.MonkeyPatch) -> None
 def test_bad_values_are_refused_by_name(props: dict[str, str], text: str) -> None:
     with pytest.raises(ConfigError, match=text):
         ProxyConfig.from_properties(props)
+
+
+def test_the_receive_keys_are_rocketmq_5_s() -> None:
+    config = ProxyConfig.from_properties(
+        {
+            "minInvisibleTimeMillsForRecv": "2000",
+            "grpcClientConsumerMaxLongPollingTimeoutMillis": "30000",
+            "renewAheadTimeMillis": "15000",
+        }
+    )
+    limits = ReceiveLimits.of(config)
+    assert (limits.min_invisible_ms, limits.max_long_polling_ms) == (2000, 30_000)
+    assert limits.renew.ahead_ms == 15_000
+    assert ReceiveLimits.of(ProxyConfig()) == ReceiveLimits()  # RocketMQ 5's defaults
+    assert "defaultInvisibleTimeMills=60000" in ProxyConfig().to_properties_text()
+
+
+@pytest.mark.parametrize(
+    ("props", "text"),
+    [
+        ({"renewSchedulePeriodMillis": "0"}, "renewSchedulePeriodMillis must be > 0"),
+        (
+            {"minInvisibleTimeMillsForRecv": "7200000", "maxInvisibleTimeMills": "3600000"},
+            "must not exceed maxInvisibleTimeMills",
+        ),
+        (
+            {"grpcClientConsumerMinLongPollingTimeoutMillis": "30000"},
+            "must not exceed grpcClientConsumerMaxLongPollingTimeoutMillis",
+        ),
+    ],
+)
+def test_receive_keys_out_of_range_are_refused(props: dict[str, str], text: str) -> None:
+    with pytest.raises(ConfigError, match=text):
+        ProxyConfig.from_properties(props)
+    with pytest.raises(ConfigError, match=text):
+        BrokerConfig.from_properties({"brokerName": "b", **props})
