@@ -16,7 +16,7 @@ handshake, which half message a transaction ends) is the service's, the same in 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -25,7 +25,7 @@ from mqcore.common.metadata import SubscriptionGroupConfig
 from mqcore.protocol import RemotingCommand
 from mqcore.remoting import Channel
 
-__all__ = ["BrokerQueues", "Brokers", "TransactionCheck", "WriteQueue"]
+__all__ = ["BrokerQueues", "Brokers", "ClientRelay", "TransactionCheck", "WriteQueue"]
 
 
 @dataclass(frozen=True, slots=True, order=True)
@@ -47,6 +47,8 @@ class WriteQueue:
     queue_id: int
 
 
+ClientRelay = Callable[[RemotingCommand], Awaitable[RemotingCommand]]
+"""A broker's request to a gRPC client (CONSUME_MESSAGE_DIRECTLY...) -> the client's answer."""
 TransactionCheck = Callable[[RemotingCommand, str], None]
 """``(CHECK_TRANSACTION_STATE, broker name) -> None``: hand a broker's check-back to a
 gRPC producer of the message's group (cluster mode: the broker sends it to the proxy)."""
@@ -103,6 +105,11 @@ class Brokers(Protocol):
     def serve_checks(self, check: TransactionCheck) -> None:
         """Where the brokers' transaction check-backs that do not find the client's own
         channel go (cluster mode: every one)."""
+        ...
+
+    def serve_client_requests(self, relay: ClientRelay) -> None:
+        """Where the brokers' requests to a gRPC client that do not reach the client's
+        own channel go (cluster mode: every one, on the proxy's connection)."""
         ...
 
     def acl(self) -> PlainAclConfig | None:

@@ -9,6 +9,10 @@ command, ``RecoverOrphanedTransactionCommand``, written to the client's Telemetr
 In cluster mode the broker's check-back arrives on the proxy's own connection instead, and
 :meth:`ClientRegistry.check_transaction` hands it to a producer of the message's group, as
 RocketMQ 5's ``ProxyClientRemotingProcessor`` does.
+What an admin asks of a consumer through the broker (CONSUME_MESSAGE_DIRECTLY,
+GET_CONSUMER_RUNNING_INFO with the stacks) is asked over the stream too and its answer
+awaited (:mod:`mqcore.proxy.relay`); in cluster mode those requests also arrive on the
+proxy's connection and :meth:`ClientRegistry.relay` finds the client's channel.
 Closing the channel (NotifyClientTermination, or the broker expiring a silent client)
 tells the broker's client tables, as a closed connection does.
 """
@@ -24,11 +28,20 @@ from mqcore.errors import MQError
 from mqcore.message.const import PROPERTY_PRODUCER_GROUP, PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX
 from mqcore.message.model import MessageExt
 from mqcore.message.record import decode_record
-from mqcore.protocol import RemotingCommand, RequestCode
+from mqcore.protocol import RemotingCommand, RequestCode, ResponseCode
 from mqcore.protocol.headers import CheckTransactionStateRequestHeader
+from mqcore.protocol.headers.admin import GetConsumerRunningInfoRequestHeader
 from mqcore.proxy.grpc_v2 import definition_pb2 as pb
 from mqcore.proxy.grpc_v2 import service_pb2 as spb
 from mqcore.proxy.messages import to_proto
+from mqcore.proxy.relay import (
+    Answer,
+    PendingAnswers,
+    directly_result,
+    running_info_response,
+    thread_stack_command,
+    verify_command,
+)
 from mqcore.proxy.transactions import TransactionDataStore
 from mqcore.remoting import Channel, ChannelClosedError, RequestDispatcher
 
@@ -36,6 +49,9 @@ __all__ = ["ClientRegistry", "GrpcClientChannel"]
 
 log = logging.getLogger("mq.proxy")
 
+RELAY_TIMEOUT = 8.0
+"""Seconds a client has to answer what a broker asks of it through the proxy (the broker
+itself waits 10 s)."""
 _STREAM_BACKLOG = 1024
 """Commands queued for a client's Telemetry stream at most; more are dropped (a client
 that does not read its stream misses check-backs, which the broker repeats)."""
@@ -74,6 +90,7 @@ class GrpcClientChannel(Channel):
         self.remote_host = _host_of(remote_address)
         self._transactions = transactions
         self._stream: asyncio.Queue[spb.TelemetryCommand | None] | None = None
+        self._answers = PendingAnswers(client_id)
 
     # -- the Telemetry stream -------------------------------------------------------------
     def attach_stream(self) -> asyncio.Queue[spb.TelemetryCommand | None]:
@@ -135,9 +152,36 @@ class GrpcClientChannel(Channel):
         self.push(spb.TelemetryCommand(recover_orphaned_transaction_command=recover))
 
     async def invoke(self, request: RemotingCommand, timeout: float = 3.0) -> RemotingCommand:
+        """CONSUME_MESSAGE_DIRECTLY and GET_CONSUMER_RUNNING_INFO (with the stacks) asked
+        over the stream (:mod:`mqcore.proxy.relay`); MQTimeoutError when the client does
+        not answer in ``timeout`` s, an MQError for any other request."""
+        if request.code == RequestCode.CONSUME_MESSAGE_DIRECTLY:
+            message = decode_record(request.body or b"")
+            answer = await self._ask(lambda n: verify_command(n, message), timeout, "a verify")
+            body = directly_result(answer).encode()
+            return RemotingCommand.response_to(request, ResponseCode.SUCCESS, body=body)
+        if request.code == RequestCode.GET_CONSUMER_RUNNING_INFO:
+            if not GetConsumerRunningInfoRequestHeader.from_command(request).jstack_enable:
+                raise MQError(
+                    f"gRPC client {self.client_id} keeps no running info; ask for its"
+                    " thread stacks (jstack) instead"
+                )
+            answer = await self._ask(thread_stack_command, timeout, "a thread stack request")
+            return running_info_response(request, answer)
         raise ChannelClosedError(
             f"gRPC client {self.client_id} answers no remoting request (code {request.code})"
         )
+
+    async def _ask(
+        self, command: Callable[[str], spb.TelemetryCommand], timeout: float, what: str
+    ) -> Answer:
+        return await self._answers.ask(lambda nonce: self.push(command(nonce)), timeout, what)
+
+    def answer(self, nonce: str, status: pb.Status, text: str = "") -> None:
+        """The client answered the command ``nonce`` names (a late or unknown one is
+        logged and dropped)."""
+        if not self._answers.resolve(nonce, Answer(status, text)):
+            log.info("gRPC client %s answered %r, which nothing waits for", self.client_id, nonce)
 
     async def invoke_oneway(self, request: RemotingCommand) -> None:
         self.send(request)
@@ -153,6 +197,7 @@ class GrpcClientChannel(Channel):
         stream, self._stream = self._stream, None
         if stream is not None:
             _end(stream)
+        self._answers.close(f"gRPC client {self.client_id} is gone")
         self.connection_lost(None)
 
     def abort(self) -> None:
@@ -247,6 +292,24 @@ class ClientRegistry:
                 own_producers -= producers
                 own_consumers -= consumers
         return sorted(own_producers), sorted(own_consumers)
+
+    async def relay(self, request: RemotingCommand) -> RemotingCommand:
+        """A broker's request for the client its ``clientId`` names (cluster mode: it
+        arrives on the proxy's connection), asked of that client; the broker relays the
+        answer to the admin who asked."""
+        client_id = request.ext_fields.get("clientId", "")
+        group = request.ext_fields.get("consumerGroup", "")
+        channel = self._channels.get(client_id)
+        if channel is None or channel.closed:
+            return RemotingCommand.response_to(
+                request,
+                ResponseCode.SYSTEM_ERROR,
+                f"The Consumer <{group}> <{client_id}> not online",
+            )
+        try:
+            return await channel.invoke(request, RELAY_TIMEOUT)
+        except MQError as exc:
+            return RemotingCommand.response_to(request, ResponseCode.SYSTEM_ERROR, str(exc))
 
     def check_transaction(self, cmd: RemotingCommand, broker_name: str) -> None:
         """A broker's check-back for the message's group, handed to one of its producers

@@ -38,7 +38,7 @@ from mqcore.errors import ConfigError, MQError
 from mqcore.protocol import RemotingCommand, RequestCode, ResponseCode
 from mqcore.protocol.bodies.stats import SubscriptionGroupWrapper
 from mqcore.protocol.headers import UnregisterClientRequestHeader
-from mqcore.proxy.brokers import BrokerQueues, TransactionCheck, WriteQueue
+from mqcore.proxy.brokers import BrokerQueues, ClientRelay, TransactionCheck, WriteQueue
 from mqcore.proxy.config import CLUSTER_MODE, ProxyConfig
 from mqcore.proxy.consumer import ReceiveLimits
 from mqcore.proxy.grpc_v2 import definition_pb2 as pb
@@ -111,7 +111,11 @@ class ClusterBrokers:
         self._check: TransactionCheck | None = None
         self._tasks: set[asyncio.Task[None]] = set()
         self._refresher: asyncio.Task[None] | None = None
-        self.transport.dispatcher.register(RequestCode.CHECK_TRANSACTION_STATE, self._on_check)
+        self._relay: ClientRelay | None = None
+        dispatcher = self.transport.dispatcher
+        dispatcher.register(RequestCode.CHECK_TRANSACTION_STATE, self._on_check)
+        dispatcher.register(RequestCode.CONSUME_MESSAGE_DIRECTLY, self._on_client_request)
+        dispatcher.register(RequestCode.GET_CONSUMER_RUNNING_INFO, self._on_client_request)
 
     # -- lifecycle ------------------------------------------------------------------------
     def start(self) -> None:
@@ -268,6 +272,19 @@ class ClusterBrokers:
         broker_name = self._broker_name_of(channel.remote_address)
         if self._check is not None:
             self._check(request, broker_name)
+
+    def serve_client_requests(self, relay: ClientRelay) -> None:
+        self._relay = relay
+
+    async def _on_client_request(
+        self, channel: Channel, request: RemotingCommand
+    ) -> RemotingCommand:
+        """An admin's request for one gRPC client, relayed by a broker to the proxy."""
+        if self._relay is None:
+            return RemotingCommand.response_to(
+                request, ResponseCode.SYSTEM_ERROR, "the proxy serves no clients yet"
+            )
+        return await self._relay(request)
 
     def _broker_name_of(self, addr: str) -> str:
         for name, by_id in self.routes.broker_addrs.items():

@@ -17,7 +17,7 @@ from mqcore.acl.config import PlainAclConfig
 from mqcore.broker.controller import BrokerController
 from mqcore.common.metadata import PERM_WRITE, SubscriptionGroupConfig
 from mqcore.protocol import RemotingCommand
-from mqcore.proxy.brokers import BrokerQueues, TransactionCheck, WriteQueue
+from mqcore.proxy.brokers import BrokerQueues, ClientRelay, TransactionCheck, WriteQueue
 from mqcore.proxy.consumer import ReceiveLimits
 from mqcore.proxy.grpc_v2 import definition_pb2 as pb
 from mqcore.proxy.routes import endpoints_of
@@ -110,6 +110,9 @@ class LocalBrokers:
 
     def serve_checks(self, check: TransactionCheck) -> None:
         return None
+
+    def serve_client_requests(self, relay: ClientRelay) -> None:
+        return None  # the broker asks the client's own channel
 
     def acl(self) -> PlainAclConfig | None:
         """The broker's accounts as they are now (the guard re-reads its file)."""

@@ -108,6 +108,7 @@ class MessagingService:
         self.clients = ClientRegistry(self.transactions, on_close=self._client_closed)
         self.selector = QueueSelector()
         brokers.serve_checks(self.clients.check_transaction)
+        brokers.serve_client_requests(self.clients.relay)
         self.consumer = ConsumerService(
             brokers, self._request, self.clients.settings, self._command, receive_limits
         )
@@ -457,7 +458,7 @@ class MessagingService:
         channel = self.clients.channel(call.client_id, call.remote_address, keep=True)
         stream = channel.attach_stream()
         failure: list[ProxyError] = []
-        reader = asyncio.create_task(self._read_telemetry(requests, call, stream, failure))
+        reader = asyncio.create_task(self._read_telemetry(requests, call, channel, stream, failure))
         try:
             while True:
                 command = await stream.get()
@@ -474,15 +475,22 @@ class MessagingService:
         self,
         requests: AsyncIterator[spb.TelemetryCommand],
         call: CallContext,
+        channel: GrpcClientChannel,
         stream: asyncio.Queue[spb.TelemetryCommand | None],
         failure: list[ProxyError],
     ) -> None:
         try:
             async for command in requests:
-                if command.HasField("settings"):
+                kind = command.WhichOneof("command")
+                if kind == "settings":
                     stream.put_nowait(await self._client_settings(command.settings, call))
-                # thread stack traces and verify results answer requests this broker
-                # never makes of gRPC clients
+                elif kind == "thread_stack_trace":
+                    trace = command.thread_stack_trace
+                    channel.answer(trace.nonce, command.status, trace.thread_stack_trace)
+                elif kind == "verify_message_result":
+                    channel.answer(command.verify_message_result.nonce, command.status)
+                elif kind == "verify_message_command":  # the Node.js SDK's way to answer
+                    channel.answer(command.verify_message_command.nonce, command.status)
         except ProxyError as exc:
             failure.append(exc)
         except asyncio.CancelledError:

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from interop_support import run_json_lines
 
-from mqcore.client import ConsumeFromWhere, LitePullConsumer
+from mqcore.client import Admin, ConsumeFromWhere, LitePullConsumer
 from mqcore.common.javahash import java_string_hash
 from mqcore.common.metadata import SubscriptionGroupConfig
 from mqcore.message import MessageExt
@@ -124,6 +124,30 @@ async def test_node_simple_consumer_example(
     await until(settled, 10, "every checkpoint acknowledged")
 
 
+async def asks_the_running_consumer(cluster: LiveCluster, group: str) -> None:
+    """What an admin asks of a running consumer, through the broker, as the SDK answers
+    it: its thread stacks (the Node.js SDK reports a placeholder, ``mock stack``); a
+    message to consume directly (the SDK says NOT_IMPLEMENTED: a consume that threw)."""
+    info = cluster.broker.consumers.get_group(group)
+    assert info is not None
+    (client_id,) = info.all_client_ids()
+    async with Admin(namesrv=cluster.addr) as admin:
+        running = await admin.consumer_running_info(group, client_id, jstack=True)
+        assert running.jstack == "mock stack"
+        store = cluster.broker.store
+        msg_id = ""
+        for queue_id in range(QUEUES):
+            if store.get_max_offset_in_queue("FifoTopic", queue_id):
+                offset = store.get_commit_log_offset_in_queue("FifoTopic", queue_id, 0)
+                msg_id = store.look_message(offset).msg_id
+                break
+        result = await admin.consume_message_directly(
+            cluster.broker.broker_addr, group, client_id, msg_id
+        )
+        assert result["consumeResult"] == "CR_THROW_EXCEPTION"
+        assert "NOT_IMPLEMENTED" in result["remark"]
+
+
 async def test_node_push_consumer_of_a_fifo_group(
     served: tuple[LiveCluster, LocalAccessPoint], rmq5_node_dir: Path, tmp_path: Path
 ) -> None:
@@ -160,6 +184,7 @@ async def test_node_push_consumer_of_a_fifo_group(
         await until(lambda: sum("consumed" in line for line in lines) >= 10, 30, lambda: lines)
         await until(lambda: committed() == 10, 10, committed)
         consumed = [line for line in lines if "consumed" in line]
+        await asks_the_running_consumer(cluster, "g-fifo")
     finally:
         assert proc.stdin is not None
         proc.stdin.close()
