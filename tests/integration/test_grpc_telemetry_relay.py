@@ -28,10 +28,10 @@ from mqcore.proxy.config import ProxyConfig
 from mqcore.proxy.grpc_v2 import definition_pb2 as pb
 from mqcore.proxy.grpc_v2 import service_pb2 as spb
 from mqcore.proxy.grpc_v2.service_pb2_grpc import MessagingServiceStub
-from mqcore.proxy.local import LocalAccessPoint
 from mqcore.store.metadata import TopicConfig
 from tests.support import until
 from tests.support.clients import TestClient
+from tests.support.grpc_access import access_point_stub
 from tests.support.inproc import LIVE_STORE, LiveCluster, running_broker
 
 pytestmark = pytest.mark.timeout(60)
@@ -175,13 +175,8 @@ async def check_the_relays(broker: BrokerController, stub: Any) -> None:
 async def test_local_mode_asks_the_client_over_its_stream(tmp_path: Path) -> None:
     async with running_broker(tmp_path) as broker:
         broker.topics.update(TopicConfig("Orders", 1, 1))
-        point = LocalAccessPoint(broker, 0)
-        await point.start()
-        try:
-            async with aio.insecure_channel(point.address) as channel:
-                await check_the_relays(broker, MessagingServiceStub(channel))
-        finally:
-            await point.stop()
+        async with access_point_stub(broker) as (_, stub):
+            await check_the_relays(broker, stub)
 
 
 async def test_cluster_mode_relays_what_the_broker_sends_the_proxy(tmp_path: Path) -> None:
@@ -204,13 +199,8 @@ async def test_cluster_mode_relays_what_the_broker_sends_the_proxy(tmp_path: Pat
 async def local(tmp_path: Path) -> AsyncIterator[tuple[BrokerController, Any]]:
     async with running_broker(tmp_path) as broker:
         broker.topics.update(TopicConfig("Orders", 1, 1))
-        point = LocalAccessPoint(broker, 0)
-        await point.start()
-        try:
-            async with aio.insecure_channel(point.address) as channel:
-                yield broker, MessagingServiceStub(channel)
-        finally:
-            await point.stop()
+        async with access_point_stub(broker) as (_, stub):
+            yield broker, stub
 
 
 async def test_the_node_sdk_s_answer_and_a_client_gone_meanwhile(
