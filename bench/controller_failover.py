@@ -375,6 +375,19 @@ async def steady_master(admin: Admin, cluster: ControllerCluster, timeout: float
     return found
 
 
+async def kill_in_sync(admin: Admin, cluster: ControllerCluster, master: Replica) -> float:
+    """SIGKILL ``master`` once its in-sync set holds every replica again (when it was
+    checked, sends since may have left a slave behind for ``haMaxTimeSlaveNotCatchup``:
+    killed then, no replica is a clean candidate and, as in RocketMQ, none is elected);
+    the monotonic time of the kill."""
+    now = await steady_master(admin, cluster)
+    if now.index != master.index:
+        raise AssertionError(f"the master moved before the kill: {master} -> {now}")
+    killed_at = time.monotonic()
+    cluster.brokers[master.index].kill()
+    return killed_at
+
+
 # -- the load -------------------------------------------------------------------------------
 
 
@@ -529,10 +542,9 @@ async def kill_round(
         return sum(1 for a in load.acks[before:] if a.addr == master.addr) >= settle_acks
 
     await wait_for(acked_here, 30, f"sends acknowledged by the master {master.addr}")
+    killed_at = await kill_in_sync(admin, cluster, master)
     round_start = len(load.acks)
     seq_at_kill = load.next_seq
-    killed_at = time.monotonic()
-    cluster.brokers[master.index].kill()
 
     async def first_ack_elsewhere() -> Ack | None:
         return next(

@@ -127,9 +127,8 @@ async def one_round(admin: Admin, cluster: Any, sent: JavaOutput, got: JavaOutpu
         return sum(1 for x in here if cf.store_addr(x[4]) == master.addr) >= 20
 
     await cf.wait_for(acked_at_master, 60, f"the Java producer acknowledged by {master.addr}")
+    killed_at = await cf.kill_in_sync(admin, cluster, master)
     at_kill = len(sent.lines("SENT"))
-    killed_at = time.monotonic()
-    cluster.brokers[master.index].kill()
 
     async def acked_elsewhere() -> list[str] | None:
         after = [x for x in sent.lines("SENT")[at_kill:] if x[2] == "SEND_OK"]
