@@ -134,15 +134,20 @@ async def one_round(admin: Admin, cluster: Any, sent: JavaOutput, got: JavaOutpu
         after = [x for x in sent.lines("SENT")[at_kill:] if x[2] == "SEND_OK"]
         return next((x for x in after if cf.store_addr(x[4]) != master.addr), None)
 
+    last: list[Any] = []
+
     async def elected() -> bool:
-        seen = await cf.replicas(admin, cluster)
+        seen = last[:] = await cf.replicas(admin, cluster)
         return any(r.is_master and r.addr != master.addr for r in seen)
 
     # The election takes the heartbeat timeout and a scan (longer on a loaded machine);
     # the new master registers at once. The 4.9.8 client reads routes every
     # pollNameServerInterval (30 s) and not on a failure: until its next read after the
     # election it sends to the dead address. So its window starts at the election.
-    await cf.wait_for(elected, TIMEOUT_MS / 1000 + 30, "another replica elected master")
+    try:
+        await cf.wait_for(elected, TIMEOUT_MS / 1000 + 30, "another replica elected master")
+    except TimeoutError as exc:
+        raise AssertionError(f"{exc}; killed {master}; the others say {last}") from None
     window = ROUTE_POLL_S + 10
     first = await cf.wait_for(acked_elsewhere, window, "the producer failed over")
     print(f"kill -9 -> first Java SEND_OK elsewhere: {time.monotonic() - killed_at:.1f} s")
