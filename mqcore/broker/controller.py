@@ -35,27 +35,9 @@ from mqcore.broker.long_polling import LongPollingService
 from mqcore.broker.metrics import metrics_endpoint
 from mqcore.broker.outer_api import BrokerOuterAPI
 from mqcore.broker.pop.service import PopService
+from mqcore.broker.port_handlers import both_ports, main_port_only
 from mqcore.broker.ports import listen_pair, server_pair
-from mqcore.broker.processor import (
-    ack,
-    acl_admin,
-    admin,
-    admin_consumer,
-    admin_group,
-    admin_store,
-    client,
-    end_transaction,
-    offsets,
-    pop,
-    pull,
-    query,
-    recall,
-    reply_message,
-    send,
-    send_back,
-    serve,
-    timer_admin,
-)
+from mqcore.broker.processor import serve
 from mqcore.broker.rebalance_lock import RebalanceLockManager
 from mqcore.broker.registration import Registration
 from mqcore.broker.replicas import ReplicasManager
@@ -95,26 +77,6 @@ from mqcore.store.store_config import BrokerRole, MessageStoreConfig
 __all__ = ["BrokerController"]
 
 log = logging.getLogger("mq.broker")
-
-_BOTH_PORTS = (
-    send,
-    offsets,
-    client,
-    query,
-    admin,
-    admin_group,
-    admin_consumer,
-    acl_admin,
-    admin_store,
-    end_transaction,
-    send_back,
-    reply_message,
-    pop,
-    ack,
-    recall,
-    timer_admin,
-)
-"""The processor modules served on the main and the fast port alike (pull: main only)."""
 
 _STATS_SAMPLE_MS = 1000
 
@@ -370,10 +332,8 @@ class BrokerController:
     def _serve(self) -> None:
         """Every processor module's handlers on both ports (pulls on the main one only, as
         RocketMQ's fast port has none); the ACL check and close listener on each."""
-        ctx = self.context
-        for module in _BOTH_PORTS:
-            serve(self.servers, module.handlers(ctx))
-        serve([self.server], pull.handlers(ctx))
+        serve(self.servers, both_ports(self.context))
+        serve([self.server], main_port_only(self.context))
         if self.replicas is not None:
             serve(self.servers, self.replicas.handlers())
         for server in self.servers:
@@ -385,10 +345,7 @@ class BrokerController:
         """Request code -> handler of every request both ports serve (not pulls), built
         anew over this broker's context: what a front door in this process hands its
         requests to (the gRPC access point, :mod:`mqcore.proxy`), past no ACL guard."""
-        table: dict[int, Processor] = {}
-        for module in _BOTH_PORTS:
-            table.update(module.handlers(self.context))
-        return table
+        return both_ports(self.context)
 
     def _broker_services(self) -> list[Service]:
         """The loop-lag monitor (first, so it sees the others' stalls), registration,

@@ -3,7 +3,7 @@
 Each module exposes ``handlers(ctx) -> dict[request code, Processor]``: it builds its
 processors from the :class:`~mqcore.broker.context.BrokerContext` and returns its table.
 A processor module never imports the controller, starts no service and schedules no
-timer; the controller puts each table on its ports.
+timer; the controller puts each table on its ports (:mod:`mqcore.broker.port_handlers` says which).
 
 Shared here: :func:`reply`, the one way processors build an answer (response code,
 remark, typed header), so every error carries a remark as RocketMQ's do;
