@@ -155,6 +155,8 @@ class GrpcClientChannel(Channel):
         """CONSUME_MESSAGE_DIRECTLY and GET_CONSUMER_RUNNING_INFO (with the stacks) asked
         over the stream (:mod:`mqcore.proxy.relay`); MQTimeoutError when the client does
         not answer in ``timeout`` s, an MQError for any other request."""
+        if self.closed:
+            raise ChannelClosedError(f"gRPC client {self.client_id} is gone")
         if request.code == RequestCode.CONSUME_MESSAGE_DIRECTLY:
             message = decode_record(request.body or b"")
             answer = await self._ask(lambda n: verify_command(n, message), timeout, "a verify")
