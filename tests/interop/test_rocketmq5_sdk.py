@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from interop_support import run_json_lines
+from interop_support import no_check_backs, run_json_lines
 
 from mqcore.client import Admin, ConsumeFromWhere, LitePullConsumer
 from mqcore.common.javahash import java_string_hash
@@ -156,6 +156,7 @@ async def test_delay_producer_example(rmq5: Rmq5) -> None:
 
 
 async def test_transaction_producer_example_commit(rmq5: Rmq5) -> None:
+    no_check_backs(rmq5.cluster)
     await rmq5.cluster.create_topic("tx-commit", QUEUES)
     (receipt,) = await rmq5.run("transaction", rmq5.endpoint, "tx-commit", "commit")
     assert receipt["transaction_id"] == receipt["message_id"]
@@ -167,6 +168,7 @@ async def test_transaction_producer_example_commit(rmq5: Rmq5) -> None:
 
 async def test_transaction_producer_example_rollback(rmq5: Rmq5) -> None:
     """A rolled-back half message never reaches its topic (the op queue records it)."""
+    no_check_backs(rmq5.cluster)
     await rmq5.cluster.create_topic("tx-rollback", QUEUES)
     (receipt,) = await rmq5.run("transaction", rmq5.endpoint, "tx-rollback", "rollback")
     broker = rmq5.cluster.broker
