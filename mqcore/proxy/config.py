@@ -14,7 +14,7 @@ from pathlib import Path
 from mqcore.common.properties import PropertiesConfig, prop
 from mqcore.common.receive_settings import ReceiveSettings
 from mqcore.errors import ConfigError
-from mqcore.remoting.tls import ClientAuth, TlsMode
+from mqcore.remoting.settings import ServerTlsSettings
 
 __all__ = ["CLUSTER_MODE", "DEFAULT_GRPC_PORT", "ProxyConfig"]
 
@@ -30,8 +30,11 @@ def _namesrv_from_env() -> str | None:
 
 
 @dataclass(slots=True)
-class ProxyConfig(ReceiveSettings, PropertiesConfig):
-    """Effective configuration; attribute ``snake_case`` maps to property ``camelCase``."""
+class ProxyConfig(ReceiveSettings, ServerTlsSettings, PropertiesConfig):
+    """Effective configuration; attribute ``snake_case`` maps to property ``camelCase``.
+    The gRPC port's TLS keys are a remoting server's (``tls.server.*``): plaintext when
+    ``disabled``, TLS only otherwise; an encrypted key (``keyPassword``) is refused, as
+    grpc reads the PEM as it is."""
 
     proxy_mode: str = CLUSTER_MODE
     """``cluster`` (a process of its own in front of a cluster) is what ``mq proxy`` runs;
@@ -60,17 +63,6 @@ class ProxyConfig(ReceiveSettings, PropertiesConfig):
     the clients use: the proxy checks the clients' own rights itself."""
     log_dir: str = str(Path.home() / "logs" / "mqlogs")
     log_level: str = "INFO"
-    tls_server_mode: TlsMode = prop("tls.server.mode", TlsMode.DISABLED)  # noqa: RUF009
-    """The gRPC port: plaintext when ``disabled``, TLS only otherwise (as a broker's)."""
-    tls_server_cert_path: str | None = prop("tls.server.certPath", None)
-    tls_server_key_path: str | None = prop("tls.server.keyPath", None)
-    """An unencrypted PEM key (grpc reads it as it is)."""
-    tls_server_key_password: str | None = prop("tls.server.keyPassword", None)
-    """Refused when set: see ``tls.server.keyPath``."""
-    tls_server_need_client_auth: ClientAuth = prop(  # noqa: RUF009 (an enum member)
-        "tls.server.need.client.auth", ClientAuth.NONE
-    )
-    tls_server_trust_cert_path: str | None = prop("tls.server.trustCertPath", None)
 
     def __post_init__(self) -> None:
         self.proxy_mode = self.proxy_mode.strip().lower()

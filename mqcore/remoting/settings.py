@@ -33,6 +33,7 @@ __all__ = [
     "NETTY_SERVER_FIELDS",
     "JavaDefault",
     "ServerSettings",
+    "ServerTlsSettings",
     "available_processors",
     "java_text",
     "rocketmq_config_items",
@@ -143,16 +144,10 @@ def rocketmq_config_text(items: Mapping[str, str]) -> str:
 
 
 @dataclass
-class ServerSettings:
-    """Connection limits and server-side TLS (``snake_case`` maps to ``camelCase``)."""
+class ServerTlsSettings:
+    """Server-side TLS under RocketMQ's keys: every server's, the gRPC access point's too
+    (``snake_case`` maps to ``camelCase``)."""
 
-    server_channel_max_idle_time_seconds: float = DEFAULT_IDLE_TIMEOUT
-    """Close a connection silent this long with no request in progress (0: never)."""
-    server_frame_read_timeout_seconds: float = DEFAULT_FRAME_TIMEOUT
-    """Close a connection whose frame is not complete this long after it began (0: never)."""
-    server_max_connections_per_address: int = DEFAULT_MAX_PER_ADDRESS
-    """Open connections one remote host may hold; past it new ones are closed. 0 (the
-    default, as RocketMQ) is no cap: clients behind one NAT or proxy share an address."""
     tls_server_mode: TlsMode = prop("tls.server.mode", TlsMode.DISABLED)  # noqa: RUF009
     """disabled, permissive (TLS and plain clients on one port) or enforcing (TLS only);
     RocketMQ's default is permissive, ours disabled (no certificate to serve)."""
@@ -165,3 +160,20 @@ class ServerSettings:
     )
     """none, optional or require a client certificate, checked against trustCertPath."""
     tls_server_trust_cert_path: str | None = prop("tls.server.trustCertPath", None)
+
+
+@dataclass
+class _ChannelLimitSettings:
+    server_channel_max_idle_time_seconds: float = DEFAULT_IDLE_TIMEOUT
+    """Close a connection silent this long with no request in progress (0: never)."""
+    server_frame_read_timeout_seconds: float = DEFAULT_FRAME_TIMEOUT
+    """Close a connection whose frame is not complete this long after it began (0: never)."""
+    server_max_connections_per_address: int = DEFAULT_MAX_PER_ADDRESS
+    """Open connections one remote host may hold; past it new ones are closed. 0 (the
+    default, as RocketMQ) is no cap: clients behind one NAT or proxy share an address."""
+
+
+@dataclass
+class ServerSettings(ServerTlsSettings, _ChannelLimitSettings):
+    """Connection limits and server-side TLS of a remoting server (the limits' keys
+    first, as before the TLS ones)."""
