@@ -19,15 +19,13 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
-import re
 import shutil
 import signal
-import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
 
+from procs import start_broker
 from rich.console import Console
 from rich.table import Table
 
@@ -58,31 +56,6 @@ def broker_cpu(pid: int) -> float:
 def self_cpu() -> float:
     t = os.times()
     return t.user + t.system
-
-
-def start_broker(workdir: Path, sync: bool) -> tuple[subprocess.Popen[str], str]:
-    conf = workdir / "broker.conf"
-    conf.write_text(
-        f"brokerName=bench\nbrokerIP1=127.0.0.1\nstorePathRootDir={workdir / 'store'}\n"
-        f"logDir={workdir / 'logs'}\nflushDiskType={'SYNC_FLUSH' if sync else 'ASYNC_FLUSH'}\n"
-        f"mappedFileSizeCommitLog={256 * 1024 * 1024}\n"
-    )
-    env = {**os.environ, "HOME": str(workdir)}
-    env.pop("NAMESRV_ADDR", None)
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "mqcli.main", "broker", "-c", str(conf), "--listen", "127.0.0.1:0"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
-        env=env,
-    )
-    assert proc.stdout is not None
-    line = proc.stdout.readline()
-    m = re.search(r"listening on (\S+:\d+)", line)
-    if m is None:
-        proc.kill()
-        raise SystemExit(f"broker did not start: {line!r}")
-    return proc, m.group(1)
 
 
 def send_header(queue_id: int, batch: bool) -> dict[str, str]:
@@ -234,7 +207,11 @@ def main() -> None:
     parser.add_argument("--sync", action="store_true", help="SYNC_FLUSH broker")
     args = parser.parse_args()
     workdir = Path(tempfile.mkdtemp(prefix="mq-broker-bench-"))
-    proc, addr = start_broker(workdir, args.sync)
+    proc, addr = start_broker(
+        workdir,
+        flushDiskType="SYNC_FLUSH" if args.sync else "ASYNC_FLUSH",
+        mappedFileSizeCommitLog=256 * 1024 * 1024,
+    )
     try:
         rows = run(bench(addr, proc.pid, args.messages, args.inflight))
     finally:

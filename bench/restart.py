@@ -33,13 +33,12 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from procs import stop_processes
+from procs import start_broker, stop_processes
 from rich.console import Console
 from rich.table import Table
 
@@ -62,7 +61,6 @@ TOPIC = "RestartBench"
 QUEUES = 4
 BATCH = 32
 _TICK = os.sysconf("SC_CLK_TCK")
-_LISTEN = re.compile(r"listening on (\S+:\d+)")
 _RECOVERY = re.compile(
     r"(?P<kind>(?:ab)?normal) recovery(?P<how>.*?): scanned the commit log from offset "
     r"(?P<start>[\d,]+) to (?P<end>[\d,]+), (?P<records>[\d,]+) records re-dispatched, "
@@ -126,32 +124,6 @@ def fill(root: Path, count: int) -> None:
                 raise SystemExit(f"fill failed at {start}: {result.status}")
     finally:
         store.shutdown()
-
-
-def start_broker(workdir: Path) -> tuple[subprocess.Popen[str], str]:
-    conf = workdir / "broker.conf"
-    conf.write_text(
-        f"brokerName=bench\nbrokerIP1=127.0.0.1\nstorePathRootDir={workdir / 'store'}\n"
-        f"logDir={workdir / 'logs'}\nflushDiskType=ASYNC_FLUSH\n"
-    )
-    env = {**os.environ, "HOME": str(workdir)}
-    env.pop("NAMESRV_ADDR", None)
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "mqcli.main", "broker", "-c", str(conf), "--listen", "127.0.0.1:0"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
-        env=env,
-        cwd=workdir,  # not the checkout: PYTHONPATH may name another one to measure
-    )
-    assert proc.stdout is not None
-    line = proc.stdout.readline()
-    m = _LISTEN.search(line)
-    if m is None:
-        proc.kill()
-        proc.wait(10)
-        raise SystemExit(f"broker did not start: {line!r}")
-    return proc, m.group(1)
 
 
 def send_request(n: int) -> RemotingCommand:

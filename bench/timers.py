@@ -27,18 +27,15 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
 import random
-import re
 import shutil
 import subprocess
-import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from procs import stop_processes
+from procs import start_broker, stop_processes
 from rich.console import Console
 from rich.table import Table
 
@@ -65,32 +62,8 @@ def now_ms() -> int:
     return int(time.time() * 1000)
 
 
-def start_broker(workdir: Path, precision: int) -> subprocess.Popen[str]:
-    conf = workdir / "broker.conf"
-    conf.write_text(
-        f"brokerName=timers\nbrokerIP1=127.0.0.1\nstorePathRootDir={workdir / 'store'}\n"
-        f"logDir={workdir / 'logs'}\nmappedFileSizeCommitLog={256 * 1024 * 1024}\n"
-        f"timerPrecisionMs={precision}\n"
-    )
-    env = {**os.environ, "HOME": str(workdir)}
-    env.pop("NAMESRV_ADDR", None)
-    return subprocess.Popen(
-        [sys.executable, "-m", "mqcli.main", "broker", "-c", str(conf), "--listen", "127.0.0.1:0"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
-        env=env,
-    )
-
-
-def broker_addr(proc: subprocess.Popen[str]) -> str:
-    assert proc.stdout is not None
-    line = proc.stdout.readline()
-    m = re.search(r"listening on (\S+:\d+)", line)
-    if m is None:
-        proc.kill()
-        raise SystemExit(f"broker did not start: {line!r}")
-    return m.group(1)
+def _conf(precision: int) -> dict[str, object]:
+    return {"mappedFileSizeCommitLog": 256 * 1024 * 1024, "timerPrecisionMs": precision}
 
 
 def send_request(topic: str, queue_id: int, body: bytes, deliver_ms: int) -> RemotingCommand:
@@ -220,9 +193,9 @@ def percentile(values: list[int], p: float) -> int:
 async def bench(args: argparse.Namespace, workdir: Path) -> dict[str, object]:
     rng = random.Random(args.seed)
     procs: list[subprocess.Popen[str]] = []
-    proc = start_broker(workdir, args.precision)
+    proc, first_addr = start_broker(workdir, **_conf(args.precision))
     procs.append(proc)
-    addr = {"now": broker_addr(proc)}
+    addr = {"now": first_addr}
     ledger = Ledger()
     stop = asyncio.Event()
     consumer = asyncio.create_task(consume(addr, ledger, stop))
@@ -245,9 +218,8 @@ async def bench(args: argparse.Namespace, workdir: Path) -> dict[str, object]:
             killed = now_ms()
             proc.kill()
             proc.wait(10)
-            proc = start_broker(workdir, args.precision)
+            proc, addr["now"] = start_broker(workdir, **_conf(args.precision))
             procs.append(proc)
-            addr["now"] = broker_addr(proc)
             back = now_ms()
             report["congestNumAfterRestart"] = await congest_num(addr["now"])
         deadline = opens + args.window * 1000 + args.grace * 1000
