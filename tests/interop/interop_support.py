@@ -6,6 +6,8 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -39,6 +41,47 @@ async def run_json_lines(
             await proc.wait()
     assert proc.returncode == 0, err.decode()[-3000:]
     return [json.loads(line) for line in out.decode().splitlines() if line.startswith("{")]
+
+
+@asynccontextmanager
+async def json_lines_process(
+    command: list[str], *args: str, env: dict[str, str] | None = None, stop_timeout: float = 30
+) -> AsyncIterator[list[dict[str, Any]]]:
+    """``command ARGS`` running while the block runs: the JSON lines it has printed so far
+    (a list that grows). On leaving, its stdin is closed (the scripts' signal to end),
+    it has ``stop_timeout`` seconds to exit (then it is killed), and a non-zero exit
+    fails the test with the end of its stderr."""
+    proc = await asyncio.create_subprocess_exec(
+        *command,
+        *args,
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        env={**os.environ, **(env or {})},
+    )
+    lines: list[dict[str, Any]] = []
+
+    async def read_lines() -> None:
+        assert proc.stdout is not None
+        async for raw in proc.stdout:
+            if raw.startswith(b"{"):
+                lines.append(json.loads(raw))
+
+    reader = asyncio.create_task(read_lines())
+    try:
+        yield lines
+    finally:
+        assert proc.stdin is not None
+        proc.stdin.close()
+        try:
+            await asyncio.wait_for(proc.wait(), stop_timeout)
+        finally:
+            if proc.returncode is None:
+                proc.kill()
+                await proc.wait()
+            await reader
+    err = await proc.stderr.read() if proc.stderr is not None else b""
+    assert proc.returncode == 0, err.decode()[-2000:]
 
 
 def alions_env(alions_dir: Path, **extra: str) -> dict[str, str]:

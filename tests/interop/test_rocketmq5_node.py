@@ -5,15 +5,12 @@ SDK's simple and push consumer examples receive and acknowledge it."""
 
 from __future__ import annotations
 
-import asyncio
 import json
-import os
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
 
 import pytest
-from interop_support import run_json_lines
+from interop_support import json_lines_process, run_json_lines
 
 from mqcore.client import Admin, ConsumeFromWhere, LitePullConsumer
 from mqcore.common.javahash import java_string_hash
@@ -165,37 +162,14 @@ async def test_node_push_consumer_of_a_fifo_group(
     def committed() -> int:
         return sum(offsets.query("g-fifo", "FifoTopic", q) or 0 for q in range(QUEUES))
 
-    lines: list[dict[str, Any]] = []
-    proc = await asyncio.create_subprocess_exec(
-        "node", str(NODE_SCRIPT), "push", access_point.address, "FifoTopic", "g-fifo",
-        stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-        env={**os.environ, "RMQ5_NODE_DIR": str(rmq5_node_dir), "HOME": str(home)},
-    )  # fmt: skip
-
-    async def read_lines() -> None:
-        assert proc.stdout is not None
-        async for raw in proc.stdout:
-            if raw.startswith(b"{"):
-                lines.append(json.loads(raw))
-
-    reader = asyncio.create_task(read_lines())
-    try:
+    env = {"RMQ5_NODE_DIR": str(rmq5_node_dir), "HOME": str(home)}
+    async with json_lines_process(
+        ["node", str(NODE_SCRIPT)], "push", access_point.address, "FifoTopic", "g-fifo", env=env
+    ) as lines:
         await until(lambda: sum("consumed" in line for line in lines) >= 10, 30, lambda: lines)
         await until(lambda: committed() == 10, 10, committed)
         consumed = [line for line in lines if "consumed" in line]
         await asks_the_running_consumer(cluster, "g-fifo")
-    finally:
-        assert proc.stdin is not None
-        proc.stdin.close()
-        try:
-            await asyncio.wait_for(proc.wait(), 30)
-        finally:
-            if proc.returncode is None:
-                proc.kill()
-                await proc.wait()
-            await reader
-    assert proc.returncode == 0, (await proc.stderr.read()).decode()[-2000:] if proc.stderr else ""
     assert len(consumed) == 10, consumed
     for group in ("Order-001", "Order-002", "Account-Alice"):
         sent = [r["messageId"] for r in receipts if r["messageGroup"] == group]

@@ -15,16 +15,16 @@ time, and a FIFO group's push consumer gets each message group in send order.
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import re
 from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
-from interop_support import no_check_backs, run_json_lines
+from interop_support import json_lines_process, no_check_backs, run_json_lines
 
 from mqcore.client import Admin, ConsumeFromWhere, LitePullConsumer
 from mqcore.common.javahash import java_string_hash
@@ -185,21 +185,10 @@ async def test_transaction_check_from_server(rmq5: Rmq5) -> None:
     """check_from_server: the producer leaves the half message open; the broker's
     check-back reaches its checker through the Telemetry stream, the checker commits."""
     await rmq5.cluster.create_topic("tx-check", QUEUES)
-    proc = await asyncio.create_subprocess_exec(
-        str(rmq5.python), str(SDK_SCRIPT), "transaction", rmq5.endpoint, "tx-check", "check",
-        stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE, env={**os.environ, **rmq5.env},
-    )  # fmt: skip
-    lines: list[dict[str, Any]] = []
-
-    async def read_lines() -> None:
-        assert proc.stdout is not None
-        async for raw in proc.stdout:
-            if raw.startswith(b"{"):
-                lines.append(json.loads(raw))
-
-    reader = asyncio.create_task(read_lines())
-    try:
+    command = [str(rmq5.python), str(SDK_SCRIPT)]
+    async with json_lines_process(
+        command, "transaction", rmq5.endpoint, "tx-check", "check", env=rmq5.env, stop_timeout=20
+    ) as lines:
         await until(lambda: any("checked" in line for line in lines), 30, lambda: lines)
         receipt = next(line for line in lines if "message_id" in line)
         checked = next(line for line in lines if "checked" in line)
@@ -208,17 +197,6 @@ async def test_transaction_check_from_server(rmq5: Rmq5) -> None:
         assert checked["topic"] == "tx-check"
         (msg,) = await rmq5.read("tx-check", 1)
         assert msg.properties["UNIQ_KEY"] == receipt["message_id"] and msg.body == BODY
-    finally:
-        assert proc.stdin is not None
-        proc.stdin.close()
-        try:
-            await asyncio.wait_for(proc.wait(), 20)
-        finally:
-            if proc.returncode is None:
-                proc.kill()
-                await proc.wait()
-            await reader
-    assert proc.returncode == 0, (await proc.stderr.read()).decode()[-2000:] if proc.stderr else ""
 
 
 GRPC_LINE = re.compile(r"grpc=(\S+):(\d+)")
@@ -323,49 +301,23 @@ async def test_credentials_are_checked_against_plain_acl(
 # -- the consumer examples ------------------------------------------------------------------
 
 
-class SdkProcess:
-    """The SDK script running on, its JSON lines collected as they come (a push consumer
-    runs until its stdin closes, as the example runs until Enter)."""
+@dataclass
+class SdkLines:
+    """What a running SDK script has printed so far, one dict a JSON line."""
 
-    def __init__(self, rmq5: Rmq5, *args: str) -> None:
-        self.rmq5 = rmq5
-        self.args = args
-        self.lines: list[dict[str, Any]] = []
-        self.proc: asyncio.subprocess.Process | None = None
-        self._reader: asyncio.Task[None] | None = None
-
-    async def __aenter__(self) -> SdkProcess:
-        self.proc = await asyncio.create_subprocess_exec(
-            str(self.rmq5.python), str(SDK_SCRIPT), *self.args,
-            stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE, env={**os.environ, **self.rmq5.env},
-        )  # fmt: skip
-        self._reader = asyncio.create_task(self._read())
-        return self
-
-    async def _read(self) -> None:
-        assert self.proc is not None and self.proc.stdout is not None
-        async for raw in self.proc.stdout:
-            if raw.startswith(b"{"):
-                self.lines.append(json.loads(raw))
+    lines: list[dict[str, Any]]
 
     def said(self, key: str) -> list[dict[str, Any]]:
         return [line for line in self.lines if key in line]
 
-    async def __aexit__(self, *exc: object) -> None:
-        proc = self.proc
-        assert proc is not None and proc.stdin is not None and self._reader is not None
-        proc.stdin.close()
-        try:
-            await asyncio.wait_for(proc.wait(), 30)
-        finally:
-            if proc.returncode is None:
-                proc.kill()
-                await proc.wait()
-            await self._reader
-        if exc[0] is None:
-            err = (await proc.stderr.read()).decode()[-2000:] if proc.stderr else ""
-            assert proc.returncode == 0, err
+
+@asynccontextmanager
+async def sdk_process(rmq5: Rmq5, *args: str) -> AsyncIterator[SdkLines]:
+    """The SDK script running on while the block runs (a push consumer runs until its
+    stdin closes, as the example runs until Enter)."""
+    command = [str(rmq5.python), str(SDK_SCRIPT)]
+    async with json_lines_process(command, *args, env=rmq5.env) as lines:
+        yield SdkLines(lines)
 
 
 def settled(rmq5: Rmq5) -> bool:
@@ -410,7 +362,7 @@ async def test_a_message_not_acked_comes_back_to_the_simple_consumer(rmq5: Rmq5)
 async def test_push_consumer_example_consumes_every_message(rmq5: Rmq5) -> None:
     """push_consumer_example.py: the listener gets each message once and the SDK acks."""
     await rmq5.cluster.create_topic("topic", QUEUES)
-    async with SdkProcess(rmq5, "push", rmq5.endpoint, "topic", "consumer-group") as push:
+    async with sdk_process(rmq5, "push", rmq5.endpoint, "topic", "consumer-group") as push:
         await until(lambda: push.said("started"), 30, lambda: push.lines)
         sent = [r["message_id"] for r in await rmq5.run("normal", rmq5.endpoint, "topic")]
         await until(lambda: len(push.said("consumed")) >= 10, 30, lambda: push.lines)
@@ -424,7 +376,7 @@ async def test_a_failed_push_consumption_is_delivered_again(rmq5: Rmq5) -> None:
     retry policy's delay (ChangeInvisibleDuration) and it comes back, attempt 2."""
     await rmq5.cluster.create_topic("nacked", QUEUES)
     args = ("push", rmq5.endpoint, "nacked", "nack-group", "fail-first")
-    async with SdkProcess(rmq5, *args) as push:
+    async with sdk_process(rmq5, *args) as push:
         await until(lambda: push.said("started"), 30, lambda: push.lines)
         sent = [r["message_id"] for r in await rmq5.run("normal", rmq5.endpoint, "nacked")]
         await until(lambda: len(push.said("consumed")) >= 10, 30, lambda: push.lines)
@@ -451,7 +403,7 @@ async def test_fifo_push_consumer_gets_each_message_group_in_order(rmq5: Rmq5) -
     def committed() -> int:
         return sum(offsets.query("fifo-group", "fifo-test-topic", q) or 0 for q in range(QUEUES))
 
-    async with SdkProcess(rmq5, *args) as push:
+    async with sdk_process(rmq5, *args) as push:
         await until(lambda: len(push.said("consumed")) >= 9, 30, lambda: push.lines)
         # every FIFO message acknowledged: the group's offsets moved past them
         await until(lambda: committed() == 9, 10, committed)
@@ -505,7 +457,7 @@ async def test_a_fifo_message_failing_every_attempt_goes_to_the_dead_letter_queu
         return store.get_max_offset_in_queue("%DLQ%dlq-group", 0)
 
     args = ("push", rmq5.endpoint, "fifo-dlq", "dlq-group", "fail-always")
-    async with SdkProcess(rmq5, *args) as push:
+    async with sdk_process(rmq5, *args) as push:
         await until(lambda: dead() == 9, 60, lambda: (dead(), push.lines[-3:]))
     in_dlq = []
     for offset in range(9):

@@ -12,16 +12,14 @@ core) goes through the proxy too.
 
 from __future__ import annotations
 
-import asyncio
 import json
-import os
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
-from interop_support import no_check_backs, run_json_lines
+from interop_support import json_lines_process, no_check_backs, run_json_lines
 
 from mqcore.common.javahash import java_string_hash
 from mqcore.message import MessageExt
@@ -181,37 +179,18 @@ async def test_a_check_back_reaches_the_sdk_s_checker_through_the_proxy(proxied:
     arrives on the proxy's connection and reaches the SDK's checker, which commits (both
     brokers' check-backs: tests/integration/test_grpc_cluster_proxy.py)."""
     await proxied.cluster.create_topic("tx-check", 4)
-    proc = await asyncio.create_subprocess_exec(
-        str(proxied.python), str(SDK_SCRIPT), "transaction", proxied.proxy.address, "tx-check",
-        "check", stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE, env={**os.environ, "HOME": str(proxied.home)},
-    )  # fmt: skip
-    lines: list[dict[str, Any]] = []
-
-    async def read_lines() -> None:
-        assert proc.stdout is not None
-        async for raw in proc.stdout:
-            if raw.startswith(b"{"):
-                lines.append(json.loads(raw))
-
-    reader = asyncio.create_task(read_lines())
-    try:
+    command = [str(proxied.python), str(SDK_SCRIPT)]
+    async with json_lines_process(
+        command,
+        *("transaction", proxied.proxy.address, "tx-check", "check"),
+        env={"HOME": str(proxied.home)},
+        stop_timeout=20,
+    ) as lines:
         await until(lambda: any("checked" in line for line in lines), 30, lambda: lines)
         receipt = next(line for line in lines if "message_id" in line)
         checked = next(line for line in lines if "checked" in line)
         assert checked["checked"] == receipt["message_id"]
         await proxied.wait_stored("tx-check", 4, [receipt["message_id"]])
-    finally:
-        assert proc.stdin is not None
-        proc.stdin.close()
-        try:
-            await asyncio.wait_for(proc.wait(), 20)
-        finally:
-            if proc.returncode is None:
-                proc.kill()
-                await proc.wait()
-            await reader
-    assert proc.returncode == 0, (await proc.stderr.read()).decode()[-2000:] if proc.stderr else ""
 
 
 async def test_node_fifo_producer_example_through_the_proxy(
