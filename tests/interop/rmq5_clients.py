@@ -7,7 +7,7 @@ virtualenv's Python (its top-level package ``rocketmq`` is not the dev venv's
 
     rmq5_clients.py normal ENDPOINT TOPIC
     rmq5_clients.py fifo ENDPOINT TOPIC
-    rmq5_clients.py delay ENDPOINT TOPIC SECONDS
+    rmq5_clients.py delay ENDPOINT TOPIC SECONDS [recall]
     rmq5_clients.py transaction ENDPOINT TOPIC commit|rollback|check
     rmq5_clients.py simple ENDPOINT TOPIC GROUP COUNT [INVISIBLE_SECONDS [skip-first]]
     rmq5_clients.py push ENDPOINT TOPIC GROUP [fail-first|fail-once|fail-always]
@@ -106,8 +106,10 @@ def fifo(endpoints: str, topic: str) -> None:
         producer.shutdown()
 
 
-def delay(endpoints: str, topic: str, seconds: str) -> None:
-    """delay_producer_example.py: one message due ``seconds`` from now (the example: 10)."""
+def delay(endpoints: str, topic: str, seconds: str, then: str = "") -> None:
+    """delay_producer_example.py: one message due ``seconds`` from now (the example: 10);
+    with ``recall``, the producer then recalls it with its receipt's recall handle
+    (``Producer.recall_message``) and says ``{"recalled": id}``."""
     producer = Producer(config(endpoints), (topic,))
     producer.startup()
     try:
@@ -116,8 +118,11 @@ def delay(endpoints: str, topic: str, seconds: str) -> None:
         msg.body = b"hello, rocketmq."
         msg.tag = "rocketmq-send-delay-message"
         msg.delivery_timestamp = int(time.time()) + int(seconds)
-        receipt(producer.send(msg))
+        res = producer.send(msg)
+        receipt(res)
         emit(delivery_timestamp=msg.delivery_timestamp)
+        if then == "recall":
+            emit(recalled=producer.recall_message(topic, res.recall_handle))
     finally:
         producer.shutdown()
 
@@ -232,7 +237,7 @@ def main() -> None:
     elif command == "fifo":
         fifo(endpoints, topic)
     elif command == "delay":
-        delay(endpoints, topic, rest[0])
+        delay(endpoints, topic, *rest)
     elif command == "transaction":
         transaction(endpoints, topic, rest[0])
     elif command == "simple":

@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import os
 import re
+import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -153,6 +154,20 @@ async def test_delay_producer_example(rmq5: Rmq5) -> None:
     assert msg.properties["UNIQ_KEY"] == receipt["message_id"]
     assert msg.properties["TIMER_DELIVER_MS"] == str(due["delivery_timestamp"] * 1000)
     assert msg.tags == "rocketmq-send-delay-message" and msg.body == BODY
+
+
+async def test_a_delay_message_recalled_by_the_sdk_never_arrives(rmq5: Rmq5) -> None:
+    """Producer.recall_message with the receipt's recall handle (RocketMQ 5's
+    RecallMessage): answered with the message's id, and the message is not delivered."""
+    for broker in rmq5.cluster.brokers.values():
+        broker.config.recall_message_enable = True  # RocketMQ 5's default is off
+    await rmq5.cluster.create_topic("recall-topic", QUEUES)
+    receipt, due, recalled = await rmq5.run("delay", rmq5.endpoint, "recall-topic", "2", "recall")
+    assert recalled["recalled"] == receipt["message_id"]
+    store = rmq5.cluster.broker.store
+    deliver_ms = due["delivery_timestamp"] * 1000
+    await until(lambda: time.time() * 1000 > deliver_ms + 1500, 10, "its time and more")
+    assert [store.get_max_offset_in_queue("recall-topic", q) for q in range(QUEUES)] == [0] * 4
 
 
 async def test_transaction_producer_example_commit(rmq5: Rmq5) -> None:
