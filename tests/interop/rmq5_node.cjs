@@ -8,6 +8,7 @@
 //
 //   node rmq5_node.cjs normal ENDPOINT TOPIC
 //   node rmq5_node.cjs fifo ENDPOINT TOPIC
+//   node rmq5_node.cjs recall ENDPOINT TOPIC   (a message due in 2 s, then recalled)
 //   node rmq5_node.cjs simple ENDPOINT TOPIC GROUP
 //   node rmq5_node.cjs push ENDPOINT TOPIC GROUP
 //
@@ -37,6 +38,18 @@ async function normal(producer, topic) {
     })),
   });
   receipt(res, {});
+}
+
+// A delay message (deliveryTimestamp), then Producer.recallMessage with its receipt's
+// recall handle.
+async function recall(producer, topic) {
+  const due = new Date(Date.now() + 2000);
+  const res = await producer.send({
+    topic, tag: 'nodejs-delay', body: Buffer.from('recalled'), deliveryTimestamp: due,
+  });
+  receipt(res, { due: due.getTime() });
+  const recalled = await producer.recallMessage(topic, res.recallHandle);
+  emit({ recalled: recalled.messageId });
 }
 
 // ProducerFifoMessageExample.ts: three message groups, each a sequence of steps.
@@ -127,6 +140,8 @@ async function main() {
       await normal(producer, topic);
     } else if (command === 'fifo') {
       await fifo(producer, topic);
+    } else if (command === 'recall') {
+      await recall(producer, topic);
     } else {
       throw new Error(`unknown command ${command}`);
     }

@@ -6,6 +6,7 @@ SDK's simple and push consumer examples receive and acknowledge it."""
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -92,6 +93,23 @@ async def test_node_fifo_producer_example(
         assert {m.queue_id for m in in_store} == {consistent_hash(java_string_hash(group), QUEUES)}
         offsets = [m.queue_offset for m in in_store]
         assert offsets == sorted(offsets)
+
+
+async def test_node_producer_recalls_a_delay_message(
+    served: tuple[LiveCluster, LocalAccessPoint], rmq5_node_dir: Path, tmp_path: Path
+) -> None:
+    """Producer.recallMessage with the send receipt's recall handle: answered with the
+    message's id, and the message never delivered."""
+    cluster, access_point = served
+    cluster.broker.config.recall_message_enable = True  # RocketMQ 5's default is off
+    await cluster.create_topic("RecallTopic", QUEUES)
+    sent, recalled = await node(
+        rmq5_node_dir, tmp_path / "home", "recall", access_point.address, "RecallTopic"
+    )
+    assert recalled["recalled"] == sent["messageId"]
+    store = cluster.broker.store
+    await until(lambda: time.time() * 1000 > sent["due"] + 1500, 10, "its time and more")
+    assert [store.get_max_offset_in_queue("RecallTopic", q) for q in range(QUEUES)] == [0] * 4
 
 
 async def test_node_simple_consumer_example(
